@@ -1,0 +1,21 @@
+"""ember's dialects, one file each: `te` (tensor expressions) and `loop` (loop nests)."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def get_ember_dialects() -> dict[str, Callable[[], Dialect]]:
+    """ember's dialects by name, imported only when first used."""
+
+    def te() -> Dialect:
+        from ember.dialects.te import TE
+
+        return TE
+
+    def loop() -> Dialect:
+        from ember.dialects.loop import Loop
+
+        return Loop
+
+    return {"te": te, "loop": loop}

@@ -1,0 +1,80 @@
+"""ember's passes: one pass per file, registered lazily by name.
+
+A pass is a frozen-dataclass `ModulePass`; its file is its name with underscores
+(`convert-te-to-loop` lives in `convert_te_to_loop.py`). Nothing is imported until a
+pass is asked for, so listing passes stays cheap.
+"""
+
+from collections.abc import Callable
+from importlib import import_module
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+
+_EMBER_PASSES = (
+    "convert-te-to-loop",
+    "convert-loop-to-scf",
+    "func-packed-abi",
+    "convert-arith-to-llvm",
+    "convert-math-to-llvm",
+    "convert-index-to-llvm",
+    "convert-memref-to-llvm",
+    "convert-func-to-llvm",
+    "convert-cf-to-llvm",
+)
+
+
+def _loader(name: str, module: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        mod = import_module(module)
+        for value in vars(mod).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, ModulePass)
+                and getattr(value, "name", None) == name
+            ):
+                return value
+        raise LookupError(f"module {module} defines no pass named '{name}'")
+
+    return load
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Every pass ember-opt knows: xDSL's upstream passes, then ember's own."""
+    from xdsl.transforms import get_all_passes as xdsl_passes
+
+    passes = dict(xdsl_passes())
+    for name in _EMBER_PASSES:
+        passes[name] = _loader(name, f"ember.passes.{name.replace('-', '_')}")
+    passes["ember-cpu"] = _loader("ember-cpu", "ember.passes.pipelines")
+    return passes
+
+
+def get_context() -> Context:
+    """A context with xDSL's dialects and ember's registered (lazily)."""
+    from xdsl.dialects import get_all_dialects
+
+    from ember.dialects import get_ember_dialects
+
+    ctx = Context()
+    for name, factory in {**get_all_dialects(), **get_ember_dialects()}.items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def run(module: ModuleOp, pipeline: str, ctx: Context | None = None) -> ModuleOp:
+    """Run a textual pass pipeline (`"convert-te-to-loop,cse"`) on `module` in place.
+
+    Args:
+        module: the IR to transform.
+        pipeline: comma-separated pass names, options in braces: `"p{opt=3},cse"`.
+        ctx: the context; a fresh one with every dialect registered by default.
+
+    Returns:
+        The same module, transformed.
+    """
+    PassPipeline.parse_spec(get_all_passes(), pipeline).apply(
+        ctx or get_context(), module
+    )
+    return module
