@@ -1,4 +1,5 @@
-"""ember's dialects, one file each: `te` (tensor expressions) and `loop` (loop nests)."""
+"""ember's dialects, one file each: `te` (tensor expressions), `loop` (loop nests),
+and `llvm` (xDSL's llvm dialect with the instructions ember adds)."""
 
 from collections.abc import Callable
 
@@ -18,4 +19,9 @@ def get_ember_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Loop
 
-    return {"te": te, "loop": loop}
+    def llvm() -> Dialect:
+        from ember.dialects.llvm import LLVM
+
+        return LLVM
+
+    return {"te": te, "loop": loop, "llvm": llvm}
