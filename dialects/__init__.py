@@ -3,6 +3,7 @@ and `llvm` (xDSL's llvm dialect with the instructions ember adds)."""
 
 from collections.abc import Callable
 
+from xdsl.context import Context
 from xdsl.ir import Dialect
 
 
@@ -25,3 +26,16 @@ def get_ember_dialects() -> dict[str, Callable[[], Dialect]]:
         return LLVM
 
     return {"te": te, "loop": loop, "llvm": llvm}
+
+
+def register_all_dialects(ctx: Context) -> Context:
+    """Register xDSL's dialects and ember's (ember's `llvm` replaces xDSL's)."""
+    from xdsl.dialects import get_all_dialects
+
+    ours = get_ember_dialects()
+    for name, factory in get_all_dialects().items():
+        if name not in ours:
+            ctx.register_dialect(name, factory)
+    for name, factory in ours.items():
+        ctx.register_dialect(name, factory)
+    return ctx

@@ -53,8 +53,9 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
 def get_context() -> Context:
     """A context with xDSL's dialects and ember's registered (lazily)."""
-    from ember.dialects import get_ember_dialects
     from xdsl.dialects import get_all_dialects
+
+    from ember.dialects import get_ember_dialects
 
     ctx = Context()
     for name, factory in {**get_all_dialects(), **get_ember_dialects()}.items():

@@ -1,0 +1,78 @@
+"""`ember-opt`: xDSL's opt driver with ember's dialects, passes and targets.
+
+    ember-opt kernel.mlir -p ember-cpu -t llvm
+
+Bad input (a parse or verification error, an unknown pass, a failing pass) prints one
+diagnostic on stderr and exits with status 1; set EMBER_TRACEBACK=1 to see the Python
+traceback of an internal error.
+"""
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.target import Target
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+
+@dataclass(frozen=True)
+class LLVMIRTarget(Target):
+    """Prints the llvm-dialect module as LLVM IR text (`-t llvm`)."""
+
+    name = "llvm"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from ember.backends.llvm import translate
+
+        print(translate(module), file=output)
+
+
+class EmberOptMain(xDSLOptMain):
+    version_format = "ember-opt on xdsl {xdsl_version}"
+
+    def register_all_dialects(self) -> None:
+        from ember.dialects import register_all_dialects
+
+        register_all_dialects(self.ctx)
+
+    def register_all_passes(self) -> None:
+        from ember.passes import get_all_passes
+
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        self.available_targets["llvm"] = lambda: LLVMIRTarget
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ember-opt; returns the process exit status."""
+    try:
+        EmberOptMain(description="ember's modular optimizer driver", args=argv).run()
+    except (DiagnosticException, ParseError) as e:
+        print(str(e).rstrip(), file=sys.stderr)
+        return 1
+    except (ValueError, LookupError, NotImplementedError, OSError) as e:
+        if os.environ.get("EMBER_TRACEBACK"):
+            raise
+        print(f"ember-opt: error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug in ember or xDSL, reported as one line
+        if os.environ.get("EMBER_TRACEBACK"):
+            raise
+        print(
+            f"ember-opt: internal error: {type(e).__name__}: {e} "
+            "(set EMBER_TRACEBACK=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
