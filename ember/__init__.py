@@ -1,0 +1,33 @@
+"""ember: a hackable deep-learning compiler.
+
+The façade is lazy: `import ember.runtime` must not pull in the compiler (xDSL,
+llvmlite), so the compiler's names are imported on first use.
+
+    from ember import te
+    mod = ember.build(te.create_schedule(C.op), [A, B, C], name="vecadd")
+"""
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "build": ("ember.driver", "build"),
+    "lower": ("ember.lowering", "lower"),
+    "Target": ("ember.backends.llvm", "Target"),
+}
+_SUBMODULES = ("te", "runtime", "passes", "dialects", "backends", "tools")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(import_module(module), attr)
+    if name in _SUBMODULES:
+        return import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted([*_LAZY, *_SUBMODULES, "__version__"])

@@ -1,0 +1,61 @@
+"""`ember.build`: a schedule or te/loop IR to a runnable module."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from ember import te
+from ember.lowering import lower
+from ember.passes import get_context, run
+from ember.passes.pipelines import EMBER_CPU
+
+if TYPE_CHECKING:
+    from ember.backends.llvm import LLVMModule, Target
+
+
+def build(
+    inputs: te.Schedule | ModuleOp | str,
+    args: Sequence[te.Tensor] | None = None,
+    target: str | dict | Target = "llvm",
+    name: str = "default_function",
+) -> LLVMModule:
+    """Compile a computation to machine code for `target`.
+
+    Args:
+        inputs: a schedule from `te.create_schedule`, or a module of te or loop IR
+            (an xDSL `ModuleOp` or its text).
+        args: with a schedule, the tensors of the function: inputs first, then
+            outputs.
+        target: "llvm" for this machine, a TVM-style target string or dict.
+        name: the function's name (with a schedule) and the module's entry.
+
+    Returns:
+        The compiled module; `mod(a, b, c)` or `mod[name](a, b, c)` runs it.
+
+    Example:
+        >>> mod = ember.build(s, [A, B, C], name="vecadd")
+        >>> mod(a, b, c)
+    """
+    from ember.backends.llvm import build_module
+
+    if isinstance(inputs, te.Schedule):
+        if args is None:
+            raise ValueError("ember.build: a schedule needs its argument tensors")
+        module = lower(inputs, args, name)
+        entry: str | None = name
+    else:
+        if isinstance(inputs, str):
+            module = Parser(get_context(), inputs, "<build>").parse_module()
+        elif isinstance(inputs, ModuleOp):
+            module = inputs.clone()
+        else:
+            raise TypeError(
+                f"ember.build: expected a schedule or IR module, got {type(inputs)}"
+            )
+        entry = name if name != "default_function" else None
+    run(module, ",".join(EMBER_CPU))
+    return build_module(module, target=target, entry_name=entry)

@@ -1,0 +1,287 @@
+"""From Python tensor expressions to te IR, the first printable stage.
+
+mod = ember.lower(s, [A, B, C], name="vecadd")   # a builtin.module of te IR
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, func, math
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from ember import te
+from ember.dialects import te as te_ir
+
+_TYPES: dict[str, Attribute] = {
+    "float16": Float16Type(),
+    "float32": Float32Type(),
+    "float64": Float64Type(),
+    "int8": IntegerType(8),
+    "int32": IntegerType(32),
+    "int64": IntegerType(64),
+    "bool": IntegerType(1),
+    "index": IndexType(),
+}
+
+_FLOAT_OPS: dict[str, type[Operation]] = {
+    "add": arith.AddfOp,
+    "sub": arith.SubfOp,
+    "mul": arith.MulfOp,
+    "div": arith.DivfOp,
+    "max": arith.MaximumfOp,
+    "min": arith.MinimumfOp,
+}
+_INT_OPS: dict[str, type[Operation]] = {
+    "add": arith.AddiOp,
+    "sub": arith.SubiOp,
+    "mul": arith.MuliOp,
+    "div": arith.DivSIOp,
+    "floordiv": arith.FloorDivSIOp,
+    "max": arith.MaxSIOp,
+    "min": arith.MinSIOp,
+}
+_MATH: dict[str, type[Operation]] = {
+    "exp": math.ExpOp,
+    "log": math.LogOp,
+    "sqrt": math.SqrtOp,
+    "tanh": math.TanhOp,
+    "abs": math.AbsFOp,
+}
+
+
+def ir_type(dtype: str) -> Attribute:
+    """The IR element type of a dtype name."""
+    return _TYPES[dtype]
+
+
+def tensor_type(t: te.Tensor) -> TensorType:
+    return TensorType(ir_type(t.dtype), t.shape)
+
+
+def lower(
+    sched: te.Schedule, args: Sequence[te.Tensor], name: str = "default_function"
+) -> ModuleOp:
+    """The te IR of a scheduled computation, as one `func.func @name`.
+
+    Args:
+        sched: the schedule (its outputs must be among `args`).
+        args: the function's tensors: the inputs (placeholders) first, then the
+            outputs, like TVM's `build(s, [A, B, C])`.
+        name: the function's name.
+
+    Returns:
+        A module holding the function.
+    """
+    inputs, outputs = _split_args(args, name)
+    for op in sched.outputs:
+        if all(op is not t.op for t in outputs):
+            raise ValueError(
+                f"{name}: the schedule's output '{op.name}' is not among the arguments"
+            )
+    stages = _topological(outputs, inputs, name)
+    arg_attrs = ArrayAttr(
+        [DictionaryAttr({"ember.name": StringAttr(t.name)}) for t in inputs]
+    )
+    body = Block(arg_types=[tensor_type(t) for t in inputs])
+    values: dict[int, SSAValue] = {}
+    for t, arg in zip(inputs, body.args, strict=True):
+        arg.name_hint = _ssa_name(t.name)
+        values[id(t)] = arg
+    for t in stages:
+        op = _emit_compute(t, values)
+        op.result.name_hint = _ssa_name(t.name)
+        body.add_op(op)
+        values[id(t)] = op.result
+    body.add_op(func.ReturnOp(*[values[id(t)] for t in outputs]))
+    fn = func.FuncOp(
+        name,
+        ([tensor_type(t) for t in inputs], [tensor_type(t) for t in outputs]),
+        Region(body),
+        arg_attrs=arg_attrs,
+    )
+    return ModuleOp([fn])
+
+
+def _split_args(
+    args: Sequence[te.Tensor], name: str
+) -> tuple[list[te.Tensor], list[te.Tensor]]:
+    if not args:
+        raise ValueError(f"{name}: expected the argument tensors, got none")
+    for a in args:
+        if not isinstance(a, te.Tensor):
+            raise TypeError(f"{name}: expected te tensors as arguments, got {a!r}")
+    inputs = [a for a in args if isinstance(a.op, te.PlaceholderOp)]
+    outputs = [a for a in args if isinstance(a.op, te.ComputeOp)]
+    if list(args) != inputs + outputs:
+        raise ValueError(
+            f"{name}: expected the inputs (placeholders) first, then the outputs; "
+            f"got {[a.name for a in args]}"
+        )
+    if not outputs:
+        raise ValueError(f"{name}: expected at least one computed output")
+    return inputs, outputs
+
+
+def _topological(
+    outputs: list[te.Tensor], inputs: list[te.Tensor], name: str
+) -> list[te.Tensor]:
+    """The computes that produce `outputs`, each after the tensors it reads."""
+    order: list[te.Tensor] = []
+    seen: set[int] = {id(t) for t in inputs}
+
+    def visit(t: te.Tensor) -> None:
+        if id(t) in seen:
+            return
+        if isinstance(t.op, te.PlaceholderOp):
+            raise ValueError(
+                f"{name}: placeholder '{t.name}' is used but not among the arguments"
+            )
+        seen.add(id(t))
+        assert isinstance(t.op, te.ComputeOp)
+        for dep in t.op.input_tensors():
+            visit(dep)
+        order.append(t)
+
+    for t in outputs:
+        visit(t)
+    return order
+
+
+def _ssa_name(name: str) -> str | None:
+    cleaned = "".join(c if c.isalnum() or c in "_$." else "_" for c in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else None
+
+
+def _emit_compute(t: te.Tensor, values: dict[int, SSAValue]) -> te_ir.ComputeOp:
+    op = t.op
+    assert isinstance(op, te.ComputeOp)
+    axes = [*op.axis, *op.reduce_axis]
+    block = Block(arg_types=[IndexType()] * len(axes))
+    emitter = _BodyEmitter(block, values)
+    for var, arg in zip(axes, block.args, strict=True):
+        arg.name_hint = _ssa_name(var.name)
+        emitter.bind(var, arg)
+    body = op.body
+    reduce = None
+    if isinstance(body, te.Reduce):
+        reduce, body = body.combiner, body.body
+    block.add_op(te_ir.YieldOp(emitter.emit(body)))
+    return te_ir.ComputeOp(
+        t.name,
+        tensor_type(t),
+        block,
+        reduce,
+        [v.extent for v in op.reduce_axis],
+    )
+
+
+class _BodyEmitter:
+    """Emits one compute body; shared subexpressions are emitted once."""
+
+    def __init__(self, block: Block, tensors: dict[int, SSAValue]):
+        self.block, self.tensors = block, tensors
+        # Keyed by id(); holding the expression keeps the id from being reused.
+        self.memo: dict[int, tuple[te.Expr, SSAValue]] = {}
+
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def bind(self, var: te.Var, arg: SSAValue) -> None:
+        if var.lower:
+            offset = self.add(arith.ConstantOp(IntegerAttr(var.lower, IndexType())))
+            arg = self.add(arith.AddiOp(arg, offset))
+        self.memo[id(var)] = (var, arg)
+
+    def emit(self, e: te.Expr) -> SSAValue:
+        if id(e) not in self.memo:
+            self.memo[id(e)] = (e, self._emit(e))
+        return self.memo[id(e)][1]
+
+    def _emit(self, e: te.Expr) -> SSAValue:
+        if isinstance(e, te.Var):
+            raise ValueError(
+                f"loop index '{e.name}' is used outside the compute that defines it"
+            )
+        if isinstance(e, te.Const):
+            t = ir_type(e.dtype)
+            if e.dtype in te.FLOAT_DTYPES:
+                return self.add(arith.ConstantOp(FloatAttr(float(e.value), t)))  # type: ignore[arg-type]
+            return self.add(arith.ConstantOp(IntegerAttr(int(e.value), t)))  # type: ignore[arg-type]
+        if isinstance(e, te.Read):
+            if id(e.tensor) not in self.tensors:
+                raise ValueError(f"tensor '{e.tensor.name}' is not available here")
+            indices = [self.emit(i) for i in e.indices]
+            return self.add(te_ir.ReadOp(self.tensors[id(e.tensor)], indices))
+        if isinstance(e, te.Binary):
+            return self._binary(e.op, e.dtype, self.emit(e.lhs), self.emit(e.rhs))
+        if isinstance(e, te.Call):
+            args = [self.emit(a) for a in e.args]
+            if e.fn in ("max", "min"):
+                return self._binary(e.fn, e.dtype, *args)
+            return self.add(_MATH[e.fn](args[0]))
+        if isinstance(e, te.Cast):
+            return self._cast(self.emit(e.value), e.value.dtype, e.dtype)
+        if isinstance(e, te.Reduce):
+            raise ValueError("a reduction must be the whole body of a compute")
+        raise TypeError(f"cannot lower expression {e!r}")
+
+    def _binary(self, op: str, dtype: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        if op == "mod":
+            return self._floormod(dtype, lhs, rhs)
+        if dtype in te.FLOAT_DTYPES:
+            if op == "floordiv":
+                return self.add(math.FloorOp(self.add(arith.DivfOp(lhs, rhs))))
+            return self.add(_FLOAT_OPS[op](lhs, rhs))
+        return self.add(_INT_OPS[op](lhs, rhs))
+
+    def _floormod(self, dtype: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """`lhs - floordiv(lhs, rhs) * rhs`: the sign follows `rhs`, as in Python."""
+        quotient = self._binary("floordiv", dtype, lhs, rhs)
+        product = self._binary("mul", dtype, quotient, rhs)
+        return self._binary("sub", dtype, lhs, product)
+
+    def _cast(self, value: SSAValue, src: str, dst: str) -> SSAValue:
+        if src == dst:
+            return value
+        to = ir_type(dst)
+        if src == "index":
+            wide = self.add(arith.IndexCastOp(value, IntegerType(64)))
+            return self._cast(wide, "int64", dst)
+        src_float, dst_float = src in te.FLOAT_DTYPES, dst in te.FLOAT_DTYPES
+        if dst == "bool":
+            zero = self._zero(src)
+            if src_float:
+                return self.add(arith.CmpfOp(value, zero, "one"))
+            return self.add(arith.CmpiOp(value, zero, "ne"))
+        if src_float and dst_float:
+            wider = te.FLOAT_DTYPES.index(dst) > te.FLOAT_DTYPES.index(src)
+            return self.add((arith.ExtFOp if wider else arith.TruncFOp)(value, to))
+        if src_float:
+            return self.add(arith.FPToSIOp(value, to))  # type: ignore[arg-type]
+        if dst_float:
+            op = arith.UIToFPOp if src == "bool" else arith.SIToFPOp
+            return self.add(op(value, to))  # type: ignore[arg-type]
+        src_bits = ir_type(src).width.data  # type: ignore[attr-defined]
+        if to.width.data > src_bits:  # type: ignore[attr-defined]
+            op = arith.ExtUIOp if src == "bool" else arith.ExtSIOp
+            return self.add(op(value, to))
+        return self.add(arith.TruncIOp(value, to))  # type: ignore[arg-type]
+
+    def _zero(self, dtype: str) -> SSAValue:
+        return self.emit(te.Const(0.0 if dtype in te.FLOAT_DTYPES else 0, dtype))

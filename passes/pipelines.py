@@ -1,0 +1,43 @@
+"""The named pipelines. Reading `EMBER_CPU` tells the whole compile story for a CPU.
+
+ember-opt kernel.mlir -p ember-cpu -t llvm
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+
+EMBER_CPU: tuple[str, ...] = (
+    # te: tensor expressions become naive loop nests over buffers
+    "convert-te-to-loop",
+    # loop: loop nests become structured control flow
+    "convert-loop-to-scf",
+    "canonicalize",
+    "cse",
+    # scf → cf: loops become branches between blocks
+    "convert-scf-to-cf",
+    # every public function gets a packed-ABI entry that checks its arguments
+    "func-packed-abi",
+    # upstream dialects → llvm
+    "convert-math-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-memref-to-llvm",
+    "convert-cf-to-llvm",
+    "convert-func-to-llvm",
+    "reconcile-unrealized-casts",
+)
+
+
+@dataclass(frozen=True)
+class EmberCpuPipeline(ModulePass):
+    """te (or loop) IR to the llvm dialect for a CPU: the passes of `EMBER_CPU`."""
+
+    name = "ember-cpu"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ember.passes import get_all_passes
+
+        PassPipeline.parse_spec(get_all_passes(), ",".join(EMBER_CPU)).apply(ctx, op)
