@@ -2,24 +2,29 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lit pytest clean
+.PHONY: demo test pytest lit clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
-pytest: $(STAMP)
+pytest: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
 
-lit: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv tests/lit
+lit: $(VENV)/.installed-dev
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -q tests/lit
 
 test: pytest lit
 
