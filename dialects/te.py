@@ -20,6 +20,7 @@ from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -30,7 +31,12 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, NoMemoryEffect, RecursiveMemoryEffect
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    NoMemoryEffect,
+    RecursiveMemoryEffect,
+)
 from xdsl.utils.exceptions import VerifyException
 
 COMBINERS = ("sum", "max", "min")
@@ -49,7 +55,9 @@ class YieldOp(IRDLOperation):
 
     assembly_format = "$value attr-dict `:` type($value)"
 
-    traits = traits_def(IsTerminator(), NoMemoryEffect())
+    traits = lazy_traits_def(
+        lambda: (IsTerminator(), NoMemoryEffect(), HasParent(ComputeOp))
+    )
 
     def __init__(self, value: SSAValue | Operation):
         super().__init__(operands=[value])
