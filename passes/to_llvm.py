@@ -21,9 +21,10 @@ from xdsl.dialects.builtin import (
     VectorType,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 
@@ -65,6 +66,47 @@ def replace(op: Operation, new_ops: list[Operation], results: list[SSAValue]) ->
         casts.append(back)
         old_typed.append(back.results[0])
     Rewriter.replace_op(op, [*new_ops, *casts], old_typed)
+
+
+def retype_block_args(block: Block) -> None:
+    """Give `block`'s arguments their llvm-dialect types in place; users not converted
+    yet see the old type through a cast at the top of the block."""
+    for arg in block.args:
+        new_type = llvm_type(arg.type)
+        if new_type == arg.type:
+            continue
+        old_type = arg.type
+        new = Rewriter.replace_value_with_new_type(arg, new_type)
+        if not new.uses:
+            continue
+        back = UnrealizedConversionCastOp.get([new], [old_type])
+        Rewriter.insert_op(back, InsertPoint.at_start(block))
+        new.replace_uses_with_if(
+            back.results[0], lambda use, back=back: use.operation is not back
+        )
+
+
+def declare_function(
+    anchor: Operation, name: str, inputs: list[Attribute], output: Attribute
+) -> None:
+    """Declare the external `llvm.func @name` in `anchor`'s module unless it exists.
+
+    An existing symbol of that name that is not an `llvm.func` is a diagnostic.
+    """
+    existing = SymbolTable.lookup_symbol(anchor, name)
+    if isinstance(existing, llvm.FuncOp):
+        return
+    if existing is not None:
+        raise PassFailedException(
+            f"cannot declare llvm.func @{name}: the symbol is taken by "
+            f"'{existing.name}'"
+        )
+    module = anchor.get_toplevel_object()
+    assert isinstance(module, ModuleOp)
+    ftype = llvm.LLVMFunctionType(inputs, output)
+    module.body.block.add_op(
+        llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external"))
+    )
 
 
 Handler = Callable[[Operation], None]

@@ -1,0 +1,406 @@
+"""func-packed-abi: the packed, type-erased C entry of every public function.
+
+Runs on functions over memrefs, before convert-func-to-llvm. Each public `@f` whose
+arguments are all static-shape memrefs (and which returns nothing) becomes the
+private `@f_impl`, and a new `llvm.func @f` with ember's packed signature
+
+    int32_t f(EmberValue* args, int32_t* type_codes, int32_t num_args,
+              EmberValue* ret, int32_t* ret_type_code);
+
+checks every argument against the buffer types of `@f_impl` and calls it with bare
+pointers (docs/architecture.md, "The packed ABI"). The module also gets the packed
+function `__ember_metadata`, which returns a JSON description of the entries.
+"""
+
+import json
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.context import Context
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    Signedness,
+    StringAttr,
+    SymbolRefAttr,
+    UnrealizedConversionCastOp,
+    i8,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import PassFailedException
+
+from ember.passes.convert_memref_to_llvm import bare_pointer_error
+
+PTR = llvm.LLVMPointerType()
+DLTENSOR = llvm.LLVMStructType.from_type_list(
+    [PTR, i32, i32, i32, i8, i8, i16, PTR, PTR, i64]
+)
+"""DLPack's DLTensor: data, device {type, id}, ndim, dtype {code, bits, lanes},
+shape, strides, byte_offset (48 bytes on 64-bit machines)."""
+DATA, DEVICE_TYPE, _DEVICE_ID, NDIM, CODE, BITS, LANES, SHAPE, STRIDES, OFFSET = range(
+    10
+)
+
+TYPE_NULL, TYPE_DLTENSOR, TYPE_STR, TYPE_NDARRAY = 4, 7, 11, 13
+"""Type codes (TVM's) the entry accepts or returns."""
+DEVICE_CPU = 1
+
+DTYPES: dict[str, tuple[int, int]] = {
+    "bool": (6, 8),
+    **{f"int{b}": (0, b) for b in (8, 16, 32, 64)},
+    **{f"uint{b}": (1, b) for b in (8, 16, 32, 64)},
+    "float16": (2, 16),
+    "bfloat16": (4, 16),
+    "float32": (2, 32),
+    "float64": (2, 64),
+}
+"""numpy-style dtype name → DLPack (type code, bits); lanes are always 1. `i1`
+buffers hold one byte per element and take DLPack's kDLBool (code 6, 8 bits)."""
+
+_FLOATS: dict[type[Attribute], str] = {
+    Float16Type: "float16",
+    BFloat16Type: "bfloat16",
+    Float32Type: "float32",
+    Float64Type: "float64",
+}
+
+
+def dtype_of(element: Attribute) -> str | None:
+    """The dtype name of a buffer element type: signless and signed integers are
+    `int<N>`, unsigned ones `uint<N>`, `i1` is `bool`, `index` is `int64`."""
+    if isinstance(element, IndexType):
+        return "int64"
+    if isinstance(element, IntegerType):
+        width = element.width.data
+        if width == 1:
+            return "bool"
+        unsigned = element.signedness.data == Signedness.UNSIGNED
+        name = f"{'u' if unsigned else ''}int{width}"
+        return name if name in DTYPES else None
+    return _FLOATS.get(type(element))
+
+
+@dataclass(frozen=True)
+class _Arg:
+    name: str
+    type: MemRefType
+    dtype: str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.get_shape()
+
+    def describe(self) -> str:
+        return f"{self.dtype} tensor of shape {self.shape}"
+
+
+def _fail(f: func.FuncOp, what: str) -> PassFailedException:
+    return PassFailedException(f"func-packed-abi: @{f.sym_name.data}: {what}")
+
+
+def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
+    """The arguments of `f` if it gets a packed entry, else None.
+
+    An argument's name is its `ember.name` attribute (else `arg<i>`); its dtype may
+    be overridden by `ember.dtype` (e.g. "uint8" for an i8 buffer)."""
+    private = f.sym_visibility is not None and f.sym_visibility.data != "public"
+    ftype = f.function_type
+    if private or not f.body.blocks or ftype.outputs.data:
+        return None
+    if not all(isinstance(t, MemRefType) for t in ftype.inputs.data):
+        return None
+    args: list[_Arg] = []
+    for i, t in enumerate(ftype.inputs.data):
+        assert isinstance(t, MemRefType)
+        if (error := bare_pointer_error(t)) is not None:
+            raise _fail(f, f"argument {i}: {error}")
+        attrs = f.arg_attrs.data[i].data if f.arg_attrs is not None else {}
+        name = attrs.get("ember.name")
+        dtype = dtype_of(t.element_type)
+        override = attrs.get("ember.dtype")
+        if isinstance(override, StringAttr):
+            wanted = DTYPES.get(override.data)
+            natural = DTYPES.get(dtype or "")
+            if wanted is None or natural is None or wanted[1] != natural[1]:
+                raise _fail(f, f"argument {i}: ember.dtype {override} does not fit {t}")
+            dtype = override.data
+        if dtype is None:
+            raise _fail(f, f"argument {i}: no DLPack dtype for {t.element_type}")
+        label = name.data if isinstance(name, StringAttr) else f"arg{i}"
+        args.append(_Arg(label, t, dtype))
+    return args
+
+
+def _string(symbol: str, text: str) -> llvm.GlobalOp:
+    """An internal constant NUL-terminated string."""
+    data = text.encode() + b"\0"
+    return llvm.GlobalOp(
+        llvm.LLVMArrayType(len(data), i8),
+        symbol,
+        "internal",
+        constant=True,
+        value=StringAttr(data.decode()),
+    )
+
+
+class _Builder:
+    """Appends llvm ops to the end of one block."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    def const(self, value: int, t: Attribute = i32) -> SSAValue:
+        return self.add(llvm.ConstantOp(IntegerAttr(value, t), t))
+
+    def load(self, ptr: SSAValue, t: Attribute, index: int = 0) -> SSAValue:
+        """`((t*)ptr)[index]`."""
+        if index:
+            ptr = self.add(llvm.GEPOp(ptr, [index], t))
+        align = 8 if t == PTR else t.width.data // 8  # type: ignore[attr-defined]
+        return self.add(llvm.LoadOp(ptr, t, alignment=align))
+
+    def field(self, tensor: SSAValue, index: int) -> SSAValue:
+        """`tensor->field` for the DLTensor field `index`."""
+        t = DLTENSOR.types.data[index]
+        return self.load(self.add(llvm.GEPOp(tensor, [0, index], DLTENSOR)), t)
+
+    def eq(self, value: SSAValue, expected: int, predicate: str = "eq") -> SSAValue:
+        flag = llvm.ICmpPredicateFlag(predicate)
+        rhs = self.const(expected, value.type)
+        return self.add(llvm.ICmpOp(value, rhs, IntegerAttr(flag.to_int(), i64)))
+
+    def is_null(self, ptr: SSAValue, predicate: str = "eq") -> SSAValue:
+        return self.eq(self.add(llvm.PtrToIntOp(ptr, i64)), 0, predicate)
+
+    def all(self, conditions: list[SSAValue]) -> SSAValue:
+        result = conditions[0]
+        for cond in conditions[1:]:
+            result = self.add(llvm.AndOp(result, cond))
+        return result
+
+    def store(self, value: SSAValue, ptr: SSAValue) -> None:
+        align = 8 if value.type in (PTR, i64) else 4
+        self.add(llvm.StoreOp(value, ptr, alignment=align))
+
+
+class _Entry:
+    """The packed entry of one function: a chain of check blocks, each branching to
+    the next or to one shared failure block that reports a message and a code.
+    `self.b` appends to the block being built."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.region = Region()
+        entry = Block(arg_types=[PTR, PTR, i32, PTR, PTR])
+        hints = ("args", "type_codes", "num_args", "ret", "ret_code")
+        for arg, hint in zip(entry.args, hints, strict=True):
+            arg.name_hint = hint
+        self.region.add_block(entry)
+        self.args, self.codes, self.count, self.ret, self.ret_code = entry.args
+        self.b = _Builder(entry)
+        self.globals: list[llvm.GlobalOp] = []
+        self.failed = Block(arg_types=[PTR, i32])
+        self.failed.args[0].name_hint = "message"
+        self.failed.args[1].name_hint = "code"
+
+    def message(self, key: str, text: str) -> str:
+        symbol = f"__ember_err.{self.name}.{key}"
+        self.globals.append(_string(symbol, f"{self.name}: {text}"))
+        return symbol
+
+    def check(
+        self, ok: SSAValue, message: str, code: int, then: Block | None = None
+    ) -> None:
+        """Go on in `then` (a new block by default) if `ok`, else fail."""
+        if then is None:
+            then = Block()
+            self.region.add_block(then)
+        text = self.b.add(llvm.AddressOfOp(message, PTR))
+        code_value = self.b.const(code)
+        self.b.add(llvm.CondBrOp(ok, then, [], self.failed, [text, code_value]))
+        self.b = _Builder(then)
+
+    def check_arg(self, i: int, arg: _Arg) -> SSAValue:
+        """Check argument `i` against `arg`; returns its DLTensor*."""
+        b, code = self.b, -2 - i
+        prefix = f"argument {i} ({arg.name}): expected"
+        type_code = b.load(self.codes, i32, i)
+        tensor = b.load(self.args, PTR, i)
+        tensor.name_hint = arg.name
+        is_tensor = b.add(
+            llvm.OrOp(b.eq(type_code, TYPE_DLTENSOR), b.eq(type_code, TYPE_NDARRAY))
+        )
+        not_null = b.is_null(tensor, "ne")
+        message = self.message(f"{i}.type", f"{prefix} a tensor")
+        self.check(b.all([is_tensor, not_null]), message, code)
+
+        b = self.b
+        message = self.message(f"{i}.device", f"{prefix} a CPU tensor")
+        self.check(b.eq(b.field(tensor, DEVICE_TYPE), DEVICE_CPU), message, code)
+
+        b = self.b
+        dtype_code, bits = DTYPES[arg.dtype]
+        meta = [
+            b.eq(b.field(tensor, NDIM), len(arg.shape)),
+            b.eq(b.field(tensor, CODE), dtype_code),
+            b.eq(b.field(tensor, BITS), bits),
+            b.eq(b.field(tensor, LANES), 1),
+        ]
+        message = self.message(f"{i}.tensor", f"{prefix} {arg.describe()}")
+        self.check(b.all(meta), message, code)
+        if arg.shape:  # the shape array is read only once ndim is known to match
+            b = self.b
+            shape = b.field(tensor, SHAPE)
+            extents = [b.eq(b.load(shape, i64, k), n) for k, n in enumerate(arg.shape)]
+            self.check(b.all(extents), message, code)
+
+        # Strides matter only for extents other than 1, and not at all when empty.
+        strides = _compact_strides(arg.shape)
+        checked = [k for k, n in enumerate(arg.shape) if n != 1]
+        if checked and prod(arg.shape) != 0:
+            b = self.b
+            given = b.field(tensor, STRIDES)
+            strided, compact = Block(), Block()
+            self.region.add_block([strided, compact])
+            b.add(llvm.CondBrOp(b.is_null(given), compact, [], strided, []))
+            self.b = b = _Builder(strided)
+            ok = b.all([b.eq(b.load(given, i64, k), strides[k]) for k in checked])
+            message = self.message(
+                f"{i}.strides", f"{prefix} compact row-major strides"
+            )
+            self.check(ok, message, code, then=compact)
+        return tensor
+
+    def build(self, args: list[_Arg], impl: str) -> llvm.FuncOp:
+        names = ", ".join(a.name for a in args)
+        message = self.message("count", f"expected {len(args)} arguments ({names})")
+        self.check(self.b.eq(self.count, len(args)), message, -1)
+        tensors = [self.check_arg(i, arg) for i, arg in enumerate(args)]
+        b = self.b
+        pointers: list[SSAValue] = []
+        for tensor, arg in zip(tensors, args, strict=True):
+            data, offset = b.field(tensor, DATA), b.field(tensor, OFFSET)
+            start = b.add(llvm.GEPOp.from_mixed_indices(data, [offset], i8))
+            pointers.append(b.add(UnrealizedConversionCastOp.get([start], [arg.type])))
+        b.add(func.CallOp(impl, pointers, []))
+        b.store(b.const(0, i64), self.ret)
+        b.store(b.const(TYPE_NULL), self.ret_code)
+        b.add(llvm.ReturnOp(b.const(0)))
+
+        on_fail = _Builder(self.failed)
+        on_fail.store(self.failed.args[0], self.ret)
+        on_fail.store(on_fail.const(TYPE_STR), self.ret_code)
+        on_fail.add(llvm.ReturnOp(self.failed.args[1]))
+        self.region.add_block(self.failed)
+        return packed_function(self.name, self.region)
+
+
+def _compact_strides(shape: tuple[int, ...]) -> list[int]:
+    return [prod(shape[k + 1 :]) for k in range(len(shape))]
+
+
+def packed_function(name: str, body: Region) -> llvm.FuncOp:
+    """An external `llvm.func` with the packed signature and `body`."""
+    signature = llvm.LLVMFunctionType([PTR, PTR, i32, PTR, PTR], i32)
+    return llvm.FuncOp(name, signature, llvm.LinkageAttr("external"), body=body)
+
+
+def _metadata(entries: dict[str, list[_Arg]]) -> list[Operation]:
+    """`__ember_metadata`: returns the JSON description of the entries (type 11)."""
+    document = {
+        "entry": next(iter(entries)) if len(entries) == 1 else None,
+        "functions": {
+            name: {
+                "args": [
+                    {"name": a.name, "shape": list(a.shape), "dtype": a.dtype}
+                    for a in args
+                ]
+            }
+            for name, args in entries.items()
+        },
+    }
+    text = _string("__ember_metadata.json", json.dumps(document))
+    body = Region(Block(arg_types=[PTR, PTR, i32, PTR, PTR]))
+    hints = ("args", "type_codes", "num_args", "ret", "ret_code")
+    for arg, hint in zip(body.block.args, hints, strict=True):
+        arg.name_hint = hint
+    _, _, _, ret, ret_code = body.block.args
+    b = _Builder(body.block)
+    b.store(b.add(llvm.AddressOfOp(text.sym_name, PTR)), ret)
+    b.store(b.const(TYPE_STR), ret_code)
+    b.add(llvm.ReturnOp(b.const(0)))
+    return [text, packed_function("__ember_metadata", body)]
+
+
+@dataclass(frozen=True)
+class FuncPackedABIPass(ModulePass):
+    """Give every public function over static buffers a packed, checked C entry.
+
+    Before:
+        func.func @vecadd(%A: memref<1024xf32> {ember.name = "A"}, ...) { ... }
+
+    After:
+        func.func private @vecadd_impl(%A: memref<1024xf32> {ember.name = "A"}, ...)
+        llvm.func @vecadd(%args: !llvm.ptr, %type_codes: !llvm.ptr, %num_args: i32,
+                          %ret: !llvm.ptr, %ret_code: !llvm.ptr) -> i32 {
+          // num_args == 3, else ^fail(@"__ember_err.vecadd.count", -1)
+          // per argument i: type code 7 or 13 and a non-null handle, device_type 1,
+          //   ndim, dtype code/bits/lanes, every extent, strides null or compact;
+          //   else ^fail(<message>, -2 - i)
+          // func.call @vecadd_impl(data + byte_offset, ...); *ret_code = 4; return 0
+        ^fail(%message: !llvm.ptr, %code: i32):
+          // ret->v_handle = message; *ret_code = 11; return code
+        }
+        llvm.func @__ember_metadata(...) -> i32   // ret->v_handle = JSON, code 11
+
+    Functions with results or non-memref arguments are left as they are. Calls to
+    `@f` in the module are redirected to `@f_impl`.
+    """
+
+    name = "func-packed-abi"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        entries: dict[str, list[_Arg]] = {}
+        for f in list(op.ops):
+            if not isinstance(f, func.FuncOp) or (args := _packed_args(f)) is None:
+                continue
+            name = f.sym_name.data
+            impl = f"{name}_impl"
+            if SymbolTable.lookup_symbol(op, impl) is not None:
+                raise _fail(f, f"cannot rename it: @{impl} already exists")
+            f.sym_name = StringAttr(impl)
+            f.sym_visibility = StringAttr("private")
+            entry = _Entry(name)
+            wrapper = entry.build(args, impl)
+            Rewriter.insert_op([*entry.globals, wrapper], InsertPoint.after(f))
+            entries[name] = args
+        if entries:  # calls of @f inside the module keep calling the bare function
+            for call in op.walk():
+                if isinstance(call, func.CallOp):
+                    callee = call.callee.string_value()
+                    if callee in entries:
+                        call.callee = SymbolRefAttr(f"{callee}_impl")
+        if SymbolTable.lookup_symbol(op, "__ember_metadata") is None:
+            op.body.block.add_ops(_metadata(entries))
+        elif entries:
+            raise PassFailedException(
+                "func-packed-abi: the module already has @__ember_metadata"
+            )
