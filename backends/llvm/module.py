@@ -1,0 +1,171 @@
+"""`LLVMModule`: an llvm-dialect module compiled by LLVM, JIT-run on the host."""
+
+import ctypes.util
+from pathlib import Path
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+from xdsl.dialects.builtin import ModuleOp
+
+from ember.backends.llvm.codegen import emit_assembly, emit_object, optimize, parse
+from ember.backends.llvm.target import Target
+from ember.backends.llvm.translate import translate
+from ember.runtime import EmberError, Module
+
+_PACKED_SIGNATURE = "i32 (ptr, ptr, i32, ptr, ptr)"
+_METADATA = "__ember_metadata"
+# Libraries compiled code may call that a Python process has not always loaded.
+_LIBRARIES = {"GOMP_": "gomp", "omp_": "gomp"}
+_SOURCE_FORMATS = ("ll", "ll-unopt", "asm")
+
+
+class LLVMModule(Module):
+    """A module compiled to machine code by LLVM.
+
+    On the host the code is JIT-compiled with MCJIT and its packed functions are
+    callable (`mod["f"](a, b)`); for another target only its LLVM IR, assembly
+    and object code exist.
+
+    Args:
+        module: an xDSL module in the llvm dialect, an llvmlite module, or LLVM IR.
+        target: where the code runs (see `Target`).
+        entry_name: the function `mod(...)` calls; by default the only one.
+
+    Example:
+        >>> mod = LLVMModule(llvm_dialect_module, "llvm")
+        >>> mod["vecadd"](a, b, c)
+        >>> mod.save("vecadd.o")
+    """
+
+    type_key = "llvm"
+
+    def __init__(
+        self,
+        module: ModuleOp | ir.Module | str,
+        target: "str | dict | Target" = "llvm",
+        entry_name: str | None = None,
+    ):
+        super().__init__(entry_name)
+        self.target = Target(target)
+        tm = self.target.create_target_machine()
+        if isinstance(module, ModuleOp):
+            module = translate(
+                module, triple=self.target.triple, data_layout=str(tm.target_data)
+            )
+        self._unoptimized = str(module)
+        compiled = parse(self._unoptimized)
+        self._signatures = _defined_functions(compiled)
+        optimize(compiled, tm, self.target.opt_level)
+        self._optimized = str(compiled)
+        self._emitted: dict[str, bytes | str] = {}
+        packed = self.function_names()
+        if entry_name is None and len(packed) == 1:
+            self.entry_name = packed[0]
+        self._engine: llvm.ExecutionEngine | None = None
+        if self.target.is_host:
+            _resolve_externals(compiled)
+            self._engine = llvm.create_mcjit_compiler(
+                compiled, self.target.create_jit_target_machine()
+            )
+            self._engine.finalize_object()
+
+    def function_names(self) -> list[str]:
+        """The packed functions the module exports, in definition order."""
+        return [
+            name
+            for name, signature in self._signatures.items()
+            if signature == _PACKED_SIGNATURE and name != _METADATA
+        ]
+
+    def function_address(self, name: str) -> int:
+        """The address of the exported function `name`, whatever its signature.
+
+        Raises:
+            KeyError: the module exports no function `name`.
+            EmberError: the module was compiled for another machine.
+        """
+        if name not in self._signatures:
+            raise KeyError(f"module exports no function {name!r}")
+        if self._engine is None:
+            raise EmberError(
+                f"module compiled for {self.target} cannot run on this machine "
+                f"({llvm.get_process_triple()}); save it with save('m.o') instead"
+            )
+        return self._engine.get_function_address(name)
+
+    def _function_address(self, name: str) -> int:
+        if self._signatures.get(name) != _PACKED_SIGNATURE:
+            return 0
+        return self.function_address(name)
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """The module's code: "ll" (optimized LLVM IR), "ll-unopt" or "asm"."""
+        if fmt in ("ll", ""):
+            return self._optimized
+        if fmt == "ll-unopt":
+            return self._unoptimized
+        if fmt in ("asm", "s"):
+            return self._emit("asm")  # type: ignore[return-value]
+        raise ValueError(
+            f"unknown source format {fmt!r}, expected one of {_SOURCE_FORMATS}"
+        )
+
+    def object_code(self) -> bytes:
+        """The module as a relocatable object file for its target."""
+        return self._emit("obj")  # type: ignore[return-value]
+
+    def save(self, path: str | Path) -> None:
+        """Write the module to `path`: `.o` object code, `.ll` IR, `.s` assembly."""
+        path = Path(path)
+        if path.suffix == ".o":
+            path.write_bytes(self.object_code())
+        elif path.suffix == ".ll":
+            path.write_text(self._optimized)
+        elif path.suffix == ".s":
+            path.write_text(self.get_source("asm"))
+        else:
+            raise ValueError(f"cannot save {path}: expected a .o, .ll or .s file")
+
+    def _emit(self, kind: str) -> bytes | str:
+        if kind not in self._emitted:
+            # Code generation rewrites the IR it runs on; start from a fresh copy.
+            fresh = parse(self._optimized)
+            tm = self.target.create_target_machine()
+            emit = emit_object if kind == "obj" else emit_assembly
+            self._emitted[kind] = emit(fresh, tm)
+        return self._emitted[kind]
+
+
+def _defined_functions(module: llvm.ModuleRef) -> dict[str, str]:
+    """Name → LLVM signature of the functions `module` defines and exports."""
+    return {
+        f.name: str(f.global_value_type)
+        for f in module.functions
+        if not f.is_declaration and f.linkage == llvm.Linkage.external
+    }
+
+
+def _resolve_externals(module: llvm.ModuleRef) -> None:
+    """Make every external symbol of `module` resolvable in this process.
+
+    MCJIT aborts the process on a symbol it cannot find; finding them first turns
+    that into an exception naming the symbol.
+    """
+    for value in (*module.functions, *module.global_variables):
+        name = value.name
+        if not value.is_declaration or name.startswith("llvm."):
+            continue
+        if llvm.address_of_symbol(name):
+            continue
+        library = next(
+            (lib for p, lib in _LIBRARIES.items() if name.startswith(p)), None
+        )
+        path = ctypes.util.find_library(library) if library else None
+        if path:
+            llvm.load_library_permanently(path)
+            if llvm.address_of_symbol(name):
+                continue
+        raise RuntimeError(f"compiled code uses {name!r}, which this process lacks")
+
+
+__all__ = ["LLVMModule"]

@@ -1,0 +1,593 @@
+"""ember.backends.llvm: translation, targets, -O3, JIT, objects for other machines."""
+
+import ctypes
+import gc
+import re
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.parser import Parser
+
+from ember.backends.llvm import (
+    LLVMModule,
+    Target,
+    TranslationError,
+    build_module,
+    translate,
+)
+from ember.dialects.llvm import LLVM
+from ember.runtime import EmberError
+from ember.runtime.errors import FunctionNotFoundError
+
+
+def parse(text: str) -> ModuleOp:
+    ctx = Context()
+    for dialect in (Builtin, LLVM, Arith):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, text).parse_module()
+    module.verify()
+    return module
+
+
+def jit(text: str) -> LLVMModule:
+    return build_module(parse(text))
+
+
+def cfunc(mod: LLVMModule, name: str, restype, *argtypes):
+    return ctypes.CFUNCTYPE(restype, *argtypes)(mod.function_address(name))
+
+
+def host_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    match = re.search(r"^flags\s*:(.*)$", text, re.M)
+    return set(match.group(1).split()) if match else set()
+
+
+# --- ember's extra ops -------------------------------------------------------
+
+CASTS = """
+llvm.func @to_i32(%x: f32) -> i32 {
+  %r = llvm.fptosi %x : f32 to i32
+  llvm.return %r : i32
+}
+llvm.func @to_u64(%x: f64) -> i64 {
+  %r = llvm.fptoui %x : f64 to i64
+  llvm.return %r : i64
+}
+llvm.func @from_u32(%x: i32) -> f64 {
+  %r = llvm.uitofp %x : i32 to f64
+  llvm.return %r : f64
+}
+"""
+
+
+def test_float_int_casts():
+    mod = jit(CASTS)
+    to_i32 = cfunc(mod, "to_i32", ctypes.c_int32, ctypes.c_float)
+    to_u64 = cfunc(mod, "to_u64", ctypes.c_uint64, ctypes.c_double)
+    from_u32 = cfunc(mod, "from_u32", ctypes.c_double, ctypes.c_uint32)
+    assert [to_i32(x) for x in (2.9, -2.9, 0.0)] == [2, -2, 0]
+    assert to_u64(1.5e19) == 15_000_000_000_000_000_000
+    assert from_u32(0xFFFFFFFF) == 4294967295.0
+    assert "fptosi" in mod.get_source("ll-unopt")
+
+
+def test_extractelement_with_dynamic_index():
+    mod = jit("""
+    llvm.func @lane(%a: f32, %b: f32, %i: i64) -> f32 {
+      %u = llvm.mlir.undef : vector<2xf32>
+      %z = llvm.mlir.constant(0 : i64) : i64
+      %o = llvm.mlir.constant(1 : i64) : i64
+      %v0 = llvm.insertelement %a, %u[%z : i64] : vector<2xf32>
+      %v1 = llvm.insertelement %b, %v0[%o : i64] : vector<2xf32>
+      %x = llvm.extractelement %v1[%i : i64] : vector<2xf32>
+      llvm.return %x : f32
+    }
+    """)
+    lane = cfunc(
+        mod, "lane", ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int64
+    )
+    assert (lane(1.5, 2.5, 0), lane(1.5, 2.5, 1)) == (1.5, 2.5)
+
+
+SWITCH = """
+llvm.func @classify(%x: i32) -> i32 {
+  llvm.switch %x : i32, ^other [1: ^one, 7: ^seven, -3: ^minus]
+^one:
+  %a = llvm.mlir.constant(10 : i32) : i32
+  llvm.return %a : i32
+^seven:
+  %b = llvm.mlir.constant(70 : i32) : i32
+  llvm.return %b : i32
+^minus:
+  %c = llvm.mlir.constant(-30 : i32) : i32
+  llvm.return %c : i32
+^other:
+  %d = llvm.mlir.constant(0 : i32) : i32
+  llvm.return %d : i32
+}
+"""
+
+
+def test_switch():
+    mod = jit(SWITCH)  # the code lives as long as the module
+    classify = cfunc(mod, "classify", ctypes.c_int32, ctypes.c_int32)
+    assert [classify(x) for x in (1, 7, -3, 0, 2)] == [10, 70, -30, 0, 0]
+
+
+def test_switch_rejects_destinations_with_block_arguments():
+    module = parse("""
+    llvm.func @f(%x: i32) -> i32 {
+      llvm.switch %x : i32, ^done [1: ^done]
+    ^done(%y: i32):
+      llvm.return %y : i32
+    }
+    """)
+    with pytest.raises(TranslationError, match="llvm.switch"):
+        translate(module)
+
+
+# --- control flow, globals, calls --------------------------------------------
+
+
+def test_loop_with_block_arguments_in_any_block_order():
+    # ^exit comes before the blocks that define the values it receives.
+    mod = jit("""
+    llvm.func @sum_below(%n: i64) -> i64 {
+      %zero = llvm.mlir.constant(0 : i64) : i64
+      llvm.br ^header(%zero, %zero : i64, i64)
+    ^exit(%r: i64):
+      llvm.return %r : i64
+    ^header(%i: i64, %acc: i64):
+      %c = llvm.icmp "slt" %i, %n : i64
+      llvm.cond_br %c, ^body, ^exit(%acc : i64)
+    ^body:
+      %one = llvm.mlir.constant(1 : i64) : i64
+      %acc2 = llvm.add %acc, %i : i64
+      %i2 = llvm.add %i, %one : i64
+      llvm.br ^header(%i2, %acc2 : i64, i64)
+    }
+    """)
+    sum_below = cfunc(mod, "sum_below", ctypes.c_int64, ctypes.c_int64)
+    assert [sum_below(n) for n in (0, 1, 10, 1000)] == [0, 0, 45, 499500]
+    unoptimized = mod.get_source("ll-unopt")
+    assert "phi" in unoptimized and '%"acc2"' in unoptimized
+
+
+def test_string_globals():
+    mod = jit("""
+    llvm.mlir.global internal constant @hello("hello\\00") {addr_space = 0 : i32} : !llvm.array<6 x i8>
+    llvm.mlir.global private constant @raw("\\FF\\00") {addr_space = 0 : i32} : !llvm.array<2 x i8>
+    llvm.func @greeting() -> !llvm.ptr {
+      %p = llvm.mlir.addressof @hello : !llvm.ptr
+      llvm.return %p : !llvm.ptr
+    }
+    llvm.func @raw_bytes() -> !llvm.ptr {
+      %p = llvm.mlir.addressof @raw : !llvm.ptr
+      llvm.return %p : !llvm.ptr
+    }
+    """)
+    assert cfunc(mod, "greeting", ctypes.c_char_p)() == b"hello"
+    assert cfunc(mod, "raw_bytes", ctypes.c_char_p)() == b"\xff"
+
+
+def test_string_global_of_the_wrong_length_is_an_error():
+    module = parse("""
+    llvm.mlir.global internal constant @s("hi") {addr_space = 0 : i32} : !llvm.array<6 x i8>
+    """)
+    with pytest.raises(TranslationError, match="2 bytes"):
+        translate(module)
+
+
+def test_zero_initialized_global_and_indirect_call():
+    mod = jit("""
+    llvm.mlir.global internal @counter() {addr_space = 0 : i32} : !llvm.array<4 x i64> {
+      %z = llvm.mlir.zero : !llvm.array<4 x i64>
+      llvm.return %z : !llvm.array<4 x i64>
+    }
+    llvm.func internal @bump(%by: i64) -> i64 {
+      %p = llvm.mlir.addressof @counter : !llvm.ptr
+      %v = llvm.load %p : !llvm.ptr -> i64
+      %w = llvm.add %v, %by : i64
+      llvm.store %w, %p : i64, !llvm.ptr
+      llvm.return %w : i64
+    }
+    llvm.func @call_through(%f: !llvm.ptr, %x: i64) -> i64 {
+      %r = llvm.call %f(%x) : !llvm.ptr, (i64) -> i64
+      llvm.return %r : i64
+    }
+    llvm.func @bump_address() -> !llvm.ptr {
+      %f = llvm.mlir.addressof @bump : !llvm.ptr
+      llvm.return %f : !llvm.ptr
+    }
+    """)
+    bump = cfunc(mod, "bump_address", ctypes.c_void_p)()
+    call_through = cfunc(
+        mod, "call_through", ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64
+    )
+    assert [call_through(bump, 3), call_through(bump, 4)] == [3, 7]
+    with pytest.raises(KeyError, match="bump"):
+        mod.function_address("bump")  # internal: not exported
+
+
+INTRINSICS = """
+llvm.func @fmuladd(%a: f32, %b: f32, %c: f32) -> f32 {
+  %r = llvm.call_intrinsic "llvm.fmuladd"(%a, %b, %c) : (f32, f32, f32) -> f32
+  llvm.return %r : f32
+}
+llvm.func @vector_ops(%p: !llvm.ptr, %q: !llvm.ptr, %out: !llvm.ptr) {
+  %a = llvm.load %p : !llvm.ptr -> vector<4xf32>
+  %b = llvm.load %q : !llvm.ptr -> vector<4xf32>
+  %fma = llvm.call_intrinsic "llvm.fmuladd"(%a, %b, %b) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+  %max = llvm.call_intrinsic "llvm.maxnum"(%fma, %a) : (vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+  %min = llvm.call_intrinsic "llvm.minimum"(%max, %b) {fastmathFlags = #llvm.fastmath<nsz>} : (vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+  %exp = llvm.intr.exp(%min) : (vector<4xf32>) -> vector<4xf32>
+  %r = llvm.intr.fma(%exp, %a, %b) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+  llvm.store %r, %out : vector<4xf32>, !llvm.ptr
+  llvm.return
+}
+llvm.func @scalar_exp(%x: f32) -> f32 {
+  %r = llvm.intr.exp(%x) : (f32) -> f32
+  llvm.return %r : f32
+}
+llvm.func @smax(%p: !llvm.ptr, %q: !llvm.ptr, %out: !llvm.ptr) {
+  %a = llvm.load %p : !llvm.ptr -> vector<4xi32>
+  %b = llvm.load %q : !llvm.ptr -> vector<4xi32>
+  %r = llvm.call_intrinsic "llvm.smax"(%a, %b) : (vector<4xi32>, vector<4xi32>) -> vector<4xi32>
+  llvm.store %r, %out : vector<4xi32>, !llvm.ptr
+  llvm.return
+}
+"""
+
+
+def test_intrinsics_on_scalars_and_vectors():
+    mod = jit(INTRINSICS)
+    unoptimized = mod.get_source("ll-unopt")
+    # One intrinsic at two types needs two mangled declarations.
+    assert '@"llvm.exp.f32"' in unoptimized and '@"llvm.exp.v4f32"' in unoptimized
+    assert 'call nsz <4 x float> @"llvm.minimum.v4f32"' in unoptimized
+    f = cfunc(mod, "fmuladd", ctypes.c_float, *[ctypes.c_float] * 3)
+    assert f(2.0, 3.0, 1.0) == 7.0
+    assert cfunc(mod, "scalar_exp", ctypes.c_float, ctypes.c_float)(0.0) == 1.0
+
+    ptr = ctypes.c_void_p
+    a = np.array([0.5, -1.0, 2.0, -3.0], np.float32)
+    b = np.array([1.0, 0.25, -2.0, 4.0], np.float32)
+    out = np.zeros(4, np.float32)
+    cfunc(mod, "vector_ops", None, ptr, ptr, ptr)(
+        a.ctypes.data, b.ctypes.data, out.ctypes.data
+    )
+    expected = np.exp(np.minimum(np.maximum(a * b + b, a), b)) * a + b
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+    x = np.array([1, -5, 7, -2], np.int32)
+    y = np.array([0, -6, 9, 3], np.int32)
+    r = np.zeros(4, np.int32)
+    cfunc(mod, "smax", None, ptr, ptr, ptr)(x.ctypes.data, y.ctypes.data, r.ctypes.data)
+    np.testing.assert_array_equal(r, np.maximum(x, y))
+
+
+# --- the packed ABI ----------------------------------------------------------
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint8),
+        ("bits", ctypes.c_uint8),
+        ("lanes", ctypes.c_uint16),
+    ]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+# fill(args, type_codes, n, ret, ret_code): out[i] = 2 * i for the DLTensor in
+# args[0]; returns -1 unless called with exactly one argument.
+PACKED = """
+llvm.func @fill(%args: !llvm.ptr, %codes: !llvm.ptr, %n: i32, %ret: !llvm.ptr, %ret_code: !llvm.ptr) -> i32 {
+  %one32 = llvm.mlir.constant(1 : i32) : i32
+  %ok = llvm.icmp "eq" %n, %one32 : i32
+  llvm.cond_br %ok, ^start, ^bad
+^bad:
+  %m1 = llvm.mlir.constant(-1 : i32) : i32
+  llvm.return %m1 : i32
+^start:
+  %t = llvm.load %args : !llvm.ptr -> !llvm.ptr
+  %data = llvm.load %t : !llvm.ptr -> !llvm.ptr
+  %shape_p = llvm.getelementptr %t[24] : (!llvm.ptr) -> !llvm.ptr, i8
+  %shape = llvm.load %shape_p : !llvm.ptr -> !llvm.ptr
+  %len = llvm.load %shape : !llvm.ptr -> i64
+  %zero = llvm.mlir.constant(0 : i64) : i64
+  llvm.br ^header(%zero : i64)
+^header(%i: i64):
+  %more = llvm.icmp "slt" %i, %len : i64
+  llvm.cond_br %more, ^body, ^done
+^body:
+  %f = llvm.sitofp %i : i64 to f32
+  %v = llvm.fadd %f, %f : f32
+  %p = llvm.getelementptr %data[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %p : f32, !llvm.ptr
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %next = llvm.add %i, %one : i64
+  llvm.br ^header(%next : i64)
+^done:
+  %z = llvm.mlir.constant(0 : i32) : i32
+  llvm.return %z : i32
+}
+llvm.func internal @hidden_packed(%a: !llvm.ptr, %b: !llvm.ptr, %n: i32, %c: !llvm.ptr, %d: !llvm.ptr) -> i32 {
+  %z = llvm.mlir.constant(0 : i32) : i32
+  llvm.return %z : i32
+}
+llvm.func @__ember_metadata(%a: !llvm.ptr, %b: !llvm.ptr, %n: i32, %c: !llvm.ptr, %d: !llvm.ptr) -> i32 {
+  %z = llvm.mlir.constant(0 : i32) : i32
+  llvm.return %z : i32
+}
+llvm.func @not_packed(%x: i32) -> i32 {
+  llvm.return %x : i32
+}
+"""
+
+
+def test_packed_function_through_raw_ctypes():
+    mod = jit(PACKED)
+    assert mod.function_names() == ["fill"]
+    assert mod.entry_name == "fill"
+    out = np.full(37, -1.0, np.float32)
+    shape = (ctypes.c_int64 * 1)(37)
+    tensor = DLTensor(
+        out.ctypes.data, DLDevice(1, 0), 1, DLDataType(2, 32, 1), shape, None, 0
+    )
+    args = (ctypes.c_void_p * 1)(ctypes.addressof(tensor))
+    codes = (ctypes.c_int32 * 1)(7)
+    ret = ctypes.c_int64()
+    ret_code = ctypes.c_int32()
+    p = ctypes.c_void_p
+    fill = cfunc(mod, "fill", ctypes.c_int32, p, p, ctypes.c_int32, p, p)
+    refs = [ctypes.addressof(x) for x in (args, codes, ret, ret_code)]
+    assert fill(refs[0], refs[1], 1, refs[2], refs[3]) == 0
+    np.testing.assert_array_equal(out, 2 * np.arange(37, dtype=np.float32))
+    assert fill(refs[0], refs[1], 2, refs[2], refs[3]) == -1
+
+
+def test_packed_function_through_the_runtime():
+    mod = jit(PACKED)
+    fill = mod["fill"]
+    assert "fill" in mod and "not_packed" not in mod and "hidden_packed" not in mod
+    del mod
+    gc.collect()  # the PackedFunc keeps the module, and its machine code, alive
+    out = np.zeros(5, np.float32)
+    fill(out)
+    np.testing.assert_array_equal(out, [0, 2, 4, 6, 8])
+    entry = jit(PACKED)
+    entry(out[:3])  # mod(...) calls the only packed function
+    np.testing.assert_array_equal(out, [0, 2, 4, 6, 8])
+    with pytest.raises(FunctionNotFoundError, match="fill"):
+        entry["not_packed"]
+
+
+# --- the module: sources, files, externals -----------------------------------
+
+
+def test_linkage_visibility_and_attributes_reach_llvm():
+    mod = jit("""
+    llvm.func internal @helper(%x: i32) -> i32 attributes {passthrough = ["noinline", ["probe-stack", "inline-asm"]]} {
+      llvm.return %x : i32
+    }
+    llvm.func hidden @inner(%x: i32) -> i32 {
+      %r = llvm.call @helper(%x) : (i32) -> i32
+      llvm.return %r : i32
+    }
+    llvm.func @outer(%p: !llvm.ptr {llvm.noalias}) -> i32 {
+      %x = llvm.load %p : !llvm.ptr -> i32
+      %r = llvm.call @inner(%x) : (i32) -> i32
+      llvm.return %r : i32
+    }
+    """)
+    unoptimized = mod.get_source("ll-unopt")
+    assert re.search(
+        r'@"helper".*noinline nounwind "probe-stack"="inline-asm"', unoptimized
+    )
+    assert 'define hidden i32 @"inner"' in unoptimized
+    assert 'ptr noalias %"p"' in unoptimized
+    assert "nounwind" in unoptimized
+    value = ctypes.c_int32(42)
+    outer = cfunc(mod, "outer", ctypes.c_int32, ctypes.c_void_p)
+    assert outer(ctypes.addressof(value)) == 42
+
+
+def test_save_object_ir_and_assembly(tmp_path):
+    mod = jit(CASTS)
+    for suffix in (".o", ".ll", ".s"):
+        mod.save(tmp_path / f"m{suffix}")
+    assert (tmp_path / "m.o").read_bytes()[:4] == b"\x7fELF"
+    assert "define" in (tmp_path / "m.ll").read_text()
+    assert "to_i32" in (tmp_path / "m.s").read_text()
+    with pytest.raises(ValueError, match=r"\.o, \.ll or \.s"):
+        mod.save(tmp_path / "m.txt")
+    with pytest.raises(ValueError, match="unknown source format"):
+        mod.get_source("ptx")
+
+
+def test_unresolvable_external_raises_instead_of_aborting():
+    module = parse("""
+    llvm.func @ember_no_such_symbol(i32) -> i32
+    llvm.func @f(%x: i32) -> i32 {
+      %r = llvm.call @ember_no_such_symbol(%x) : (i32) -> i32
+      llvm.return %r : i32
+    }
+    """)
+    with pytest.raises(RuntimeError, match="ember_no_such_symbol"):
+        build_module(module)
+
+
+def test_calls_into_the_c_library():
+    mod = jit("""
+    llvm.func @labs(i64) -> i64
+    llvm.func @f(%x: i64) -> i64 {
+      %r = llvm.call @labs(%x) : (i64) -> i64
+      llvm.return %r : i64
+    }
+    """)
+    assert cfunc(mod, "f", ctypes.c_int64, ctypes.c_int64)(-5) == 5
+
+
+# --- translation errors ------------------------------------------------------
+
+
+def test_op_outside_the_llvm_dialect_is_named():
+    module = parse("""
+    llvm.func @f(%x: i32) -> i32 {
+      %c = arith.constant 1 : i32
+      llvm.return %x : i32
+    }
+    """)
+    with pytest.raises(TranslationError, match="'arith.constant'") as info:
+        translate(module)
+    assert info.value.op_name == "arith.constant"
+
+
+def test_top_level_op_that_is_not_a_function_or_global_is_named():
+    with pytest.raises(TranslationError, match="arith.constant"):
+        translate(parse("%c = arith.constant 1 : i32"))
+
+
+def test_leftover_unrealized_cast_explains_itself():
+    module = parse("""
+    llvm.func @f(%x: i32) -> i64 {
+      %y = builtin.unrealized_conversion_cast %x : i32 to i64
+      llvm.return %y : i64
+    }
+    """)
+    with pytest.raises(TranslationError, match="reconcile-unrealized-casts"):
+        translate(module)
+
+
+# --- targets ------------------------------------------------------------------
+
+
+def test_host_target_is_the_real_cpu():
+    target = Target.host()
+    assert target.is_host and target == Target("llvm")
+    assert target.cpu == llvm.get_host_cpu_name() != "generic"
+    features = target.features.split(",")
+    flags = host_flags()
+    if "avx2" in flags:
+        assert "+avx2" in features
+    if flags and "avx512f" not in flags:
+        assert "+avx512f" not in features
+    tm = target.create_target_machine()
+    assert tm is target.create_target_machine()
+    assert tm is Target("llvm").create_target_machine()
+
+
+def test_host_assembly_has_host_instructions():
+    mod = jit("""
+    llvm.func @add(%a: f32, %b: f32) -> f32 {
+      %r = llvm.fadd %a, %b : f32
+      llvm.return %r : f32
+    }
+    """)
+    asm = mod.get_source("asm")
+    arch = Target.host().arch
+    expected = {"x86_64": r"\bv?addss\b", "aarch64": r"\bfadd\b"}.get(arch, r"add")
+    assert re.search(expected, asm), asm
+
+
+def test_mattr_overrides_host_features():
+    target = Target("llvm -mattr=-avx2")
+    assert target.is_host
+    assert target.features.endswith(",-avx2")
+    assert str(target) == "llvm -mattr=-avx2"
+
+
+ELF_MACHINES = {"aarch64-linux-gnu": 183, "riscv64-linux-gnu": 243}
+
+
+@pytest.mark.parametrize("triple", sorted(ELF_MACHINES))
+def test_cross_compilation_emits_objects(triple):
+    try:
+        target = Target(f"llvm -mtriple={triple}")
+    except ValueError as e:
+        pytest.skip(f"LLVM here lacks {triple}: {e}")
+    mod = build_module(parse(CASTS + SWITCH), target)
+    assert not target.is_host and mod.function_names() == []
+    obj = mod.object_code()
+    assert obj[:4] == b"\x7fELF"
+    assert int.from_bytes(obj[18:20], "little") == ELF_MACHINES[triple]
+    assert "classify" in mod.get_source("asm")
+    with pytest.raises(EmberError, match="cannot run on this machine"):
+        mod.function_address("classify")
+
+
+def test_target_strings_and_dicts():
+    t = Target(
+        "llvm  -mcpu=skylake-avx512 -mattr=+avx2,-avx512f "
+        "-mtriple=x86_64-linux-gnu -opt-level=2"
+    )
+    assert (t.cpu, t.triple, t.mattr, t.opt_level) == (
+        "skylake-avx512",
+        "x86_64-linux-gnu",
+        ("+avx2", "-avx512f"),
+        2,
+    )
+    assert t.features == "+avx2,-avx512f"
+    canonical = (
+        "llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512 "
+        "-mattr=+avx2,-avx512f -opt-level=2"
+    )
+    assert str(t) == canonical and Target(str(t)) == t
+    d = Target(
+        {
+            "kind": "llvm",
+            "mcpu": "skylake-avx512",
+            "mtriple": "x86_64-linux-gnu",
+            "mattr": ["+avx2", "-avx512f"],
+            "opt_level": 2,
+        }
+    )
+    assert d == t and hash(d) == hash(t) and len({d, t}) == 1
+    assert Target("llvm -mcpu=native") == Target("llvm") == Target(Target("llvm"))
+    assert Target("llvm -opt-level=1").create_target_machine() is not (
+        Target("llvm").create_target_machine()
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("cuda", "unsupported kind 'cuda'"),
+        ("llvm -mcpu", "got '-mcpu'"),
+        ("llvm mcpu=x", "got 'mcpu=x'"),
+        ("llvm -mfoo=1", "unknown option -mfoo"),
+        ("llvm -mattr=avx2", "got 'avx2'"),
+        ("llvm -opt-level=4", "got '4'"),
+        ("llvm -mcpu=a -mcpu=b", "-mcpu given twice"),
+        ("llvm -mtriple=nosuch-arch-linux", "-mtriple=nosuch-arch-linux"),
+        ({"kind": "llvm", "cpu": "x"}, "unknown key 'cpu'"),
+        ({"kind": "c"}, "unsupported kind 'c'"),
+    ],
+)
+def test_bad_targets_name_the_bad_part(spec, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Target(spec)
