@@ -55,7 +55,8 @@ class TranslationError(LLVMTranslationException):
         super().__init__(f"'{op_name}': {message}" if op_name else message)
 
 
-Values = dict[SSAValue, ir.Value]
+# llvmlite's values carry attributes its classes do not declare: typed as Any.
+Values = dict[SSAValue, Any]
 Blocks = dict[Block, ir.Block]
 Handler = Callable[[Any, ir.IRBuilder, Values, Blocks], None]
 
@@ -224,7 +225,7 @@ def _convert_global(op: llvm.GlobalOp, out: ir.Module) -> None:
     name = op.sym_name.data
     try:
         value_type = convert_type(op.global_type)
-        gvar = ir.GlobalVariable(
+        gvar: Any = ir.GlobalVariable(
             out, value_type, name=name, addrspace=op.addr_space.value.data
         )
         if op.value is not None:
@@ -335,7 +336,7 @@ def _convert_body(op: llvm.FuncOp, out: ir.Module) -> None:
     for arg, llvm_arg in values.items():
         llvm_arg.name = arg.name_hint or ""
     for block in blocks[1:]:
-        # Branches add the incoming values of these phis (see _branch_args).
+        # xDSL's br and cond_br handlers add the incoming values of these phis.
         builder = ir.IRBuilder(block_map[block])
         for arg in block.args:
             values[arg] = builder.phi(_type(arg.type, op), name=arg.name_hint or "")
@@ -398,8 +399,8 @@ def _intrinsic_name(name: str, fn_type: str) -> str:
 
 
 def _call_intrinsic(
-    b: ir.IRBuilder, name: str, args: list[ir.Value], ret: ir.Type, op: Operation
-) -> ir.CallInstr:
+    b: ir.IRBuilder, name: str, args: list[Any], ret: ir.Type, op: Operation
+) -> instructions.CallInstr:
     fn_type = ir.FunctionType(ret, [a.type for a in args])
     full = _intrinsic_name(name, str(fn_type))
     fn = b.module.globals.get(full)
@@ -456,14 +457,15 @@ def _call(op: llvm.CallOp, b: ir.IRBuilder, values: Values, blocks: Blocks) -> N
 def _store(op: llvm.StoreOp, b: ir.IRBuilder, values: Values, _: Blocks) -> None:
     # Built by hand: llvmlite's builder refuses a store through a pointer it has
     # typed (a global's address, a byte-offset GEP) to a value of another type.
-    store = instructions.StoreInstr(b.block, values[op.value], values[op.ptr])
+    store: Any = instructions.StoreInstr(b.block, values[op.value], values[op.ptr])
     store.align = op.alignment.value.data if op.alignment else None
     b._insert(store)  # pyright: ignore[reportPrivateUsage]
 
 
-def _cast(build: Callable[[ir.IRBuilder], Callable[..., ir.Value]]) -> Handler:
+def _cast(opname: str) -> Handler:
     def handle(op: Any, b: ir.IRBuilder, values: Values, _: Blocks) -> None:
-        values[op.result] = build(b)(values[op.arg], _type(op.result.type, op))
+        build = getattr(b, opname)
+        values[op.result] = build(values[op.arg], _type(op.result.type, op))
 
     return handle
 
@@ -490,9 +492,9 @@ def _switch(
 
 
 _HANDLERS: dict[type[Operation], Handler] = {
-    ember_llvm.FPToSIOp: _cast(lambda b: b.fptosi),
-    ember_llvm.FPToUIOp: _cast(lambda b: b.fptoui),
-    ember_llvm.UIToFPOp: _cast(lambda b: b.uitofp),
+    ember_llvm.FPToSIOp: _cast("fptosi"),
+    ember_llvm.FPToUIOp: _cast("fptoui"),
+    ember_llvm.UIToFPOp: _cast("uitofp"),
     ember_llvm.ExtractElementOp: _extractelement,
     ember_llvm.SwitchOp: _switch,
     llvm.CallIntrinsicOp: _call_intrinsic_op,
