@@ -275,6 +275,59 @@ def test_intrinsics_on_scalars_and_vectors():
     np.testing.assert_array_equal(r, np.maximum(x, y))
 
 
+def test_stack_save_and_restore_around_an_alloca():
+    mod = jit("""
+    llvm.func @through_stack(%x: i32) -> i32 {
+      %sp = llvm.intr.stacksave : !llvm.ptr
+      %one = llvm.mlir.constant(1 : i64) : i64
+      %slot = llvm.alloca %one x i32 : (i64) -> !llvm.ptr
+      llvm.store %x, %slot : i32, !llvm.ptr
+      %y = llvm.load %slot : !llvm.ptr -> i32
+      llvm.intr.stackrestore %sp : !llvm.ptr
+      llvm.return %y : i32
+    }
+    """)
+    assert '@"llvm.stacksave.p0"' in mod.get_source("ll-unopt")
+    assert cfunc(mod, "through_stack", ctypes.c_int32, ctypes.c_int32)(9) == 9
+
+
+def test_o3_vectorizes_a_simple_loop():
+    mod = jit("""
+    llvm.func @double(%a: !llvm.ptr {llvm.noalias}, %out: !llvm.ptr {llvm.noalias}) {
+      %zero = llvm.mlir.constant(0 : i64) : i64
+      %n = llvm.mlir.constant(1024 : i64) : i64
+      llvm.br ^header(%zero : i64)
+    ^header(%i: i64):
+      %more = llvm.icmp "slt" %i, %n : i64
+      llvm.cond_br %more, ^body, ^done
+    ^body:
+      %p = llvm.getelementptr %a[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %x = llvm.load %p : !llvm.ptr -> f32
+      %y = llvm.fadd %x, %x : f32
+      %q = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      llvm.store %y, %q : f32, !llvm.ptr
+      %one = llvm.mlir.constant(1 : i64) : i64
+      %next = llvm.add %i, %one : i64
+      llvm.br ^header(%next : i64)
+    ^done:
+      llvm.return
+    }
+    """)
+    assert re.search(r"fadd <\d+ x float>", mod.get_source("ll"))
+    a = np.arange(1024, dtype=np.float32)
+    out = np.zeros_like(a)
+    p = ctypes.c_void_p
+    cfunc(mod, "double", None, p, p)(a.ctypes.data, out.ctypes.data)
+    np.testing.assert_array_equal(out, 2 * a)
+
+
+def test_module_from_llvm_ir_text():
+    mod = LLVMModule("define i32 @answer() {\n  ret i32 42\n}\n")
+    assert cfunc(mod, "answer", ctypes.c_int32)() == 42
+    with pytest.raises(ValueError, match="invalid LLVM IR"):
+        LLVMModule("define i32 @broken() {\n  ret i64 0\n}\n")
+
+
 # --- the packed ABI ----------------------------------------------------------
 
 
