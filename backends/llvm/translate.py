@@ -192,7 +192,9 @@ def _declare_function(op: llvm.FuncOp, out: ir.Module, nounwind: bool) -> None:
     if op.res_attrs is not None and op.res_attrs.data:
         for key in op.res_attrs.data[0].data:
             if key not in _RESULT_ATTRIBUTES:
-                raise TranslationError(f"@{name}: unsupported result attribute {key}")
+                raise TranslationError(
+                    f"@{name}: unsupported result attribute {key}", op.name
+                )
             fn.return_value.add_attribute(_RESULT_ATTRIBUTES[key])
 
 
