@@ -157,9 +157,9 @@ class SwitchOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "SwitchOp":
-        value = parser.parse_operand()
+        unresolved = parser.parse_unresolved_operand()
         parser.parse_punctuation(":")
-        parser.parse_type()
+        value = parser.resolve_operand(unresolved, parser.parse_type())
         parser.parse_punctuation(",")
         default = parser.parse_successor()
         cases: list[tuple[int, Block]] = []
