@@ -1,0 +1,396 @@
+"""`convert-te-to-loop`: tensor expressions become naive loop nests over buffers.
+
+The TVM-style default lowering, before any schedule: every `te.compute` becomes a
+serial `loop.for` nest over its output (then over its reduction axes) that writes
+one buffer, and the function moves from tensors to buffers.
+"""
+
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnrankedTensorType,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from ember.dialects import loop, te
+
+_FLOAT_COMBINERS = {
+    "sum": arith.AddfOp,
+    "max": arith.MaximumfOp,
+    "min": arith.MinimumfOp,
+}
+_INT_COMBINERS = {"sum": arith.AddiOp, "max": arith.MaxSIOp, "min": arith.MinSIOp}
+
+
+@dataclass(frozen=True)
+class ConvertTeToLoopPass(ModulePass):
+    """Lower te functions to loop nests over memrefs; outputs become out-parameters.
+
+    Before:
+
+        func.func @rowmax(%X: tensor<4x8xf32>) -> tensor<4xf32> {
+          %M = te.compute "M" (%i) reduce max (%k : 8) -> tensor<4xf32> {
+            %x = te.read %X[%i, %k] : tensor<4x8xf32>
+            te.yield %x : f32
+          }
+          func.return %M : tensor<4xf32>
+        }
+
+    After:
+
+        func.func @rowmax(%X: memref<4x8xf32> {ember.name = "X"},
+                          %M: memref<4xf32> {ember.name = "M"}) {
+          %c0 = arith.constant 0 : index
+          %c4 = arith.constant 4 : index
+          %c1 = arith.constant 1 : index
+          %max_init = arith.constant 0xff800000 : f32
+          %c8 = arith.constant 8 : index
+          loop.for %i = %c0 to %c4 step %c1 {
+            memref.store %max_init, %M[%i] : memref<4xf32>
+            loop.for %k = %c0 to %c8 step %c1 {
+              %x = memref.load %X[%i, %k] : memref<4x8xf32>
+              %acc = memref.load %M[%i] : memref<4xf32>
+              %max = arith.maximumf %acc, %x : f32
+              memref.store %max, %M[%i] : memref<4xf32>
+            }
+          }
+          func.return
+        }
+
+    The new signature is the inputs, tensors turned into memrefs of the same shape
+    and element type, then one out-parameter per result. Every argument keeps its
+    attribute dictionary and gets `ember.name`: an input keeps its own (else its SSA
+    name, else `arg<i>`); an output takes the name of its te.compute (a returned
+    input, copied, keeps that input's name). Computes that are not results write a
+    `loop.alloc` at the top of the function. A reduction stores the combiner's
+    identity (sum 0, max -inf or the smallest integer, min +inf or the largest)
+    and then folds into the buffer. max/min combine with `arith.maximumf`/
+    `minimumf` on floats, which propagate NaN as numpy's `max`/`min` do (`maxnumf`
+    would drop it), and `maxsi`/`minsi` on integers. Functions without te ops or
+    tensors are left alone; anything else over tensors is an error.
+    """
+
+    name = "convert-te-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _lower_block(op.body.block)
+
+
+def _lower_block(block: Block) -> None:
+    for op in list(block.ops):
+        if isinstance(op, ModuleOp):
+            _lower_block(op.body.block)
+        elif isinstance(op, func.FuncOp):
+            if _is_te_function(op):
+                _FunctionLowering(op).run()
+        else:
+            _reject_te(op, "module")
+
+
+def _is_te_function(f: func.FuncOp) -> bool:
+    if f.is_declaration:
+        return False
+    types = (*f.function_type.inputs, *f.function_type.outputs)
+    if any(isinstance(t, TensorType | UnrankedTensorType) for t in types):
+        return True
+    return any(o.dialect_name() == "te" for o in f.walk())
+
+
+def _fail(where: str, message: str) -> NoReturn:
+    raise PassFailedException(f"convert-te-to-loop: {where}: {message}")
+
+
+def _reject_te(op: Operation, where: str) -> None:
+    """Fail on any te op at or under `op`, which this pass cannot lower."""
+    for inner in op.walk():
+        if inner.dialect_name() == "te":
+            parent = inner.parent_op()
+            assert parent is not None
+            _fail(
+                where,
+                f"'{inner.name}' in '{parent.name}' cannot be lowered; te.compute "
+                "must sit directly in the body of a func.func",
+            )
+
+
+@dataclass
+class _FunctionLowering:
+    """Lowers one te function in place."""
+
+    function: func.FuncOp
+    block: Block = field(init=False)
+    where: str = field(init=False)
+    buffers: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
+    """The buffer of each tensor value (argument or compute result)."""
+    outputs: dict[te.ComputeOp, SSAValue] = field(
+        default_factory=dict[te.ComputeOp, SSAValue]
+    )
+    constants: dict[tuple[Attribute, Attribute], SSAValue] = field(
+        default_factory=dict[tuple[Attribute, Attribute], SSAValue]
+    )
+    last_alloc: Operation | None = None
+    last_const: Operation | None = None
+
+    def __post_init__(self):
+        self.where = f"@{self.function.sym_name.data}"
+        if len(self.function.body.blocks) != 1:
+            _fail(self.where, "expected a te function with a single block")
+        self.block = self.function.body.block
+
+    def _prologue(self, op: Operation) -> None:
+        """Insert `op` at the top of the function: buffers first, then constants."""
+        after = self.last_alloc
+        if isinstance(op, arith.ConstantOp):
+            after = self.last_const or after
+            self.last_const = op
+        else:
+            self.last_alloc = op
+        Rewriter.insert_op(
+            op,
+            InsertPoint.at_start(self.block)
+            if after is None
+            else InsertPoint.after(after),
+        )
+
+    def run(self) -> None:
+        ret = self.block.last_op
+        if not isinstance(ret, func.ReturnOp):
+            _fail(self.where, "expected the function body to end in func.return")
+        copies = self._convert_signature(ret)
+        computes: list[te.ComputeOp] = []
+        for op in list(self.block.ops):
+            if isinstance(op, te.ComputeOp):
+                self._lower_compute(op)
+                computes.append(op)
+            elif op is not ret:
+                self._check_scalar(op)
+        for src, dst in copies:
+            self._copy(self.buffers[src], dst, ret)
+        Rewriter.replace_op(ret, func.ReturnOp())
+        for op in reversed(computes):
+            Rewriter.erase_op(op)
+
+    def _convert_signature(self, ret: func.ReturnOp) -> list[tuple[SSAValue, SSAValue]]:
+        """Retype tensor arguments to memrefs, append the out-parameters; return the
+        (tensor, out-parameter) pairs that need a copy loop."""
+        old_attrs = self.function.arg_attrs
+        attrs: list[DictionaryAttr] = []
+        for i, arg in enumerate(list(self.block.args)):
+            own = dict(old_attrs.data[i].data) if old_attrs is not None else {}
+            name = own.get("ember.name")
+            if not isinstance(name, StringAttr):
+                name = StringAttr(arg.name_hint or f"arg{i}")
+            attrs.append(DictionaryAttr({**own, "ember.name": name}))
+            if isinstance(arg.type, TensorType | UnrankedTensorType):
+                new = Rewriter.replace_value_with_new_type(
+                    arg, self._buffer_type(arg.type, f"argument {i}")
+                )
+                self.buffers[new] = new
+        res_attrs = self.function.res_attrs
+        copies: list[tuple[SSAValue, SSAValue]] = []
+        results = self.function.function_type.outputs.data
+        for j, (value, t) in enumerate(zip(ret.arguments, results, strict=True)):
+            what = f"result {j}"
+            out = self.block.insert_arg(
+                self._buffer_type(t, what), len(self.block.args)
+            )
+            producer = value.owner
+            if isinstance(producer, te.ComputeOp):
+                name = producer.tensor_name
+                if producer not in self.outputs:
+                    self.outputs[producer] = out
+                else:
+                    copies.append((value, out))
+            elif value in self.buffers:
+                assert isinstance(value, BlockArgument)
+                name = attrs[value.index].data["ember.name"]
+                copies.append((value, out))
+            else:
+                _fail(self.where, f"{what} is {_origin(value)}")
+            assert isinstance(name, StringAttr)
+            out.name_hint = name.data if name.data.isidentifier() else None
+            own = dict(res_attrs.data[j].data) if res_attrs is not None else {}
+            attrs.append(DictionaryAttr({**own, "ember.name": name}))
+        self.function.function_type = FunctionType.from_lists(self.block.arg_types, [])
+        self.function.arg_attrs = ArrayAttr(attrs)
+        self.function.res_attrs = None
+        return copies
+
+    def _buffer_type(self, t: Attribute, what: str) -> MemRefType:
+        if not isinstance(t, TensorType):
+            _fail(self.where, f"expected a ranked tensor for {what}, got {t}")
+        shape = t.get_shape()
+        if any(d < 0 for d in shape):
+            _fail(self.where, f"expected a static shape for {what}, got {t}")
+        return MemRefType(t.element_type, shape)
+
+    def _check_scalar(self, op: Operation) -> None:
+        """Ops other than te.compute may stay if no tensor reaches them."""
+        _reject_te(op, self.where)
+        for inner in op.walk():
+            self._check_tensors(inner, "in a te function")
+
+    def _check_tensors(self, op: Operation, where: str) -> None:
+        for verb, values in (("uses", op.operands), ("produces", op.results)):
+            if any(
+                v in self.buffers or isinstance(v.type, TensorType | UnrankedTensorType)
+                for v in values
+            ):
+                _fail(
+                    self.where,
+                    f"'{op.name}' {verb} a tensor {where}; only te.compute, te.read "
+                    "and func.return may touch tensors",
+                )
+
+    def _const(self, value: Attribute, t: Attribute, name: str) -> SSAValue:
+        key = (value, t)
+        if key not in self.constants:
+            assert isinstance(value, IntegerAttr | FloatAttr)
+            op = arith.ConstantOp(value, t)
+            op.result.name_hint = name
+            self._prologue(op)
+            self.constants[key] = op.result
+        return self.constants[key]
+
+    def _index(self, value: int) -> SSAValue:
+        return self._const(IntegerAttr(value, IndexType()), IndexType(), f"c{value}")
+
+    def _nest(
+        self,
+        extents: tuple[int, ...],
+        names: list[str | None],
+        at: InsertPoint,
+    ) -> tuple[list[SSAValue], InsertPoint]:
+        """A serial loop nest over `extents` at `at`: its induction variables and the
+        insertion point inside the innermost body."""
+        ivs: list[SSAValue] = []
+        for extent, name in zip(extents, names, strict=True):
+            end = loop.YieldOp()
+            body = Block([end], arg_types=[IndexType()])
+            body.args[0].name_hint = name
+            for_op = loop.ForOp(
+                self._index(0), self._index(extent), self._index(1), body
+            )
+            Rewriter.insert_op(for_op, at)
+            ivs.append(body.args[0])
+            at = InsertPoint.before(end)
+        return ivs, at
+
+    def _lower_compute(self, op: te.ComputeOp) -> None:
+        shape = op.output_type.get_shape()
+        buffer = self.outputs.get(op)
+        if buffer is None:
+            alloc = loop.AllocOp(self._buffer_type(op.output_type, op.tensor_name.data))
+            alloc.buffer.name_hint = op.result.name_hint
+            self._prologue(alloc)
+            buffer = alloc.buffer
+        self.buffers[op.result] = buffer
+
+        args = op.body.block.args
+        names = [a.name_hint for a in args]
+        rank = len(shape)
+        ivs, at = self._nest(tuple(shape), names[:rank], InsertPoint.before(op))
+        element = op.output_type.element_type
+        combine = None
+        if op.reduce is not None:
+            combine = self._combiner(op.reduce.data, element)
+            identity = self._const(
+                _identity(op.reduce.data, element), element, f"{op.reduce.data}_init"
+            )
+            Rewriter.insert_op(memref.StoreOp.get(identity, buffer, ivs), at)
+            reduce_ivs, at = self._nest(op.extents, names[rank:], at)
+            ivs_all = [*ivs, *reduce_ivs]
+        else:
+            ivs_all = ivs
+
+        for arg, iv in zip(args, ivs_all, strict=True):
+            arg.replace_all_uses_with(iv)
+        yield_op = op.body.block.last_op
+        assert isinstance(yield_op, te.YieldOp)
+        for inner in list(op.body.block.ops)[:-1]:
+            inner.detach()
+            Rewriter.insert_op(inner, at)
+            self._lower_body_op(inner)
+        value = yield_op.value  # read after te.read ops were replaced
+        Rewriter.erase_op(yield_op)
+
+        if combine is not None:
+            acc = memref.LoadOp.get(buffer, ivs)
+            acc.res.name_hint = "acc"
+            new = combine(acc.res, value)
+            new.results[0].name_hint = op.reduce.data  # type: ignore[union-attr]
+            Rewriter.insert_op([acc, new], at)
+            value = new.results[0]
+        Rewriter.insert_op(memref.StoreOp.get(value, buffer, ivs), at)
+
+    def _combiner(self, reduce: str, element: Attribute):
+        if isinstance(element, AnyFloat):
+            return _FLOAT_COMBINERS[reduce]
+        if isinstance(element, IntegerType | IndexType):
+            return _INT_COMBINERS[reduce]
+        _fail(self.where, f"expected a float or integer type to reduce, got {element}")
+
+    def _lower_body_op(self, op: Operation) -> None:
+        """te.read → memref.load, anywhere under a moved body op."""
+        reads: list[te.ReadOp] = []
+        for inner in op.walk():
+            if isinstance(inner, te.ReadOp):
+                reads.append(inner)
+            elif inner.dialect_name() == "te":
+                _fail(
+                    self.where,
+                    f"'{inner.name}' inside a te.compute body cannot be lowered",
+                )
+            else:
+                self._check_tensors(inner, "in a te.compute body")
+        for read in reads:
+            buffer = self.buffers.get(read.tensor)
+            if buffer is None:
+                _fail(self.where, f"te.read of a tensor that is {_origin(read.tensor)}")
+            load = memref.LoadOp.get(buffer, read.indices)
+            Rewriter.replace_op(read, load)
+
+    def _copy(self, src: SSAValue, dst: SSAValue, before: Operation) -> None:
+        assert isinstance(dst.type, MemRefType)
+        shape = tuple(dst.type.get_shape())
+        names: list[str | None] = [f"i{d}" for d in range(len(shape))]
+        ivs, at = self._nest(shape, names, InsertPoint.before(before))
+        load = memref.LoadOp.get(src, ivs)
+        Rewriter.insert_op([load, memref.StoreOp.get(load.res, dst, ivs)], at)
+
+
+def _identity(reduce: str, element: Attribute) -> Attribute:
+    """The value `x` with `combine(x, y) == y` for every `y`."""
+    if isinstance(element, AnyFloat):
+        inf = float("inf")
+        return FloatAttr({"sum": 0.0, "max": -inf, "min": inf}[reduce], element)
+    width = element.width.data if isinstance(element, IntegerType) else 64
+    lowest, highest = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    value = {"sum": 0, "max": lowest, "min": highest}[reduce]
+    return IntegerAttr(value, element)  # type: ignore[arg-type]
+
+
+def _origin(value: SSAValue) -> str:
+    if isinstance(value, BlockArgument):
+        where = "a block argument"
+    else:
+        where = f"'{value.owner.name}'"  # type: ignore[union-attr]
+    return f"defined by {where}; expected a function argument or a te.compute result"
