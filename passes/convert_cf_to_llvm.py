@@ -13,9 +13,9 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr, i8, i32, i64
 from xdsl.ir import Block, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
-from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects.llvm import SwitchOp
+from ember.passes.convert_memref_to_llvm import cannot_lower
 from ember.passes.to_llvm import (
     ConvertToLLVMPass,
     Handler,
@@ -45,9 +45,10 @@ def _cond_br(op: cf.ConditionalBranchOp) -> None:
 
 def _switch(op: cf.SwitchOp) -> None:
     if op.default_operands or op.case_operands:
-        raise PassFailedException(
-            "convert-cf-to-llvm: cannot lower 'cf.switch' with block operands "
-            "(llvm.switch takes none)"
+        raise cannot_lower(
+            "convert-cf-to-llvm",
+            op,
+            "expected no block operands (llvm.switch has none)",
         )
     values = op.case_values.get_values() if op.case_values is not None else ()
     cases = list(zip(values, op.case_blocks, strict=True))

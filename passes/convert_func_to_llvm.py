@@ -13,7 +13,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from ember.passes.convert_memref_to_llvm import bare_pointer_error
+from ember.passes.convert_memref_to_llvm import bare_pointer_error, cannot_lower
 from ember.passes.to_llvm import (
     ConvertToLLVMPass,
     Handler,
@@ -25,9 +25,7 @@ from ember.passes.to_llvm import (
 
 
 def _fail(op: Operation, what: str) -> PassFailedException:
-    return PassFailedException(
-        f"convert-func-to-llvm: cannot lower '{op.name}': {what}"
-    )
+    return cannot_lower("convert-func-to-llvm", op, what)
 
 
 def _lowered(op: Operation, types: tuple[Attribute, ...]) -> list[Attribute]:

@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     NoneAttr,
+    StringAttr,
     TensorType,
     UnitAttr,
     i64,
@@ -73,13 +74,23 @@ def bare_pointer_error(t: MemRefType) -> str | None:
     return None
 
 
+def cannot_lower(pass_name: str, op: Operation, why: str) -> PassFailedException:
+    """The diagnostic of a conversion that rejects `op`, naming its symbol (the
+    function it is in, or its own)."""
+    where, anchor = "", op
+    while anchor is not None:
+        if isinstance(name := anchor.properties.get("sym_name"), StringAttr):
+            where = f" in @{name.data}" if anchor is not op else f" @{name.data}"
+            break
+        anchor = anchor.parent_op()
+    return PassFailedException(f"{pass_name}: cannot lower '{op.name}'{where}: {why}")
+
+
 def _buffer_type(op: Operation, value: SSAValue | Attribute) -> MemRefType:
     t = value.type if isinstance(value, SSAValue) else value
     error = bare_pointer_error(t) if isinstance(t, MemRefType) else f"got {t}"
     if error is not None:
-        raise PassFailedException(
-            f"convert-memref-to-llvm: cannot lower '{op.name}': {error}"
-        )
+        raise cannot_lower("convert-memref-to-llvm", op, error)
     assert isinstance(t, MemRefType)
     return t
 

@@ -94,6 +94,13 @@ def dtype_of(element: Attribute) -> str | None:
     return _FLOATS.get(type(element))
 
 
+def _reinterprets(natural: str, wanted: str) -> bool:
+    """Whether a buffer of dtype `natural` may be passed as `wanted`: the same dtype,
+    or an integer of the same width and the other signedness."""
+    a, b = DTYPES[natural], DTYPES.get(wanted)
+    return a == b or (b is not None and {a[0], b[0]} == {0, 1} and a[1] == b[1])
+
+
 @dataclass(frozen=True)
 class _Arg:
     name: str
@@ -131,15 +138,12 @@ def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
         attrs = f.arg_attrs.data[i].data if f.arg_attrs is not None else {}
         name = attrs.get("ember.name")
         dtype = dtype_of(t.element_type)
+        assert dtype is not None  # every element type of a bare pointer has one
         override = attrs.get("ember.dtype")
         if isinstance(override, StringAttr):
-            wanted = DTYPES.get(override.data)
-            natural = DTYPES.get(dtype or "")
-            if wanted is None or natural is None or wanted[1] != natural[1]:
+            if not _reinterprets(dtype, override.data):
                 raise _fail(f, f"argument {i}: ember.dtype {override} does not fit {t}")
             dtype = override.data
-        if dtype is None:
-            raise _fail(f, f"argument {i}: no DLPack dtype for {t.element_type}")
         label = name.data if isinstance(name, StringAttr) else f"arg{i}"
         args.append(_Arg(label, t, dtype))
     return args
@@ -218,6 +222,7 @@ class _Entry:
         self.b = _Builder(entry)
         self.globals: list[llvm.GlobalOp] = []
         self.failed = Block(arg_types=[PTR, i32])
+        self.failed.name_hint = "fail"
         self.failed.args[0].name_hint = "message"
         self.failed.args[1].name_hint = "code"
 
@@ -226,35 +231,46 @@ class _Entry:
         self.globals.append(_string(symbol, f"{self.name}: {text}"))
         return symbol
 
-    def check(
-        self, ok: SSAValue, message: str, code: int, then: Block | None = None
-    ) -> None:
-        """Go on in `then` (a new block by default) if `ok`, else fail."""
-        if then is None:
-            then = Block()
-            self.region.add_block(then)
+    def block(self, name: str) -> Block:
+        block = Block()
+        block.name_hint = name
+        self.region.add_block(block)
+        return block
+
+    def check(self, ok: SSAValue, message: str, code: int, then: Block | str) -> None:
+        """Go on in block `then` (a new one if given a name) if `ok`, else fail."""
+        if isinstance(then, str):
+            then = self.block(then)
         text = self.b.add(llvm.AddressOfOp(message, PTR))
         code_value = self.b.const(code)
         self.b.add(llvm.CondBrOp(ok, then, [], self.failed, [text, code_value]))
         self.b = _Builder(then)
 
-    def check_arg(self, i: int, arg: _Arg) -> SSAValue:
-        """Check argument `i` against `arg`; returns its DLTensor*."""
-        b, code = self.b, -2 - i
+    def check_arg(self, i: int, arg: _Arg, after: str) -> SSAValue:
+        """Check argument `i` against `arg`, then go on in a block named `after`;
+        returns the argument's DLTensor*."""
+        b, code, at = self.b, -2 - i, f"arg{i}"
         prefix = f"argument {i} ({arg.name}): expected"
+        # Strides matter only for extents other than 1, and not at all when empty.
+        strided_dims = [k for k, n in enumerate(arg.shape) if n != 1]
+        if prod(arg.shape) == 0:
+            strided_dims = []
+
         type_code = b.load(self.codes, i32, i)
         tensor = b.load(self.args, PTR, i)
         tensor.name_hint = arg.name
         is_tensor = b.add(
             llvm.OrOp(b.eq(type_code, TYPE_DLTENSOR), b.eq(type_code, TYPE_NDARRAY))
         )
-        not_null = b.is_null(tensor, "ne")
-        message = self.message(f"{i}.type", f"{prefix} a tensor")
-        self.check(b.all([is_tensor, not_null]), message, code)
+        ok = b.all([is_tensor, b.is_null(tensor, "ne")])
+        self.check(
+            ok, self.message(f"{i}.type", f"{prefix} a tensor"), code, f"{at}_device"
+        )
 
         b = self.b
+        ok = b.eq(b.field(tensor, DEVICE_TYPE), DEVICE_CPU)
         message = self.message(f"{i}.device", f"{prefix} a CPU tensor")
-        self.check(b.eq(b.field(tensor, DEVICE_TYPE), DEVICE_CPU), message, code)
+        self.check(ok, message, code, f"{at}_dtype")
 
         b = self.b
         dtype_code, bits = DTYPES[arg.dtype]
@@ -265,35 +281,43 @@ class _Entry:
             b.eq(b.field(tensor, LANES), 1),
         ]
         message = self.message(f"{i}.tensor", f"{prefix} {arg.describe()}")
-        self.check(b.all(meta), message, code)
+        self.check(b.all(meta), message, code, f"{at}_shape" if arg.shape else after)
         if arg.shape:  # the shape array is read only once ndim is known to match
             b = self.b
             shape = b.field(tensor, SHAPE)
             extents = [b.eq(b.load(shape, i64, k), n) for k, n in enumerate(arg.shape)]
-            self.check(b.all(extents), message, code)
-
-        # Strides matter only for extents other than 1, and not at all when empty.
-        strides = _compact_strides(arg.shape)
-        checked = [k for k, n in enumerate(arg.shape) if n != 1]
-        if checked and prod(arg.shape) != 0:
+            self.check(
+                b.all(extents),
+                message,
+                code,
+                f"{at}_strides" if strided_dims else after,
+            )
+        if strided_dims:
             b = self.b
             given = b.field(tensor, STRIDES)
-            strided, compact = Block(), Block()
-            self.region.add_block([strided, compact])
+            strided, compact = self.block(f"{at}_strided"), self.block(after)
             b.add(llvm.CondBrOp(b.is_null(given), compact, [], strided, []))
             self.b = b = _Builder(strided)
-            ok = b.all([b.eq(b.load(given, i64, k), strides[k]) for k in checked])
+            expected = _compact_strides(arg.shape)
+            ok = b.all([b.eq(b.load(given, i64, k), expected[k]) for k in strided_dims])
             message = self.message(
                 f"{i}.strides", f"{prefix} compact row-major strides"
             )
-            self.check(ok, message, code, then=compact)
+            self.check(ok, message, code, compact)
         return tensor
 
     def build(self, args: list[_Arg], impl: str) -> llvm.FuncOp:
         names = ", ".join(a.name for a in args)
-        message = self.message("count", f"expected {len(args)} arguments ({names})")
-        self.check(self.b.eq(self.count, len(args)), message, -1)
-        tensors = [self.check_arg(i, arg) for i, arg in enumerate(args)]
+        plural = "" if len(args) == 1 else "s"
+        expected = f"expected {len(args)} argument{plural} ({names})"
+        after = [f"arg{i}" for i in range(1, len(args))] + ["call"]
+        self.check(
+            self.b.eq(self.count, len(args)),
+            self.message("count", expected),
+            -1,
+            "arg0" if args else "call",
+        )
+        tensors = [self.check_arg(i, arg, after[i]) for i, arg in enumerate(args)]
         b = self.b
         pointers: list[SSAValue] = []
         for tensor, arg in zip(tensors, args, strict=True):

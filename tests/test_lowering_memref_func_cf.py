@@ -557,7 +557,7 @@ def test_failed_assert_reports_and_aborts():
             "func.func @f(%A: memref<?xf32>, %i: index) {\n"
             "  %x = memref.load %A[%i] : memref<?xf32>\n  func.return\n}",
             "convert-memref-to-llvm",
-            "cannot lower 'memref.load': expected a static shape",
+            "cannot lower 'memref.load' in @f: expected a static shape",
         ),
         (
             "func.func @f(%A: memref<?xf32>) {\n  func.return\n}",

@@ -1,0 +1,21 @@
+// RUN: ember-opt %s --split-input-file --verify-diagnostics -p convert-func-to-llvm | filecheck %s
+
+func.func private @pair() -> (f32, f32)
+
+// CHECK: convert-func-to-llvm: cannot lower 'func.func' @pair: expected at most one result, got 2
+
+// -----
+
+func.func @dynamic(%A: memref<?x4xf32>) {
+  func.return
+}
+
+// CHECK: convert-func-to-llvm: cannot lower 'func.func' @dynamic: expected a static shape, got memref<?x4xf32>
+
+// -----
+
+func.func @strided(%A: memref<4xf32, strided<[2]>>) {
+  func.return
+}
+
+// CHECK: convert-func-to-llvm: cannot lower 'func.func' @strided: expected the identity layout, got memref<4xf32, strided<[2]>>

@@ -1,0 +1,123 @@
+// RUN: ember-opt %s --split-input-file -p convert-memref-to-llvm | filecheck %s
+
+// Loads and stores become a GEP on the row-major linear index (i64, nsw) and an
+// aligned llvm.load/llvm.store; buffer and index operands meet through casts.
+
+func.func @load_store_2d(%A: memref<4x8xf32>, %B: memref<8xf32>, %i: index, %j: index) {
+  %x = memref.load %A[%i, %j] : memref<4x8xf32>
+  memref.store %x, %B[%j] : memref<8xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @load_store_2d(
+// CHECK-SAME:      %[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<8xf32>, %[[I:.*]]: index, %[[J:.*]]: index)
+// CHECK:         %[[PA:.*]] = builtin.unrealized_conversion_cast %[[A]] : memref<4x8xf32> to !llvm.ptr
+// CHECK:         %[[I64:.*]] = builtin.unrealized_conversion_cast %[[I]] : index to i64
+// CHECK:         %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
+// CHECK:         %[[J64:.*]] = builtin.unrealized_conversion_cast %[[J]] : index to i64
+// CHECK:         %[[ROW:.*]] = llvm.mul %[[I64]], %[[EIGHT]] overflow<nsw> : i64
+// CHECK:         %[[LIN:.*]] = llvm.add %[[ROW]], %[[J64]] overflow<nsw> : i64
+// CHECK:         %[[P:.*]] = llvm.getelementptr inbounds %[[PA]][%[[LIN]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:         %[[X:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK:         %[[PB:.*]] = builtin.unrealized_conversion_cast %[[B]] : memref<8xf32> to !llvm.ptr
+// CHECK:         %[[J64B:.*]] = builtin.unrealized_conversion_cast %[[J]] : index to i64
+// CHECK:         %[[Q:.*]] = llvm.getelementptr inbounds %[[PB]][%[[J64B]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:         llvm.store %[[X]], %[[Q]] {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK-NOT:     memref.
+
+// -----
+
+// Strides are products of the trailing extents; 0-d buffers use the pointer itself.
+
+func.func @load_3d_and_0d(%A: memref<2x3x5xf64>, %S: memref<f64>, %i: index, %j: index, %k: index) {
+  %x = memref.load %A[%i, %j, %k] : memref<2x3x5xf64>
+  memref.store %x, %S[] : memref<f64>
+  func.return
+}
+
+// CHECK-LABEL: func.func @load_3d_and_0d(
+// CHECK-SAME:      %[[S:[^:]*]]: memref<f64>
+// CHECK:         %[[C15:.*]] = llvm.mlir.constant(15) : i64
+// CHECK:         %[[C5:.*]] = llvm.mlir.constant(5) : i64
+// CHECK:         %[[T0:.*]] = llvm.mul %{{.*}}, %[[C15]] overflow<nsw> : i64
+// CHECK:         %[[T1:.*]] = llvm.mul %{{.*}}, %[[C5]] overflow<nsw> : i64
+// CHECK:         %[[T2:.*]] = llvm.add %[[T0]], %[[T1]] overflow<nsw> : i64
+// CHECK:         %[[T3:.*]] = llvm.add %[[T2]], %{{.*}} overflow<nsw> : i64
+// CHECK:         llvm.getelementptr inbounds %{{.*}}[%[[T3]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
+// CHECK:         %[[X:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> f64
+// CHECK:         %[[PS:.*]] = builtin.unrealized_conversion_cast %[[S]] : memref<f64> to !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[X]], %[[PS]] {alignment = 8 : i64} : f64, !llvm.ptr
+
+// -----
+
+// Heap buffers: aligned_alloc(64, bytes rounded up to 64) and free, each declared
+// once. Stack buffers: llvm.alloca aligned to 64.
+
+func.func @buffers() {
+  %T = memref.alloc() : memref<3x5xf64>
+  %U = memref.alloc() {alignment = 128 : i64} : memref<4xi8>
+  %S = memref.alloca() : memref<16xi32>
+  memref.dealloc %T : memref<3x5xf64>
+  memref.dealloc %U : memref<4xi8>
+  func.return
+}
+
+// CHECK-LABEL: func.func @buffers()
+// CHECK:         %[[A64:.*]] = llvm.mlir.constant(64) : i64
+// CHECK:         %[[B128:.*]] = llvm.mlir.constant(128) : i64
+// CHECK:         %[[T:.*]] = llvm.call @aligned_alloc(%[[A64]], %[[B128]]) : (i64, i64) -> !llvm.ptr
+// CHECK:         %[[A128:.*]] = llvm.mlir.constant(128) : i64
+// CHECK:         %[[B128U:.*]] = llvm.mlir.constant(128) : i64
+// CHECK:         %[[U:.*]] = llvm.call @aligned_alloc(%[[A128]], %[[B128U]]) : (i64, i64) -> !llvm.ptr
+// CHECK:         %[[N:.*]] = llvm.mlir.constant(16) : i64
+// CHECK:         llvm.alloca %[[N]] x i32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// CHECK:         llvm.call @free(%{{.*}}) : (!llvm.ptr) -> ()
+// CHECK:         llvm.call @free(%{{.*}}) : (!llvm.ptr) -> ()
+// CHECK:       llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+// CHECK-NEXT:  llvm.func @free(!llvm.ptr)
+// CHECK-NOT:   llvm.func @aligned_alloc
+
+// -----
+
+// Buffers of index hold i64; vector.load/store read and write whole vectors at the
+// element's address.
+
+func.func @index_and_vectors(%I: memref<4xindex>, %A: memref<2x8xf32>, %i: index) {
+  %x = memref.load %I[%i] : memref<4xindex>
+  memref.store %x, %I[%i] : memref<4xindex>
+  %v = vector.load %A[%i, %i] : memref<2x8xf32>, vector<4xf32>
+  vector.store %v, %A[%i, %i] : memref<2x8xf32>, vector<4xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @index_and_vectors(
+// CHECK:         %[[X:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> i64
+// CHECK:         %[[XI:.*]] = builtin.unrealized_conversion_cast %[[X]] : i64 to index
+// CHECK:         %[[XL:.*]] = builtin.unrealized_conversion_cast %[[XI]] : index to i64
+// CHECK:         llvm.store %[[XL]], %{{.*}} {alignment = 8 : i64} : i64, !llvm.ptr
+// CHECK:         %[[V:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<4xf32>
+// CHECK:         llvm.store %[[V]], %{{.*}} {alignment = 4 : i64} : vector<4xf32>, !llvm.ptr
+// CHECK-NOT:     vector.
+
+// -----
+
+// Globals become flat llvm arrays (splats expanded, uninitialized ones zeroed);
+// get_global is the global's address.
+
+"memref.global"() <{sym_name = "table", sym_visibility = "private", type = memref<2x2xf32>, initial_value = dense<1.5> : tensor<2x2xf32>, constant}> : () -> ()
+"memref.global"() <{sym_name = "state", sym_visibility = "public", type = memref<3xi32>, initial_value}> : () -> ()
+
+func.func @globals() -> f32 {
+  %T = memref.get_global @table : memref<2x2xf32>
+  %k = "test.op"() : () -> index
+  %x = memref.load %T[%k, %k] : memref<2x2xf32>
+  func.return %x : f32
+}
+
+// CHECK:       llvm.mlir.global internal constant @table(dense<1.500000e+00> : tensor<4xf32>) {addr_space = 0 : i32} : !llvm.array<4 x f32>
+// CHECK:       llvm.mlir.global external @state(dense<0> : tensor<3xi32>) {addr_space = 0 : i32} : !llvm.array<3 x i32>
+// CHECK-LABEL: func.func @globals()
+// CHECK:         %[[T:.*]] = llvm.mlir.addressof @table : !llvm.ptr
+// CHECK:         %[[TM:.*]] = builtin.unrealized_conversion_cast %[[T]] : !llvm.ptr to memref<2x2xf32>
+// CHECK:         %[[TP:.*]] = builtin.unrealized_conversion_cast %[[TM]] : memref<2x2xf32> to !llvm.ptr
+// CHECK:         llvm.getelementptr inbounds %[[TP]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32

@@ -1,0 +1,199 @@
+// RUN: ember-opt %s --split-input-file -p func-packed-abi | filecheck %s
+
+// A public function over static buffers becomes the private @f_impl; @f is its
+// packed entry. Checks run in order, each failure branching to ^fail with a static
+// message and a code (-1 for the count, -2 - i for argument i).
+
+func.func @scale(%X: memref<4x8xf32> {ember.name = "X"}) {
+  func.return
+}
+
+// CHECK:       func.func private @scale_impl(%{{.*}}: memref<4x8xf32> {ember.name = "X"})
+// CHECK:       llvm.mlir.global internal constant @__ember_err.scale.count("scale: expected 1 argument (X)\00")
+// CHECK:       llvm.mlir.global internal constant @__ember_err.scale.0.type("scale: argument 0 (X): expected a tensor\00")
+// CHECK:       llvm.mlir.global internal constant @__ember_err.scale.0.device("scale: argument 0 (X): expected a CPU tensor\00")
+// CHECK:       llvm.mlir.global internal constant @__ember_err.scale.0.tensor("scale: argument 0 (X): expected float32 tensor of shape (4, 8)\00")
+// CHECK:       llvm.mlir.global internal constant @__ember_err.scale.0.strides("scale: argument 0 (X): expected compact row-major strides\00")
+
+// CHECK-LABEL: llvm.func @scale(
+// CHECK-SAME:      %[[ARGS:.*]]: !llvm.ptr, %[[CODES:.*]]: !llvm.ptr, %[[N:.*]]: i32, %[[RET:.*]]: !llvm.ptr, %[[RET_CODE:.*]]: !llvm.ptr) -> i32 {
+// CHECK:         %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    %[[COUNT_OK:.*]] = llvm.icmp "eq" %[[N]], %[[ONE]] : i32
+// CHECK-NEXT:    %[[MSG:.*]] = llvm.mlir.addressof @__ember_err.scale.count : !llvm.ptr
+// CHECK-NEXT:    %[[M1:.*]] = llvm.mlir.constant(-1 : i32) : i32
+// CHECK-NEXT:    llvm.cond_br %[[COUNT_OK]], ^arg0, ^fail(%[[MSG]], %[[M1]] : !llvm.ptr, i32)
+
+// Type code 7 (DLTensor*) or 13 (NDArray handle), and a non-null handle:
+// CHECK:       ^arg0:
+// CHECK-NEXT:    %[[CODE:.*]] = llvm.load %[[CODES]] {alignment = 4 : i64} : !llvm.ptr -> i32
+// CHECK-NEXT:    %[[T:.*]] = llvm.load %[[ARGS]] {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
+// CHECK:         llvm.icmp "eq" %[[CODE]], %{{.*}} : i32
+// CHECK:         llvm.icmp "eq" %[[CODE]], %{{.*}} : i32
+// CHECK:         llvm.ptrtoint %[[T]] : !llvm.ptr to i64
+// CHECK:         llvm.mlir.addressof @__ember_err.scale.0.type
+// CHECK-NEXT:    %[[M2:.*]] = llvm.mlir.constant(-2 : i32) : i32
+// CHECK-NEXT:    llvm.cond_br %{{.*}}, ^arg0_device, ^fail(%{{.*}}, %[[M2]] : !llvm.ptr, i32)
+
+// device_type (DLTensor field 1) is kDLCPU:
+// CHECK:       ^arg0_device:
+// CHECK-NEXT:    %[[DEV_AT:.*]] = llvm.getelementptr %[[T]][0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(!llvm.ptr, i32, i32, i32, i8, i8, i16, !llvm.ptr, !llvm.ptr, i64)>
+// CHECK-NEXT:    %[[DEV:.*]] = llvm.load %[[DEV_AT]] {alignment = 4 : i64} : !llvm.ptr -> i32
+// CHECK-NEXT:    %[[CPU:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    llvm.icmp "eq" %[[DEV]], %[[CPU]] : i32
+// CHECK:         llvm.cond_br %{{.*}}, ^arg0_dtype, ^fail
+
+// ndim (field 3), dtype code / bits / lanes (fields 4, 5, 6):
+// CHECK:       ^arg0_dtype:
+// CHECK:         llvm.getelementptr %[[T]][0, 3]
+// CHECK:         llvm.mlir.constant(2 : i32) : i32
+// CHECK:         llvm.getelementptr %[[T]][0, 4]
+// CHECK:         llvm.mlir.constant(2 : i8) : i8
+// CHECK:         llvm.getelementptr %[[T]][0, 5]
+// CHECK:         llvm.mlir.constant(32 : i8) : i8
+// CHECK:         llvm.getelementptr %[[T]][0, 6]
+// CHECK:         llvm.mlir.constant(1 : i16) : i16
+// CHECK:         llvm.mlir.addressof @__ember_err.scale.0.tensor
+// CHECK:         llvm.cond_br %{{.*}}, ^arg0_shape, ^fail
+
+// Every extent of shape (field 7), read only after ndim matched:
+// CHECK:       ^arg0_shape:
+// CHECK-NEXT:    %[[SHAPE_AT:.*]] = llvm.getelementptr %[[T]][0, 7]
+// CHECK-NEXT:    %[[SHAPE:.*]] = llvm.load %[[SHAPE_AT]] {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    llvm.load %[[SHAPE]] {alignment = 8 : i64} : !llvm.ptr -> i64
+// CHECK-NEXT:    llvm.mlir.constant(4) : i64
+// CHECK:         %[[E1_AT:.*]] = llvm.getelementptr %[[SHAPE]][1] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.load %[[E1_AT]] {alignment = 8 : i64} : !llvm.ptr -> i64
+// CHECK-NEXT:    llvm.mlir.constant(8) : i64
+// CHECK:         llvm.mlir.addressof @__ember_err.scale.0.tensor
+// CHECK:         llvm.cond_br %{{.*}}, ^arg0_strides, ^fail
+
+// Strides (field 8) are null or compact row-major:
+// CHECK:       ^arg0_strides:
+// CHECK-NEXT:    %[[STRIDES_AT:.*]] = llvm.getelementptr %[[T]][0, 8]
+// CHECK-NEXT:    %[[STRIDES:.*]] = llvm.load %[[STRIDES_AT]] {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
+// CHECK:         llvm.cond_br %{{.*}}, ^call, ^arg0_strided
+// CHECK:       ^arg0_strided:
+// CHECK-NEXT:    llvm.load %[[STRIDES]] {alignment = 8 : i64} : !llvm.ptr -> i64
+// CHECK-NEXT:    llvm.mlir.constant(8) : i64
+// CHECK:         llvm.getelementptr %[[STRIDES]][1] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK:         llvm.mlir.constant(1) : i64
+// CHECK:         llvm.mlir.addressof @__ember_err.scale.0.strides
+// CHECK:         llvm.cond_br %{{.*}}, ^call, ^fail
+
+// The call: data (field 0) + byte_offset (field 9), as the buffer type of @f_impl:
+// CHECK:       ^call:
+// CHECK-NEXT:    %[[DATA_AT:.*]] = llvm.getelementptr %[[T]][0, 0]
+// CHECK-NEXT:    %[[DATA:.*]] = llvm.load %[[DATA_AT]] {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    %[[OFFSET_AT:.*]] = llvm.getelementptr %[[T]][0, 9]
+// CHECK-NEXT:    %[[OFFSET:.*]] = llvm.load %[[OFFSET_AT]] {alignment = 8 : i64} : !llvm.ptr -> i64
+// CHECK-NEXT:    %[[START:.*]] = llvm.getelementptr %[[DATA]][%[[OFFSET]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[BUF:.*]] = builtin.unrealized_conversion_cast %[[START]] : !llvm.ptr to memref<4x8xf32>
+// CHECK-NEXT:    func.call @scale_impl(%[[BUF]]) : (memref<4x8xf32>) -> ()
+// CHECK-NEXT:    %[[ZERO64:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    llvm.store %[[ZERO64]], %[[RET]] {alignment = 8 : i64} : i64, !llvm.ptr
+// CHECK-NEXT:    %[[NULL_CODE:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT:    llvm.store %[[NULL_CODE]], %[[RET_CODE]] {alignment = 4 : i64} : i32, !llvm.ptr
+// CHECK-NEXT:    %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    llvm.return %[[OK]] : i32
+
+// On failure: ret->v_handle = message, *ret_code = 11 (string), return the code.
+// CHECK:       ^fail(%[[MESSAGE:.*]]: !llvm.ptr, %[[FAIL_CODE:.*]]: i32):
+// CHECK-NEXT:    llvm.store %[[MESSAGE]], %[[RET]] {alignment = 8 : i64} : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[STR:.*]] = llvm.mlir.constant(11 : i32) : i32
+// CHECK-NEXT:    llvm.store %[[STR]], %[[RET_CODE]] {alignment = 4 : i64} : i32, !llvm.ptr
+// CHECK-NEXT:    llvm.return %[[FAIL_CODE]] : i32
+
+// The module describes itself:
+// CHECK:       llvm.mlir.global internal constant @__ember_metadata.json("{\22entry\22: \22scale\22, \22functions\22: {\22scale\22: {\22args\22: [{\22name\22: \22X\22, \22shape\22: [4, 8], \22dtype\22: \22float32\22}]}}}\00")
+// CHECK-LABEL: llvm.func @__ember_metadata(
+// CHECK-SAME:      %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i32, %[[MRET:.*]]: !llvm.ptr, %[[MRET_CODE:.*]]: !llvm.ptr) -> i32 {
+// CHECK-NEXT:    %[[JSON:.*]] = llvm.mlir.addressof @__ember_metadata.json : !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[JSON]], %[[MRET]]
+// CHECK-NEXT:    %[[MSTR:.*]] = llvm.mlir.constant(11 : i32) : i32
+// CHECK-NEXT:    llvm.store %[[MSTR]], %[[MRET_CODE]]
+
+// -----
+
+// Extent-1 dimensions have no stride to check; a 0-d buffer has no shape to read.
+// Unnamed arguments are arg<i>; ember.dtype picks the dtype of integer buffers.
+// Argument i fails with -2 - i.
+
+func.func @misc(%S: memref<f64>, %R: memref<1x16x1xi8> {ember.dtype = "uint8"}, %B: memref<3xi1>) {
+  func.return
+}
+
+// CHECK:       @__ember_err.misc.count("misc: expected 3 arguments (arg0, arg1, arg2)\00")
+// CHECK:       @__ember_err.misc.0.tensor("misc: argument 0 (arg0): expected float64 tensor of shape ()\00")
+// CHECK:       @__ember_err.misc.1.tensor("misc: argument 1 (arg1): expected uint8 tensor of shape (1, 16, 1)\00")
+// CHECK:       @__ember_err.misc.2.tensor("misc: argument 2 (arg2): expected bool tensor of shape (3,)\00")
+// CHECK-LABEL: llvm.func @misc(
+// CHECK:       ^arg0_dtype:
+// CHECK:         llvm.cond_br %{{.*}}, ^arg1, ^fail
+// CHECK:       ^arg1:
+// CHECK:         llvm.mlir.constant(-3 : i32) : i32
+// CHECK:       ^arg1_dtype:
+// CHECK:         llvm.mlir.constant(1 : i8) : i8
+// CHECK:         llvm.mlir.constant(8 : i8) : i8
+// CHECK:       ^arg1_strided:
+// CHECK-NEXT:    %[[S1_AT:.*]] = llvm.getelementptr %{{.*}}[1] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.load %[[S1_AT]]
+// CHECK-NEXT:    llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    llvm.icmp
+// CHECK-NEXT:    llvm.mlir.addressof @__ember_err.misc.1.strides
+// CHECK:       ^arg2_dtype:
+// CHECK:         llvm.mlir.constant(6 : i8) : i8
+// CHECK:         llvm.mlir.constant(8 : i8) : i8
+// CHECK:         llvm.mlir.constant(-4 : i32) : i32
+// CHECK:       ^call:
+// CHECK:         func.call @misc_impl(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<f64>, memref<1x16x1xi8>, memref<3xi1>) -> ()
+// CHECK:       @__ember_metadata.json("{\22entry\22: \22misc\22, \22functions\22: {\22misc\22: {\22args\22: [{\22name\22: \22arg0\22, \22shape\22: [], \22dtype\22: \22float64\22}, {\22name\22: \22arg1\22, \22shape\22: [1, 16, 1], \22dtype\22: \22uint8\22}, {\22name\22: \22arg2\22, \22shape\22: [3], \22dtype\22: \22bool\22}]}}}\00")
+
+// -----
+
+// Only public functions with a body, buffer arguments and no results get an entry;
+// calls of a packed function inside the module go to its bare @f_impl. With two
+// entries the metadata names no single "entry".
+
+func.func @first(%A: memref<4xf32>) {
+  func.call @second(%A) : (memref<4xf32>) -> ()
+  func.return
+}
+func.func @second(%A: memref<4xf32>) {
+  func.return
+}
+func.func @with_result(%A: memref<4xf32>) -> f32 {
+  %x = "test.op"() : () -> f32
+  func.return %x : f32
+}
+func.func @with_index(%A: memref<4xf32>, %n: index) {
+  func.return
+}
+func.func private @helper(%A: memref<4xf32>) {
+  func.return
+}
+func.func private @declared(memref<4xf32>)
+
+// CHECK:       func.func private @first_impl(%[[A:.*]]: memref<4xf32>)
+// CHECK-NEXT:    func.call @second_impl(%[[A]]) : (memref<4xf32>) -> ()
+// CHECK:       llvm.func @first(
+// CHECK:       func.func private @second_impl(
+// CHECK:       llvm.func @second(
+// CHECK:       func.func @with_result(
+// CHECK:       func.func @with_index(
+// CHECK:       func.func private @helper(
+// CHECK:       func.func private @declared(
+// CHECK:       @__ember_metadata.json("{\22entry\22: null, \22functions\22: {\22first\22: {{.*}}, \22second\22: {{.*}}}}\00")
+// CHECK:       llvm.func @__ember_metadata(
+// CHECK-NOT:   llvm.func @with_result
+// CHECK-NOT:   @helper_impl
+
+// -----
+
+// A module without entries still describes itself.
+
+func.func private @internal_only(%A: memref<4xf32>) {
+  func.return
+}
+
+// CHECK:       @__ember_metadata.json("{\22entry\22: null, \22functions\22: {}}\00")
+// CHECK:       llvm.func @__ember_metadata(
