@@ -1,0 +1,160 @@
+"""`convert-loop-to-scf`: loop nests and buffers become scf loops and memref ops."""
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+from xdsl.context import Context
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import PassFailedException
+
+from ember.dialects import loop
+
+ALIGNMENT = 64
+"""Bytes; a cache line, and enough for any SIMD load on the CPUs ember targets."""
+
+
+@dataclass(frozen=True)
+class ConvertLoopToScfPass(ModulePass):
+    """Lower `loop.for` to `scf.for` (or unroll it) and `loop.alloc` to memref.
+
+    Before:
+
+        %t = loop.alloc : memref<4xf32>
+        loop.for %i = %c0 to %c64 step %c1 parallel { ... }
+        loop.for %j = %c0 to %c2 step %c1 unrolled {
+          %x = memref.load %t[%j] : memref<4xf32>
+        }
+        func.return
+
+    After:
+
+        %t = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+        scf.for %i = %c0 to %c64 step %c1 { ... } {ember.loop_kind = "parallel"}
+        %j = arith.constant 0 : index
+        %x = memref.load %t[%j] : memref<4xf32>
+        %j_1 = arith.constant 1 : index
+        %x_1 = memref.load %t[%j_1] : memref<4xf32>
+        memref.dealloc %t : memref<4xf32>
+        func.return
+
+    `serial`, `parallel` and `vectorized` loops all become serial `scf.for` for now
+    (outlining to libgomp and explicit SIMD come with schedules); a non-serial kind
+    stays on the loop as the discardable attribute `ember.loop_kind`. An `unrolled`
+    loop whose bounds and step are `arith.constant`s (step > 0) is replaced by one
+    copy of its body per iteration, the induction variable turned into an index
+    constant; with other bounds it becomes an `scf.for` marked `unrolled`. A global
+    `loop.alloc` becomes a 64-byte aligned `memref.alloc` freed by a `memref.dealloc`
+    just before the terminator of its block (the end of the block if it has none); a
+    local one becomes an aligned `memref.alloca`. The walk is post-order, so an
+    unrolled body is copied after its inner loops are already lowered.
+    """
+
+    name = "convert-loop-to-scf"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _lower_nested(op)
+
+
+def _lower_nested(op: Operation) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in list(block.ops):
+                _lower_nested(inner)
+                if inner.dialect_name() == "loop":
+                    _lower(inner)
+
+
+def _lower(op: Operation) -> None:
+    match op:
+        case loop.ForOp():
+            _lower_for(op)
+        case loop.AllocOp():
+            _lower_alloc(op)
+        case loop.YieldOp() if isinstance(op.parent_op(), loop.ForOp):
+            pass  # replaced with its loop
+        case _:
+            _fail(op, "has no lowering to scf")
+
+
+def _fail(op: Operation, message: str) -> NoReturn:
+    raise PassFailedException(f"convert-loop-to-scf: '{op.name}' {message}")
+
+
+def _lower_for(op: loop.ForOp) -> None:
+    kind = op.kind.data
+    if kind == "unrolled" and _unroll(op):
+        return
+    body = op.body.block
+    end = body.last_op
+    assert isinstance(end, loop.YieldOp)
+    Rewriter.replace_op(end, scf.YieldOp())
+    new = scf.ForOp(
+        op.lower,
+        op.upper,
+        op.step,
+        [],
+        Rewriter.move_region_contents_to_new_regions(op.body),
+    )
+    new.attributes.update(op.attributes)
+    if kind != "serial":
+        new.attributes["ember.loop_kind"] = StringAttr(kind)
+    Rewriter.replace_op(op, new)
+
+
+def _unroll(op: loop.ForOp) -> bool:
+    """Replace `op` by a copy of its body per iteration if its bounds are constant."""
+    bounds = [_constant_index(v) for v in (op.lower, op.upper, op.step)]
+    if None in bounds:
+        return False
+    lower, upper, step = bounds
+    assert lower is not None and upper is not None and step is not None
+    if step <= 0:
+        return False
+    body = list(op.body.block.ops)[:-1]
+    iv = op.induction_var
+    before = InsertPoint.before(op)
+    for value in range(lower, upper, step):
+        const = arith.ConstantOp(IntegerAttr(value, IndexType()))
+        const.result.name_hint = iv.name_hint
+        Rewriter.insert_op(const, before)
+        mapping: dict[SSAValue, SSAValue] = {iv: const.result}
+        Rewriter.insert_op([inner.clone(mapping) for inner in body], before)
+    Rewriter.erase_op(op)
+    return True
+
+
+def _constant_index(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _lower_alloc(op: loop.AllocOp) -> None:
+    t = op.buffer.type
+    assert isinstance(t, MemRefType)
+    cls = memref.AllocaOp if op.scope_name == "local" else memref.AllocOp
+    new = cls.get(t.element_type, ALIGNMENT, t.shape, None, t.layout, t.memory_space)
+    if isinstance(new, memref.AllocOp):
+        block = op.parent_block()
+        assert block is not None
+        end = block.last_op
+        assert end is not None
+        free = memref.DeallocOp.get(new)
+        if end.has_trait(IsTerminator):
+            Rewriter.insert_op(free, InsertPoint.before(end))
+        else:
+            Rewriter.insert_op(free, InsertPoint.at_end(block))
+    new.attributes.update(op.attributes)
+    Rewriter.replace_op(op, new)
