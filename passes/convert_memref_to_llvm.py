@@ -7,6 +7,7 @@ the convention cannot express (dynamic shapes, other layouts, memory spaces) is 
 diagnostic naming the op.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
@@ -14,6 +15,7 @@ from xdsl.dialects import llvm, memref, vector
 from xdsl.dialects.builtin import (
     BFloat16Type,
     BytesAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
@@ -22,13 +24,17 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    ModuleOp,
     NoneAttr,
     StringAttr,
     TensorType,
     UnitAttr,
+    UnrealizedConversionCastOp,
+    i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.passes.to_llvm import (
@@ -95,75 +101,131 @@ def _buffer_type(op: Operation, value: SSAValue | Attribute) -> MemRefType:
     return t
 
 
-def _constant(value: int, before: Operation) -> SSAValue:
-    const = llvm.ConstantOp(IntegerAttr(value, i64), i64)
-    before.parent_block().insert_op_before(const, before)  # type: ignore[union-attr]
-    return const.result
+# Access ops are built with `create` and shared property attributes: xDSL's
+# verifying constructors cost about 8x more, and a kernel has many accesses.
+_NSW = {"overflowFlags": IntegerAttr(1, 32)}  # OverflowAttr's encoding of nsw
+_GEP = {
+    "rawConstantIndices": DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL]),
+    "noWrapFlags": IntegerAttr(0, 32),
+    "inbounds": UnitAttr(),
+}
+_PTR = llvm.LLVMPointerType()
 
 
-def _element_address(
-    op: Operation, buffer: SSAValue, indices: tuple[SSAValue, ...]
-) -> SSAValue:
-    """`&buffer[indices]`: a GEP on the row-major linear index (i64, nsw)."""
-    t = _buffer_type(op, buffer)
-    base = as_llvm(buffer, op)
-    if not indices:
-        return base
-    shape = t.get_shape()
-    nsw = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
-    ops: list[Operation] = []
-    linear: SSAValue | None = None
-    for dim, index in enumerate(indices):
-        term = as_llvm(index, op)
-        stride = prod(shape[dim + 1 :])
-        if stride != 1:
-            mul = llvm.MulOp(term, _constant(stride, op), overflow=nsw)
-            ops.append(mul)
-            term = mul.res
-        if linear is not None:
-            add = llvm.AddOp(linear, term, overflow=nsw)
-            ops.append(add)
-            term = add.res
-        linear = term
-    elem = llvm_type(t.element_type)
-    gep = llvm.GEPOp.from_mixed_indices(base, [linear], elem, inbounds=True)
-    ops.append(gep)
-    op.parent_block().insert_ops_before(ops, op)  # type: ignore[union-attr]
-    return gep.result
+class _Accesses:
+    """Lowers loads and stores. One cast per converted value (placed at its
+    definition) and one constant per function and stride are shared by all
+    accesses, so each access costs only its index arithmetic, GEP and load/store."""
 
+    def __init__(self) -> None:
+        self.values: dict[SSAValue, SSAValue] = {}
+        self.constants: dict[tuple[Block, int], SSAValue] = {}
+        self.memory_props: dict[int, dict[str, Attribute]] = {}
 
-def _alignment(t: MemRefType) -> int:
-    size = element_bytes(t.element_type)
-    assert size is not None
-    return size
+    def llvm_value(self, value: SSAValue) -> SSAValue:
+        new_type = llvm_type(value.type)
+        if new_type == value.type:
+            return value
+        if (known := self.values.get(value)) is None:
+            cast = UnrealizedConversionCastOp.get([value], [new_type])
+            if isinstance(value, OpResult):
+                Rewriter.insert_op(cast, InsertPoint.after(value.op))
+            else:
+                assert isinstance(value, BlockArgument)
+                Rewriter.insert_op(cast, InsertPoint.at_start(value.block))
+            known = self.values[value] = cast.results[0]
+        return known
 
+    def constant(self, value: int, user: Operation) -> SSAValue:
+        function = user
+        while not isinstance(parent := function.parent_op(), ModuleOp | None):
+            function = parent
+        entry = function.regions[0].blocks.first
+        assert entry is not None
+        if (known := self.constants.get((entry, value))) is None:
+            const = llvm.ConstantOp(IntegerAttr(value, i64), i64)
+            Rewriter.insert_op(const, InsertPoint.at_start(entry))
+            known = self.constants[entry, value] = const.result
+        return known
 
-def _load(op: memref.LoadOp) -> None:
-    t = _buffer_type(op, op.memref)
-    ptr = _element_address(op, op.memref, tuple(op.indices))
-    load = llvm.LoadOp(ptr, llvm_type(op.res.type), alignment=_alignment(t))
-    replace(op, [load], [load.dereferenced_value])
+    def address(
+        self,
+        op: Operation,
+        t: MemRefType,
+        buffer: SSAValue,
+        indices: Sequence[SSAValue],
+    ) -> SSAValue:
+        """`&buffer[indices]`: a GEP on the row-major linear index (i64, nsw)."""
+        base = self.llvm_value(buffer)
+        if not indices:
+            return base
+        shape = t.get_shape()
+        ops: list[Operation] = []
+        linear: SSAValue | None = None
+        for dim, index in enumerate(indices):
+            term = self.llvm_value(index)
+            if (stride := prod(shape[dim + 1 :])) != 1:
+                operands = [term, self.constant(stride, op)]
+                ops.append(
+                    llvm.MulOp.create(
+                        operands=operands, result_types=[i64], properties=_NSW
+                    )
+                )
+                term = ops[-1].results[0]
+            if linear is not None:
+                operands = [linear, term]
+                ops.append(
+                    llvm.AddOp.create(
+                        operands=operands, result_types=[i64], properties=_NSW
+                    )
+                )
+                term = ops[-1].results[0]
+            linear = term
+        props = {**_GEP, "elem_type": llvm_type(t.element_type)}
+        ops.append(
+            llvm.GEPOp.create(
+                operands=[base, linear], result_types=[_PTR], properties=props
+            )
+        )
+        Rewriter.insert_op(ops, InsertPoint.before(op))
+        return ops[-1].results[0]
 
+    def memory(self, t: MemRefType) -> dict[str, Attribute]:
+        """The properties of an aligned, non-atomic llvm.load/store of `t`'s elements."""
+        size = element_bytes(t.element_type)
+        assert size is not None
+        if (props := self.memory_props.get(size)) is None:
+            props = self.memory_props[size] = {
+                "ordering": IntegerAttr(0, i64),
+                "alignment": IntegerAttr(size, i64),
+            }
+        return props
 
-def _store(op: memref.StoreOp) -> None:
-    t = _buffer_type(op, op.memref)
-    ptr = _element_address(op, op.memref, tuple(op.indices))
-    store = llvm.StoreOp(as_llvm(op.value, op), ptr, alignment=_alignment(t))
-    replace(op, [store], [])
+    def load(self, op: memref.LoadOp | vector.LoadOp) -> None:
+        buffer, result = (
+            (op.memref, op.res)
+            if isinstance(op, memref.LoadOp)
+            else (op.base, op.result)
+        )
+        t = _buffer_type(op, buffer)
+        ptr = self.address(op, t, buffer, op.indices)
+        result_type = llvm_type(result.type)
+        load = llvm.LoadOp.create(
+            operands=[ptr], result_types=[result_type], properties=self.memory(t)
+        )
+        replace(op, [load], [load.results[0]])
 
-
-def _vector_load(op: vector.LoadOp) -> None:
-    t = _buffer_type(op, op.base)
-    ptr = _element_address(op, op.base, tuple(op.indices))
-    load = llvm.LoadOp(ptr, llvm_type(op.result.type), alignment=_alignment(t))
-    replace(op, [load], [load.dereferenced_value])
-
-
-def _vector_store(op: vector.StoreOp) -> None:
-    t = _buffer_type(op, op.base)
-    ptr = _element_address(op, op.base, tuple(op.indices))
-    store = llvm.StoreOp(as_llvm(op.vector, op), ptr, alignment=_alignment(t))
-    replace(op, [store], [])
+    def store(self, op: memref.StoreOp | vector.StoreOp) -> None:
+        buffer, value = (
+            (op.memref, op.value)
+            if isinstance(op, memref.StoreOp)
+            else (op.base, op.vector)
+        )
+        t = _buffer_type(op, buffer)
+        ptr = self.address(op, t, buffer, op.indices)
+        operands = [self.llvm_value(value), ptr]
+        store = llvm.StoreOp.create(operands=operands, properties=self.memory(t))
+        replace(op, [store], [])
 
 
 def _buffer_alignment(op: memref.AllocOp | memref.AllocaOp) -> int:
@@ -264,14 +326,15 @@ class ConvertMemRefToLLVMPass(ConvertToLLVMPass):
     dialect = "memref"
 
     def handlers(self) -> dict[type[Operation], Handler]:
+        accesses = _Accesses()
         return {
-            memref.LoadOp: _load,
-            memref.StoreOp: _store,
+            memref.LoadOp: accesses.load,
+            memref.StoreOp: accesses.store,
+            vector.LoadOp: accesses.load,
+            vector.StoreOp: accesses.store,
             memref.AllocOp: _alloc,
             memref.DeallocOp: _dealloc,
             memref.AllocaOp: _alloca,
             memref.GlobalOp: _global,
             memref.GetGlobalOp: _get_global,
-            vector.LoadOp: _vector_load,
-            vector.StoreOp: _vector_store,
         }  # type: ignore[dict-item]

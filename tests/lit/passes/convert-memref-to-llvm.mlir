@@ -11,18 +11,18 @@ func.func @load_store_2d(%A: memref<4x8xf32>, %B: memref<8xf32>, %i: index, %j: 
 
 // CHECK-LABEL: func.func @load_store_2d(
 // CHECK-SAME:      %[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<8xf32>, %[[I:.*]]: index, %[[J:.*]]: index)
-// CHECK:         %[[PA:.*]] = builtin.unrealized_conversion_cast %[[A]] : memref<4x8xf32> to !llvm.ptr
-// CHECK:         %[[I64:.*]] = builtin.unrealized_conversion_cast %[[I]] : index to i64
-// CHECK:         %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
-// CHECK:         %[[J64:.*]] = builtin.unrealized_conversion_cast %[[J]] : index to i64
+// Casts sit at the definitions of their values, shared by all accesses:
+// CHECK-DAG:     %[[PA:.*]] = builtin.unrealized_conversion_cast %[[A]] : memref<4x8xf32> to !llvm.ptr
+// CHECK-DAG:     %[[PB:.*]] = builtin.unrealized_conversion_cast %[[B]] : memref<8xf32> to !llvm.ptr
+// CHECK-DAG:     %[[I64:.*]] = builtin.unrealized_conversion_cast %[[I]] : index to i64
+// CHECK-DAG:     %[[J64:.*]] = builtin.unrealized_conversion_cast %[[J]] : index to i64
+// CHECK-DAG:     %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
 // CHECK:         %[[ROW:.*]] = llvm.mul %[[I64]], %[[EIGHT]] overflow<nsw> : i64
-// CHECK:         %[[LIN:.*]] = llvm.add %[[ROW]], %[[J64]] overflow<nsw> : i64
-// CHECK:         %[[P:.*]] = llvm.getelementptr inbounds %[[PA]][%[[LIN]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-// CHECK:         %[[X:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr -> f32
-// CHECK:         %[[PB:.*]] = builtin.unrealized_conversion_cast %[[B]] : memref<8xf32> to !llvm.ptr
-// CHECK:         %[[J64B:.*]] = builtin.unrealized_conversion_cast %[[J]] : index to i64
-// CHECK:         %[[Q:.*]] = llvm.getelementptr inbounds %[[PB]][%[[J64B]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-// CHECK:         llvm.store %[[X]], %[[Q]] {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK-NEXT:    %[[LIN:.*]] = llvm.add %[[ROW]], %[[J64]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %[[PA]][%[[LIN]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[Q:.*]] = llvm.getelementptr inbounds %[[PB]][%[[J64]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    llvm.store %[[X]], %[[Q]] {alignment = 4 : i64} : f32, !llvm.ptr
 // CHECK-NOT:     memref.
 
 // -----
@@ -37,15 +37,15 @@ func.func @load_3d_and_0d(%A: memref<2x3x5xf64>, %S: memref<f64>, %i: index, %j:
 
 // CHECK-LABEL: func.func @load_3d_and_0d(
 // CHECK-SAME:      %[[S:[^:]*]]: memref<f64>
-// CHECK:         %[[C15:.*]] = llvm.mlir.constant(15) : i64
-// CHECK:         %[[C5:.*]] = llvm.mlir.constant(5) : i64
+// CHECK-DAG:     %[[PS:.*]] = builtin.unrealized_conversion_cast %[[S]] : memref<f64> to !llvm.ptr
+// CHECK-DAG:     %[[C15:.*]] = llvm.mlir.constant(15) : i64
+// CHECK-DAG:     %[[C5:.*]] = llvm.mlir.constant(5) : i64
 // CHECK:         %[[T0:.*]] = llvm.mul %{{.*}}, %[[C15]] overflow<nsw> : i64
-// CHECK:         %[[T1:.*]] = llvm.mul %{{.*}}, %[[C5]] overflow<nsw> : i64
-// CHECK:         %[[T2:.*]] = llvm.add %[[T0]], %[[T1]] overflow<nsw> : i64
-// CHECK:         %[[T3:.*]] = llvm.add %[[T2]], %{{.*}} overflow<nsw> : i64
-// CHECK:         llvm.getelementptr inbounds %{{.*}}[%[[T3]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
-// CHECK:         %[[X:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> f64
-// CHECK:         %[[PS:.*]] = builtin.unrealized_conversion_cast %[[S]] : memref<f64> to !llvm.ptr
+// CHECK-NEXT:    %[[T1:.*]] = llvm.mul %{{.*}}, %[[C5]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[T2:.*]] = llvm.add %[[T0]], %[[T1]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[T3:.*]] = llvm.add %[[T2]], %{{.*}} overflow<nsw> : i64
+// CHECK-NEXT:    llvm.getelementptr inbounds %{{.*}}[%[[T3]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> f64
 // CHECK-NEXT:    llvm.store %[[X]], %[[PS]] {alignment = 8 : i64} : f64, !llvm.ptr
 
 // -----
