@@ -5,6 +5,7 @@ serial `loop.for` nest over its output (then over its reduction axes) that write
 one buffer, and the function moves from tensors to buffers.
 """
 
+import math
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -143,8 +144,8 @@ class _FunctionLowering:
     outputs: dict[te.ComputeOp, SSAValue] = field(
         default_factory=dict[te.ComputeOp, SSAValue]
     )
-    constants: dict[tuple[Attribute, Attribute], SSAValue] = field(
-        default_factory=dict[tuple[Attribute, Attribute], SSAValue]
+    constants: dict[tuple[float, Attribute], SSAValue] = field(
+        default_factory=dict[tuple[float, Attribute], SSAValue]
     )
     last_alloc: Operation | None = None
     last_const: Operation | None = None
@@ -260,18 +261,22 @@ class _FunctionLowering:
                     "and func.return may touch tensors",
                 )
 
-    def _const(self, value: Attribute, t: Attribute, name: str) -> SSAValue:
+    def _const(self, value: float, t: Attribute, name: str) -> SSAValue:
         key = (value, t)
         if key not in self.constants:
-            assert isinstance(value, IntegerAttr | FloatAttr)
-            op = arith.ConstantOp(value, t)
+            attr = (
+                FloatAttr(value, t)  # type: ignore[arg-type]
+                if isinstance(t, AnyFloat)
+                else IntegerAttr(int(value), t)  # type: ignore[arg-type]
+            )
+            op = arith.ConstantOp(attr, t)
             op.result.name_hint = name
             self._prologue(op)
             self.constants[key] = op.result
         return self.constants[key]
 
     def _index(self, value: int) -> SSAValue:
-        return self._const(IntegerAttr(value, IndexType()), IndexType(), f"c{value}")
+        return self._const(value, IndexType(), f"c{value}")
 
     def _nest(
         self,
@@ -377,15 +382,12 @@ class _FunctionLowering:
         Rewriter.insert_op([load, memref.StoreOp.get(load.res, dst, ivs)], at)
 
 
-def _identity(reduce: str, element: Attribute) -> Attribute:
+def _identity(reduce: str, element: Attribute) -> float:
     """The value `x` with `combine(x, y) == y` for every `y`."""
     if isinstance(element, AnyFloat):
-        inf = float("inf")
-        return FloatAttr({"sum": 0.0, "max": -inf, "min": inf}[reduce], element)
+        return {"sum": 0.0, "max": -math.inf, "min": math.inf}[reduce]
     width = element.width.data if isinstance(element, IntegerType) else 64
-    lowest, highest = -(1 << (width - 1)), (1 << (width - 1)) - 1
-    value = {"sum": 0, "max": lowest, "min": highest}[reduce]
-    return IntegerAttr(value, element)  # type: ignore[arg-type]
+    return {"sum": 0, "max": -(1 << (width - 1)), "min": (1 << (width - 1)) - 1}[reduce]
 
 
 def _origin(value: SSAValue) -> str:
