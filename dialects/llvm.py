@@ -154,6 +154,7 @@ class SwitchOp(IRDLOperation):
             printer.print_string(f"{value}: ")
             printer.print_block_name(dest)
         printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
 
     @classmethod
     def parse(cls, parser: Parser) -> "SwitchOp":
@@ -172,7 +173,9 @@ class SwitchOp(IRDLOperation):
                 if parser.parse_optional_punctuation("]") is not None:
                     break
                 parser.parse_punctuation(",")
-        return cls(value, default, cases)
+        op = cls(value, default, cases)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
 
 
 EXTRA_OPS: tuple[type[Operation], ...] = (
