@@ -1,0 +1,20 @@
+"""The ember runtime: run compiled code with nothing but numpy and ctypes.
+
+Arrays live in ``NDArray`` (CPU memory described by a DLPack ``DLTensor``; zero-copy
+to and from numpy, PyTorch and anything else that speaks DLPack). This package
+imports nothing from the compiler.
+"""
+
+from .errors import EmberError
+from .ndarray import Device, NDArray, array, cpu, device, empty, from_dlpack
+
+__all__ = [
+    "Device",
+    "EmberError",
+    "NDArray",
+    "array",
+    "cpu",
+    "device",
+    "empty",
+    "from_dlpack",
+]

@@ -1,0 +1,292 @@
+"""DLPack structures, dtype mapping and capsule consumption through ctypes.
+
+The structs mirror ``dlpack.h`` byte for byte: a ``DLTensor`` is 48 bytes on a 64-bit
+machine, and compiled code reads it at fixed offsets (see "The packed ABI" in
+``docs/architecture.md``). Capsules are read with the CPython capsule API through
+private ctypes prototypes, so setting ``argtypes`` elsewhere cannot disturb them.
+"""
+
+import ctypes
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    PYFUNCTYPE,
+    Structure,
+    c_char_p,
+    c_int,
+    c_int32,
+    c_int64,
+    c_uint8,
+    c_uint16,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+    py_object,
+)
+from typing import NamedTuple
+
+import numpy as np
+
+DL_CPU = 1
+"""``kDLCPU``: the only device type the ember runtime reads and writes."""
+
+DL_INT, DL_UINT, DL_FLOAT, DL_COMPLEX, DL_BOOL = 0, 1, 2, 5, 6
+
+FLAG_READ_ONLY = 1
+"""``DLPACK_FLAG_BITMASK_READ_ONLY`` in a versioned managed tensor's ``flags``."""
+
+
+class DLDevice(Structure):
+    """``DLDevice``: where a tensor's memory lives."""
+
+    _fields_ = [("device_type", c_int32), ("device_id", c_int32)]
+
+
+class DLDataType(Structure):
+    """``DLDataType``: type code, bits per lane and lanes of one element."""
+
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class DLTensor(Structure):
+    """``DLTensor``: a borrowed view of a tensor; what compiled code receives."""
+
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", c_int32),
+        ("dtype", DLDataType),
+        ("shape", POINTER(c_int64)),
+        ("strides", POINTER(c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+class DLManagedTensor(Structure):
+    """``DLManagedTensor``: a ``DLTensor`` plus the deleter that releases it."""
+
+    _fields_ = [
+        ("dl_tensor", DLTensor),
+        ("manager_ctx", c_void_p),
+        ("deleter", c_void_p),
+    ]
+
+
+class DLPackVersion(Structure):
+    """``DLPackVersion``: the ABI version a versioned managed tensor follows."""
+
+    _fields_ = [("major", c_uint32), ("minor", c_uint32)]
+
+
+class DLManagedTensorVersioned(Structure):
+    """``DLManagedTensorVersioned`` (DLPack 1.0+): adds a version and flags."""
+
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", c_void_p),
+        ("deleter", c_void_p),
+        ("flags", c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+_NUMPY_TO_DL = {
+    "bool": (DL_BOOL, 8, 1),
+    "int8": (DL_INT, 8, 1),
+    "int16": (DL_INT, 16, 1),
+    "int32": (DL_INT, 32, 1),
+    "int64": (DL_INT, 64, 1),
+    "uint8": (DL_UINT, 8, 1),
+    "uint16": (DL_UINT, 16, 1),
+    "uint32": (DL_UINT, 32, 1),
+    "uint64": (DL_UINT, 64, 1),
+    "float16": (DL_FLOAT, 16, 1),
+    "float32": (DL_FLOAT, 32, 1),
+    "float64": (DL_FLOAT, 64, 1),
+    "complex64": (DL_COMPLEX, 64, 1),
+    "complex128": (DL_COMPLEX, 128, 1),
+}
+_DL_TO_NUMPY = {dl: np.dtype(name) for name, dl in _NUMPY_TO_DL.items()}
+
+
+def dtype_to_dl(dtype) -> tuple[int, int, int]:
+    """Map a numpy dtype to its DLPack ``(code, bits, lanes)``.
+
+    Args:
+        dtype: anything ``numpy.dtype`` accepts ("float32", np.int8, ...).
+
+    Returns:
+        The ``(code, bits, lanes)`` triple of the matching ``DLDataType``.
+
+    Raises:
+        TypeError: the dtype has no DLPack equivalent in ember.
+
+    Example:
+        >>> dtype_to_dl("float32")
+        (2, 32, 1)
+    """
+    name = np.dtype(dtype).name
+    try:
+        return _NUMPY_TO_DL[name]
+    except KeyError:
+        supported = ", ".join(_NUMPY_TO_DL)
+        raise TypeError(
+            f"unsupported dtype {name}; expected one of {supported}"
+        ) from None
+
+
+def dl_to_dtype(code: int, bits: int, lanes: int = 1) -> np.dtype:
+    """Map a DLPack ``(code, bits, lanes)`` to the numpy dtype.
+
+    Args:
+        code: the ``DLDataTypeCode`` (0 int, 1 uint, 2 float, 5 complex, 6 bool).
+        bits: bits per lane.
+        lanes: vector lanes; numpy only represents 1.
+
+    Returns:
+        The numpy dtype.
+
+    Raises:
+        TypeError: the combination has no numpy equivalent.
+
+    Example:
+        >>> dl_to_dtype(2, 32)
+        dtype('float32')
+    """
+    try:
+        return _DL_TO_NUMPY[(code, bits, lanes)]
+    except KeyError:
+        raise TypeError(
+            f"unsupported DLPack dtype (code={code}, bits={bits}, lanes={lanes})"
+        ) from None
+
+
+def is_compact(shape: tuple[int, ...], strides: tuple[int, ...] | None) -> bool:
+    """Whether element strides describe a compact row-major layout.
+
+    Args:
+        shape: the extents.
+        strides: strides in elements, or None (DLPack's "compact").
+
+    Returns:
+        True when the strides are None or match row-major order; a stride of an
+        extent-1 dimension is ignored, as is every stride of an empty tensor.
+
+    Example:
+        >>> is_compact((2, 3), (3, 1)), is_compact((2, 3), (1, 2))
+        (True, False)
+    """
+    if strides is None or 0 in shape:
+        return True
+    expected = 1
+    for extent, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if extent != 1 and stride != expected:
+            return False
+        expected *= extent
+    return True
+
+
+# Private prototypes: `ctypes.pythonapi.PyCapsule_*` are shared objects whose
+# argtypes any other library may change.
+_api = ctypes.pythonapi
+_capsule_is_valid = PYFUNCTYPE(c_int, py_object, c_char_p)(("PyCapsule_IsValid", _api))
+capsule_pointer = PYFUNCTYPE(c_void_p, py_object, c_char_p)(
+    ("PyCapsule_GetPointer", _api)
+)
+"""``PyCapsule_GetPointer(capsule, name)``: the address a capsule holds."""
+_capsule_set_name = PYFUNCTYPE(c_int, py_object, c_void_p)(("PyCapsule_SetName", _api))
+# PyCapsule_SetName keeps the pointer, so the renamed names must live forever.
+_USED_NAMES = {
+    b"dltensor": ctypes.create_string_buffer(b"used_dltensor"),
+    b"dltensor_versioned": ctypes.create_string_buffer(b"used_dltensor_versioned"),
+}
+_DELETER = CFUNCTYPE(None, c_void_p)
+
+
+class CapsuleTensor(NamedTuple):
+    """A DLPack capsule opened but not yet consumed (see ``read_capsule``)."""
+
+    tensor: DLTensor
+    read_only: bool
+    name: bytes
+    managed: int
+    deleter: int
+
+
+class ManagedTensorOwner:
+    """Owns a consumed DLPack managed tensor: calls its deleter when collected."""
+
+    __slots__ = ("_managed", "_deleter")
+
+    def __init__(self, managed: int, deleter: int):
+        self._managed = managed
+        self._deleter = _DELETER(deleter) if deleter else None
+
+    def __del__(self):
+        if self._deleter is not None:
+            self._deleter(self._managed)
+
+
+def read_capsule(capsule) -> CapsuleTensor:
+    """Open a DLPack capsule without taking ownership of it.
+
+    Args:
+        capsule: a ``"dltensor"`` or ``"dltensor_versioned"`` PyCapsule.
+
+    Returns:
+        The tensor it holds, valid while the capsule is alive.
+
+    Raises:
+        BufferError: not an unconsumed DLPack capsule, or an unknown major version.
+
+    Example:
+        >>> read_capsule(np.zeros(3).__dlpack__()).tensor.ndim
+        1
+    """
+    for name in (b"dltensor_versioned", b"dltensor"):
+        if _capsule_is_valid(capsule, name):
+            break
+    else:
+        raise BufferError(
+            "expected an unconsumed DLPack capsule ('dltensor' or "
+            f"'dltensor_versioned'), got {capsule!r}"
+        )
+    address = capsule_pointer(capsule, name)
+    if name == b"dltensor":
+        managed = DLManagedTensor.from_address(address)
+        return CapsuleTensor(
+            managed.dl_tensor, False, name, address, managed.deleter or 0
+        )
+    versioned = DLManagedTensorVersioned.from_address(address)
+    if versioned.version.major != 1:
+        raise BufferError(
+            f"expected DLPack major version 1, got {versioned.version.major}"
+        )
+    read_only = bool(versioned.flags & FLAG_READ_ONLY)
+    return CapsuleTensor(
+        versioned.dl_tensor, read_only, name, address, versioned.deleter or 0
+    )
+
+
+def consume_capsule(capsule, opened: CapsuleTensor) -> ManagedTensorOwner:
+    """Take ownership of an opened capsule's tensor, marking the capsule used.
+
+    Args:
+        capsule: the capsule passed to ``read_capsule``.
+        opened: what ``read_capsule`` returned for it.
+
+    Returns:
+        An owner that releases the tensor (calls the producer's deleter) when it is
+        garbage collected; keep it alive as long as the memory is used.
+
+    Example:
+        >>> cap = np.zeros(3).__dlpack__()
+        >>> owner = consume_capsule(cap, read_capsule(cap))
+    """
+    if _capsule_set_name(capsule, ctypes.addressof(_USED_NAMES[opened.name])):
+        raise BufferError("could not mark the DLPack capsule as used")
+    return ManagedTensorOwner(opened.managed, opened.deleter)
+
+
+VERSIONED_TENSOR_OFFSET = DLManagedTensorVersioned.dl_tensor.offset
+"""Where the ``DLTensor`` starts inside a ``DLManagedTensorVersioned``."""

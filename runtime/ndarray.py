@@ -1,0 +1,396 @@
+"""NDArray and Device: tensors in CPU memory that compiled code reads and writes.
+
+An NDArray is a compact row-major block of memory described by a DLPack
+``DLTensor`` whose address never changes, so passing it to compiled code costs one
+attribute read. Memory is either owned (``empty``, ``array``: 64-byte aligned) or
+borrowed from another framework through DLPack (``from_dlpack``), in which case the
+producer's deleter runs when the last view of it is gone.
+"""
+
+import ctypes
+import math
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from .dlpack import (
+    DL_CPU,
+    DLDataType,
+    DLDevice,
+    DLTensor,
+    consume_capsule,
+    dl_to_dtype,
+    dtype_to_dl,
+    is_compact,
+    read_capsule,
+)
+from .errors import EmberError
+
+ALIGNMENT = 64
+"""Byte alignment of the data of every NDArray that ember allocates."""
+
+_DLPACK_MAX_VERSION = (1, 1)
+_DEVICE_NAMES = {
+    1: "cpu",
+    2: "cuda",
+    3: "cuda_host",
+    4: "opencl",
+    7: "vulkan",
+    8: "metal",
+    10: "rocm",
+    11: "rocm_host",
+    13: "cuda_managed",
+    14: "oneapi",
+    15: "webgpu",
+    16: "hexagon",
+}
+_DEVICE_TYPES = {name: code for code, name in _DEVICE_NAMES.items()} | {"llvm": DL_CPU}
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A DLPack device: a device type code (1 is the CPU) and an index.
+
+    Example:
+        >>> Device(1, 0)
+        cpu(0)
+    """
+
+    device_type: int
+    device_id: int = 0
+
+    def __repr__(self) -> str:
+        name = _DEVICE_NAMES.get(self.device_type, f"device{self.device_type}")
+        return f"{name}({self.device_id})"
+
+
+def cpu(dev_id: int = 0) -> Device:
+    """The CPU device.
+
+    Args:
+        dev_id: the device index (always 0 on ordinary machines).
+
+    Returns:
+        ``Device(1, dev_id)``.
+
+    Example:
+        >>> cpu()
+        cpu(0)
+    """
+    return Device(DL_CPU, dev_id)
+
+
+def device(dev_type: str | int, dev_id: int = 0) -> Device:
+    """A device from its name ("cpu", "cuda", "llvm" means cpu) or type code.
+
+    Args:
+        dev_type: a device name or a DLPack device type code.
+        dev_id: the device index.
+
+    Returns:
+        The Device.
+
+    Raises:
+        ValueError: an unknown device name.
+
+    Example:
+        >>> device("cpu", 0) == cpu(0)
+        True
+    """
+    if isinstance(dev_type, str):
+        try:
+            dev_type = _DEVICE_TYPES[dev_type]
+        except KeyError:
+            known = ", ".join(_DEVICE_TYPES)
+            raise ValueError(
+                f"unknown device {dev_type!r}; expected one of {known}"
+            ) from None
+    return Device(int(dev_type), int(dev_id))
+
+
+_CPU0 = cpu(0)
+
+
+def _check_cpu(dev: Device, what: str) -> Device:
+    if dev.device_type != DL_CPU:
+        raise EmberError(
+            f"{what}: the ember runtime only handles cpu memory; got {dev}"
+        )
+    return dev
+
+
+class NDArray:
+    """An n-dimensional array in CPU memory, passed to compiled code as a DLTensor.
+
+    Create one with ``empty``, ``array`` or ``from_dlpack`` rather than directly.
+
+    Example:
+        >>> a = array(np.arange(3, dtype="float32"))
+        >>> a.shape, a.dtype, a.device
+        ((3,), 'float32', cpu(0))
+    """
+
+    __slots__ = ("_arr", "_dltensor", "_shape_buf", "_handle", "device")
+
+    def __init__(self, arr: np.ndarray, device: Device = _CPU0):
+        """Wrap the memory of a C-contiguous numpy array without copying it.
+
+        Args:
+            arr: the array whose memory this NDArray views; kept alive.
+            device: the device the memory is on (only the CPU is supported).
+        """
+        if not arr.flags.c_contiguous:
+            raise ValueError("NDArray memory must be C-contiguous")
+        self._arr = arr
+        self.device = _check_cpu(device, "NDArray")
+        self._shape_buf = (ctypes.c_int64 * arr.ndim)(*arr.shape)
+        self._dltensor = DLTensor(
+            arr.__array_interface__["data"][0],
+            DLDevice(device.device_type, device.device_id),
+            arr.ndim,
+            DLDataType(*dtype_to_dl(arr.dtype)),
+            ctypes.cast(self._shape_buf, ctypes.POINTER(ctypes.c_int64)),
+            None,
+            0,
+        )
+        self._handle = ctypes.addressof(self._dltensor)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The extents, as a tuple of ints."""
+        return self._arr.shape
+
+    @property
+    def dtype(self) -> str:
+        """The element type's numpy name, e.g. "float32"."""
+        return self._arr.dtype.name
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self._arr.ndim
+
+    def _dltensor_address(self) -> int:
+        """The address of this array's DLTensor, stable for the array's lifetime."""
+        return self._handle
+
+    def numpy(self) -> np.ndarray:
+        """A numpy copy of the data.
+
+        Returns:
+            A new numpy array; writing to it does not change this NDArray.
+
+        Example:
+            >>> array([1.0, 2.0]).numpy()
+            array([1., 2.])
+        """
+        return self._arr.copy()
+
+    def copyfrom(self, source) -> "NDArray":
+        """Copy data into this array.
+
+        Args:
+            source: an NDArray, a numpy array or a DLPack tensor of the same shape
+                and dtype, or a list (converted to this array's dtype).
+
+        Returns:
+            self.
+
+        Raises:
+            ValueError: the shape or the dtype differs.
+
+        Example:
+            >>> empty((2,), "int32").copyfrom(np.array([1, 2], "int32")).numpy()
+            array([1, 2], dtype=int32)
+        """
+        if isinstance(source, NDArray):
+            src = source._arr
+        elif isinstance(source, np.ndarray):
+            src = source
+        elif hasattr(source, "__dlpack__"):
+            src = from_dlpack(source)._arr
+        else:
+            src = np.asarray(source, dtype=self._arr.dtype)
+        if src.shape != self.shape:
+            raise ValueError(
+                f"copyfrom: expected shape {self.shape}, got shape {src.shape}"
+            )
+        if src.dtype != self._arr.dtype:
+            raise ValueError(
+                f"copyfrom: expected dtype {self.dtype}, got dtype {src.dtype.name}"
+            )
+        np.copyto(self._arr, src)
+        return self
+
+    def copyto(self, target: "NDArray | Device") -> "NDArray":
+        """Copy this array into another NDArray, or into new memory on a device.
+
+        Args:
+            target: an NDArray of the same shape and dtype, or a Device.
+
+        Returns:
+            The target NDArray, or the new copy.
+
+        Example:
+            >>> array([1.0]).copyto(cpu()).numpy()
+            array([1.])
+        """
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        if isinstance(target, Device):
+            return array(self, device=target)
+        raise TypeError(f"copyto: expected an NDArray or a Device, got {target!r}")
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the array as a DLPack capsule sharing its memory.
+
+        numpy is the producer: its C capsule destructor is safe to run while an
+        exception is in flight, which a ctypes-built destructor is not.
+
+        Args:
+            stream: must be None for CPU memory.
+            max_version: the highest DLPack version the consumer understands.
+            dl_device: the device the consumer wants; only this CPU is allowed.
+            copy: True to export a copy, False to forbid one.
+
+        Returns:
+            A ``"dltensor"`` or ``"dltensor_versioned"`` PyCapsule.
+
+        Example:
+            >>> np.from_dlpack(array([1.0, 2.0]))
+            array([1., 2.])
+        """
+        return self._arr.__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack ``(device_type, device_id)`` of the memory."""
+        return (self.device.device_type, self.device.device_id)
+
+    def __repr__(self) -> str:
+        head = (
+            f"<ember.runtime.NDArray shape={self.shape}, {self.dtype}, {self.device}>"
+        )
+        return f"{head}\n{self._arr!r}"
+
+
+def _as_shape(shape) -> tuple[int, ...]:
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    dims = tuple(operator.index(d) for d in dims)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"expected non-negative extents, got shape {dims}")
+    return dims
+
+
+def empty(shape, dtype: DTypeLike = "float32", device: Device = _CPU0) -> NDArray:
+    """An uninitialized array with 64-byte aligned data.
+
+    Args:
+        shape: an int or a sequence of ints.
+        dtype: the element type ("float32", "int8", "bool", ...).
+        device: where to allocate; only the CPU is supported.
+
+    Returns:
+        The new NDArray.
+
+    Example:
+        >>> empty((2, 3), "float16").shape
+        (2, 3)
+    """
+    shape = _as_shape(shape)
+    dtype = np.dtype(dtype)
+    dtype_to_dl(dtype)
+    _check_cpu(device, "empty")
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    start = -raw.__array_interface__["data"][0] % ALIGNMENT
+    return NDArray(np.ndarray(shape, dtype, buffer=raw, offset=start), device)
+
+
+def array(data, device: Device = _CPU0, dtype: DTypeLike | None = None) -> NDArray:
+    """A new array holding a copy of ``data``.
+
+    Args:
+        data: a numpy array, an NDArray, a DLPack tensor or a (nested) list.
+        device: where to allocate; only the CPU is supported.
+        dtype: convert to this element type; by default keep numpy's choice.
+
+    Returns:
+        The new NDArray, with its own 64-byte aligned memory.
+
+    Example:
+        >>> array([[1, 2], [3, 4]], dtype="int8").numpy()
+        array([[1, 2],
+               [3, 4]], dtype=int8)
+    """
+    src = np.asarray(data._arr if isinstance(data, NDArray) else data, dtype=dtype)
+    out = empty(src.shape, src.dtype, device)
+    np.copyto(out._arr, src)
+    return out
+
+
+def from_dlpack(tensor) -> NDArray:
+    """View another framework's CPU tensor as an NDArray, without copying.
+
+    Args:
+        tensor: an object with ``__dlpack__`` (a numpy array, a torch tensor,
+            an NDArray, ...) or a ``"dltensor"`` PyCapsule.
+
+    Returns:
+        An NDArray sharing the tensor's memory; the producer stays alive until the
+        NDArray (and every array made from it) is gone.
+
+    Raises:
+        EmberError: the tensor is not in CPU memory.
+        ValueError: the tensor is not compact row-major (strided views).
+        TypeError: the object does not speak DLPack, or its dtype is unsupported.
+
+    Example:
+        >>> x = np.arange(4.0)
+        >>> from_dlpack(x).shape
+        (4,)
+    """
+    if type(tensor).__name__ == "PyCapsule":
+        capsule = tensor
+    elif hasattr(tensor, "__dlpack__"):
+        if hasattr(tensor, "__dlpack_device__"):
+            dev = Device(*map(int, tensor.__dlpack_device__()))
+            _check_cpu(dev, "from_dlpack")
+        try:
+            capsule = tensor.__dlpack__(max_version=_DLPACK_MAX_VERSION)
+        except TypeError:  # a producer older than DLPack 1.0
+            capsule = tensor.__dlpack__()
+    else:
+        raise TypeError(
+            f"from_dlpack: expected an object with __dlpack__, got {type(tensor)}"
+        )
+    return _from_capsule(capsule)
+
+
+def _from_capsule(capsule) -> NDArray:
+    opened = read_capsule(capsule)
+    t = opened.tensor
+    dev = _check_cpu(Device(t.device.device_type, t.device.device_id), "from_dlpack")
+    dtype = dl_to_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    shape = tuple(t.shape[: t.ndim]) if t.ndim else ()
+    strides = tuple(t.strides[: t.ndim]) if t.ndim and t.strides else None
+    if not is_compact(shape, strides):
+        raise ValueError(
+            f"from_dlpack: expected a compact row-major tensor, got shape {shape} "
+            f"with strides {strides}; make it contiguous first"
+        )
+    owner = consume_capsule(capsule, opened)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes == 0:
+        return NDArray(np.empty(shape, dtype), dev)
+    buf = (ctypes.c_char * nbytes).from_address((t.data or 0) + t.byte_offset)
+    # Every numpy view of buf, and so every array exported from ours, keeps the
+    # producer's memory alive.
+    buf.owner = owner  # pyright: ignore[reportAttributeAccessIssue]
+    arr = np.frombuffer(memoryview(buf), dtype).reshape(shape)
+    if opened.read_only:
+        arr.flags.writeable = False
+    return NDArray(arr, dev)
