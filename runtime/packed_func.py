@@ -1,0 +1,319 @@
+"""PackedFunc: calls through ember's packed, type-erased C ABI.
+
+Every compiled function is exported as::
+
+    int32_t f(EmberValue* args, int32_t* type_codes, int32_t num_args,
+              EmberValue* ret, int32_t* ret_type_code);
+
+A call converts each Python argument to one 8-byte ``EmberValue`` and a type code
+(TVM's codes), packs them with a cached ``struct.Struct`` per argument signature,
+and turns a non-zero return code into an ``EmberError``. Tensors travel as
+``DLTensor*``: an NDArray's own, or one built for the call around a numpy array's
+memory (zero-copy).
+"""
+
+import ctypes
+import operator
+import struct
+from collections.abc import Callable
+from ctypes import (
+    CFUNCTYPE,
+    Structure,
+    Union,
+    byref,
+    c_double,
+    c_int32,
+    c_int64,
+    c_void_p,
+)
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+from .dlpack import VERSIONED_TENSOR_OFFSET, capsule_pointer
+from .errors import EmberError
+from .ndarray import NDArray, from_dlpack
+
+
+class TypeCode(IntEnum):
+    """Type codes of packed arguments and return values (TVM's numbering)."""
+
+    INT = 0
+    UINT = 1
+    FLOAT = 2
+    HANDLE = 3
+    NULL = 4
+    DLTENSOR_HANDLE = 7
+    STR = 11
+    NDARRAY_HANDLE = 13
+
+
+class EmberValue(Union):
+    """One packed argument or return value: 8 bytes, read according to its code."""
+
+    _fields_ = [("v_int64", c_int64), ("v_float64", c_double), ("v_handle", c_void_p)]
+
+
+class _Ret(Structure):
+    _fields_ = [("value", EmberValue), ("code", c_int32)]
+
+
+PACKED_FUNC_TYPE = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int32, c_void_p, c_void_p)
+"""The ctypes prototype of a packed C function."""
+
+# Calls go through a prototype without argtypes: ctypes passes bytes and byref()
+# as pointers and the count as a C int, skipping the per-argument conversion that
+# is most of the cost of a call through PACKED_FUNC_TYPE.
+_UNCHECKED_TYPE = CFUNCTYPE(c_int32)
+_CODE_AT = _Ret.code.offset
+
+# How each Python argument type becomes an EmberValue: a struct format character,
+# a type code and a getter. Kinds without a getter need per-call memory (below).
+_TENSOR, _STR, _DLPACK = "tensor", "str", "dlpack"
+_SIMPLE_KINDS = {
+    NDArray: ("Q", TypeCode.DLTENSOR_HANDLE, operator.attrgetter("_handle")),
+    bool: ("q", TypeCode.INT, int),
+    int: ("q", TypeCode.INT, operator.index),
+    float: ("d", TypeCode.FLOAT, float),
+    type(None): ("q", TypeCode.NULL, lambda _: 0),
+}
+
+
+class _Plan:
+    """How to pack the arguments of one signature (tuple of argument types)."""
+
+    __slots__ = ("pack", "codes", "getters", "kinds")
+
+    def __init__(self, types: tuple[type, ...]):
+        fmt, codes, getters, kinds = [], [], [], []
+        for i, t in enumerate(types):
+            kind = _kind_of(t, i)
+            kinds.append(kind)
+            if isinstance(kind, tuple):
+                fmt.append(kind[0])
+                codes.append(kind[1])
+                getters.append(kind[2])
+            else:
+                fmt.append("Q")
+                codes.append(TypeCode.STR if kind == _STR else TypeCode.DLTENSOR_HANDLE)
+        self.pack = struct.Struct("@" + "".join(fmt)).pack
+        self.codes = struct.pack(f"@{len(codes)}i", *codes)
+        self.kinds = tuple(kinds)
+        self.getters = tuple(getters) if len(getters) == len(types) else None
+
+
+def _kind_of(t: type, index: int):
+    for base in t.__mro__:
+        if base in _SIMPLE_KINDS:
+            return _SIMPLE_KINDS[base]
+        if base is np.ndarray:
+            return _TENSOR
+        if base is str:
+            return _STR
+    if issubclass(t, np.bool_):
+        return _SIMPLE_KINDS[bool]
+    if issubclass(t, np.integer):
+        return _SIMPLE_KINDS[int]
+    if issubclass(t, np.floating):
+        return _SIMPLE_KINDS[float]
+    if hasattr(t, "__dlpack__"):
+        return _DLPACK
+    raise TypeError(
+        f"argument {index}: cannot pass a {t.__name__} to a packed function; "
+        "expected an NDArray, a numpy array, a DLPack tensor, int, float, str or None"
+    )
+
+
+_PLANS: dict[tuple[type, ...], _Plan] = {}
+
+
+def _numpy_capsule(arr: np.ndarray) -> tuple[object, int]:
+    """A DLPack capsule of a C-contiguous numpy array and its DLTensor's address.
+
+    numpy builds the DLTensor in C, several times faster than doing it here; the
+    capsule, left unconsumed, frees it when the call drops the capsule.
+    """
+    if not arr.flags.c_contiguous:
+        raise ValueError(
+            f"expected a C-contiguous array, got a strided {arr.dtype} view of "
+            f"shape {arr.shape}; pass np.ascontiguousarray(x)"
+        )
+    try:
+        capsule = arr.__dlpack__()
+        return capsule, capsule_pointer(capsule, b"dltensor")
+    except BufferError:
+        if arr.flags.writeable:
+            raise
+    # Only DLPack 1.0 capsules can carry a read-only array.
+    capsule = arr.__dlpack__(max_version=(1, 0))
+    address = capsule_pointer(capsule, b"dltensor_versioned")
+    return capsule, address + VERSIONED_TENSOR_OFFSET
+
+
+def _pack_slow(plan: _Plan, args: tuple) -> tuple[bytes, list]:
+    """Pack arguments that need memory for the call; also returns that memory."""
+    values, keep = [], []
+    for i, (kind, arg) in enumerate(zip(plan.kinds, args, strict=True)):
+        try:
+            if kind is _TENSOR:
+                capsule, address = _numpy_capsule(arg)
+                keep.append(capsule)
+            elif kind is _STR:
+                buf = ctypes.create_string_buffer(arg.encode())
+                keep.append(buf)
+                address = ctypes.addressof(buf)
+            elif kind is _DLPACK:
+                tensor = from_dlpack(arg)
+                keep.append(tensor)
+                address = tensor._handle
+            else:
+                address = kind[2](arg)  # a scalar, or an NDArray's DLTensor*
+        except _ARGUMENT_ERRORS as e:
+            raise _with_context(e, f"argument {i}") from None
+        values.append(address)
+    return plan.pack(*values), keep
+
+
+_ARGUMENT_ERRORS = (EmberError, TypeError, ValueError, BufferError)
+
+
+def _with_context(error: Exception, context: str) -> Exception:
+    """The same kind of error with ``context: `` in front of its message."""
+    kind = next(k for k in _ARGUMENT_ERRORS if isinstance(error, k))
+    return kind(f"{context}: {error}")
+
+
+def _overflow_message(args: tuple) -> str:
+    for i, arg in enumerate(args):
+        if isinstance(arg, int) and not -(2**63) <= arg < 2**63:
+            return f"argument {i}: {arg} does not fit in int64"
+    return "an argument does not fit in its packed slot"
+
+
+def describe(arg) -> str:
+    """How an argument reads in an error message: "float32 tensor of shape (64,)".
+
+    Args:
+        arg: any argument passed to a packed function.
+
+    Returns:
+        A short description of its type (and dtype and shape for tensors).
+
+    Example:
+        >>> describe(np.zeros(64, "float32")), describe(3)
+        ('float32 tensor of shape (64,)', 'int')
+    """
+    if hasattr(arg, "shape") and hasattr(arg, "dtype"):
+        dtype = str(arg.dtype).removeprefix("torch.")
+        return f"{dtype} tensor of shape {tuple(arg.shape)}"
+    return "None" if arg is None else type(arg).__name__
+
+
+_RETURN_READERS: dict[int, Callable[[EmberValue], Any]] = {
+    TypeCode.INT: lambda v: v.v_int64,
+    TypeCode.UINT: lambda v: v.v_int64 & 0xFFFF_FFFF_FFFF_FFFF,
+    TypeCode.FLOAT: lambda v: v.v_float64,
+    TypeCode.HANDLE: lambda v: v.v_handle,
+    TypeCode.STR: lambda v: ctypes.string_at(v.v_handle).decode(),
+}
+# Plain ints: an IntEnum member costs a descriptor lookup on every use.
+_NULL, _STR_CODE = int(TypeCode.NULL), int(TypeCode.STR)
+
+
+class PackedFunc:
+    """A function called with packed arguments: native code or a Python callable.
+
+    Native functions follow the packed C ABI (see the module docstring) and take:
+    NDArray (its DLTensor*), C-contiguous numpy array (zero-copy DLTensor*), any
+    other DLPack tensor (zero-copy, via ``from_dlpack``), bool and int (int64),
+    float (double), str (UTF-8, NUL-terminated) and None. They return None, an
+    int, a float or a str; a non-zero return code raises ``EmberError``. Python
+    callables (for ``register_func``) are called with the arguments as given.
+
+    Example:
+        >>> f = PackedFunc(lambda x: x + 1, name="inc")
+        >>> f(41)
+        42
+    """
+
+    __slots__ = ("name", "_cfunc", "_pyfunc", "_address", "_owner")
+
+    def __init__(self, func, name: str | None = None, owner=None):
+        """Wrap a native function address or a Python callable.
+
+        Args:
+            func: the address (int) of a packed C function, or a callable.
+            name: the name used in messages; defaults to the callable's name.
+            owner: an object that must outlive the call target (e.g. the Module
+                whose code holds the function); kept alive by this PackedFunc.
+        """
+        self._owner = owner
+        if isinstance(func, int) and not isinstance(func, bool):
+            if not func:
+                raise ValueError("cannot wrap a null function pointer")
+            self._address = func
+            self._cfunc = _UNCHECKED_TYPE(func)
+            self._pyfunc = None
+            self.name = name or f"<packed function at {func:#x}>"
+        elif callable(func):
+            self._address = None
+            self._cfunc = None
+            self._pyfunc = func
+            self.name = name or getattr(func, "__name__", repr(func))
+        else:
+            raise TypeError(f"expected a function address or a callable, got {func!r}")
+
+    @property
+    def address(self) -> int | None:
+        """The native function's address, or None for a Python callable."""
+        return self._address
+
+    def __call__(self, *args) -> Any:
+        cfunc = self._cfunc
+        if cfunc is None:
+            return self._pyfunc(*args)  # pyright: ignore[reportOptionalCall]
+        keep = None  # memory the arguments point into, alive until the call returns
+        try:
+            plan = _PLANS.get(tuple(map(type, args)))
+            if plan is None:
+                plan = _PLANS[tuple(map(type, args))] = _Plan(tuple(map(type, args)))
+            if plan.getters is not None:
+                getters = plan.getters  # map(operator.call, ...) puzzles pyright
+                values = plan.pack(*map(operator.call, getters, args))  # pyright: ignore
+            else:
+                values, keep = _pack_slow(plan, args)
+        except struct.error:
+            raise OverflowError(f"{self.name}: {_overflow_message(args)}") from None
+        except _ARGUMENT_ERRORS as e:
+            raise _with_context(e, self.name) from None
+        ret = _Ret()
+        ret.code = _NULL
+        rc = cfunc(values, plan.codes, len(args), byref(ret), byref(ret, _CODE_AT))
+        del keep
+        if rc:
+            raise EmberError(self._error_message(rc, ret, args))
+        code = ret.code
+        if code == _NULL:
+            return None
+        reader = _RETURN_READERS.get(code)
+        if reader is None:
+            raise EmberError(f"{self.name}: unsupported return type code {code}")
+        return reader(ret.value)
+
+    def _error_message(self, rc: int, ret: _Ret, args: tuple) -> str:
+        if ret.code == _STR_CODE and ret.value.v_handle:
+            message = ctypes.string_at(ret.value.v_handle).decode(errors="replace")
+        else:
+            message = f"{self.name}: failed with return code {rc}"
+        index = -2 - rc
+        if rc == -1:
+            count = len(args)
+            message += f"; got {count} argument{'' if count == 1 else 's'}"
+        elif 0 <= index < len(args):
+            message += f"; got {describe(args[index])}"
+        return message
+
+    def __repr__(self) -> str:
+        where = "python" if self._address is None else f"{self._address:#x}"
+        return f"<PackedFunc {self.name} ({where})>"
