@@ -1,18 +1,29 @@
 """The ember runtime: run compiled code with nothing but numpy and ctypes.
 
 Arrays live in ``NDArray`` (CPU memory described by a DLPack ``DLTensor``; zero-copy
-to and from numpy, PyTorch and anything else that speaks DLPack) and compiled code
-is called as a ``PackedFunc`` through a packed C ABI. This package imports nothing
-from the compiler.
+to and from numpy, PyTorch and anything else that speaks DLPack), compiled code is a
+``Module`` of ``PackedFunc``s called through a packed C ABI, ``load_module`` opens a
+library saved by ``export_library``, and ``register_func`` makes Python functions
+reachable by name. This package imports nothing from the compiler, so a deployed
+model needs only ``ember.runtime``.
 """
 
 from .errors import EmberError
+from .module import DSOModule, Module, load_module
 from .ndarray import Device, NDArray, array, cpu, device, empty, from_dlpack
 from .packed_func import PackedFunc, TypeCode
+from .registry import (
+    get_global_func,
+    list_global_func_names,
+    register_func,
+    remove_global_func,
+)
 
 __all__ = [
+    "DSOModule",
     "Device",
     "EmberError",
+    "Module",
     "NDArray",
     "PackedFunc",
     "TypeCode",
@@ -21,4 +32,9 @@ __all__ = [
     "device",
     "empty",
     "from_dlpack",
+    "get_global_func",
+    "list_global_func_names",
+    "load_module",
+    "register_func",
+    "remove_global_func",
 ]
