@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from hashlib import sha1
 
 from xdsl.dialects import cf, func, llvm
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i8, i32, i64
 from xdsl.ir import Block, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
@@ -63,7 +63,8 @@ def _message(anchor: Operation, text: str) -> str:
     name = "__ember_assert_" + sha1(data).hexdigest()[:12]
     if SymbolTable.lookup_symbol(anchor, name) is None:
         module = anchor.get_toplevel_object()
-        module.regions[0].block.add_op(
+        assert isinstance(module, ModuleOp)
+        module.body.block.add_op(
             llvm.GlobalOp(
                 llvm.LLVMArrayType(len(data), i8),
                 name,

@@ -181,6 +181,7 @@ class _Accesses:
                 )
                 term = ops[-1].results[0]
             linear = term
+        assert linear is not None
         props = {**_GEP, "elem_type": llvm_type(t.element_type)}
         ops.append(
             llvm.GEPOp.create(

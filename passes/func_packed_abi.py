@@ -172,6 +172,7 @@ class _Builder:
         return op.results[0] if op.results else None  # type: ignore[return-value]
 
     def const(self, value: int, t: Attribute = i32) -> SSAValue:
+        assert isinstance(t, IntegerType)
         return self.add(llvm.ConstantOp(IntegerAttr(value, t), t))
 
     def load(self, ptr: SSAValue, t: Attribute, index: int = 0) -> SSAValue:
