@@ -10,6 +10,10 @@ private `@f_impl`, and a new `llvm.func @f` with ember's packed signature
 checks every argument against the buffer types of `@f_impl` and calls it with bare
 pointers (docs/architecture.md, "The packed ABI"). The module also gets the packed
 function `__ember_metadata`, which returns a JSON description of the entries.
+
+The entry is llvm-dialect code except for its call of `@f_impl`: that is a
+`func.call` on buffers cast from pointers, because `llvm.call` must name an
+`llvm.func` and `@f_impl` is still a `func.func`; convert-func-to-llvm lowers it.
 """
 
 import json
@@ -51,9 +55,8 @@ DLTENSOR = llvm.LLVMStructType.from_type_list(
 )
 """DLPack's DLTensor: data, device {type, id}, ndim, dtype {code, bits, lanes},
 shape, strides, byte_offset (48 bytes on 64-bit machines)."""
-DATA, DEVICE_TYPE, _DEVICE_ID, NDIM, CODE, BITS, LANES, SHAPE, STRIDES, OFFSET = range(
-    10
-)
+# Field indices in DLTENSOR; device_id (2) is not checked.
+DATA, DEVICE_TYPE, NDIM, CODE, BITS, LANES, SHAPE, STRIDES, OFFSET = 0, 1, *range(3, 10)
 
 TYPE_NULL, TYPE_DLTENSOR, TYPE_STR, TYPE_NDARRAY = 4, 7, 11, 13
 """Type codes (TVM's) the entry accepts or returns."""
