@@ -2,8 +2,9 @@
 
 The structs mirror ``dlpack.h`` byte for byte: a ``DLTensor`` is 48 bytes on a 64-bit
 machine, and compiled code reads it at fixed offsets (see "The packed ABI" in
-``docs/architecture.md``). Capsules are read with the CPython capsule API through
+``docs/architecture.md``). Capsules are consumed with the CPython capsule API through
 private ctypes prototypes, so setting ``argtypes`` elsewhere cannot disturb them.
+Exporting is left to numpy (see ``NDArray.__dlpack__``).
 """
 
 import ctypes
@@ -234,13 +235,15 @@ def read_capsule(capsule) -> CapsuleTensor:
         capsule: a ``"dltensor"`` or ``"dltensor_versioned"`` PyCapsule.
 
     Returns:
-        The tensor it holds, valid while the capsule is alive.
+        The tensor it holds: a view into the capsule's memory, valid only while
+        the capsule (or, once consumed, its owner) is alive.
 
     Raises:
         BufferError: not an unconsumed DLPack capsule, or an unknown major version.
 
     Example:
-        >>> read_capsule(np.zeros(3).__dlpack__()).tensor.ndim
+        >>> capsule = np.zeros(3).__dlpack__()
+        >>> read_capsule(capsule).tensor.ndim
         1
     """
     for name in (b"dltensor_versioned", b"dltensor"):
