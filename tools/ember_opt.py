@@ -21,14 +21,16 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 @dataclass(frozen=True)
 class LLVMIRTarget(Target):
-    """Prints the llvm-dialect module as LLVM IR text (`-t llvm`)."""
+    """Prints the llvm-dialect module as LLVM IR text (`-t llvm`), verified and
+    printed by LLVM itself."""
 
     name = "llvm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from ember.backends.llvm import translate
+        from ember.backends.llvm.codegen import parse
 
-        print(translate(module), file=output)
+        print(str(parse(translate(module))).rstrip(), file=output)
 
 
 class EmberOptMain(xDSLOptMain):
