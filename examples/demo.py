@@ -75,7 +75,8 @@ def main() -> None:
         "rowmax 1024x1024": lambda: rowmax(1024, 1024),
         "exp(x - rowmax) 512x512": lambda: softmax_exp(512, 512),
     }
-    print(f"ember {ember.__version__} on {ember.Target('llvm')}")
+    target = ember.Target("llvm")
+    print(f"ember {ember.__version__}, target llvm: {target.triple}, cpu {target.cpu}")
     print(
         f"{'kernel':26} {'compile':>9} {'ember':>10} {'numpy':>10} {'ratio':>7}  check"
     )
