@@ -46,7 +46,6 @@ from ember.passes.to_llvm import (
     Handler,
     declare_function,
     llvm_type,
-    replace,
 )
 
 # --- shared builders ---------------------------------------------------------------
@@ -93,7 +92,7 @@ _NO_FASTMATH = llvm.FastMathAttr(None)
 def fastmath(op: Operation) -> llvm.FastMathAttr:
     """`op`'s arith fastmath flags as llvm's (none if it has none)."""
     # Some xDSL constructors (negf, fma, fpowi) put the flags in the attributes.
-    flags = op.properties.get("fastmath") or op.attributes.get("fastmath")
+    flags = op.properties.get("fastmath", op.attributes.get("fastmath"))
     if not isinstance(flags, FastMathAttrBase) or not flags.data:
         return _NO_FASTMATH
     return llvm.FastMathAttr(flags.data)
@@ -257,6 +256,27 @@ def cannot_lower(pass_name: str, op: Operation, why: str) -> PassFailedException
     )
 
 
+def _replace(op: Operation, new_ops: list[Operation], results: list[SSAValue]) -> None:
+    """`to_llvm.replace`, for the hot path of these conversions: new results of a new
+    type are cast back for the users not converted yet (only if there are any), and
+    only the results taking the place of `op`'s inherit their names. Twice as fast
+    as going through `Rewriter.replace_op`."""
+    block = op.parent
+    assert block is not None
+    block.insert_ops_before(new_ops, op)
+    for old, new in zip(op.results, results, strict=True):
+        if new.name_hint is None:
+            new.name_hint = old.name_hint
+        if old.type != new.type:
+            if not old.uses:
+                continue
+            back = Cast.create(operands=[new], result_types=[old.type])
+            block.insert_op_before(back, op)
+            new = back.results[0]
+        old.replace_all_uses_with(new)
+    block.erase_op(op)
+
+
 def handlers_for(pass_name: str, table: Mapping[Key, Lowering]) -> dict[Key, Handler]:
     """Handlers that lower an op with `table[key](op, operands, builder)`, given
     the operands in their llvm types, and declare the functions it calls. An op on
@@ -280,7 +300,7 @@ def handlers_for(pass_name: str, table: Mapping[Key, Lowering]) -> dict[Key, Han
             return owner.inputs[0]
         cast = casts.get(value)
         if cast is None:
-            op = Cast.get([value], [t])
+            op = Cast.create(operands=[value], result_types=[t])
             if isinstance(owner, Operation):
                 Rewriter.insert_op(op, InsertPoint.after(owner))
             elif (last := arg_casts.get(owner)) is not None:
@@ -307,7 +327,7 @@ def handlers_for(pass_name: str, table: Mapping[Key, Lowering]) -> dict[Key, Han
                     declare_function(op, function, inputs, output)
                     declared.add(function)
             looked_through = {v.owner for v in op.operands if isinstance(v.owner, Cast)}
-            replace(op, b, results)
+            _replace(op, b, results)
             for cast in looked_through:
                 if not cast.results[0].uses:
                     Rewriter.erase_op(cast)
