@@ -324,7 +324,10 @@ def handlers_for(pass_name: str, table: Mapping[Key, Lowering]) -> dict[Key, Han
                 raise cannot_lower(pass_name, op, str(e)) from None
             for function, (inputs, output) in b.externals.items():
                 if function not in declared:
-                    declare_function(op, function, inputs, output)
+                    try:
+                        declare_function(op, function, inputs, output)
+                    except PassFailedException as e:
+                        raise cannot_lower(pass_name, op, str(e)) from None
                     declared.add(function)
             looked_through = {v.owner for v in op.operands if isinstance(v.owner, Cast)}
             _replace(op, b, results)

@@ -14,12 +14,13 @@ from xdsl.context import Context
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
-from xdsl.utils.exceptions import PassFailedException
 
 from ember.passes.convert_arith_to_llvm import (
     Builder,
     Lowering,
+    Unsupported,
     binary,
+    cannot_lower,
     ceildiv_signed,
     ceildiv_unsigned,
     expanded,
@@ -38,7 +39,7 @@ _PREDICATES = frozenset(f.value for f in llvm.ICmpPredicateFlag)
 def _property(op: Operation, name: str):
     value = op.properties.get(name, op.attributes.get(name))
     if value is None:
-        raise PassFailedException(f"'{op_name(op)}' expected a '{name}' property")
+        raise Unsupported(f"expected a '{name}' property")
     return value
 
 
@@ -47,8 +48,8 @@ def _cmp(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
     found = _PREDICATE.search(str(_property(op, "pred")))
     predicate = found.group(1) if found else ""
     if predicate not in _PREDICATES:
-        raise PassFailedException(
-            f"'{op_name(op)}' expected a predicate among {sorted(_PREDICATES)}, "
+        raise Unsupported(
+            f"expected a predicate among {sorted(_PREDICATES)}, "
             f"got {_property(op, 'pred')}"
         )
     return [e.icmp(predicate, *args)]
@@ -57,9 +58,7 @@ def _cmp(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
 def _constant(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
     value = _property(op, "value")
     if not isinstance(value, IntegerAttr):
-        raise PassFailedException(
-            f"'{op_name(op)}' expected an integer value, got {value}"
-        )
+        raise Unsupported(f"expected an integer value, got {value}")
     return [e.constant(value.value.data, llvm_type(op.results[0].type))]
 
 
@@ -130,7 +129,4 @@ class ConvertIndexToLLVMPass(ConvertToLLVMPass):
                 handler(inner)
         for left in op.walk():
             if op_name(left).startswith("index."):
-                raise PassFailedException(
-                    f"{self.name}: failed to convert '{op_name(left)}' to the llvm "
-                    f"dialect: {left}"
-                )
+                raise cannot_lower(self.name, left, "unknown op of the index dialect")
