@@ -581,18 +581,20 @@ class ConvertArithToLLVMPass(ConvertToLLVMPass):
     """Lower arith ops on integers, index and floats (scalars or 1-D vectors) to the
     llvm dialect; index becomes i64.
 
-        %q = arith.floordivsi %a, %b : i32         %q0 = llvm.sdiv %a, %b : i32
-        %m = arith.maxsi %q, %a : i32       ──►    %r  = llvm.srem %a, %b : i32
-        %f = arith.addf %x, %y fastmath<fast>      ...  (select on remainder signs)
-             : f32                                 %m  = llvm.call_intrinsic
-                                                         "llvm.smax.i32"(%q, %a)
-                                                   %f  = llvm.fadd %x, %y
-                                                         {fastmathFlags = ...}
+        %q = arith.floordivsi %a, %b : i32     %0 = llvm.sdiv %a, %b : i32
+        %m = arith.maxsi %q, %a : i32          %1 = llvm.srem %a, %b : i32
+        %f = arith.addf %x, %y                 ...    (-1 where the remainder is not
+             fastmath<fast> : f32      ──►             0 and its sign is not b's)
+                                               %q = llvm.add %0, %6 : i32
+                                               %m = llvm.call_intrinsic
+                                                    "llvm.smax.i32"(%q, %a)
+                                               %f = llvm.fadd %x, %y
+                                                    {fastmathFlags = #llvm.fastmath<fast>}
 
     Integer min/max and float minimum/maximum/minnum/maxnum become intrinsic calls;
-    floordivsi, ceildivsi, ceildivui and the *_extended ops are expanded. Ops on
-    tensors, memrefs or n-D vectors, dense-resource constants and `cmpf` on vectors
-    are not converted and named in the diagnostic.
+    floordivsi, ceildivsi, ceildivui and the *_extended ops are expanded; overflow
+    and fastmath flags are kept. Ops on tensors, memrefs, n-D or scalable vectors
+    and dense-resource constants are named in the diagnostic.
     """
 
     name = "convert-arith-to-llvm"

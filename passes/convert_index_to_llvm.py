@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from ember.passes.convert_arith_to_llvm import (
     Builder,
@@ -36,7 +36,7 @@ _PREDICATE = re.compile(r"(\w+)\s*>$")
 _PREDICATES = frozenset(f.value for f in llvm.ICmpPredicateFlag)
 
 
-def _property(op: Operation, name: str):
+def _property(op: Operation, name: str) -> Attribute:
     value = op.properties.get(name, op.attributes.get(name))
     if value is None:
         raise Unsupported(f"expected a '{name}' property")
@@ -108,7 +108,7 @@ class ConvertIndexToLLVMPass(ConvertToLLVMPass):
     """Lower MLIR's `index` dialect to llvm ops on i64 (ember's index width).
 
         %s = "index.floordivs"(%a, %b)           %q = llvm.sdiv %a, %b : i64
-             : (index, index) -> index      ──►  ...  (select on remainder signs)
+             : (index, index) -> index      ──►  ...  (minus one by the remainder)
         %c = "index.cmp"(%s, %a)                 %c = llvm.icmp "slt" %s, %a : i64
              <{pred = #index<cmp_predicate slt>}> : (index, index) -> i1
 

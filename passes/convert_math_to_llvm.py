@@ -84,7 +84,8 @@ def _libm(function: str) -> Lowering:
             if scalar == wide:
                 return e.call(name, lanes, wide, flags)
             wider = [e.op(llvm.FPExtOp, x, result=wide) for x in lanes]
-            return e.op(llvm.FPTruncOp, e.call(name, wider, wide, flags), result=t)
+            narrow = e.call(name, wider, wide, flags)
+            return e.op(llvm.FPTruncOp, narrow, result=scalar)
 
         if not isinstance(t, VectorType):
             return [call(args)]

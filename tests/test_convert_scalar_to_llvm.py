@@ -913,6 +913,28 @@ def test_ops_only_embers_translator_knows():
     assert "call nnan <4 x float> @llvm.maximum.v4f32" in str(jit.llvm)
 
 
+@pytest.mark.skipif(not HOST_FEATURES.get("f16c"), reason="f16 needs F16C in a JIT")
+def test_libm_on_f16_vectors():
+    """Scalarized, each lane through float (ember's translator: extractelement)."""
+    pytest.importorskip("ember.backends.llvm.translate")
+    jit = Jit(
+        [
+            kernel(
+                "erf",
+                ["vector<4xf16>"],
+                ["vector<4xf16>"],
+                "  %r0 = math.erf %a : vector<4xf16>",
+            )
+        ],
+        ember=True,
+    )
+    h = np.linspace(-2, 2, 16).astype(np.float16)
+    got = jit("erf", h, outs=[np.float16], lanes=4)[0]
+    np.testing.assert_array_equal(
+        got, np.array([math.erf(float(v)) for v in h], np.float16)
+    )
+
+
 # --- the index dialect -------------------------------------------------------------
 
 INDEX_OPS = {

@@ -170,13 +170,14 @@ func.func @libm(%x: f32, %d: f64, %h: f16) {
 
 // libm calls on vectors are scalarized, one call per lane.
 
-func.func @libm_vector(%v: vector<2xf32>) -> vector<2xf32> {
+func.func @libm_vector(%v: vector<2xf32>, %h: vector<2xf16>) -> vector<2xf32> {
   %0 = math.erf %v : vector<2xf32>
+  %1 = math.erf %h : vector<2xf16>
   func.return %0 : vector<2xf32>
 }
 
 // CHECK-LABEL: func.func @libm_vector(
-// CHECK-SAME:      %[[V:.*]]: vector<2xf32>) -> vector<2xf32> {
+// CHECK-SAME:      %[[V:.*]]: vector<2xf32>, %[[H:.*]]: vector<2xf16>) -> vector<2xf32> {
 // CHECK-NEXT:    %[[U:.*]] = llvm.mlir.undef : vector<2xf32>
 // CHECK-NEXT:    %[[I0:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[X0:.*]] = llvm.extractelement %[[V]][%[[I0]] : i64] : vector<2xf32>
@@ -186,6 +187,14 @@ func.func @libm_vector(%v: vector<2xf32>) -> vector<2xf32> {
 // CHECK-NEXT:    %[[X1:.*]] = llvm.extractelement %[[V]][%[[I1]] : i64] : vector<2xf32>
 // CHECK-NEXT:    %[[Y1:.*]] = llvm.call @erff(%[[X1]]) : (f32) -> f32
 // CHECK-NEXT:    %[[R1:.*]] = llvm.insertelement %[[Y1]], %[[R0]][%[[I1]] : i64] : vector<2xf32>
+// CHECK-NEXT:    %[[U:.*]] = llvm.mlir.undef : vector<2xf16>
+// CHECK-NEXT:    %[[I0:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[X0:.*]] = llvm.extractelement %[[H]][%[[I0]] : i64] : vector<2xf16>
+// CHECK-NEXT:    %[[W0:.*]] = llvm.fpext %[[X0]] : f16 to f32
+// CHECK-NEXT:    %[[Y0:.*]] = llvm.call @erff(%[[W0]]) : (f32) -> f32
+// CHECK-NEXT:    %[[N0:.*]] = llvm.fptrunc %[[Y0]] : f32 to f16
+// CHECK-NEXT:    %[[H0:.*]] = llvm.insertelement %[[N0]], %[[U]][%[[I0]] : i64] : vector<2xf16>
+// CHECK:         llvm.insertelement %{{.*}}, %[[H0]][%{{.*}} : i64] : vector<2xf16>
 // CHECK-NEXT:    func.return %[[R1]] : vector<2xf32>
 // CHECK-NEXT:  }
 // CHECK-NEXT:  llvm.func @erff(f32) -> f32
