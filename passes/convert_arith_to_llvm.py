@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
     SymbolRefAttr,
     UnregisteredOp,
@@ -209,12 +210,13 @@ class Builder(list[Operation]):
 
 
 _LEGAL: dict[Attribute, bool] = {}
-_EXPECTED = "expected integers, index or floats, or 1-D vectors of them"
+_EXPECTED = "expected integers, index or floats, 1-D vectors of them, or memrefs"
 
 
-def is_scalar_like(t: Attribute) -> bool:
-    """Whether `t` is an integer, index or float, or a fixed 1-D vector of them:
-    what these lowerings handle (n-D vectors, tensors and memrefs are left alone)."""
+def is_lowerable(t: Attribute) -> bool:
+    """Whether these lowerings handle values of type `t`: integers, index, floats,
+    fixed 1-D vectors of them, and memrefs (bare pointers, which arith.select and
+    arith.bitcast may take); not tensors, n-D or scalable vectors."""
     legal = _LEGAL.get(t)
     if legal is None:
         element = t
@@ -224,6 +226,7 @@ def is_scalar_like(t: Attribute) -> bool:
         else:
             legal = True
         legal = legal and isinstance(element, IntegerType | IndexType | AnyFloat)
+        legal = legal or isinstance(t, MemRefType)
         _LEGAL[t] = legal
     return legal
 
@@ -280,7 +283,7 @@ def _replace(op: Operation, new_ops: list[Operation], results: list[SSAValue]) -
 def handlers_for(pass_name: str, table: Mapping[Key, Lowering]) -> dict[Key, Handler]:
     """Handlers that lower an op with `table[key](op, operands, builder)`, given
     the operands in their llvm types, and declare the functions it calls. An op on
-    a type outside `is_scalar_like`, or whose lowering raises `Unsupported`, is a
+    a type outside `is_lowerable`, or whose lowering raises `Unsupported`, is a
     diagnostic naming it.
 
     An operand not converted yet is cast once, right after its definition, and the
@@ -315,7 +318,7 @@ def handlers_for(pass_name: str, table: Mapping[Key, Lowering]) -> dict[Key, Han
     def handler(lower: Lowering) -> Handler:
         def convert(op: Operation) -> None:
             for v in chain(op.operands, op.results):
-                if not is_scalar_like(v.type):
+                if not is_lowerable(v.type):
                     raise cannot_lower(pass_name, op, f"{_EXPECTED}, got {v.type}")
             b = Builder()
             try:
@@ -593,7 +596,7 @@ class ConvertArithToLLVMPass(ConvertToLLVMPass):
 
     Integer min/max and float minimum/maximum/minnum/maxnum become intrinsic calls;
     floordivsi, ceildivsi, ceildivui and the *_extended ops are expanded; overflow
-    and fastmath flags are kept. Ops on tensors, memrefs, n-D or scalable vectors
+    and fastmath flags are kept. Ops on tensors, n-D or scalable vectors
     and dense-resource constants are named in the diagnostic.
     """
 

@@ -1050,8 +1050,8 @@ def test_index_constants_and_casts():
         (
             "convert-arith-to-llvm",
             "%r = arith.addf %t, %t : tensor<2xf32>",
-            "cannot lower 'arith.addf' in @f: expected integers, index or floats, or 1-D "
-            "vectors of them, got tensor<2xf32>",
+            "cannot lower 'arith.addf' in @f: expected integers, index or floats, 1-D "
+            "vectors of them, or memrefs, got tensor<2xf32>",
         ),
         (
             "convert-math-to-llvm",

@@ -7,7 +7,7 @@ func.func @on_tensors(%a: tensor<4xf32>) -> tensor<4xf32> {
   func.return %0 : tensor<4xf32>
 }
 
-// CHECK: convert-arith-to-llvm: cannot lower 'arith.addf' in @on_tensors: expected integers, index or floats, or 1-D vectors of them, got tensor<4xf32>
+// CHECK: convert-arith-to-llvm: cannot lower 'arith.addf' in @on_tensors: expected integers, index or floats, 1-D vectors of them, or memrefs, got tensor<4xf32>
 
 // -----
 
@@ -18,7 +18,7 @@ func.func @nd_vector(%a: vector<2x4xi32>) -> vector<2x4xi32> {
   func.return %0 : vector<2x4xi32>
 }
 
-// CHECK: convert-arith-to-llvm: cannot lower 'arith.addi' in @nd_vector: expected integers, index or floats, or 1-D vectors of them, got vector<2x4xi32>
+// CHECK: convert-arith-to-llvm: cannot lower 'arith.addi' in @nd_vector: expected integers, index or floats, 1-D vectors of them, or memrefs, got vector<2x4xi32>
 
 // -----
 
@@ -27,7 +27,7 @@ func.func @scalable_vector(%a: vector<[4]xf32>) -> vector<[4]xf32> {
   func.return %0 : vector<[4]xf32>
 }
 
-// CHECK: convert-arith-to-llvm: cannot lower 'arith.mulf' in @scalable_vector: expected integers, index or floats, or 1-D vectors of them, got vector<[4]xf32>
+// CHECK: convert-arith-to-llvm: cannot lower 'arith.mulf' in @scalable_vector: expected integers, index or floats, 1-D vectors of them, or memrefs, got vector<[4]xf32>
 
 // -----
 
@@ -40,4 +40,4 @@ func.func @mixed(%a: i32, %t: tensor<2xi32>) -> tensor<2xi32> {
   func.return %2 : tensor<2xi32>
 }
 
-// CHECK: convert-arith-to-llvm: cannot lower 'arith.constant' in @mixed: expected integers, index or floats, or 1-D vectors of them, got tensor<2xi32>
+// CHECK: convert-arith-to-llvm: cannot lower 'arith.constant' in @mixed: expected integers, index or floats, 1-D vectors of them, or memrefs, got tensor<2xi32>

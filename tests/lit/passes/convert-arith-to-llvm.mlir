@@ -364,3 +364,22 @@ func.func @extended(%a: i32, %b: i32, %v: vector<2xi64>) -> (i32, i1, i32, i32, 
 // CHECK-NEXT:    %[[VLO:.*]] = llvm.trunc %[[VP]] : vector<2xi128> to vector<2xi64>
 // CHECK-NEXT:    %[[VHI:.*]] = llvm.trunc %[[VH]] : vector<2xi128> to vector<2xi64>
 // CHECK-NEXT:    func.return %[[SUM]], %[[OVF]], %[[UL]], %[[UH]], %[[SL]], %[[SH]], %[[VLO]], %[[VHI]]
+
+// -----
+
+// Under ember's bare-pointer convention a memref is an !llvm.ptr: select picks one
+// pointer, bitcast keeps it.
+
+func.func @memrefs(%c: i1, %a: memref<4xf32>, %b: memref<4xf32>) -> memref<4xi32> {
+  %0 = arith.select %c, %a, %b : memref<4xf32>
+  %1 = arith.bitcast %0 : memref<4xf32> to memref<4xi32>
+  func.return %1 : memref<4xi32>
+}
+
+// CHECK-LABEL: func.func @memrefs(
+// CHECK-SAME:      %[[C:.*]]: i1, %[[A:.*]]: memref<4xf32>, %[[B:.*]]: memref<4xf32>) -> memref<4xi32> {
+// CHECK-NEXT:    %[[AP:.*]] = builtin.unrealized_conversion_cast %[[A]] : memref<4xf32> to !llvm.ptr
+// CHECK-NEXT:    %[[BP:.*]] = builtin.unrealized_conversion_cast %[[B]] : memref<4xf32> to !llvm.ptr
+// CHECK-NEXT:    %[[S:.*]] = llvm.select %[[C]], %[[AP]], %[[BP]] : i1, !llvm.ptr
+// CHECK-NEXT:    %[[R:.*]] = builtin.unrealized_conversion_cast %[[S]] : !llvm.ptr to memref<4xi32>
+// CHECK-NEXT:    func.return %[[R]] : memref<4xi32>

@@ -27,7 +27,7 @@ func.func @on_tensors(%t: tensor<8xf32>) -> tensor<8xf32> {
   func.return %0 : tensor<8xf32>
 }
 
-// CHECK: convert-math-to-llvm: cannot lower 'math.exp' in @on_tensors: expected integers, index or floats, or 1-D vectors of them, got tensor<8xf32>
+// CHECK: convert-math-to-llvm: cannot lower 'math.exp' in @on_tensors: expected integers, index or floats, 1-D vectors of them, or memrefs, got tensor<8xf32>
 
 // -----
 
