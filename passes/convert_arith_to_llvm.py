@@ -29,7 +29,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     SymbolRefAttr,
-    UnregisteredOp,
     VectorType,
     i1,
     i32,
@@ -45,6 +44,7 @@ from ember.dialects.llvm import FPToSIOp, FPToUIOp, UIToFPOp
 from ember.passes.to_llvm import (
     ConvertToLLVMPass,
     Handler,
+    cannot_lower,
     declare_function,
     llvm_type,
 )
@@ -238,25 +238,6 @@ Key = TypeVar("Key")
 class Unsupported(Exception):
     """Raised by a lowering that cannot lower its op, saying why; the handler turns
     it into the pass's diagnostic."""
-
-
-def op_name(op: Operation) -> str:
-    """The name of `op`, also when it is unregistered."""
-    return op.op_name.data if isinstance(op, UnregisteredOp) else op.name
-
-
-def cannot_lower(pass_name: str, op: Operation, why: str) -> PassFailedException:
-    """The diagnostic of a conversion that rejects `op`, naming the function it is
-    in."""
-    where, anchor = "", op.parent_op()
-    while anchor is not None:
-        if isinstance(symbol := anchor.properties.get("sym_name"), StringAttr):
-            where = f" in @{symbol.data}"
-            break
-        anchor = anchor.parent_op()
-    return PassFailedException(
-        f"{pass_name}: cannot lower '{op_name(op)}'{where}: {why}"
-    )
 
 
 def _replace(op: Operation, new_ops: list[Operation], results: list[SSAValue]) -> None:

@@ -15,11 +15,11 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
 
 from ember.dialects.llvm import SwitchOp
-from ember.passes.convert_memref_to_llvm import cannot_lower
 from ember.passes.to_llvm import (
     ConvertToLLVMPass,
     Handler,
     as_llvm,
+    cannot_lower,
     declare_function,
     replace,
     retype_block_args,

@@ -13,11 +13,12 @@ from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from ember.passes.convert_memref_to_llvm import bare_pointer_error, cannot_lower
+from ember.passes.convert_memref_to_llvm import bare_pointer_error
 from ember.passes.to_llvm import (
     ConvertToLLVMPass,
     Handler,
     as_llvm,
+    cannot_lower,
     llvm_type,
     replace,
     retype_block_args,

@@ -20,17 +20,20 @@ from ember.passes.convert_arith_to_llvm import (
     Lowering,
     Unsupported,
     binary,
-    cannot_lower,
     ceildiv_signed,
     ceildiv_unsigned,
     expanded,
     floordiv_signed,
     handlers_for,
     intrinsic,
-    op_name,
     resize_int,
 )
-from ember.passes.to_llvm import ConvertToLLVMPass, llvm_type
+from ember.passes.to_llvm import (
+    ConvertToLLVMPass,
+    cannot_lower,
+    llvm_type,
+    op_name,
+)
 
 _PREDICATE = re.compile(r"(\w+)\s*>$")
 _PREDICATES = frozenset(f.value for f in llvm.ICmpPredicateFlag)

@@ -26,7 +26,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
-    StringAttr,
     TensorType,
     UnitAttr,
     UnrealizedConversionCastOp,
@@ -35,12 +34,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.exceptions import PassFailedException
 
 from ember.passes.to_llvm import (
     ConvertToLLVMPass,
     Handler,
     as_llvm,
+    cannot_lower,
     declare_function,
     llvm_type,
     replace,
@@ -78,18 +77,6 @@ def bare_pointer_error(t: MemRefType) -> str | None:
     if element_bytes(t.element_type) is None:
         return f"unsupported element type in {t}"
     return None
-
-
-def cannot_lower(pass_name: str, op: Operation, why: str) -> PassFailedException:
-    """The diagnostic of a conversion that rejects `op`, naming its symbol (the
-    function it is in, or its own)."""
-    where, anchor = "", op
-    while anchor is not None:
-        if isinstance(name := anchor.properties.get("sym_name"), StringAttr):
-            where = f" in @{name.data}" if anchor is not op else f" @{name.data}"
-            break
-        anchor = anchor.parent_op()
-    return PassFailedException(f"{pass_name}: cannot lower '{op.name}'{where}: {why}")
 
 
 def _buffer_type(op: Operation, value: SSAValue | Attribute) -> MemRefType:

@@ -17,7 +17,9 @@ from xdsl.dialects.builtin import (
     IndexType,
     MemRefType,
     ModuleOp,
+    StringAttr,
     UnrealizedConversionCastOp,
+    UnregisteredOp,
     VectorType,
     i64,
 )
@@ -133,6 +135,25 @@ class ConvertToLLVMPass(ModulePass):
             if handler is not None:
                 handler(inner)
         check_converted(op, self.dialect, self.name)
+
+
+def op_name(op: Operation) -> str:
+    """The name of `op`, also when it is unregistered."""
+    return op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+
+
+def cannot_lower(pass_name: str, op: Operation, why: str) -> PassFailedException:
+    """The diagnostic of a conversion that rejects `op`, naming its symbol (the
+    function it is in, or its own)."""
+    where, anchor = "", op
+    while anchor is not None:
+        if isinstance(name := anchor.properties.get("sym_name"), StringAttr):
+            where = f" in @{name.data}" if anchor is not op else f" @{name.data}"
+            break
+        anchor = anchor.parent_op()
+    return PassFailedException(
+        f"{pass_name}: cannot lower '{op_name(op)}'{where}: {why}"
+    )
 
 
 def check_converted(module: ModuleOp, dialect: str, pass_name: str) -> None:
