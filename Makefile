@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test pytest lit clean
+.PHONY: demo test lint pytest lit clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,9 +24,13 @@ pytest: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
 
 lit: $(VENV)/.installed-dev
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -q tests/lit
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -s tests/lit
 
-test: pytest lit
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint pytest lit
 
 clean:
 	rm -rf $(VENV) build *.egg-info
