@@ -5,6 +5,7 @@ mod = ember.lower(s, [A, B, C], name="vecadd")   # a builtin.module of te IR
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, func, math
@@ -50,11 +51,11 @@ _INT_OPS: dict[str, type[Operation]] = {
     "add": arith.AddiOp,
     "sub": arith.SubiOp,
     "mul": arith.MuliOp,
-    "div": arith.DivSIOp,
-    "floordiv": arith.FloorDivSIOp,
     "max": arith.MaxSIOp,
     "min": arith.MinSIOp,
 }
+# true is 1 for unsigned comparisons, -1 for signed ones
+_BOOL_OPS: dict[str, type[Operation]] = {"max": arith.MaxUIOp, "min": arith.MinUIOp}
 _MATH: dict[str, type[Operation]] = {
     "exp": math.ExpOp,
     "log": math.LogOp,
@@ -87,6 +88,11 @@ def lower(
     Returns:
         A module holding the function.
     """
+    if not isinstance(name, str) or not _SYMBOL.fullmatch(name):
+        raise ValueError(
+            f"expected a function name of letters, digits, '_', '$' or '.' that "
+            f"does not start with a digit, got {name!r}"
+        )
     inputs, outputs = _split_args(args, name)
     for op in sched.outputs:
         if all(op is not t.op for t in outputs):
@@ -162,9 +168,13 @@ def _topological(
     return order
 
 
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
 def _ssa_name(name: str) -> str | None:
-    cleaned = "".join(c if c.isalnum() or c in "_$." else "_" for c in name)
-    return cleaned if cleaned and not cleaned[0].isdigit() else None
+    """`name` as an SSA name hint (ASCII letters, digits, `_$.`), or None."""
+    cleaned = re.sub(r"[^A-Za-z0-9_$.]", "_", name)
+    return cleaned if _SYMBOL.fullmatch(cleaned) else None
 
 
 def _emit_compute(t: te.Tensor, values: dict[int, SSAValue]) -> te_ir.ComputeOp:
@@ -242,19 +252,38 @@ class _BodyEmitter:
         raise TypeError(f"cannot lower expression {e!r}")
 
     def _binary(self, op: str, dtype: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        if op == "mod":
-            return self._floormod(dtype, lhs, rhs)
         if dtype in te.FLOAT_DTYPES:
-            if op == "floordiv":
-                return self.add(math.FloorOp(self.add(arith.DivfOp(lhs, rhs))))
             return self.add(_FLOAT_OPS[op](lhs, rhs))
+        if dtype == "bool":
+            return self.add(_BOOL_OPS[op](lhs, rhs))
+        if op in ("div", "floordiv", "mod"):
+            return self._int_division(op, dtype, lhs, rhs)
         return self.add(_INT_OPS[op](lhs, rhs))
 
-    def _floormod(self, dtype: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        """`lhs - floordiv(lhs, rhs) * rhs`: the sign follows `rhs`, as in Python."""
-        quotient = self._binary("floordiv", dtype, lhs, rhs)
-        product = self._binary("mul", dtype, quotient, rhs)
-        return self._binary("sub", dtype, lhs, product)
+    def _int_division(self, op: str, dtype: str, lhs: SSAValue, rhs: SSAValue):
+        """Integer `/`, `//` and `%` as numpy computes them: `%` takes the sign of
+        the divisor, dividing by 0 gives 0, and MIN // -1 wraps to MIN. The hardware
+        traps on the last two, so the division runs on a divisor of 1 there and the
+        result is selected afterwards; constant divisors fold all of it away."""
+        zero, minus_one = self._constant(0, dtype), self._constant(-1, dtype)
+        by_zero = self.add(arith.CmpiOp(rhs, zero, "eq"))
+        by_minus_one = self.add(arith.CmpiOp(rhs, minus_one, "eq"))
+        traps = self.add(arith.OrIOp(by_zero, by_minus_one))
+        safe = self.add(arith.SelectOp(traps, self._constant(1, dtype), rhs))
+        quotient_op = arith.DivSIOp if op == "div" else arith.FloorDivSIOp
+        quotient = self.add(quotient_op(lhs, safe))
+        negated = self.add(arith.SubiOp(zero, lhs))
+        quotient = self.add(arith.SelectOp(by_minus_one, negated, quotient))
+        if op == "mod":
+            product = self.add(arith.MuliOp(quotient, rhs))
+            result = self.add(arith.SubiOp(lhs, product))
+        else:
+            result = quotient
+        return self.add(arith.SelectOp(by_zero, zero, result))
+
+    def _constant(self, value: int, dtype: str) -> SSAValue:
+        number = float(value) if dtype in te.FLOAT_DTYPES else value
+        return self.emit(te.Const(number, dtype))
 
     def _cast(self, value: SSAValue, src: str, dst: str) -> SSAValue:
         if src == dst:
@@ -265,7 +294,7 @@ class _BodyEmitter:
             return self._cast(wide, "int64", dst)
         src_float, dst_float = src in te.FLOAT_DTYPES, dst in te.FLOAT_DTYPES
         if dst == "bool":
-            zero = self._zero(src)
+            zero = self._constant(0, src)
             if src_float:
                 return self.add(arith.CmpfOp(value, zero, "one"))
             return self.add(arith.CmpiOp(value, zero, "ne"))
@@ -282,6 +311,3 @@ class _BodyEmitter:
             op = arith.ExtUIOp if src == "bool" else arith.ExtSIOp
             return self.add(op(value, to))
         return self.add(arith.TruncIOp(value, to))  # type: ignore[arg-type]
-
-    def _zero(self, dtype: str) -> SSAValue:
-        return self.emit(te.Const(0.0 if dtype in te.FLOAT_DTYPES else 0, dtype))

@@ -121,11 +121,23 @@ class Reduce(Expr):
         self.dtype = body.dtype
 
 
+_INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "index": (-(2**63), 2**63 - 1),
+    "bool": (0, 1),
+}
+
+
 def _const(value: int | float, dtype: str) -> Const:
     if dtype in FLOAT_DTYPES:
         return Const(float(value), dtype)
     if isinstance(value, float) and not value.is_integer():
         raise TypeError(f"cannot use the float {value} in a {dtype} expression")
+    low, high = _INT_RANGES[dtype]
+    if not low <= int(value) <= high:
+        raise TypeError(f"the constant {value} does not fit {dtype}")
     return Const(int(value), dtype)
 
 
@@ -152,6 +164,12 @@ def _binary(op: str, lhs: ExprLike, rhs: ExprLike) -> Expr:
                 f"'{op}' of {lhs.dtype} and {rhs.dtype}: convert one side "
                 "with .astype(...)"
             )
+    if lhs.dtype == "bool" and op not in ("max", "min"):
+        raise TypeError(f"'{op}' of bool values: convert them with .astype(...)")
+    if lhs.dtype in FLOAT_DTYPES and op in ("floordiv", "mod"):
+        # numpy's float floor division and modulo are built on fmod, which the
+        # arith dialect of this xDSL version lacks; refuse rather than differ.
+        raise TypeError(f"'//' and '%' need integer operands, got {lhs.dtype}")
     return Binary(op, lhs, rhs)
 
 

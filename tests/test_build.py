@@ -104,6 +104,24 @@ def test_integer_floordiv_and_mod_follow_python():
     np.testing.assert_array_equal(r, a % 3)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
+def test_integer_division_edge_cases_match_numpy_and_never_trap(dtype):
+    """Division by 0 gives 0 and MIN // -1 wraps, as in numpy; the hardware would
+    raise SIGFPE on both."""
+    A = te.placeholder((8,), dtype=dtype, name="A")
+    B = te.placeholder((8,), dtype=dtype, name="B")
+    low = np.iinfo(dtype).min
+    a = np.array([7, -7, low, low, 5, 0, -1, 3], dtype)
+    b = np.array([0, 0, -1, 1, -1, 0, -3, 2], dtype)
+    for op, reference in [("//", np.floor_divide), ("%", np.remainder)]:
+        fn = (lambda x, y: x // y) if op == "//" else (lambda x, y: x % y)
+        C = te.compute((8,), lambda i, fn=fn: fn(A[i], B[i]), name="C")
+        c = np.empty(8, dtype)
+        build([C], [A, B, C], "div")(a, b, c)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(c, reference(a, b), err_msg=op)
+
+
 def test_wrong_shape_names_the_argument(vecadd):
     a = np.zeros(1024, "float32")
     with pytest.raises(EmberError, match=r"argument 1 \(B\).*1024.*got.*\(64,\)"):

@@ -82,8 +82,29 @@ def test_errors_are_clear():
     ints = te.placeholder((4,), dtype="int32", name="I")
     with pytest.raises(TypeError, match="astype"):
         te.compute((4,), lambda i: ints[i] + A[i, i], name="B")
+    with pytest.raises(TypeError, match="does not fit int32"):
+        te.compute((4,), lambda i: ints[i] + 2**40, name="B")
+    with pytest.raises(TypeError, match="need integer operands"):
+        te.compute((4,), lambda i: A[i, i] // 2.0, name="B")
+    flags = te.placeholder((4,), dtype="bool", name="F")
+    with pytest.raises(TypeError, match="of bool values"):
+        te.compute((4,), lambda i: flags[i] + flags[i], name="B")
     with pytest.raises(TypeError, match="truth value"):
         te.compute((4,), lambda i: A[i, i] if A[i, i] else 0.0)
+
+
+@pytest.mark.parametrize("name", ["x y", "", "1st", None, 'a"b'])
+def test_function_names_are_checked(name):
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    with pytest.raises(ValueError, match="expected a function name"):
+        ember.lower(te.create_schedule(B.op), [A, B], name=name)
+
+
+def test_tensor_names_need_not_be_identifiers():
+    A = te.placeholder((4,), name="input image")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="é")
+    ember.lower(te.create_schedule(B.op), [A, B], name="f").verify()
 
 
 def test_build_argument_order_is_checked():
