@@ -8,8 +8,10 @@ traceback of an internal error.
 """
 
 import os
+import re
 import sys
 from dataclasses import dataclass
+from io import BytesIO
 from typing import IO
 
 from xdsl.context import Context
@@ -47,9 +49,43 @@ class EmberOptMain(xDSLOptMain):
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 
+    def setup_pipeline(self) -> None:
+        self.args.passes = expand_pipelines(self.args.passes)
+        super().setup_pipeline()
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        text = chunk.read()
+        lines = text.decode(errors="replace").splitlines()
+        if all(not ln.strip() or ln.lstrip().startswith("//") for ln in lines):
+            return ModuleOp([])  # an empty input is an empty module, as in mlir-opt
+        return super().parse_chunk(BytesIO(text), file_extension, start_offset)
+
     def register_all_targets(self) -> None:
         super().register_all_targets()
         self.available_targets["llvm"] = lambda: LLVMIRTarget
+
+
+def expand_pipelines(spec: str) -> str:
+    """`ember-cpu` in a pass list, replaced by its passes so that per-pass flags
+    (`--print-between-passes`, `--time-passes`) see every stage."""
+    from ember.passes.pipelines import EMBER_CPU
+
+    return re.sub(r"(?<![\w-])ember-cpu(?![\w{-])", ",".join(EMBER_CPU), spec)
+
+
+def _diagnostic(e: Exception) -> str:
+    """The error's message and, for a verifier error, the lines of IR around the
+    op it marks (xDSL attaches the whole module, annotated, as a note)."""
+    text = str(e).rstrip()
+    for note in getattr(e, "__notes__", ()):
+        lines = note.splitlines()
+        marks = [i for i, line in enumerate(lines) if "^^^" in line]
+        if marks:
+            first, last = max(0, marks[0] - 4), min(len(lines), marks[-1] + 2)
+            text += "\n" + "\n".join(lines[first:last])
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         EmberOptMain(description="ember's modular optimizer driver", args=argv).run()
     except (DiagnosticException, ParseError) as e:
-        print(str(e).rstrip(), file=sys.stderr)
+        print(_diagnostic(e), file=sys.stderr)
         return 1
     except (ValueError, LookupError, NotImplementedError, OSError) as e:
         if os.environ.get("EMBER_TRACEBACK"):

@@ -16,3 +16,4 @@ func.func @f(%A: tensor<4xf32>) -> tensor<4xf32> {
   }
   func.return %B : tensor<4xf32>
 }
+

@@ -1,0 +1,15 @@
+// RUN: not ember-opt %s 2>&1 | filecheck %s --check-prefix=VERIFY
+
+// A verifier error shows the message and the marked op, not a traceback.
+// VERIFY: expected 1 index block arguments, got 2
+// VERIFY: "te.compute"() <{name = "B"}>
+// VERIFY-NEXT: ^^^^
+// VERIFY-NOT: Traceback
+
+func.func @g(%A: tensor<4xf32>) -> tensor<4xf32> {
+  %B = te.compute "B" (%i, %j) -> tensor<4xf32> {
+    %a = te.read %A[%i] : tensor<4xf32>
+    te.yield %a : f32
+  }
+  func.return %B : tensor<4xf32>
+}
