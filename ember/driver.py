@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 
 from ember import te
@@ -57,5 +58,11 @@ def build(
                 f"ember.build: expected a schedule or IR module, got {type(inputs)}"
             )
         entry = name if name != "default_function" else None
+        functions = [op.sym_name.data for op in module.ops if isinstance(op, FuncOp)]
+        if entry is not None and entry not in functions:
+            raise ValueError(
+                f"ember.build: no function @{entry} in the IR; it defines "
+                f"{', '.join('@' + f for f in functions) or 'no functions'}"
+            )
     run(module, ",".join(EMBER_CPU))
     return build_module(module, target=target, entry_name=entry)

@@ -166,6 +166,10 @@ def test_build_text_ir():
       func.return %B : tensor<8xf32>
     }
     """
+    with pytest.raises(
+        ValueError, match="no function @triple in the IR; it defines @double"
+    ):
+        ember.build(text, name="triple")
     mod = ember.build(text, name="double")
     a = np.arange(8, dtype="float32")
     b = np.empty(8, "float32")
