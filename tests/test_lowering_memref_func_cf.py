@@ -5,11 +5,10 @@ flow), lowered by ember's passes, translated with xDSL's llvmlite translator, JI
 compiled, and called through the packed entry with hand-built DLTensor / EmberValue
 structures: results are compared with numpy and every argument check is exercised.
 Arithmetic is written as llvm-dialect ops so these tests depend on no other
-conversion; the scf tests also need convert-arith-to-llvm and skip without it.
+conversion, except the scf tests, which also run convert-arith-to-llvm.
 """
 
 import ctypes
-import importlib.util
 import json
 import subprocess
 import sys
@@ -42,8 +41,6 @@ OURS = (
     "func-packed-abi,convert-scf-to-cf,convert-memref-to-llvm,convert-cf-to-llvm,"
     "convert-func-to-llvm,reconcile-unrealized-casts"
 )
-HAS_ARITH = importlib.util.find_spec("ember.passes.convert_arith_to_llvm") is not None
-needs_arith = pytest.mark.skipif(not HAS_ARITH, reason="convert-arith-to-llvm missing")
 
 
 class DLTensor(Structure):
@@ -461,7 +458,7 @@ def test_calls_globals_vectors_and_two_entries():
     assert set(document["functions"]) == {"scale", "twice"}
 
 
-# --- scf loops (needs convert-arith-to-llvm) -------------------------------------
+# --- scf loops (with convert-arith-to-llvm) ---------------------------------------
 
 MATMUL = """
 func.func @matmul(%A: memref<4x3xf32> {ember.name = "A"},
@@ -490,7 +487,6 @@ func.func @matmul(%A: memref<4x3xf32> {ember.name = "A"},
 """
 
 
-@needs_arith
 def test_scf_matmul():
     pipeline = OURS.replace(
         "convert-memref-to-llvm", "convert-arith-to-llvm,convert-memref-to-llvm"
