@@ -15,24 +15,22 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from ember.passes.convert_arith_to_llvm import (
+from ember.passes.to_llvm import (
     Builder,
+    ConvertToLLVMPass,
     Lowering,
     Unsupported,
     binary,
+    cannot_lower,
     ceildiv_signed,
     ceildiv_unsigned,
     expanded,
     floordiv_signed,
     handlers_for,
     intrinsic,
-    resize_int,
-)
-from ember.passes.to_llvm import (
-    ConvertToLLVMPass,
-    cannot_lower,
     llvm_type,
     op_name,
+    resize_int,
 )
 
 _PREDICATE = re.compile(r"(\w+)\s*>$")

@@ -18,8 +18,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 
 from ember.dialects.llvm import ExtractElementOp
-from ember.passes.convert_arith_to_llvm import (
+from ember.passes.to_llvm import (
     Builder,
+    ConvertToLLVMPass,
+    Handler,
     Lowering,
     Unsupported,
     element_type,
@@ -28,7 +30,6 @@ from ember.passes.convert_arith_to_llvm import (
     intrinsic,
     with_element,
 )
-from ember.passes.to_llvm import ConvertToLLVMPass, Handler
 
 
 def _int_intrinsic(name: str, poison_flag: bool = False) -> Lowering:
