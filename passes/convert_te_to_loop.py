@@ -32,6 +32,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import loop, te
+from ember.passes.names import ssa_name
 
 _FLOAT_COMBINERS = {
     "sum": arith.AddfOp,
@@ -227,7 +228,7 @@ class _FunctionLowering:
             else:
                 _fail(self.where, f"{what} is {_origin(value)}")
             assert isinstance(name, StringAttr)
-            out.name_hint = name.data if name.data.isidentifier() else None
+            out.name_hint = ssa_name(name.data)
             own = dict(res_attrs.data[j].data) if res_attrs is not None else {}
             attrs.append(DictionaryAttr({**own, "ember.name": name}))
         self.function.function_type = FunctionType.from_lists(self.block.arg_types, [])

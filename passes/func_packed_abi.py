@@ -48,6 +48,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.passes.convert_memref_to_llvm import bare_pointer_error
+from ember.passes.names import ssa_name
 
 PTR = llvm.LLVMPointerType()
 DLTENSOR = llvm.LLVMStructType.from_type_list(
@@ -125,8 +126,9 @@ def _fail(f: func.FuncOp, what: str) -> PassFailedException:
 def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
     """The arguments of `f` if it gets a packed entry, else None.
 
-    An argument's name is its `ember.name` attribute (else `arg<i>`); its dtype may
-    be overridden by `ember.dtype` (e.g. "uint8" for an i8 buffer)."""
+    An argument's name is its `ember.name` attribute, any string (else, or if it is
+    empty, `arg<i>`); its dtype may be overridden by `ember.dtype` (e.g. "uint8" for
+    an i8 buffer)."""
     private = f.sym_visibility is not None and f.sym_visibility.data != "public"
     ftype = f.function_type
     if private or not f.body.blocks or ftype.outputs.data:
@@ -147,7 +149,7 @@ def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
             if not _reinterprets(dtype, override.data):
                 raise _fail(f, f"argument {i}: ember.dtype {override} does not fit {t}")
             dtype = override.data
-        label = name.data if isinstance(name, StringAttr) else f"arg{i}"
+        label = name.data if isinstance(name, StringAttr) and name.data else f"arg{i}"
         args.append(_Arg(label, t, dtype))
     return args
 
@@ -262,7 +264,7 @@ class _Entry:
 
         type_code = b.load(self.codes, i32, i)
         tensor = b.load(self.args, PTR, i)
-        tensor.name_hint = arg.name
+        tensor.name_hint = ssa_name(arg.name)
         is_tensor = b.add(
             llvm.OrOp(b.eq(type_code, TYPE_DLTENSOR), b.eq(type_code, TYPE_NDARRAY))
         )

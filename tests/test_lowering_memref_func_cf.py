@@ -410,6 +410,38 @@ def test_bool_int_and_uint_buffers():
     assert dtypes == ["bool", "int32", "uint8", "int32"]
 
 
+# --- names -------------------------------------------------------------------------
+
+NAMES = r"""
+func.func @names(%A: memref<2xf32> {ember.name = "x y"},
+                 %B: memref<2xf32> {ember.name = "a\"b"},
+                 %C: memref<2xf32> {ember.name = "é"},
+                 %D: memref<2xf32> {ember.name = "back\\slash"},
+                 %E: memref<2xf32> {ember.name = ""}) {
+  func.return
+}
+"""
+
+
+def test_any_argument_name():
+    """Names with spaces, quotes, backslashes or non-ASCII letters are kept as they
+    are, in UTF-8 in the messages and as JSON strings in the metadata; an empty
+    name is `arg<i>`."""
+    kernel = Kernel(NAMES)
+    names = ["x y", 'a"b', "é", "back\\slash", "arg4"]
+    arrays = [np.zeros(2, np.float32) for _ in names]
+    for i, name in enumerate(names):
+        bad = list(arrays)
+        bad[i] = np.zeros(3, np.float32)
+        message = f"names: argument {i} ({name}): expected float32 tensor of shape (2,)"
+        assert kernel.call("names", *bad) == (-2 - i, 11, message)
+    expected = "names: expected 5 arguments (" + ", ".join(names) + ")"
+    assert kernel.call("names") == (-1, 11, expected)
+    _, _, meta = kernel.call("__ember_metadata")
+    args = json.loads(meta)["functions"]["names"]["args"]
+    assert [a["name"] for a in args] == names
+
+
 # --- calls, results, globals, vectors, several entries ----------------------------
 
 # memref.global has no custom syntax in xDSL 0.74: its generic form.

@@ -401,3 +401,47 @@ def test_python_te_api_program():
     x = rng.standard_normal((4, 6), dtype=np.float32)
     (t,) = execute(module, "stages", x)
     np.testing.assert_allclose(t, 2 * x[:, 2:].sum(axis=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "name, hint",
+    [
+        ("C", "C"),
+        ("x y", "x_y"),
+        ('a"b', "a_b"),
+        ("back\\slash", "back_slash"),
+        ("  padded  ", "padded"),
+        ("2nd", "nd"),
+        ("_x.1$", "_x.1$"),
+        ("é", None),
+        ("aé", "a"),
+        ("", None),
+        ("42", None),
+    ],
+)
+def test_ssa_name(name: str, hint: str | None):
+    from ember.passes.names import ssa_name
+
+    assert ssa_name(name) == hint
+
+
+@pytest.mark.parametrize(
+    "name, printed, hint", [("x y", '"x y"', "%x_y"), ("é", '"\\C3\\A9"', "%0")]
+)
+def test_any_compute_name(name: str, printed: str, hint: str):
+    """A compute's name becomes the out-parameter's `ember.name` as it is, and its
+    SSA name only where it is a valid one."""
+    text = f"""
+    func.func @f(%A: tensor<4xf32>) -> tensor<4xf32> {{
+      %R = te.compute "{name}" (%i) -> tensor<4xf32> {{
+        %x = te.read %A[%i] : tensor<4xf32>
+        te.yield %x : f32
+      }}
+      func.return %R : tensor<4xf32>
+    }}
+    """
+    module = lower(text)
+    assert f"{hint}: memref<4xf32> {{ember.name = {printed}" in str(module)
+    a = rng.standard_normal(4, dtype=np.float32)
+    (r,) = execute(module, "f", a)
+    np.testing.assert_array_equal(r, a)

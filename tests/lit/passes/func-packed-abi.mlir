@@ -197,3 +197,20 @@ func.func private @internal_only(%A: memref<4xf32>) {
 
 // CHECK:       @__ember_metadata.json("{\22entry\22: null, \22functions\22: {}}\00")
 // CHECK:       llvm.func @__ember_metadata(
+
+// -----
+
+// Any string is an ember.name: messages hold its UTF-8 bytes, the metadata a JSON
+// string, and an empty name is arg<i>. SSA names keep only what is valid of it.
+
+func.func @names(%A: memref<2xf32> {ember.name = "x y"}, %B: memref<2xf32> {ember.name = "a\"b"},
+                 %C: memref<2xf32> {ember.name = "é"}, %D: memref<2xf32> {ember.name = ""}) {
+  func.return
+}
+
+// CHECK:       @__ember_err.names.count("names: expected 4 arguments (x y, a\22b, \C3\A9, arg3)\00") {addr_space = 0 : i32} : !llvm.array<49 x i8>
+// CHECK:       @__ember_err.names.2.type("names: argument 2 (\C3\A9): expected a tensor\00") {addr_space = 0 : i32} : !llvm.array<42 x i8>
+// CHECK-LABEL: llvm.func @names(
+// CHECK:         %x_y = llvm.load
+// CHECK:         %a_b = llvm.load
+// CHECK:       @__ember_metadata.json("{{.*}}\22name\22: \22x y\22{{.*}}\22name\22: \22a\\\22b\22{{.*}}\22name\22: \22\\u00e9\22{{.*}}\22name\22: \22arg3\22{{.*}}")
