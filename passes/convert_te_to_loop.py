@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnrankedTensorType,
+    i1,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -40,6 +41,8 @@ _FLOAT_COMBINERS = {
     "min": arith.MinimumfOp,
 }
 _INT_COMBINERS = {"sum": arith.AddiOp, "max": arith.MaxSIOp, "min": arith.MinSIOp}
+# As a signed integer, i1's true is -1: booleans combine unsigned (any / all).
+_BOOL_COMBINERS = {"max": arith.MaxUIOp, "min": arith.MinUIOp}
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,10 @@ class ConvertTeToLoopPass(ModulePass):
     identity (sum 0, max -inf or the smallest integer, min +inf or the largest)
     and then folds into the buffer. max/min combine with `arith.maximumf`/
     `minimumf` on floats, which propagate NaN as numpy's `max`/`min` do (`maxnumf`
-    would drop it), and `maxsi`/`minsi` on integers. Functions without te ops or
-    tensors are left alone; anything else over tensors is an error.
+    would drop it), `maxsi`/`minsi` on integers, and `maxui`/`minui` on i1 (any
+    and all, from false and true). A sum of i1 is an error: numpy counts booleans,
+    which an i1 cannot hold. Functions without te ops or tensors are left alone;
+    anything else over tensors is an error.
     """
 
     name = "convert-te-to-loop"
@@ -317,7 +322,7 @@ class _FunctionLowering:
         element = op.output_type.element_type
         combine = None
         if op.reduce is not None:
-            combine = self._combiner(op.reduce.data, element)
+            combine = self._combiner(op, element)
             identity = self._const(
                 _identity(op.reduce.data, element), element, f"{op.reduce.data}_init"
             )
@@ -347,9 +352,19 @@ class _FunctionLowering:
             value = new.results[0]
         Rewriter.insert_op(memref.StoreOp.get(value, buffer, ivs), at)
 
-    def _combiner(self, reduce: str, element: Attribute):
+    def _combiner(self, op: te.ComputeOp, element: Attribute):
+        reduce = op.reduce.data  # type: ignore[union-attr]
         if isinstance(element, AnyFloat):
             return _FLOAT_COMBINERS[reduce]
+        if element == i1:
+            if reduce not in _BOOL_COMBINERS:
+                _fail(
+                    self.where,
+                    f"'{op.tensor_name.data}': expected max (any) or min (all) to "
+                    f"reduce i1, got {reduce} (a count of booleans needs an integer "
+                    "result type)",
+                )
+            return _BOOL_COMBINERS[reduce]
         if isinstance(element, IntegerType | IndexType):
             return _INT_COMBINERS[reduce]
         _fail(self.where, f"expected a float or integer type to reduce, got {element}")
@@ -387,6 +402,8 @@ def _identity(reduce: str, element: Attribute) -> float:
     """The value `x` with `combine(x, y) == y` for every `y`."""
     if isinstance(element, AnyFloat):
         return {"sum": 0.0, "max": -math.inf, "min": math.inf}[reduce]
+    if element == i1:
+        return {"max": 0, "min": 1}[reduce]
     width = element.width.data if isinstance(element, IntegerType) else 64
     return {"sum": 0, "max": -(1 << (width - 1)), "min": (1 << (width - 1)) - 1}[reduce]
 

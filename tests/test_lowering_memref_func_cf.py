@@ -5,7 +5,8 @@ flow), lowered by ember's passes, translated with xDSL's llvmlite translator, JI
 compiled, and called through the packed entry with hand-built DLTensor / EmberValue
 structures: results are compared with numpy and every argument check is exercised.
 Arithmetic is written as llvm-dialect ops so these tests depend on no other
-conversion, except the scf tests, which also run convert-arith-to-llvm.
+conversion, except the scf tests, which also run convert-arith-to-llvm, and the te
+programs at the end, which run the whole `ember-cpu` pipeline.
 """
 
 import ctypes
@@ -532,6 +533,42 @@ def test_scf_matmul():
     np.testing.assert_allclose(c, a @ b, rtol=1e-5)
     message = "matmul: argument 1 (B): expected float32 tensor of shape (3, 5)"
     assert kernel.call("matmul", a, b.T.copy(), c) == (-3, 11, message)
+
+
+# --- te programs through ember-cpu ------------------------------------------------
+
+ANY_ALL = """
+func.func @any_all(%X: tensor<6x4xi1>) -> (tensor<6xi1>, tensor<6xi1>) {
+  %A = te.compute "A" (%i) reduce max (%k : 4) -> tensor<6xi1> {
+    %x = te.read %X[%i, %k] : tensor<6x4xi1>
+    te.yield %x : i1
+  }
+  %L = te.compute "L" (%i) reduce min (%k : 4) -> tensor<6xi1> {
+    %x = te.read %X[%i, %k] : tensor<6x4xi1>
+    te.yield %x : i1
+  }
+  func.return %A, %L : tensor<6xi1>, tensor<6xi1>
+}
+"""
+
+
+def test_bool_max_and_min_are_any_and_all():
+    kernel = Kernel(ANY_ALL, "ember-cpu")
+    x = np.array(
+        [
+            [1, 0, 0, 0],
+            [0, 0, 0, 1],
+            [0, 0, 0, 0],
+            [1, 1, 1, 1],
+            [0, 1, 1, 1],
+            [1, 1, 0, 1],
+        ],
+        bool,
+    )
+    a, m = np.zeros(6, bool), np.zeros(6, bool)
+    assert kernel.call("any_all", x, a, m) == (0, 4, None)
+    np.testing.assert_array_equal(a, x.max(axis=1))
+    np.testing.assert_array_equal(m, x.min(axis=1))
 
 
 # --- cf.assert --------------------------------------------------------------------

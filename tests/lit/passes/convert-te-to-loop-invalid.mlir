@@ -146,3 +146,17 @@ func.func @branches(%A: tensor<4xf32>, %b: i1) -> tensor<4xf32> {
 }
 
 // CHECK: convert-te-to-loop: @branches: expected a te function with a single block
+
+// -----
+
+// numpy's sum of booleans is a count, which an i1 result cannot hold.
+
+func.func @bool_sum(%X: tensor<4x2xi1>) -> tensor<4xi1> {
+  %C = te.compute "C" (%i) reduce sum (%k : 2) -> tensor<4xi1> {
+    %x = te.read %X[%i, %k] : tensor<4x2xi1>
+    te.yield %x : i1
+  }
+  func.return %C : tensor<4xi1>
+}
+
+// CHECK: convert-te-to-loop: @bool_sum: 'C': expected max (any) or min (all) to reduce i1, got sum (a count of booleans needs an integer result type)

@@ -119,6 +119,30 @@ func.func @int_reductions(%X: tensor<4x8xi32>, %Y: tensor<4x8xi8>, %Z: tensor<4x
   func.return %M, %N, %S : tensor<4xi32>, tensor<4xi8>, tensor<4xi64>
 }
 
+// Booleans combine unsigned (i1's true is -1 as a signed integer): max is "any",
+// from false, and min is "all", from true.
+
+// CHECK-LABEL: func.func @any_all(
+// CHECK-DAG:     %[[FALSE:.*]] = arith.constant false
+// CHECK-DAG:     %[[TRUE:.*]] = arith.constant true
+// CHECK:         memref.store %[[FALSE]]
+// CHECK:         arith.maxui %{{.*}}, %{{.*}} : i1
+// CHECK:         memref.store %[[TRUE]]
+// CHECK:         arith.minui %{{.*}}, %{{.*}} : i1
+// CHECK-NOT:     arith.maxsi
+// CHECK-NOT:     arith.minsi
+func.func @any_all(%X: tensor<4x8xi1>) -> (tensor<4xi1>, tensor<4xi1>) {
+  %A = te.compute "A" (%i) reduce max (%k : 8) -> tensor<4xi1> {
+    %x = te.read %X[%i, %k] : tensor<4x8xi1>
+    te.yield %x : i1
+  }
+  %L = te.compute "L" (%i) reduce min (%k : 8) -> tensor<4xi1> {
+    %x = te.read %X[%i, %k] : tensor<4x8xi1>
+    te.yield %x : i1
+  }
+  func.return %A, %L : tensor<4xi1>, tensor<4xi1>
+}
+
 // -----
 
 // A compute that is not a result gets a buffer at the top of the function; the
