@@ -3,7 +3,7 @@
 Arrays live in ``NDArray`` (CPU memory described by a DLPack ``DLTensor``; zero-copy
 to and from numpy, PyTorch and anything else that speaks DLPack), compiled code is a
 ``Module`` of ``PackedFunc``s called through a packed C ABI, ``load_module`` opens a
-library saved by ``export_library``, and ``register_func`` makes Python functions
+shared library of such functions, and ``register_func`` makes Python functions
 reachable by name. This package imports nothing from the compiler, so a deployed
 model needs only ``ember.runtime``.
 """

@@ -3,8 +3,10 @@
 ``Module`` is the base every kind of compiled code shares (TVM's
 ``runtime.Module``): ``mod["f"]`` gives a PackedFunc, ``mod(...)`` calls the entry
 function. A subclass only says where a function's code is (``_function_address``)
-and what it holds (``function_names``); the base wraps, caches and keeps it alive.
-``DSOModule`` is the subclass for a shared library built by ``export_library``.
+and what it holds (``function_names``); the base wraps, caches and keeps it alive,
+and reads the module's self-description from its ``__ember_metadata`` function.
+``DSOModule`` is the subclass for a shared library of packed functions, e.g. one
+linked by hand from an object file that ``LLVMModule.save("m.o")`` wrote.
 """
 
 import ctypes
@@ -15,7 +17,9 @@ from .errors import EmberError, FunctionNotFoundError
 from .packed_func import PackedFunc
 
 METADATA_FUNCTION = "__ember_metadata"
-"""The packed function a library defines to describe itself as a JSON string."""
+"""The packed function a module defines to describe itself as a JSON string:
+``{"entry": name | null, "functions": {name: {"args": [{"name", "shape", "dtype",
+"output"}]}}}``; every key but ``functions`` is optional."""
 
 LIBRARY_SUFFIXES = (".so",)
 """File suffixes ``load_module`` accepts."""
@@ -25,7 +29,10 @@ class Module:
     """A collection of packed functions.
 
     Subclasses implement ``_function_address`` and usually ``function_names`` and
-    ``get_source``; every PackedFunc they hand out keeps the module alive.
+    ``get_source``; every PackedFunc they hand out keeps the module alive. If the
+    module defines ``__ember_metadata``, ``metadata`` is its parsed document and
+    the functions it hands out refuse read-only arrays in the argument positions
+    the metadata marks ``"output": true``.
 
     Attributes:
         type_key: what kind of module this is ("dso", "llvm", ...).
@@ -42,6 +49,7 @@ class Module:
         self.entry_name = entry_name
         self._functions: dict[str, PackedFunc] = {}
         self._imports: list[Module] = []
+        self._metadata: dict | None = None
 
     def _function_address(self, name: str) -> int:
         """The address of the packed C function ``name``, or 0 if there is none."""
@@ -88,7 +96,9 @@ class Module:
             return func
         address = self._function_address(name)
         if address:
-            func = self._functions[name] = PackedFunc(address, name=name, owner=self)
+            outputs = self._outputs_of(name) if name != METADATA_FUNCTION else None
+            func = PackedFunc(address, name=name, owner=self, outputs=outputs)
+            self._functions[name] = func
             return func
         if query_imports:
             for imported in self._imports:
@@ -96,6 +106,51 @@ class Module:
                 if func is not None:
                     return func
         return None
+
+    @property
+    def metadata(self) -> dict:
+        """The module's ``__ember_metadata`` document, or {} when it has none.
+
+        Read once, on first use, by calling the module's own ``__ember_metadata``.
+
+        Raises:
+            EmberError: the function fails, returns something other than a
+                string, or the string is not a metadata document.
+        """
+        metadata = self._metadata
+        if metadata is None:
+            metadata = self._metadata = self._read_metadata()
+        return metadata
+
+    def _describe(self) -> str:
+        """How this module is named in error messages."""
+        return f"{self.type_key} module"
+
+    def _read_metadata(self) -> dict:
+        address = self._function_address(METADATA_FUNCTION)
+        if not address:
+            return {}
+        where = f"{self._describe()}: invalid {METADATA_FUNCTION}"
+        try:
+            text = PackedFunc(address, name=METADATA_FUNCTION, owner=self)()
+        except EmberError as e:
+            raise EmberError(f"{where}: {e}") from None
+        if not isinstance(text, str):
+            got = "nothing" if text is None else f"{type(text).__name__} {text!r}"
+            raise EmberError(f"{where}: returned {got}, expected a JSON string")
+        try:
+            return _check_metadata(json.loads(text))
+        except ValueError as e:
+            raise EmberError(f"{where}: {e}") from None
+
+    def _outputs_of(self, name: str) -> dict[int, str | None]:
+        """Argument position → name of the arguments function ``name`` writes."""
+        function = self.metadata.get("functions", {}).get(name) or {}
+        return {
+            i: arg.get("name")
+            for i, arg in enumerate(function.get("args", ()))
+            if arg.get("output", False)
+        }
 
     def __getitem__(self, name: str) -> PackedFunc:
         if not isinstance(name, str):
@@ -152,13 +207,64 @@ class Module:
         return f"Module({self.type_key}, entry={self.entry_name}, functions=[{names}])"
 
 
+def _check_metadata(document: object) -> dict:
+    """``document`` if it has the shape of a metadata document, else ValueError."""
+    if not isinstance(document, dict):
+        raise ValueError(f"expected a JSON object, got {_json_type(document)}")
+    entry = document.get("entry")
+    if entry is not None and not isinstance(entry, str):
+        raise ValueError(f'"entry" must be a string or null, got {_json_type(entry)}')
+    functions = document.get("functions", {})
+    if not isinstance(functions, dict):
+        raise ValueError(f'"functions" must be an object, got {_json_type(functions)}')
+    for name, function in functions.items():
+        where = f"function {name!r}"
+        if not isinstance(function, dict):
+            raise ValueError(f"{where} must be an object, got {_json_type(function)}")
+        args = function.get("args", [])
+        if not isinstance(args, list):
+            raise ValueError(f'{where}: "args" must be a list, got {_json_type(args)}')
+        for i, arg in enumerate(args):
+            if not isinstance(arg, dict):
+                raise ValueError(
+                    f"{where}: argument {i} must be an object, got {_json_type(arg)}"
+                )
+            arg_name = arg.get("name")
+            if arg_name is not None and not isinstance(arg_name, str):
+                raise ValueError(
+                    f'{where}: argument {i}: "name" must be a string, '
+                    f"got {_json_type(arg_name)}"
+                )
+            if not isinstance(arg.get("output", False), bool):
+                raise ValueError(
+                    f'{where}: argument {i}: "output" must be true or false, '
+                    f"got {_json_type(arg['output'])}"
+                )
+    return document
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, with the value if it is short."""
+    kind = {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
+    shown = json.dumps(value)
+    return f"{kind} ({shown})" if len(shown) <= 40 and value is not None else kind
+
+
 class DSOModule(Module):
     """A shared library of packed functions, loaded with ctypes.
 
-    If the library defines ``__ember_metadata`` (a packed function returning
-    ``{"entry": name | null, "functions": {name: {...}}}`` as JSON), it provides
-    ``entry_name``, ``function_names()`` and ``metadata``; without it, functions
-    are still found by symbol name.
+    If the library defines ``__ember_metadata`` (see ``METADATA_FUNCTION``), it
+    provides ``entry_name``, ``function_names()`` and ``metadata``, and marks
+    the arguments each function writes; without it, functions are still found by
+    symbol name.
 
     Attributes:
         path: the file the library was loaded from.
@@ -172,7 +278,7 @@ class DSOModule(Module):
 
         Raises:
             EmberError: the file is not a loadable library, or its metadata is
-                not valid JSON.
+                not a valid metadata document.
         """
         super().__init__()
         self.path = os.fspath(path)
@@ -180,7 +286,6 @@ class DSOModule(Module):
             self._lib = ctypes.CDLL(os.path.abspath(self.path))
         except OSError as e:
             raise EmberError(f"cannot load {self.path} as a library: {e}") from None
-        self.metadata = self._read_metadata()
         self.entry_name = self.metadata.get("entry")
 
     def _function_address(self, name: str) -> int:
@@ -190,24 +295,15 @@ class DSOModule(Module):
             return 0
         return ctypes.cast(symbol, ctypes.c_void_p).value or 0
 
-    def _read_metadata(self) -> dict:
-        if METADATA_FUNCTION not in self:
-            return {}
-        text = self.get_function(METADATA_FUNCTION)()
-        try:
-            metadata = json.loads(text)
-            if not isinstance(metadata, dict):
-                raise ValueError(f"expected a JSON object, got {type(metadata)}")
-        except ValueError as e:
-            raise EmberError(f"{self.path}: invalid {METADATA_FUNCTION}: {e}") from None
-        return metadata
+    def _describe(self) -> str:
+        return self.path
 
     def function_names(self) -> list[str]:
         return list(self.metadata.get("functions", {}))
 
 
 def load_module(path: str | os.PathLike) -> Module:
-    """Load a module saved by ``export_library``.
+    """Load a shared library of packed functions as a ``DSOModule``.
 
     Args:
         path: a shared library (``.so``).

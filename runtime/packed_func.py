@@ -9,13 +9,15 @@ A call converts each Python argument to one 8-byte ``EmberValue`` and a type cod
 (TVM's codes), packs them with a cached ``struct.Struct`` per argument signature,
 and turns a non-zero return code into an ``EmberError``. Tensors travel as
 ``DLTensor*``: an NDArray's own, or one built for the call around a numpy array's
-memory (zero-copy).
+memory (zero-copy). Arguments the function writes (its outputs, as a module's
+metadata lists them) must be writeable: a read-only array there is refused before
+the call.
 """
 
 import ctypes
 import operator
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from ctypes import (
     CFUNCTYPE,
     Structure,
@@ -151,8 +153,22 @@ def _numpy_capsule(arr: np.ndarray) -> tuple[object, int]:
     return capsule, address + VERSIONED_TENSOR_OFFSET
 
 
-def _pack_slow(plan: _Plan, args: tuple) -> tuple[bytes, list]:
-    """Pack arguments that need memory for the call; also returns that memory."""
+class _ReadOnlyOutput(Exception):
+    """Argument ``index``, an output, turned out read-only once opened."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
+def _pack_slow(
+    plan: _Plan, args: tuple, outputs: frozenset[int] = frozenset()
+) -> tuple[bytes, list]:
+    """Pack arguments that need memory for the call; also returns that memory.
+
+    Raises:
+        _ReadOnlyOutput: a DLPack tensor in an output position is read-only.
+    """
     values, keep = [], []
     for i, (kind, arg) in enumerate(zip(plan.kinds, args, strict=True)):
         try:
@@ -167,6 +183,8 @@ def _pack_slow(plan: _Plan, args: tuple) -> tuple[bytes, list]:
                 tensor = from_dlpack(arg)
                 keep.append(tensor)
                 address = tensor._handle
+                if i in outputs and not tensor._arr.flags.writeable:
+                    raise _ReadOnlyOutput(i)
             else:
                 address = kind[2](arg)  # a scalar, or an NDArray's DLTensor*
         except _ARGUMENT_ERRORS as e:
@@ -231,15 +249,34 @@ class PackedFunc:
     int, a float or a str; a non-zero return code raises ``EmberError``. Python
     callables (for ``register_func``) are called with the arguments as given.
 
+    A native function's ``outputs`` are the positions it writes: a read-only
+    array (``writeable=False``, e.g. over a read-only mmap, or a read-only DLPack
+    tensor) passed there raises ``EmberError`` before the call.
+
     Example:
         >>> f = PackedFunc(lambda x: x + 1, name="inc")
         >>> f(41)
         42
     """
 
-    __slots__ = ("name", "_cfunc", "_pyfunc", "_address", "_owner")
+    __slots__ = (
+        "name",
+        "_cfunc",
+        "_pyfunc",
+        "_address",
+        "_owner",
+        "_outputs",
+        "_output_set",
+        "_output_names",
+    )
 
-    def __init__(self, func, name: str | None = None, owner=None):
+    def __init__(
+        self,
+        func,
+        name: str | None = None,
+        owner=None,
+        outputs: "Mapping[int, str | None] | Iterable[int] | None" = None,
+    ):
         """Wrap a native function address or a Python callable.
 
         Args:
@@ -247,8 +284,18 @@ class PackedFunc:
             name: the name used in messages; defaults to the callable's name.
             owner: an object that must outlive the call target (e.g. the Module
                 whose code holds the function); kept alive by this PackedFunc.
+            outputs: the argument positions the function writes, or a mapping
+                from those positions to the arguments' names (for messages).
+                Only native functions check them.
         """
         self._owner = owner
+        names = dict(outputs) if isinstance(outputs, Mapping) else {}
+        indices = sorted({operator.index(i) for i in (outputs or ())})
+        if any(i < 0 for i in indices):
+            raise ValueError(f"output positions must be >= 0, got {indices}")
+        self._outputs: tuple[int, ...] = tuple(indices)
+        self._output_set: frozenset[int] = frozenset(indices)
+        self._output_names: dict[int, str | None] = {i: names.get(i) for i in indices}
         if isinstance(func, int) and not isinstance(func, bool):
             if not func:
                 raise ValueError("cannot wrap a null function pointer")
@@ -269,10 +316,25 @@ class PackedFunc:
         """The native function's address, or None for a Python callable."""
         return self._address
 
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        """The positions of the arguments the function writes, ascending."""
+        return self._outputs
+
     def __call__(self, *args) -> Any:
         cfunc = self._cfunc
         if cfunc is None:
             return self._pyfunc(*args)  # pyright: ignore[reportOptionalCall]
+        for i in self._outputs:  # ascending; other DLPack tensors: _pack_slow
+            if i >= len(args):
+                break
+            arg = args[i]
+            if isinstance(arg, NDArray):
+                arg = arg._arr
+            elif not isinstance(arg, np.ndarray):
+                continue
+            if not arg.flags.writeable:
+                raise EmberError(self._read_only_message(i))
         keep = None  # memory the arguments point into, alive until the call returns
         try:
             plan = _PLANS.get(tuple(map(type, args)))
@@ -282,11 +344,13 @@ class PackedFunc:
                 getters = plan.getters  # map(operator.call, ...) puzzles pyright
                 values = plan.pack(*map(operator.call, getters, args))  # pyright: ignore
             else:
-                values, keep = _pack_slow(plan, args)
+                values, keep = _pack_slow(plan, args, self._output_set)
         except struct.error:
             raise OverflowError(f"{self.name}: {_overflow_message(args)}") from None
         except _ARGUMENT_ERRORS as e:
             raise _with_context(e, self.name) from None
+        except _ReadOnlyOutput as e:
+            raise EmberError(self._read_only_message(e.index)) from None
         ret = _Ret()
         ret.code = _NULL
         rc = cfunc(values, plan.codes, len(args), byref(ret), byref(ret, _CODE_AT))
@@ -299,7 +363,14 @@ class PackedFunc:
         reader = _RETURN_READERS.get(code)
         if reader is None:
             raise EmberError(f"{self.name}: unsupported return type code {code}")
+        if code == _STR_CODE and not ret.value.v_handle:
+            raise EmberError(f"{self.name}: returned a null string (type code 11)")
         return reader(ret.value)
+
+    def _read_only_message(self, index: int) -> str:
+        name = self._output_names.get(index)
+        label = f"argument {index} ({name})" if name else f"argument {index}"
+        return f"{self.name}: {label} is an output but the array is read-only"
 
     def _error_message(self, rc: int, ret: _Ret, args: tuple) -> str:
         if ret.code == _STR_CODE and ret.value.v_handle:

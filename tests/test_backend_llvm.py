@@ -2,6 +2,7 @@
 
 import ctypes
 import gc
+import json
 import re
 from pathlib import Path
 
@@ -356,8 +357,34 @@ class DLTensor(ctypes.Structure):
 
 
 # fill(args, type_codes, n, ret, ret_code): out[i] = 2 * i for the DLTensor in
-# args[0]; returns -1 unless called with exactly one argument.
-PACKED = """
+# args[0]; returns -1 unless called with exactly one argument. Its metadata marks
+# that argument as an output.
+FILL_METADATA = json.dumps(
+    {
+        "entry": "fill",
+        "functions": {
+            "fill": {
+                "args": [
+                    {"name": "out", "shape": [-1], "dtype": "float32", "output": True}
+                ]
+            }
+        },
+    }
+)
+
+
+def string_global(name: str, text: str) -> str:
+    """An llvm-dialect constant holding `text` NUL-terminated."""
+    escaped = text.replace('"', "\\22")
+    size = len(text.encode()) + 1
+    return (
+        f'llvm.mlir.global private constant @{name}("{escaped}\\00") '
+        f"{{addr_space = 0 : i32}} : !llvm.array<{size} x i8>\n"
+    )
+
+
+PACKED = string_global("meta", FILL_METADATA)
+PACKED += """
 llvm.func @fill(%args: !llvm.ptr, %codes: !llvm.ptr, %n: i32, %ret: !llvm.ptr, %ret_code: !llvm.ptr) -> i32 {
   %one32 = llvm.mlir.constant(1 : i32) : i32
   %ok = llvm.icmp "eq" %n, %one32 : i32
@@ -393,6 +420,10 @@ llvm.func internal @hidden_packed(%a: !llvm.ptr, %b: !llvm.ptr, %n: i32, %c: !ll
   llvm.return %z : i32
 }
 llvm.func @__ember_metadata(%a: !llvm.ptr, %b: !llvm.ptr, %n: i32, %c: !llvm.ptr, %d: !llvm.ptr) -> i32 {
+  %text = llvm.mlir.addressof @meta : !llvm.ptr
+  llvm.store %text, %c : !llvm.ptr, !llvm.ptr
+  %str = llvm.mlir.constant(11 : i32) : i32
+  llvm.store %str, %d : i32, !llvm.ptr
   %z = llvm.mlir.constant(0 : i32) : i32
   llvm.return %z : i32
 }
@@ -437,6 +468,21 @@ def test_packed_function_through_the_runtime():
     np.testing.assert_array_equal(out, [0, 2, 4, 6, 8])
     with pytest.raises(FunctionNotFoundError, match="fill"):
         entry["not_packed"]
+
+
+def test_metadata_and_read_only_outputs():
+    mod = jit(PACKED)
+    assert mod.metadata == json.loads(FILL_METADATA)
+    fill = mod["fill"]
+    assert fill.outputs == (0,)
+    out = np.zeros(4, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(EmberError) as info:
+        fill(out)
+    assert str(info.value) == (
+        "fill: argument 0 (out) is an output but the array is read-only"
+    )
+    np.testing.assert_array_equal(out, 0)
 
 
 # --- the module: sources, files, externals -----------------------------------

@@ -3,8 +3,10 @@ function pointers implemented in Python, and load_module's errors."""
 
 import ctypes
 import gc
+import json
 import weakref
 
+import numpy as np
 import pytest
 
 from ember import runtime as rt
@@ -17,6 +19,29 @@ def constant(value: int):
     def run(values, codes, n, ret, ret_code):
         EmberValue.from_address(ret).v_int64 = value
         ctypes.c_int32.from_address(ret_code).value = 0
+        return 0
+
+    return PACKED_FUNC_TYPE(run)
+
+
+def returns_string(text: "str | None", rc: int = 0):
+    """A native packed function returning ``text`` (None: a NULL string)."""
+    buf = None if text is None else ctypes.create_string_buffer(text.encode())
+
+    def run(values, codes, n, ret, ret_code):
+        address = ctypes.addressof(buf) if buf is not None else None
+        EmberValue.from_address(ret).v_handle = address
+        ctypes.c_int32.from_address(ret_code).value = 11
+        return rc
+
+    return PACKED_FUNC_TYPE(run)
+
+
+def counter(calls: list):
+    """A native packed function that counts its calls."""
+
+    def run(values, codes, n, ret, ret_code):
+        calls.append(n)
         return 0
 
     return PACKED_FUNC_TYPE(run)
@@ -51,7 +76,9 @@ def test_get_function_wraps_and_caches():
     assert f() == 1
     assert mod["one"] is f
     assert mod["two"]() == 2
-    assert mod.lookups == ["one", "two"]
+    # the metadata function is looked for once, with the first function
+    assert mod.lookups == ["one", "__ember_metadata", "two"]
+    assert mod.metadata == {}
     assert "one" in mod and "three" not in mod
 
 
@@ -124,3 +151,78 @@ def test_load_module_garbage_file(tmp_path):
     path.write_bytes(b"this is not an ELF file" * 10)
     with pytest.raises(rt.EmberError, match="cannot load .*garbage.so as a library"):
         rt.load_module(str(path))
+
+
+VECADD_METADATA = {
+    "entry": "vecadd",
+    "functions": {
+        "vecadd": {
+            "args": [
+                {"name": "A", "shape": [4], "dtype": "float32"},
+                {"name": "B", "shape": [4], "dtype": "float32", "output": False},
+                {"name": "C", "shape": [4], "dtype": "float32", "output": True},
+            ]
+        },
+        "old": {"args": [{"name": "x"}]},
+    },
+}
+
+
+def test_metadata_marks_outputs_read_only_arrays_are_refused():
+    calls = []
+    mod = TableModule(
+        {
+            "vecadd": counter(calls),
+            "old": counter(calls),
+            "__ember_metadata": returns_string(json.dumps(VECADD_METADATA)),
+        }
+    )
+    assert mod.metadata == VECADD_METADATA
+    assert mod.metadata is mod.metadata
+    assert mod["vecadd"].outputs == (2,)
+    assert mod["old"].outputs == ()  # no "output" key: not an output
+    a = np.ones(4, np.float32)
+    out = np.zeros(4, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(rt.EmberError) as info:
+        mod["vecadd"](a, a, out)
+    assert str(info.value) == (
+        "vecadd: argument 2 (C) is an output but the array is read-only"
+    )
+    with pytest.raises(rt.EmberError, match="argument 2 .C. is an output"):
+        mod["vecadd"](rt.empty(4), rt.empty(4), rt.from_dlpack(out))
+    assert calls == []
+    mod["vecadd"](out, out, rt.empty(4))  # read-only inputs are fine
+    mod["old"](out)
+    assert calls == [3, 1]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (None, "returned a null string"),
+        ("{not json", "Expecting property name"),
+        ("[1, 2]", r"expected a JSON object, got an array \(\[1, 2\]\)"),
+        ('{"entry": 5, "functions": [1]}', '"entry" must be a string or null'),
+        ('{"functions": [1]}', '"functions" must be an object, got an array'),
+        ('{"functions": {"f": 1}}', "function 'f' must be an object"),
+        ('{"functions": {"f": {"args": {}}}}', '"args" must be a list'),
+        ('{"functions": {"f": {"args": [3]}}}', "argument 0 must be an object"),
+        ('{"functions": {"f": {"args": [{"name": 1}]}}}', '"name" must be a string'),
+        ('{"functions": {"f": {"args": [{"output": 1}]}}}', '"output" must be true'),
+    ],
+)
+def test_malformed_metadata_is_an_ember_error(text, message):
+    mod = TableModule({"f": constant(1), "__ember_metadata": returns_string(text)})
+    with pytest.raises(rt.EmberError, match="^table module: invalid __ember_metadata"):
+        _ = mod.metadata
+    with pytest.raises(rt.EmberError, match=message):
+        mod["f"]
+
+
+def test_failing_metadata_function_is_an_ember_error():
+    mod = TableModule({"__ember_metadata": returns_string("it broke", rc=-1)})
+    with pytest.raises(
+        rt.EmberError, match="^table module: invalid __ember_metadata: it broke"
+    ):
+        _ = mod.metadata

@@ -2,9 +2,11 @@
 ABI the way compiled modules do, built with the system C compiler."""
 
 import gc
+import json
 import shutil
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -99,18 +101,28 @@ PACKED(__ember_metadata) {
 #endif
 """
 
-METADATA = '{"entry": "add_one", "functions": {"add_one": {}, "vecadd": {}}}'
+VECADD_ARGS = [
+    {"name": "A", "shape": [-1], "dtype": "float32", "output": False},
+    {"name": "B", "shape": [-1], "dtype": "float32"},
+    {"name": "C", "shape": [-1], "dtype": "float32", "output": True},
+]
+METADATA = json.dumps(
+    {
+        "entry": "add_one",
+        "functions": {"add_one": {}, "vecadd": {"args": VECADD_ARGS}},
+    }
+)
 
 
-def build(directory, name: str, *defines: str) -> str:
+def build(directory, name: str, *defines: str, source: str = SOURCE) -> str:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None or not sys.platform.startswith("linux"):
         pytest.skip("needs a C compiler on Linux")
-    source = directory / "kernels.c"
-    source.write_text(SOURCE)
+    path = directory / f"{name}.c"
+    path.write_text(source)
     out = directory / name
     flags = ["-O2", "-shared", "-fPIC", "-Wall", "-Werror", *defines]
-    subprocess.run([compiler, *flags, str(source), "-o", str(out)], check=True)
+    subprocess.run([compiler, *flags, str(path), "-o", str(out)], check=True)
     return str(out)
 
 
@@ -136,7 +148,8 @@ def test_metadata(lib):
     assert lib.type_key == "dso"
     assert lib.entry_name == "add_one"
     assert lib.function_names() == ["add_one", "vecadd"]
-    assert lib.metadata["functions"]["vecadd"] == {}
+    assert lib.metadata["functions"]["add_one"] == {}
+    assert lib.metadata["functions"]["vecadd"] == {"args": VECADD_ARGS}
     assert repr(lib) == "Module(dso, entry=add_one, functions=[add_one, vecadd])"
 
 
@@ -155,6 +168,50 @@ def test_invalid_metadata(tmp_path):
     path = build(tmp_path, "bad.so", "-DWITH_METADATA", c_string("{not json"))
     with pytest.raises(rt.EmberError, match="invalid __ember_metadata"):
         rt.load_module(path)
+
+
+METADATA_ONLY = r"""
+#include <stdint.h>
+typedef union { int64_t v_int64; double v_float64; void* v_handle; } EmberValue;
+int32_t __ember_metadata(EmberValue* args, int32_t* codes, int32_t n,
+                         EmberValue* ret, int32_t* ret_code) {
+  (void)args; (void)codes; (void)n; (void)ret; (void)ret_code;
+  BODY
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("return 0;", "returned nothing, expected a JSON string"),
+        (
+            "ret->v_int64 = 5; *ret_code = 1; return 0;",
+            "returned int 5, expected a JSON string",
+        ),
+        ("ret->v_float64 = 5; *ret_code = 2; return 0;", "returned float 5.0"),
+        ("ret->v_handle = 0; *ret_code = 11; return 0;", "returned a null string"),
+        ('ret->v_handle = "[1,2]"; *ret_code = 11; return 0;', "got an array"),
+        (
+            r'ret->v_handle = "{\"entry\": 5, \"functions\": [1]}"; '
+            "*ret_code = 11; return 0;",
+            r'"entry" must be a string or null, got a number \(5\)',
+        ),
+        (
+            r'ret->v_handle = "{\"functions\": [1]}"; *ret_code = 11; return 0;',
+            '"functions" must be an object, got an array',
+        ),
+        ("*ret_code = 4; return -7;", "failed with return code -7"),
+    ],
+)
+def test_malformed_metadata_names_the_library(tmp_path, body, message):
+    source = METADATA_ONLY.replace("BODY", body)
+    path = build(tmp_path, "meta.so", source=source)
+    with pytest.raises(
+        rt.EmberError, match=f"invalid __ember_metadata: .*{message}"
+    ) as info:
+        rt.load_module(path)
+    assert str(info.value).startswith(f"{path}: invalid __ember_metadata: ")
 
 
 def test_entry_function_on_ndarray(lib):
@@ -206,6 +263,48 @@ def test_argument_errors_say_what_was_passed(lib):
         lib["vecadd"](a, a)
     with pytest.raises(ValueError, match="argument 0: expected a C-contiguous"):
         lib(np.zeros(8, np.float32)[::2])
+
+
+def test_read_only_output_is_refused(lib):
+    assert lib["vecadd"].outputs == (2,)
+    a = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(rt.EmberError) as info:
+        lib["vecadd"](a, a, out)
+    assert str(info.value) == (
+        "vecadd: argument 2 (C) is an output but the array is read-only"
+    )
+    np.testing.assert_array_equal(out, 0)
+    with pytest.raises(rt.EmberError, match=r"argument 2 \(C\) is an output"):
+        lib["vecadd"](a, a, rt.from_dlpack(out))
+    np.testing.assert_array_equal(out, 0)
+    lib["vecadd"](out, out, a)  # read-only inputs are fine
+    np.testing.assert_array_equal(a, 0)
+    assert lib["add_one"].outputs == ()  # no "args" in its metadata
+
+
+def test_output_over_a_read_only_mmap_does_not_crash(lib, tmp_path):
+    # Writing into a read-only mapping is a segfault: run it in a subprocess.
+    data = tmp_path / "zeros.bin"
+    data.write_bytes(bytes(32))
+    script = textwrap.dedent(f"""
+        import mmap, numpy as np
+        from ember import runtime as rt
+        lib = rt.load_module({str(lib.path)!r})
+        with open({str(data)!r}, "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        out = np.frombuffer(m, np.float32)
+        try:
+            lib["vecadd"](np.ones(8, np.float32), np.ones(8, np.float32), out)
+        except rt.EmberError as e:
+            print(e)
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "argument 2 (C) is an output but the array is read-only" in done.stdout
 
 
 def test_functions_outlive_the_module_object(lib, tmp_path):

@@ -3,6 +3,7 @@ are native function pointers implemented in Python with ctypes."""
 
 import ctypes
 import gc
+import mmap
 import weakref
 
 import numpy as np
@@ -28,7 +29,9 @@ class Recorder:
         args = (EmberValue * n).from_address(values) if n else []
         self.calls.append([_read(code, v) for code, v in zip(codes, args, strict=True)])
         out = EmberValue.from_address(ret)
-        if self.ret_code == TypeCode.STR:
+        if self.ret_code == TypeCode.STR and self.ret is None:
+            out.v_handle = None
+        elif self.ret_code == TypeCode.STR:
             self._message = ctypes.create_string_buffer(self.ret.encode())
             out.v_handle = ctypes.addressof(self._message)
         elif self.ret_code == TypeCode.FLOAT:
@@ -38,9 +41,9 @@ class Recorder:
         ctypes.c_int32.from_address(ret_code).value = self.ret_code
         return self.rc
 
-    def func(self, name="f") -> rt.PackedFunc:
+    def func(self, name="f", outputs=None) -> rt.PackedFunc:
         address = ctypes.cast(self.native, ctypes.c_void_p).value
-        return rt.PackedFunc(address, name=name, owner=self)
+        return rt.PackedFunc(address, name=name, owner=self, outputs=outputs)
 
 
 def _read(code, value):
@@ -114,21 +117,84 @@ def test_read_only_numpy_argument():
     assert rec.calls[0][0][1][0] == x.__array_interface__["data"][0]
 
 
+class Foreign:
+    """A DLPack tensor that is neither a numpy array nor an NDArray."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
 def test_other_dlpack_tensors_are_zero_copy():
-    class Foreign:
-        def __init__(self, array):
-            self.array = array
-
-        def __dlpack__(self, **kwargs):
-            return self.array.__dlpack__(**kwargs)
-
-        def __dlpack_device__(self):
-            return self.array.__dlpack_device__()
-
     x = np.arange(4, dtype=np.int64)
     rec = Recorder()
     rec.func()(Foreign(x))
     assert rec.calls[0][0][1][0] == x.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: x,
+        lambda x: rt.from_dlpack(x),  # an NDArray over read-only memory
+        lambda x: Foreign(x),  # opened only while packing
+    ],
+    ids=["numpy", "ndarray", "dlpack"],
+)
+def test_read_only_output_is_refused_before_the_call(make):
+    rec = Recorder()
+    f = rec.func("f", outputs={2: "C"})
+    assert f.outputs == (2,)
+    a, b = np.ones(4, np.float32), np.ones(4, np.float32)
+    out = read_only(np.zeros(4, np.float32))
+    with pytest.raises(rt.EmberError) as info:
+        f(a, b, make(out))
+    assert str(info.value) == (
+        "f: argument 2 (C) is an output but the array is read-only"
+    )
+    # a read-only input is fine, and so is a writeable output
+    f(make(read_only(np.ones(4, np.float32))), b, make(np.zeros(4, np.float32)))
+    assert len(rec.calls) == 1
+
+
+def test_output_positions_without_names():
+    rec = Recorder()
+    f = rec.func("g", outputs=[1, 0])
+    assert f.outputs == (0, 1)
+    ro = read_only(np.zeros(2))
+    with pytest.raises(rt.EmberError, match=r"^g: argument 1 is an output but"):
+        f(rt.empty(2), ro)
+    f(rt.empty(2))  # fewer arguments than outputs: the callee reports the count
+    f(ro.copy(), 3)  # a scalar in an output position: the callee rejects it
+    assert len(rec.calls) == 2
+    assert rec.func("h").outputs == ()
+    with pytest.raises(ValueError, match="output positions must be >= 0"):
+        rec.func("h", outputs=[-1])
+
+
+def test_output_over_read_only_mmap_is_refused(tmp_path):
+    path = tmp_path / "zeros.bin"
+    path.write_bytes(bytes(64))
+    with (
+        open(path, "rb") as file,
+        mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+    ):
+        out = np.frombuffer(mapped, np.float32)
+        rec = Recorder()
+        with pytest.raises(rt.EmberError, match="argument 1 .*read-only"):
+            rec.func("f", outputs={1: "C"})(np.ones(16, np.float32), out)
+        assert rec.calls == []
+        del out
 
 
 def test_strided_numpy_argument_is_rejected_before_the_call():
@@ -165,6 +231,11 @@ def test_bad_argument_types_name_the_argument():
 )
 def test_return_values(code, value, expected):
     assert Recorder(ret_code=code, ret=value).func()() == expected
+
+
+def test_null_string_return_is_an_error():
+    with pytest.raises(rt.EmberError, match="^f: returned a null string"):
+        Recorder(ret_code=TypeCode.STR, ret=None).func()()
 
 
 def test_unsupported_return_code():
