@@ -4,6 +4,9 @@ import ctypes
 import gc
 import json
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -536,8 +539,44 @@ def test_unresolvable_external_raises_instead_of_aborting():
       llvm.return %r : i32
     }
     """)
-    with pytest.raises(RuntimeError, match="ember_no_such_symbol"):
+    with pytest.raises(
+        EmberError, match="compiled code uses 'ember_no_such_symbol', which this"
+    ):
         build_module(module)
+
+
+def run_fresh(script: str) -> subprocess.CompletedProcess:
+    """Run `script` in a new Python process: no execution engine exists yet."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_heap_buffers_in_the_first_build_of_a_process():
+    # LLVM knows no process symbol (aligned_alloc, free, expf) until an execution
+    # engine exists; the first build of a process must still resolve them.
+    done = run_fresh("""
+        import numpy as np
+        import ember
+        from ember import te
+
+        n = 64  # big enough that -O3 keeps the intermediate buffer
+        A = te.placeholder((n,), name="A")
+        B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+        C = te.compute((n,), lambda i: te.exp(B[i]) + 1.0, name="C")
+        mod = ember.build(te.create_schedule(C.op), [A, C], name="f")
+        ir = mod.get_source("ll")
+        assert "aligned_alloc" in ir and "@free" in ir, ir
+        a = np.linspace(-1, 1, n).astype(np.float32)
+        c = np.empty(n, np.float32)
+        mod(a, c)
+        np.testing.assert_allclose(c, np.exp(a * 2) + 1, rtol=1e-6)
+        print("ok")
+    """)
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
 
 
 def test_calls_into_the_c_library():

@@ -1,6 +1,8 @@
 """`LLVMModule`: an llvm-dialect module compiled by LLVM, JIT-run on the host."""
 
+import ctypes
 import ctypes.util
+from functools import cache
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -14,8 +16,10 @@ from ember.runtime import EmberError, Module
 
 _PACKED_SIGNATURE = "i32 (ptr, ptr, i32, ptr, ptr)"
 _METADATA = "__ember_metadata"
-# Libraries compiled code may call that a Python process has not always loaded.
+# Libraries compiled code may call that a Python process has not always loaded:
+# by symbol prefix, and for any other symbol.
 _LIBRARIES = {"GOMP_": "gomp", "omp_": "gomp"}
+_FALLBACK_LIBRARIES = ("m",)
 _SOURCE_FORMATS = ("ll", "ll-unopt", "asm")
 
 
@@ -150,22 +154,68 @@ def _resolve_externals(module: llvm.ModuleRef) -> None:
 
     MCJIT aborts the process on a symbol it cannot find; finding them first turns
     that into an exception naming the symbol.
+
+    Raises:
+        EmberError: a symbol is in neither this process nor a library known to
+            provide it.
     """
     for value in (*module.functions, *module.global_variables):
         name = value.name
-        if not value.is_declaration or name.startswith("llvm."):
-            continue
-        if llvm.address_of_symbol(name):
-            continue
-        library = next(
-            (lib for p, lib in _LIBRARIES.items() if name.startswith(p)), None
-        )
-        path = ctypes.util.find_library(library) if library else None
-        if path:
-            llvm.load_library_permanently(path)
-            if llvm.address_of_symbol(name):
-                continue
-        raise RuntimeError(f"compiled code uses {name!r}, which this process lacks")
+        if value.is_declaration and not name.startswith("llvm."):
+            if not _resolve(name):
+                raise EmberError(
+                    f"compiled code uses {name!r}, which this process lacks"
+                )
+
+
+def _resolve(name: str) -> bool:
+    """Make the symbol `name` known to LLVM; False if it is nowhere to be found.
+
+    LLVM searches the process itself only once an execution engine has loaded
+    it, so before the first JIT compilation in a process even `malloc` is
+    unknown to it: a symbol the process has (libc, libm, anything loaded) is
+    registered with its address, and otherwise a library that provides it is
+    loaded.
+    """
+    if llvm.address_of_symbol(name):
+        return True
+    address = _process_symbol(name)
+    if address:
+        llvm.add_symbol(name, address)
+        return True
+    prefixed = [lib for prefix, lib in _LIBRARIES.items() if name.startswith(prefix)]
+    for library in (*prefixed, *_FALLBACK_LIBRARIES):
+        if _load_library(library) and llvm.address_of_symbol(name):
+            return True
+    return False
+
+
+@cache
+def _process() -> ctypes.CDLL:
+    """Every symbol this process has loaded (dlopen(NULL))."""
+    return ctypes.CDLL(None)
+
+
+def _process_symbol(name: str) -> int:
+    """The address of `name` among the symbols this process has loaded, or 0."""
+    try:
+        symbol = _process()[name]
+    except AttributeError:
+        return 0
+    return ctypes.cast(symbol, ctypes.c_void_p).value or 0
+
+
+@cache
+def _load_library(library: str) -> bool:
+    """Load `lib<library>` into the process for LLVM, once; False if absent."""
+    path = ctypes.util.find_library(library)
+    if not path:
+        return False
+    try:
+        llvm.load_library_permanently(path)
+    except RuntimeError:
+        return False
+    return True
 
 
 __all__ = ["LLVMModule"]
