@@ -24,6 +24,7 @@ from ember.backends.llvm import (
     build_module,
     translate,
 )
+from ember.backends.llvm import target as target_module
 from ember.dialects.llvm import LLVM
 from ember.runtime import EmberError
 from ember.runtime.errors import FunctionNotFoundError
@@ -654,9 +655,129 @@ def test_host_assembly_has_host_instructions():
 
 def test_mattr_overrides_host_features():
     target = Target("llvm -mattr=-avx2")
-    assert target.is_host
+    assert target.is_host and target.not_host_reason == ""
     assert target.features.endswith(",-avx2")
     assert str(target) == "llvm -mattr=-avx2"
+
+
+def missing_host_feature() -> str:
+    """A feature LLVM knows for this host's architecture and the host lacks."""
+    features = llvm.get_host_cpu_features()
+    preferred = ("avx512fp16", "amx-tile", "avx512f", "avx2", "sve2", "sme", "v")
+    for name in (*preferred, *sorted(features)):
+        if features.get(name) is False:
+            return name
+    pytest.skip("this host has every feature LLVM knows for it")
+
+
+def other_cpu() -> str:
+    """A CPU LLVM knows for this host's architecture that the host is not."""
+    known = {
+        "x86_64": ("sapphirerapids", "znver4", "skylake"),
+        "aarch64": ("neoverse-v2", "cortex-a72"),
+    }.get(Target.host().arch, ())
+    for cpu in known:
+        if cpu != llvm.get_host_cpu_name():
+            return cpu
+    pytest.skip(f"no other CPU listed for {Target.host().arch}")
+
+
+def test_feature_the_host_lacks_makes_a_cross_target():
+    feature = missing_host_feature()
+    target = Target(f"llvm -mattr=+{feature}")
+    assert not target.is_host
+    host = llvm.get_host_cpu_name()
+    assert target.not_host_reason == f"this {host} lacks +{feature}"
+    # the last mention of a feature wins
+    assert Target(f"llvm -mattr=+{feature},-{feature}").is_host
+    mod = build_module(parse(CASTS), target)
+    assert mod.object_code()[:4] == b"\x7fELF"
+    with pytest.raises(EmberError, match=f"cannot run on this machine: .*\\+{feature}"):
+        mod.function_address("to_i32")
+
+
+def test_another_cpu_makes_a_cross_target():
+    cpu = other_cpu()
+    target = Target(f"llvm -mcpu={cpu}")
+    assert not target.is_host and target.cpu == cpu
+    assert f"-mcpu={cpu} is not this machine's CPU" in target.not_host_reason
+    mod = build_module(parse(PACKED), target)
+    assert "fill" in mod.get_source("asm")
+    with pytest.raises(EmberError, match="cannot run on this machine: -mcpu="):
+        mod(np.zeros(4, np.float32))
+    same = Target(f"llvm -mcpu={llvm.get_host_cpu_name()}")
+    assert same.is_host
+
+
+def test_host_targets_start_no_subprocess(monkeypatch):
+    def refuse(*args):
+        raise AssertionError(f"validated {args} in a subprocess")
+
+    monkeypatch.setattr(target_module, "_llvm_rejects", refuse)
+    host = llvm.get_host_cpu_name()
+    for spec in ("llvm", "llvm -mcpu=native", "llvm -mattr=-avx2,+sse2"):
+        assert Target(spec).is_host
+    assert Target(f"llvm -mcpu={host} -opt-level=2").is_host
+    assert not Target("llvm -mtriple=aarch64-linux-gnu").is_host
+
+
+def test_named_cpus_and_features_are_checked_once(monkeypatch):
+    calls = []
+    real_run = subprocess.run
+
+    def counting_run(*args, **kwargs):
+        calls.append(args)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(target_module.subprocess, "run", counting_run)
+    target_module._llvm_rejects.cache_clear()
+    cpu = other_cpu()
+    for _ in range(3):
+        Target(f"llvm -mcpu={cpu}")
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "llvm -mcpu=notacpu",
+            "target llvm -mcpu=notacpu: -mcpu=notacpu is not a CPU LLVM knows for",
+        ),
+        (
+            "llvm -mattr=+notafeature",
+            "target llvm -mattr=+notafeature: -mattr +notafeature is not a feature",
+        ),
+        (
+            "llvm -mcpu=native -mattr=-notafeature",
+            ": -mattr -notafeature is not a feature LLVM knows for",
+        ),
+        (
+            "llvm -mtriple=aarch64-linux-gnu -mcpu=notacpu",
+            ": -mcpu=notacpu is not a CPU LLVM knows for aarch64-linux-gnu",
+        ),
+    ],
+)
+def test_unknown_cpus_and_features_are_value_errors(spec, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Target(spec)
+
+
+def test_unknown_cpu_does_not_kill_the_process():
+    # LLVM aborts the process ("64-bit code requested on a subtarget that doesn't
+    # support it") when it generates code for an unknown x86 CPU.
+    done = run_fresh("""
+        from ember import te
+        import ember
+        A = te.placeholder((8,), name="A")
+        B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+        try:
+            ember.build(te.create_schedule(B.op), [A, B], target="llvm -mcpu=notacpu")
+        except ValueError as e:
+            print(e)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert "-mcpu=notacpu is not a CPU LLVM knows" in done.stdout
 
 
 ELF_MACHINES = {"aarch64-linux-gnu": 183, "riscv64-linux-gnu": 243}

@@ -92,8 +92,8 @@ class LLVMModule(Module):
             raise KeyError(f"module exports no function {name!r}")
         if self._engine is None:
             raise EmberError(
-                f"module compiled for {self.target} cannot run on this machine "
-                f"({llvm.get_process_triple()}); save it with save('m.o') instead"
+                f"module compiled for {self.target} cannot run on this machine: "
+                f"{self.target.not_host_reason}; save it with save('m.o') instead"
             )
         return self._engine.get_function_address(name)
 

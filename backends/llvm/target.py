@@ -8,9 +8,22 @@ Target `llvm` without `-mtriple` and `-mcpu` (or with `-mcpu=native`) is the hos
 its triple, `get_host_cpu_name()` and the feature string LLVM detects on it, never
 LLVM's generic CPU. `-mattr` adds to (or overrides) the host's features. An explicit
 `-mcpu` takes the features that CPU implies, plus `-mattr`.
+
+Code for a target runs in this process (`is_host`) only when the target's triple
+is the host's, its CPU is the host CPU (or not named), and every feature it turns
+on with `+` the host has; anything else is a cross target, for which LLVM emits
+objects and assembly but nothing runs. A named CPU, feature or ABI that LLVM does
+not know is a ValueError: LLVM itself would only warn, or abort the process, so a
+short-lived subprocess tries it first (once per process and target; the plain
+host target never needs it, and where no subprocess can run the target is
+trusted).
 """
 
+import re
+import subprocess
+import sys
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -33,6 +46,7 @@ class Target:
         mabi: the ABI name ("" for the target's default).
         opt_level: 0 to 3, LLVM's optimization and code generation level.
         is_host: the code can run in this process.
+        not_host_reason: why the code cannot run here ("" for the host).
     """
 
     def __init__(self, spec: "str | Mapping[str, Any] | Target" = "llvm"):
@@ -62,15 +76,47 @@ class Target:
                 f"target {self}: -mtriple={self.triple} is not a target this LLVM "
                 f"knows ({str(e).strip()})"
             ) from None
-        native = "mcpu" not in options
-        self.is_host = _same_machine(self.triple, host_triple)
-        if native and self.is_host:
-            self.cpu = llvm.get_host_cpu_name()
-            host_features = llvm.get_host_cpu_features().flatten()
-            self.features = ",".join(x for x in (host_features, *self.mattr) if x)
+        same_triple = _same_machine(self.triple, host_triple)
+        host_cpu = llvm.get_host_cpu_name()
+        if "mcpu" not in options and same_triple:
+            self.cpu = host_cpu
+            self.features = ",".join(
+                x for x in (_host_feature_string(), *self.mattr) if x
+            )
         else:
             self.cpu = options.get("mcpu", "generic")
             self.features = ",".join(self.mattr)
+        if self._needs_validation(same_triple, host_cpu):
+            error = _llvm_rejects(self.triple, self.cpu, self.features, self.mabi)
+            if error:
+                raise ValueError(f"target {self}: {error}")
+        self.not_host_reason = self._not_host_reason(host_triple, host_cpu)
+        self.is_host = not self.not_host_reason
+
+    def _needs_validation(self, same_triple: bool, host_cpu: str) -> bool:
+        """Whether the target names something LLVM might not know."""
+        if self.mabi:
+            return True
+        if not same_triple:
+            return "mcpu" in self._options or bool(self.mattr)
+        if self.cpu != host_cpu:
+            return True
+        known = _host_features()
+        return any(a[1:] not in known for a in self.mattr)
+
+    def _not_host_reason(self, host_triple: str, host_cpu: str) -> str:
+        if not _same_machine(self.triple, host_triple):
+            return f"-mtriple={self.triple} is not this machine's {host_triple}"
+        if self.cpu != host_cpu:
+            return f"-mcpu={self.cpu} is not this machine's CPU ({host_cpu})"
+        wanted: dict[str, bool] = {}
+        for attr in self.mattr:  # the last mention of a feature wins, as in LLVM
+            wanted[attr[1:]] = attr[0] == "+"
+        host = _host_features()
+        missing = [f"+{f}" for f, on in wanted.items() if on and not host.get(f)]
+        if missing:
+            return f"this {host_cpu} lacks {', '.join(missing)}"
+        return ""
 
     @classmethod
     def host(cls) -> "Target":
@@ -126,7 +172,71 @@ class Target:
 
 def _same_machine(triple: str, host: str) -> bool:
     a, b = llvm.get_triple_parts(triple), llvm.get_triple_parts(host)
-    return (a.Arch, a.OS) == (b.Arch, b.OS)
+    return (a.Arch, a.SubArch, a.OS) == (b.Arch, b.SubArch, b.OS)
+
+
+@cache
+def _host_features() -> dict[str, bool]:
+    """Every feature LLVM detects on the host: name → whether the host has it."""
+    return dict(llvm.get_host_cpu_features())
+
+
+@cache
+def _host_feature_string() -> str:
+    return llvm.get_host_cpu_features().flatten()
+
+
+# Run by `_llvm_rejects` in a fresh interpreter: build a target machine and emit
+# an object, which is where LLVM warns about (or aborts on) what it does not know.
+_PROBE = r"""
+import sys
+import llvmlite.binding as llvm
+llvm.initialize_all_targets()
+llvm.initialize_all_asmprinters()
+triple, cpu, features, abi = sys.argv[1:5]
+tm = llvm.Target.from_triple(triple).create_target_machine(
+    cpu=cpu, features=features, abiname=abi
+)
+module = llvm.parse_assembly("define void @f() {\n  ret void\n}\n")
+module.triple = triple
+tm.emit_object(module)
+"""
+_UNKNOWN_CPU = re.compile(r"'([^']*)' is not a recognized processor")
+_UNKNOWN_FEATURE = re.compile(r"'([^']*)' is not a recognized feature")
+
+
+@cache
+def _llvm_rejects(triple: str, cpu: str, features: str, abi: str) -> str:
+    """Why LLVM cannot generate code for this combination, or "" if it can.
+
+    Tried in a subprocess because LLVM aborts the process on some bad
+    combinations (an unknown x86 CPU: "64-bit code requested on a subtarget that
+    doesn't support it") and only prints a warning on others.
+    """
+    if not sys.executable:
+        return ""  # an embedded interpreter: no way to ask, trust the target
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE, triple, cpu, features, abi],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""  # the check itself could not run: trust the target
+    cpu_match = _UNKNOWN_CPU.search(done.stderr)
+    if cpu_match:
+        return f"-mcpu={cpu_match.group(1)} is not a CPU LLVM knows for {triple}"
+    feature_match = _UNKNOWN_FEATURE.search(done.stderr)
+    if feature_match:
+        return (
+            f"-mattr {feature_match.group(1)} is not a feature LLVM knows for {triple}"
+        )
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        detail = lines[-1] if lines else f"exit status {done.returncode}"
+        return f"LLVM cannot generate code for it ({detail.strip()})"
+    return ""
 
 
 def _parse_string(spec: str) -> dict[str, str]:
