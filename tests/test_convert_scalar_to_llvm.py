@@ -6,7 +6,7 @@ of element i from arrays, apply the op, store the results), lowered by the pass 
 compiled and run over arrays of inputs; results are compared with Python's own
 arithmetic or numpy. i8 division is checked on every pair of operands. The few ops
 xDSL's translator does not know (ember's llvm additions) are run through ember's
-translator when it is importable.
+translator.
 """
 
 import ctypes
@@ -24,6 +24,7 @@ from xdsl.context import Context
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
+from ember.backends.llvm import translate
 from ember.passes import get_context, run
 
 llvm.initialize_native_target()
@@ -148,8 +149,6 @@ class Jit:
         module.verify()
         self.module = module
         if ember:
-            from ember.backends.llvm import translate
-
             ir = str(translate(module))
         else:
             ir = str(convert_module(module, fallback_target_triple=None))
@@ -736,7 +735,6 @@ def math_jit() -> Jit:
 def ember_math_jit() -> Jit:
     """Every unary op on vectors, the libm ones scalarized with ember's
     llvm.extractelement, which only ember's translator knows."""
-    pytest.importorskip("ember.backends.llvm.translate")
     return Jit(
         [
             kernel(
@@ -886,7 +884,6 @@ def test_libm_declared_once_and_f16_through_f32():
 
 def test_ops_only_embers_translator_knows():
     """ember's llvm additions (fptosi, fptoui, uitofp) and fastmath intrinsic calls."""
-    pytest.importorskip("ember.backends.llvm.translate")
     jit = Jit(
         [
             kernel("fptosi", ["f32"], ["i32"], "  %r0 = arith.fptosi %a : f32 to i32"),
@@ -925,7 +922,6 @@ def test_ops_only_embers_translator_knows():
 @pytest.mark.skipif(not HOST_FEATURES.get("f16c"), reason="f16 needs F16C in a JIT")
 def test_libm_on_f16_vectors():
     """Scalarized, each lane through float (ember's translator: extractelement)."""
-    pytest.importorskip("ember.backends.llvm.translate")
     jit = Jit(
         [
             kernel(
