@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
     UnrankedTensorType,
     i1,
 )
@@ -62,7 +63,7 @@ class ConvertTeToLoopPass(ModulePass):
     After:
 
         func.func @rowmax(%X: memref<4x8xf32> {ember.name = "X"},
-                          %M: memref<4xf32> {ember.name = "M"}) {
+                          %M: memref<4xf32> {ember.name = "M", ember.output}) {
           %c0 = arith.constant 0 : index
           %c4 = arith.constant 4 : index
           %c1 = arith.constant 1 : index
@@ -84,7 +85,8 @@ class ConvertTeToLoopPass(ModulePass):
     and element type, then one out-parameter per result. Every argument keeps its
     attribute dictionary and gets `ember.name`: an input keeps its own (else its SSA
     name, else `arg<i>`); an output takes the name of its te.compute (a returned
-    input, copied, keeps that input's name). Computes that are not results write a
+    input, copied, keeps that input's name) and is marked `ember.output`, which
+    func-packed-abi reads to reject calls whose outputs overlap other arguments. Computes that are not results write a
     `loop.alloc` at the top of the function. A reduction stores the combiner's
     identity (sum 0, max -inf or the smallest integer, min +inf or the largest)
     and then folds into the buffer. max/min combine with `arith.maximumf`/
@@ -235,7 +237,8 @@ class _FunctionLowering:
             assert isinstance(name, StringAttr)
             out.name_hint = ssa_name(name.data)
             own = dict(res_attrs.data[j].data) if res_attrs is not None else {}
-            attrs.append(DictionaryAttr({**own, "ember.name": name}))
+            output = {"ember.name": name, "ember.output": UnitAttr()}
+            attrs.append(DictionaryAttr({**own, **output}))
         self.function.function_type = FunctionType.from_lists(self.block.arg_types, [])
         self.function.arg_attrs = ArrayAttr(attrs)
         self.function.res_attrs = None

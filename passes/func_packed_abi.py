@@ -47,7 +47,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
-from ember.passes.convert_memref_to_llvm import bare_pointer_error
+from ember.passes.convert_memref_to_llvm import bare_pointer_error, element_bytes
 from ember.passes.names import ssa_name
 
 PTR = llvm.LLVMPointerType()
@@ -110,10 +110,17 @@ class _Arg:
     name: str
     type: MemRefType
     dtype: str
+    output: bool
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.type.get_shape()
+
+    @property
+    def nbytes(self) -> int:
+        size = element_bytes(self.type.element_type)
+        assert size is not None  # a bare pointer's element type has a size
+        return prod(self.shape) * size
 
     def describe(self) -> str:
         return f"{self.dtype} tensor of shape {self.shape}"
@@ -128,7 +135,7 @@ def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
 
     An argument's name is its `ember.name` attribute, any string (else, or if it is
     empty, `arg<i>`); its dtype may be overridden by `ember.dtype` (e.g. "uint8" for
-    an i8 buffer)."""
+    an i8 buffer); `ember.output` marks an output."""
     private = f.sym_visibility is not None and f.sym_visibility.data != "public"
     ftype = f.function_type
     if private or not f.body.blocks or ftype.outputs.data:
@@ -150,7 +157,7 @@ def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
                 raise _fail(f, f"argument {i}: ember.dtype {override} does not fit {t}")
             dtype = override.data
         label = name.data if isinstance(name, StringAttr) and name.data else f"arg{i}"
-        args.append(_Arg(label, t, dtype))
+        args.append(_Arg(label, t, dtype, "ember.output" in attrs))
     return args
 
 
@@ -196,6 +203,10 @@ class _Builder:
         flag = llvm.ICmpPredicateFlag(predicate)
         rhs = self.const(expected, value.type)
         return self.add(llvm.ICmpOp(value, rhs, IntegerAttr(flag.to_int(), i64)))
+
+    def cmp(self, predicate: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        flag = llvm.ICmpPredicateFlag(predicate)
+        return self.add(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64)))
 
     def is_null(self, ptr: SSAValue, predicate: str = "eq") -> SSAValue:
         return self.eq(self.add(llvm.PtrToIntOp(ptr, i64)), 0, predicate)
@@ -312,24 +323,55 @@ class _Entry:
             self.check(ok, message, code, compact)
         return tensor
 
+    def check_overlaps(
+        self, args: list[_Arg], starts: list[SSAValue], pairs: list[tuple[int, int]]
+    ) -> None:
+        """Check that output `i`'s bytes and argument `j`'s are disjoint for each
+        pair `(i, j)` (block `arg<i>_vs<j>`), then go on in block `call`."""
+        b = self.b
+        bounds: dict[int, tuple[SSAValue, SSAValue]] = {}
+        for k in sorted({k for pair in pairs for k in pair}):
+            first = b.add(llvm.PtrToIntOp(starts[k], i64))
+            bounds[k] = first, b.add(llvm.AddOp(first, b.const(args[k].nbytes, i64)))
+        after = [f"arg{i}_vs{j}" for i, j in pairs[1:]] + ["call"]
+        for (i, j), then in zip(pairs, after, strict=True):
+            b = self.b
+            (first_i, end_i), (first_j, end_j) = bounds[i], bounds[j]
+            apart = b.add(
+                llvm.OrOp(b.cmp("ule", end_i, first_j), b.cmp("ule", end_j, first_i))
+            )
+            text = (
+                f"argument {i} ({args[i].name}): output overlaps argument {j} "
+                f"({args[j].name}); in-place calls are not supported"
+            )
+            self.check(apart, self.message(f"{i}.overlaps.{j}", text), -2 - i, then)
+
     def build(self, args: list[_Arg], impl: str) -> llvm.FuncOp:
         names = ", ".join(a.name for a in args)
         plural = "" if len(args) == 1 else "s"
         expected = f"expected {len(args)} argument{plural} ({names})"
-        after = [f"arg{i}" for i in range(1, len(args))] + ["call"]
+        pairs = _overlap_pairs(args)
+        checked = f"arg{pairs[0][0]}_vs{pairs[0][1]}" if pairs else "call"
+        after = [f"arg{i}" for i in range(1, len(args))] + [checked]
         self.check(
             self.b.eq(self.count, len(args)),
             self.message("count", expected),
             -1,
-            "arg0" if args else "call",
+            "arg0" if args else checked,
         )
         tensors = [self.check_arg(i, arg, after[i]) for i, arg in enumerate(args)]
         b = self.b
-        pointers: list[SSAValue] = []
-        for tensor, arg in zip(tensors, args, strict=True):
+        starts: list[SSAValue] = []
+        for tensor in tensors:
             data, offset = b.field(tensor, DATA), b.field(tensor, OFFSET)
-            start = b.add(llvm.GEPOp.from_mixed_indices(data, [offset], i8))
-            pointers.append(b.add(UnrealizedConversionCastOp.get([start], [arg.type])))
+            starts.append(b.add(llvm.GEPOp.from_mixed_indices(data, [offset], i8)))
+        if pairs:
+            self.check_overlaps(args, starts, pairs)
+        b = self.b
+        pointers = [
+            b.add(UnrealizedConversionCastOp.get([start], [arg.type]))
+            for start, arg in zip(starts, args, strict=True)
+        ]
         b.add(func.CallOp(impl, pointers, []))
         b.store(b.const(0, i64), self.ret)
         b.store(b.const(TYPE_NULL), self.ret_code)
@@ -341,6 +383,19 @@ class _Entry:
         on_fail.add(llvm.ReturnOp(self.failed.args[1]))
         self.region.add_block(self.failed)
         return packed_function(self.name, self.region)
+
+
+def _overlap_pairs(args: list[_Arg]) -> list[tuple[int, int]]:
+    """The (output, other argument) pairs whose bytes must be disjoint: each output
+    against every other argument, each pair of outputs once; empty buffers overlap
+    nothing."""
+    return [
+        (i, j)
+        for i, out in enumerate(args)
+        if out.output and out.nbytes
+        for j, other in enumerate(args)
+        if j != i and other.nbytes and not (other.output and j < i)
+    ]
 
 
 def _compact_strides(shape: tuple[int, ...]) -> list[int]:
@@ -360,7 +415,12 @@ def _metadata(entries: dict[str, list[_Arg]]) -> list[Operation]:
         "functions": {
             name: {
                 "args": [
-                    {"name": a.name, "shape": list(a.shape), "dtype": a.dtype}
+                    {
+                        "name": a.name,
+                        "shape": list(a.shape),
+                        "dtype": a.dtype,
+                        "output": a.output,
+                    }
                     for a in args
                 ]
             }

@@ -150,7 +150,7 @@ class Kernel:
 VECADD = """
 func.func @vecadd(%A: memref<8xf32> {ember.name = "A"},
                   %B: memref<8xf32> {ember.name = "B"},
-                  %C: memref<8xf32> {ember.name = "C"}) {
+                  %C: memref<8xf32> {ember.name = "C", ember.output}) {
   %c0 = llvm.mlir.constant(0 : i64) : i64
   cf.br ^loop(%c0 : i64)
 ^loop(%i: i64):
@@ -272,10 +272,51 @@ def test_checks_run_in_argument_order(vecadd):
     assert c.sum() == 0
 
 
+OVERLAPS_A = (
+    "vecadd: argument 2 (C): output overlaps argument 0 (A); "
+    "in-place calls are not supported"
+)
+
+
+def test_output_may_not_be_an_input(vecadd):
+    a, b, _ = vecadd_inputs()
+    expect(vecadd, (a, b, a), -4, OVERLAPS_A)
+    expect(vecadd, (a, b, b), -4, OVERLAPS_A.replace("0 (A)", "1 (B)"))
+    np.testing.assert_array_equal(a, vecadd_inputs()[0])
+
+
+def test_output_may_not_overlap_an_input():
+    """Overlapping views of one array are rejected; adjacent ones and one array
+    passed as two inputs are fine."""
+    kernel = Kernel(VECADD)
+    big = np.arange(24, dtype=np.float32)
+    b = np.ones(8, np.float32)
+    expect(kernel, (big[0:8], b, big[4:12]), -4, OVERLAPS_A)
+    expect(kernel, (big[4:12], b, big[0:8]), -4, OVERLAPS_A)
+    assert kernel.call("vecadd", big[0:8], b, big[8:16]) == (0, 4, None)
+    np.testing.assert_array_equal(big[8:16], np.arange(8) + 1)
+    assert kernel.call("vecadd", big[16:24], big[16:24], big[0:8])[0] == 0
+    np.testing.assert_array_equal(big[0:8], 2 * big[16:24])
+
+
+def test_overlap_is_measured_in_bytes_from_byte_offset(vecadd):
+    """C starting in A's last byte overlaps it; C starting right after does not."""
+    raw = np.zeros(80, np.uint8)
+    a = raw[:32].view(np.float32)
+    b = np.ones(8, np.float32)
+    c = tensor(raw, code=2, bits=32, shape=(8,), byte_offset=31)
+    expect(vecadd, (a, b, c), -4, OVERLAPS_A)
+    c = tensor(raw, code=2, bits=32, shape=(8,), byte_offset=32)
+    assert vecadd.call("vecadd", a, b, c) == (0, 4, None)
+    np.testing.assert_array_equal(raw[32:64].view(np.float32), b)
+
+
 def test_metadata(vecadd):
     rc, code, text = vecadd.call("__ember_metadata")
     assert (rc, code) == (0, 11)
-    args = [{"name": n, "shape": [8], "dtype": "float32"} for n in "ABC"]
+    args = [
+        {"name": n, "shape": [8], "dtype": "float32", "output": n == "C"} for n in "ABC"
+    ]
     assert json.loads(text) == {
         "entry": "vecadd",
         "functions": {"vecadd": {"args": args}},
@@ -569,6 +610,38 @@ def test_bool_max_and_min_are_any_and_all():
     assert kernel.call("any_all", x, a, m) == (0, 4, None)
     np.testing.assert_array_equal(a, x.max(axis=1))
     np.testing.assert_array_equal(m, x.min(axis=1))
+
+
+SQUARE = """
+func.func @square(%A: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %C = te.compute "C" (%i, %j) reduce sum (%k : 4) -> tensor<4x4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x4xf32>
+    %b = te.read %A[%k, %j] : tensor<4x4xf32>
+    %p = arith.mulf %a, %b : f32
+    te.yield %p : f32
+  }
+  func.return %C : tensor<4x4xf32>
+}
+"""
+
+
+def test_reduction_in_place_is_rejected():
+    """`square(x, x)` would read the output while reducing into it: the entry
+    refuses it before touching anything."""
+    kernel = Kernel(SQUARE, "ember-cpu")
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    c = np.zeros((4, 4), np.float32)
+    assert kernel.call("square", x, c) == (0, 4, None)
+    np.testing.assert_allclose(c, x @ x)
+    message = (
+        "square: argument 1 (C): output overlaps argument 0 (A); "
+        "in-place calls are not supported"
+    )
+    assert kernel.call("square", x, x) == (-3, 11, message)
+    np.testing.assert_array_equal(x, np.arange(16).reshape(4, 4))
+    _, _, meta = kernel.call("__ember_metadata")
+    args = json.loads(meta)["functions"]["square"]["args"]
+    assert [a["output"] for a in args] == [False, True]
 
 
 # --- cf.assert --------------------------------------------------------------------

@@ -373,6 +373,8 @@ def test_signature_and_no_te_left():
     )
     names = [d.data["ember.name"].data for d in fn.arg_attrs.data]  # type: ignore[attr-defined]
     assert names == ["A", "B", "C"]
+    outputs = ["ember.output" in d.data for d in fn.arg_attrs.data]  # type: ignore[attr-defined]
+    assert outputs == [False, False, True]
 
 
 def test_untranslatable_tensor_fails():

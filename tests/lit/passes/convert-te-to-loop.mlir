@@ -1,11 +1,12 @@
 // RUN: ember-opt %s -p convert-te-to-loop --split-input-file | filecheck %s
 
-// An elementwise compute writes its out-parameter; every argument gets ember.name.
+// An elementwise compute writes its out-parameter; every argument gets ember.name,
+// and every out-parameter ember.output.
 
 // CHECK-LABEL: func.func @vecadd(
 // CHECK-SAME:      %[[A:[^:]*]]: memref<16xf32> {ember.name = "A"},
 // CHECK-SAME:      %[[B:[^:]*]]: memref<16xf32> {ember.name = "B"},
-// CHECK-SAME:      %[[C:[^:]*]]: memref<16xf32> {ember.name = "C"}) {
+// CHECK-SAME:      %[[C:[^:]*]]: memref<16xf32> {ember.name = "C", ember.output}) {
 // CHECK-NEXT:    %[[C0:.*]] = arith.constant 0 : index
 // CHECK-NEXT:    %[[C16:.*]] = arith.constant 16 : index
 // CHECK-NEXT:    %[[C1:.*]] = arith.constant 1 : index
@@ -35,7 +36,7 @@ func.func @vecadd(%A: tensor<16xf32>, %B: tensor<16xf32>) -> tensor<16xf32> {
 
 // CHECK-LABEL: func.func @matmul(
 // CHECK-SAME:      %[[A:[^:]*]]: memref<4x8xf32> {ember.name = "A"}, %[[B:[^:]*]]: memref<8x3xf32> {ember.name = "B"},
-// CHECK-SAME:      %[[C:[^:]*]]: memref<4x3xf32> {ember.name = "C"}) {
+// CHECK-SAME:      %[[C:[^:]*]]: memref<4x3xf32> {ember.name = "C", ember.output}) {
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
 // CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
@@ -149,7 +150,7 @@ func.func @any_all(%X: tensor<4x8xi1>) -> (tensor<4xi1>, tensor<4xi1>) {
 // next compute reads it.
 
 // CHECK-LABEL: func.func @chain(
-// CHECK-SAME:      %[[A:[^:]*]]: memref<8xf32> {ember.name = "A"}, %[[U:[^:]*]]: memref<8xf32> {ember.name = "U"}) {
+// CHECK-SAME:      %[[A:[^:]*]]: memref<8xf32> {ember.name = "A"}, %[[U:[^:]*]]: memref<8xf32> {ember.name = "U", ember.output}) {
 // CHECK-NEXT:    %[[T:.*]] = loop.alloc : memref<8xf32>
 // CHECK:         loop.for %[[I:.*]] = {{.*}} {
 // CHECK-NEXT:      %[[X:.*]] = memref.load %[[A]][%[[I]]]
@@ -181,8 +182,8 @@ func.func @chain(%A: tensor<8xf32>) -> tensor<8xf32> {
 // Returning an input, or one tensor twice, copies it into the out-parameter.
 
 // CHECK-LABEL: func.func @copies(
-// CHECK-SAME:      %[[A:[^:]*]]: memref<2x3xi32> {ember.name = "A"}, %[[C:[^:]*]]: memref<2x3xi32> {ember.name = "C"},
-// CHECK-SAME:      %[[A2:[^:]*]]: memref<2x3xi32> {ember.name = "A"}, %[[C2:[^:]*]]: memref<2x3xi32> {ember.name = "C"}) {
+// CHECK-SAME:      %[[A:[^:]*]]: memref<2x3xi32> {ember.name = "A"}, %[[C:[^:]*]]: memref<2x3xi32> {ember.name = "C", ember.output},
+// CHECK-SAME:      %[[A2:[^:]*]]: memref<2x3xi32> {ember.name = "A", ember.output}, %[[C2:[^:]*]]: memref<2x3xi32> {ember.name = "C", ember.output}) {
 // CHECK:         loop.for
 // CHECK:           memref.store %{{.*}}, %[[C]]
 // CHECK:         loop.for %[[I:.*]] = {{.*}} {
@@ -213,7 +214,7 @@ func.func @copies(%A: tensor<2x3xi32>) -> (tensor<2x3xi32>, tensor<2x3xi32>, ten
 // CHECK-SAME:      %{{.*}}: memref<4xf32> {ember.name = "input", llvm.noalias},
 // CHECK-SAME:      %{{.*}}: memref<4xf32> {ember.name = "arg1"},
 // CHECK-SAME:      %[[S:[^:]*]]: f32 {ember.name = "s"},
-// CHECK-SAME:      %{{.*}}: memref<4xf32> {ember.note = "result", ember.name = "Out"}) {
+// CHECK-SAME:      %{{.*}}: memref<4xf32> {ember.note = "result", ember.name = "Out", ember.output}) {
 // CHECK:           arith.mulf %{{.*}}, %[[S]] : f32
 func.func @names(%A: tensor<4xf32> {ember.name = "input", llvm.noalias}, %0: tensor<4xf32>, %s: f32)
     -> (tensor<4xf32> {ember.note = "result"}) {
@@ -232,7 +233,7 @@ func.func @names(%A: tensor<4xf32> {ember.name = "input", llvm.noalias}, %0: ten
 // Rank 0: no loops at all (a reduction still loops over its axis).
 
 // CHECK-LABEL: func.func @scalar(
-// CHECK-SAME:      %[[A:[^:]*]]: memref<f32> {ember.name = "A"}, %[[S:[^:]*]]: memref<f32> {ember.name = "S"}) {
+// CHECK-SAME:      %[[A:[^:]*]]: memref<f32> {ember.name = "A"}, %[[S:[^:]*]]: memref<f32> {ember.name = "S", ember.output}) {
 // CHECK:         memref.store %{{.*}}, %[[S]][] : memref<f32>
 // CHECK-NEXT:    loop.for %{{.*}} = {{.*}} {
 // CHECK-NEXT:      %[[X:.*]] = memref.load %[[A]][] : memref<f32>

@@ -104,7 +104,7 @@ func.func @scale(%X: memref<4x8xf32> {ember.name = "X"}) {
 // CHECK-NEXT:    llvm.return %[[FAIL_CODE]] : i32
 
 // The module describes itself:
-// CHECK:       llvm.mlir.global internal constant @__ember_metadata.json("{\22entry\22: \22scale\22, \22functions\22: {\22scale\22: {\22args\22: [{\22name\22: \22X\22, \22shape\22: [4, 8], \22dtype\22: \22float32\22}]}}}\00")
+// CHECK:       llvm.mlir.global internal constant @__ember_metadata.json("{\22entry\22: \22scale\22, \22functions\22: {\22scale\22: {\22args\22: [{\22name\22: \22X\22, \22shape\22: [4, 8], \22dtype\22: \22float32\22, \22output\22: false}]}}}\00")
 // CHECK-LABEL: llvm.func @__ember_metadata(
 // CHECK-SAME:      %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i32, %[[MRET:.*]]: !llvm.ptr, %[[MRET_CODE:.*]]: !llvm.ptr) -> i32 {
 // CHECK-NEXT:    %[[JSON:.*]] = llvm.mlir.addressof @__ember_metadata.json : !llvm.ptr
@@ -146,7 +146,7 @@ func.func @misc(%S: memref<f64>, %R: memref<1x16x1xi8> {ember.dtype = "uint8"}, 
 // CHECK:         llvm.mlir.constant(-4 : i32) : i32
 // CHECK:       ^call:
 // CHECK:         func.call @misc_impl(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<f64>, memref<1x16x1xi8>, memref<3xi1>) -> ()
-// CHECK:       @__ember_metadata.json("{\22entry\22: \22misc\22, \22functions\22: {\22misc\22: {\22args\22: [{\22name\22: \22arg0\22, \22shape\22: [], \22dtype\22: \22float64\22}, {\22name\22: \22arg1\22, \22shape\22: [1, 16, 1], \22dtype\22: \22uint8\22}, {\22name\22: \22arg2\22, \22shape\22: [3], \22dtype\22: \22bool\22}]}}}\00")
+// CHECK:       @__ember_metadata.json("{\22entry\22: \22misc\22, \22functions\22: {\22misc\22: {\22args\22: [{\22name\22: \22arg0\22, \22shape\22: [], \22dtype\22: \22float64\22, \22output\22: false}, {\22name\22: \22arg1\22, \22shape\22: [1, 16, 1], \22dtype\22: \22uint8\22, \22output\22: false}, {\22name\22: \22arg2\22, \22shape\22: [3], \22dtype\22: \22bool\22, \22output\22: false}]}}}\00")
 
 // -----
 
@@ -214,3 +214,53 @@ func.func @names(%A: memref<2xf32> {ember.name = "x y"}, %B: memref<2xf32> {embe
 // CHECK:         %x_y = llvm.load
 // CHECK:         %a_b = llvm.load
 // CHECK:       @__ember_metadata.json("{{.*}}\22name\22: \22x y\22{{.*}}\22name\22: \22a\\\22b\22{{.*}}\22name\22: \22\\u00e9\22{{.*}}\22name\22: \22arg3\22{{.*}}")
+
+// -----
+
+// Outputs (ember.output) must not share a byte with any other argument: after the
+// per-argument checks, each output is compared with every other argument (each
+// pair of outputs once) on [data + byte_offset, + nbytes); an overlap fails with
+// -2 - i for output i. Empty buffers overlap nothing. The metadata says which
+// arguments are outputs.
+
+func.func @two_out(%A: memref<4xf32> {ember.name = "A"}, %E: memref<0xf32> {ember.name = "E"},
+                   %C: memref<2x2xi16> {ember.name = "C", ember.output},
+                   %D: memref<f64> {ember.name = "D", ember.output}) {
+  func.return
+}
+
+// CHECK:       @__ember_err.two_out.2.overlaps.0("two_out: argument 2 (C): output overlaps argument 0 (A); in-place calls are not supported\00")
+// CHECK-NEXT:  @__ember_err.two_out.2.overlaps.3("two_out: argument 2 (C): output overlaps argument 3 (D); in-place calls are not supported\00")
+// CHECK-NEXT:  @__ember_err.two_out.3.overlaps.0("two_out: argument 3 (D): output overlaps argument 0 (A); in-place calls are not supported\00")
+// CHECK-NOT:   overlaps
+// CHECK-LABEL: llvm.func @two_out(
+// CHECK:         llvm.cond_br %{{.*}}, ^arg2_vs0, ^fail
+// CHECK:       ^arg2_vs0:
+// CHECK:         %[[A_START:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:         %[[E_START:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:         %[[C_START:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:         %[[D_START:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[A_FIRST:.*]] = llvm.ptrtoint %[[A_START]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[A_BYTES:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[A_END:.*]] = llvm.add %[[A_FIRST]], %[[A_BYTES]] : i64
+// CHECK-NEXT:    %[[C_FIRST:.*]] = llvm.ptrtoint %[[C_START]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[C_BYTES:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[C_END:.*]] = llvm.add %[[C_FIRST]], %[[C_BYTES]] : i64
+// CHECK-NEXT:    %[[D_FIRST:.*]] = llvm.ptrtoint %[[D_START]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[D_BYTES:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[D_END:.*]] = llvm.add %[[D_FIRST]], %[[D_BYTES]] : i64
+// CHECK-NEXT:    %[[BEFORE:.*]] = llvm.icmp "ule" %[[C_END]], %[[A_FIRST]] : i64
+// CHECK-NEXT:    %[[AFTER:.*]] = llvm.icmp "ule" %[[A_END]], %[[C_FIRST]] : i64
+// CHECK-NEXT:    %[[APART:.*]] = llvm.or %[[BEFORE]], %[[AFTER]] : i1
+// CHECK-NEXT:    %[[MSG:.*]] = llvm.mlir.addressof @__ember_err.two_out.2.overlaps.0 : !llvm.ptr
+// CHECK-NEXT:    %[[CODE:.*]] = llvm.mlir.constant(-4 : i32) : i32
+// CHECK-NEXT:    llvm.cond_br %[[APART]], ^arg2_vs3, ^fail(%[[MSG]], %[[CODE]] : !llvm.ptr, i32)
+// CHECK:       ^arg2_vs3:
+// CHECK:         llvm.cond_br %{{.*}}, ^arg3_vs0, ^fail
+// CHECK:       ^arg3_vs0:
+// CHECK:         llvm.mlir.addressof @__ember_err.two_out.3.overlaps.0
+// CHECK-NEXT:    %[[CODE3:.*]] = llvm.mlir.constant(-5 : i32) : i32
+// CHECK-NEXT:    llvm.cond_br %{{.*}}, ^call, ^fail(%{{.*}}, %[[CODE3]] : !llvm.ptr, i32)
+// CHECK:       ^call:
+// CHECK-NEXT:    builtin.unrealized_conversion_cast %[[A_START]] : !llvm.ptr to memref<4xf32>
+// CHECK:       @__ember_metadata.json("{{.*}}\22name\22: \22A\22{{.*}}\22output\22: false}, {{.*}}\22name\22: \22E\22{{.*}}\22output\22: false}, {{.*}}\22name\22: \22C\22{{.*}}\22output\22: true}, {{.*}}\22name\22: \22D\22{{.*}}\22output\22: true}]}}}\00")
