@@ -17,6 +17,8 @@ from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.parser import Parser
 
+import ember
+from ember import te
 from ember.backends.llvm import (
     LLVMModule,
     Target,
@@ -487,6 +489,55 @@ def test_metadata_and_read_only_outputs():
         "fill: argument 0 (out) is an output but the array is read-only"
     )
     np.testing.assert_array_equal(out, 0)
+
+
+def test_compiled_kernel_refuses_read_only_outputs():
+    n = 16
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    mod = ember.build(te.create_schedule(C.op), [A, B, C], name="vecadd")
+    args = mod.metadata["functions"]["vecadd"]["args"]
+    assert [arg.get("output", False) for arg in args] == [False, False, True]
+    assert mod["vecadd"].outputs == (2,)
+    a = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(EmberError) as info:
+        mod(a, a, out)
+    assert str(info.value) == (
+        "vecadd: argument 2 (C) is an output but the array is read-only"
+    )
+    np.testing.assert_array_equal(out, 0)
+    mod(out, out, a)  # read-only inputs are fine
+    np.testing.assert_array_equal(a, 0)
+
+
+def test_compiled_kernel_output_over_a_read_only_mmap(tmp_path):
+    # Writing into a read-only mapping is a segfault: run it in a subprocess.
+    data = tmp_path / "zeros.bin"
+    data.write_bytes(bytes(4 * 1024))
+    done = run_fresh(f"""
+        import mmap
+        import numpy as np
+        import ember
+        from ember import te
+        from ember.runtime import EmberError
+
+        A = te.placeholder((1024,), name="A")
+        C = te.compute((1024,), lambda i: A[i] + 1.0, name="C")
+        mod = ember.build(te.create_schedule(C.op), [A, C], name="inc")
+        with open({str(data)!r}, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            mod(np.ones(1024, np.float32), np.frombuffer(mapped, np.float32))
+        except EmberError as e:
+            print(e)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "inc: argument 1 (C) is an output but the array is read-only\n"
+    )
 
 
 # --- the module: sources, files, externals -----------------------------------
