@@ -22,6 +22,7 @@ _EMBER_PASSES = (
     "convert-memref-to-llvm",
     "convert-func-to-llvm",
     "convert-cf-to-llvm",
+    "llvm-verify-lowered",
 )
 
 

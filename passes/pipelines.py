@@ -28,6 +28,8 @@ EMBER_CPU: tuple[str, ...] = (
     "convert-cf-to-llvm",
     "convert-func-to-llvm",
     "reconcile-unrealized-casts",
+    # only llvm ops are left, or the first other op is named
+    "llvm-verify-lowered",
 )
 
 

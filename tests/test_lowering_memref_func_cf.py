@@ -714,6 +714,15 @@ def test_failed_assert_reports_and_aborts():
             "convert-memref-to-llvm",
             "failed to convert 'memref.subview'",
         ),
+        (  # no conversion takes vector.broadcast: ember-cpu must not succeed
+            "func.func @f(%A: memref<4xf32>, %x: f32) {\n"
+            "  %v = vector.broadcast %x : f32 to vector<4xf32>\n"
+            "  %c0 = arith.constant 0 : index\n"
+            "  vector.store %v, %A[%c0] : memref<4xf32>, vector<4xf32>\n"
+            "  func.return\n}",
+            "ember-cpu",
+            "llvm-verify-lowered: cannot lower 'vector.broadcast' in @f: no pass",
+        ),
     ],
 )
 def test_diagnostics(text, pipeline, message):
