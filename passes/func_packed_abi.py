@@ -7,7 +7,8 @@ private `@f_impl`, and a new `llvm.func @f` with ember's packed signature
     int32_t f(EmberValue* args, int32_t* type_codes, int32_t num_args,
               EmberValue* ret, int32_t* ret_type_code);
 
-checks every argument against the buffer types of `@f_impl` and calls it with bare
+checks every argument against the buffer types of `@f_impl`, and that no output
+(`ember.output`) shares a byte with another argument, and calls it with bare
 pointers (docs/architecture.md, "The packed ABI"). The module also gets the packed
 function `__ember_metadata`, which returns a JSON description of the entries.
 
@@ -455,6 +456,8 @@ class FuncPackedABIPass(ModulePass):
           // per argument i: type code 7 or 13 and a non-null handle, device_type 1,
           //   ndim, dtype code/bits/lanes, every extent, strides null or compact;
           //   else ^fail(<message>, -2 - i)
+          // per output i (ember.output) and other argument j: their bytes
+          //   [data + byte_offset, + nbytes) are disjoint; else ^fail(..., -2 - i)
           // func.call @vecadd_impl(data + byte_offset, ...); *ret_code = 4; return 0
         ^fail(%message: !llvm.ptr, %code: i32):
           // ret->v_handle = message; *ret_code = 11; return code
