@@ -24,7 +24,9 @@ from math import prod
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     BFloat16Type,
+    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -36,6 +38,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     SymbolRefAttr,
+    UnitAttr,
     UnrealizedConversionCastOp,
     i8,
     i16,
@@ -485,15 +488,37 @@ class FuncPackedABIPass(ModulePass):
             wrapper = entry.build(args, impl)
             Rewriter.insert_op([*entry.globals, wrapper], InsertPoint.after(f))
             entries[name] = args
+        called: set[str] = set()
         if entries:  # calls of @f inside the module keep calling the bare function
             for call in op.walk():
                 if isinstance(call, func.CallOp):
                     callee = call.callee.string_value()
                     if callee in entries:
                         call.callee = SymbolRefAttr(f"{callee}_impl")
+                        called.add(callee)
+        for name, args in entries.items():
+            if name not in called and any(a.output for a in args):
+                _mark_noalias(op, f"{name}_impl")
         if SymbolTable.lookup_symbol(op, "__ember_metadata") is None:
             op.body.block.add_ops(_metadata(entries))
         elif entries:
             raise PassFailedException(
                 "func-packed-abi: the module already has @__ember_metadata"
             )
+
+
+def _mark_noalias(module: ModuleOp, impl: str) -> None:
+    """Mark every buffer of `impl` noalias. Sound only when the checking entry is
+    its one caller: the entry has proven that no output shares a byte with any
+    other argument, and inputs that alias each other are only read. It lets LLVM
+    keep accumulators in registers and vectorize without runtime alias checks."""
+    f = SymbolTable.lookup_symbol(module, impl)
+    assert isinstance(f, func.FuncOp)
+    old = (
+        f.arg_attrs.data
+        if f.arg_attrs is not None
+        else [DictionaryAttr({})] * len(f.args)
+    )
+    f.arg_attrs = ArrayAttr(
+        [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
+    )

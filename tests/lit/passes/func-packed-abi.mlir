@@ -229,6 +229,9 @@ func.func @two_out(%A: memref<4xf32> {ember.name = "A"}, %E: memref<0xf32> {embe
   func.return
 }
 
+// Because the entry proves no output overlaps anything, the buffers of the
+// implementation are noalias.
+// CHECK:       func.func private @two_out_impl(%A: memref<4xf32> {ember.name = "A", llvm.noalias}, %E: memref<0xf32> {ember.name = "E", llvm.noalias}, %C: memref<2x2xi16> {ember.name = "C", ember.output, llvm.noalias}, %D: memref<f64> {ember.name = "D", ember.output, llvm.noalias})
 // CHECK:       @__ember_err.two_out.2.overlaps.0("two_out: argument 2 (C): output overlaps argument 0 (A); in-place calls are not supported\00")
 // CHECK-NEXT:  @__ember_err.two_out.2.overlaps.3("two_out: argument 2 (C): output overlaps argument 3 (D); in-place calls are not supported\00")
 // CHECK-NEXT:  @__ember_err.two_out.3.overlaps.0("two_out: argument 3 (D): output overlaps argument 0 (A); in-place calls are not supported\00")
@@ -264,3 +267,19 @@ func.func @two_out(%A: memref<4xf32> {ember.name = "A"}, %E: memref<0xf32> {embe
 // CHECK:       ^call:
 // CHECK-NEXT:    builtin.unrealized_conversion_cast %[[A_START]] : !llvm.ptr to memref<4xf32>
 // CHECK:       @__ember_metadata.json("{{.*}}\22name\22: \22A\22{{.*}}\22output\22: false}, {{.*}}\22name\22: \22E\22{{.*}}\22output\22: false}, {{.*}}\22name\22: \22C\22{{.*}}\22output\22: true}, {{.*}}\22name\22: \22D\22{{.*}}\22output\22: true}]}}}\00")
+
+// -----
+
+// A function also called inside the module is reached without the entry's
+// checks, so its buffers are not marked noalias.
+
+func.func @inner(%A: memref<4xf32> {ember.name = "A"}, %B: memref<4xf32> {ember.name = "B", ember.output}) {
+  func.return
+}
+func.func private @outer(%A: memref<4xf32>) {
+  func.call @inner(%A, %A) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+
+// CHECK:     func.func private @inner_impl(%A: memref<4xf32> {ember.name = "A"}, %B: memref<4xf32> {ember.name = "B", ember.output})
+// CHECK-NOT: llvm.noalias
