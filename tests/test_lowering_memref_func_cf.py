@@ -17,8 +17,6 @@ import textwrap
 from ctypes import (
     POINTER,
     Structure,
-    Union,
-    c_double,
     c_int32,
     c_int64,
     c_uint8,
@@ -37,6 +35,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.passes import get_context, run
+from ember.runtime.dlpack import dtype_to_dl
+from ember.runtime.packed_func import PACKED_FUNC_TYPE, EmberValue
 
 OURS = (
     "func-packed-abi,convert-scf-to-cf,convert-memref-to-llvm,convert-cf-to-llvm,"
@@ -59,33 +59,10 @@ class DLTensor(Structure):
     ]
 
 
-class EmberValue(Union):
-    _fields_ = [("v_int64", c_int64), ("v_float64", c_double), ("v_handle", c_void_p)]
-
-
-PACKED = ctypes.CFUNCTYPE(
-    c_int32,
-    POINTER(EmberValue),
-    POINTER(c_int32),
-    c_int32,
-    POINTER(EmberValue),
-    POINTER(c_int32),
-)
-DTYPES = {
-    np.dtype(np.float32): (2, 32),
-    np.dtype(np.float64): (2, 64),
-    np.dtype(np.int32): (0, 32),
-    np.dtype(np.int64): (0, 64),
-    np.dtype(np.int8): (0, 8),
-    np.dtype(np.uint8): (1, 8),
-    np.dtype(np.bool_): (6, 8),
-}
-
-
 def tensor(arr: np.ndarray, **fields) -> DLTensor:
     """A DLTensor over `arr`'s memory; `fields` override any DLTensor field, and
     `shape` / `strides` may be given as tuples."""
-    code, bits = DTYPES[arr.dtype]
+    code, bits, _ = dtype_to_dl(arr.dtype)
     shape = fields.pop("shape", arr.shape)
     strides = fields.pop("strides", None)
     t = DLTensor(
@@ -122,7 +99,7 @@ class Kernel:
         self.engine.finalize_object()
 
     def packed(self, name: str):
-        return PACKED(self.engine.get_function_address(name))
+        return PACKED_FUNC_TYPE(self.engine.get_function_address(name))
 
     def call(self, name: str, *args, codes=None) -> tuple[int, int, str | None]:
         """Call packed `name`: numpy arrays become DLTensors (type code 7), a
