@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ember.schedule import Schedule
 
 DTYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "bool")
 FLOAT_DTYPES = ("float16", "float32", "float64")
@@ -402,20 +406,23 @@ tanh = _unary_math("tanh")
 abs = _unary_math("abs")  # noqa: A001
 
 
-class Schedule:
-    """How to run the computation that produces `outputs`.
-
-    This first cut runs every stage as a naive loop nest; schedule primitives
-    (split, tile, vectorize, ...) attach to the stages later.
-    """
-
-    def __init__(self, outputs: Sequence[Operation]):
-        self.outputs = list(outputs)
-
-    def __repr__(self) -> str:
-        return f"Schedule({', '.join(op.name for op in self.outputs)})"
-
-
 def create_schedule(ops: Operation | Sequence[Operation]) -> Schedule:
-    """A default schedule for the stages computing `ops`."""
-    return Schedule([ops] if isinstance(ops, Operation) else list(ops))
+    """A schedule for the stages computing `ops` (see `ember.schedule`)."""
+    from ember.schedule import create_schedule as create
+
+    return create(ops)
+
+
+def thread_axis(tag: str) -> Var:
+    """A GPU thread axis such as "threadIdx.x", for `Stage.bind`."""
+    from ember.schedule import thread_axis as axis
+
+    return axis(tag)
+
+
+def __getattr__(name: str):
+    if name == "Schedule":
+        from ember.schedule import Schedule
+
+        return Schedule
+    raise AttributeError(f"module 'ember.te' has no attribute '{name}'")

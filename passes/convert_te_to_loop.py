@@ -5,7 +5,6 @@ serial `loop.for` nest over its output (then over its reduction axes) that write
 one buffer, and the function moves from tensors to buffers.
 """
 
-import math
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -19,14 +18,12 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
     TensorType,
     UnitAttr,
     UnrankedTensorType,
-    i1,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -35,15 +32,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import loop, te
 from ember.passes.names import ssa_name
-
-_FLOAT_COMBINERS = {
-    "sum": arith.AddfOp,
-    "max": arith.MaximumfOp,
-    "min": arith.MinimumfOp,
-}
-_INT_COMBINERS = {"sum": arith.AddiOp, "max": arith.MaxSIOp, "min": arith.MinSIOp}
-# As a signed integer, i1's true is -1: booleans combine unsigned (any / all).
-_BOOL_COMBINERS = {"max": arith.MaxUIOp, "min": arith.MinUIOp}
+from ember.passes.te_reductions import ReductionError, combine, identity
 
 
 @dataclass(frozen=True)
@@ -187,7 +176,10 @@ class _FunctionLowering:
         computes: list[te.ComputeOp] = []
         for op in list(self.block.ops):
             if isinstance(op, te.ComputeOp):
-                self._lower_compute(op)
+                try:
+                    self._lower_compute(op)
+                except ReductionError as error:
+                    _fail(self.where, str(error))
                 computes.append(op)
             elif op is not ret:
                 self._check_scalar(op)
@@ -284,6 +276,10 @@ class _FunctionLowering:
             self.constants[key] = op.result
         return self.constants[key]
 
+    def _const_attr(self, attr: Attribute, name: str) -> SSAValue:
+        assert isinstance(attr, FloatAttr | IntegerAttr)
+        return self._const(attr.value.data, attr.type, name)
+
     def _index(self, value: int) -> SSAValue:
         return self._const(value, IndexType(), f"c{value}")
 
@@ -322,14 +318,9 @@ class _FunctionLowering:
         names = [a.name_hint for a in args]
         rank = len(shape)
         ivs, at = self._nest(tuple(shape), names[:rank], InsertPoint.before(op))
-        element = op.output_type.element_type
-        combine = None
         if op.reduce is not None:
-            combine = self._combiner(op, element)
-            identity = self._const(
-                _identity(op.reduce.data, element), element, f"{op.reduce.data}_init"
-            )
-            Rewriter.insert_op(memref.StoreOp.get(identity, buffer, ivs), at)
+            init = self._const_attr(identity(op), f"{op.reduce.data}_init")
+            Rewriter.insert_op(memref.StoreOp.get(init, buffer, ivs), at)
             reduce_ivs, at = self._nest(op.extents, names[rank:], at)
             ivs_all = [*ivs, *reduce_ivs]
         else:
@@ -346,31 +337,12 @@ class _FunctionLowering:
         value = yield_op.value  # read after te.read ops were replaced
         Rewriter.erase_op(yield_op)
 
-        if combine is not None:
+        if op.reduce is not None:
             acc = memref.LoadOp.get(buffer, ivs)
             acc.res.name_hint = "acc"
-            new = combine(acc.res, value)
-            new.results[0].name_hint = op.reduce.data  # type: ignore[union-attr]
-            Rewriter.insert_op([acc, new], at)
-            value = new.results[0]
+            Rewriter.insert_op(acc, at)
+            value = combine(op, acc.res, value, at)
         Rewriter.insert_op(memref.StoreOp.get(value, buffer, ivs), at)
-
-    def _combiner(self, op: te.ComputeOp, element: Attribute):
-        reduce = op.reduce.data  # type: ignore[union-attr]
-        if isinstance(element, AnyFloat):
-            return _FLOAT_COMBINERS[reduce]
-        if element == i1:
-            if reduce not in _BOOL_COMBINERS:
-                _fail(
-                    self.where,
-                    f"'{op.tensor_name.data}': expected max (any) or min (all) to "
-                    f"reduce i1, got {reduce} (a count of booleans needs an integer "
-                    "result type)",
-                )
-            return _BOOL_COMBINERS[reduce]
-        if isinstance(element, IntegerType | IndexType):
-            return _INT_COMBINERS[reduce]
-        _fail(self.where, f"expected a float or integer type to reduce, got {element}")
 
     def _lower_body_op(self, op: Operation) -> None:
         """te.read → memref.load, anywhere under a moved body op."""
@@ -399,16 +371,6 @@ class _FunctionLowering:
         ivs, at = self._nest(shape, names, InsertPoint.before(before))
         load = memref.LoadOp.get(src, ivs)
         Rewriter.insert_op([load, memref.StoreOp.get(load.res, dst, ivs)], at)
-
-
-def _identity(reduce: str, element: Attribute) -> float:
-    """The value `x` with `combine(x, y) == y` for every `y`."""
-    if isinstance(element, AnyFloat):
-        return {"sum": 0.0, "max": -math.inf, "min": math.inf}[reduce]
-    if element == i1:
-        return {"max": 0, "min": 1}[reduce]
-    width = element.width.data if isinstance(element, IntegerType) else 64
-    return {"sum": 0, "max": -(1 << (width - 1)), "min": (1 << (width - 1)) - 1}[reduce]
 
 
 def _origin(value: SSAValue) -> str:

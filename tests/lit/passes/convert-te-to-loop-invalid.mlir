@@ -133,7 +133,7 @@ func.func @complex_sum(%A: tensor<4x2xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
   func.return %C : tensor<4xcomplex<f32>>
 }
 
-// CHECK: convert-te-to-loop: @complex_sum: expected a float or integer type to reduce, got complex<f32>
+// CHECK: convert-te-to-loop: @complex_sum: 'C': expected a float or integer type to reduce, got complex<f32>
 
 // -----
 

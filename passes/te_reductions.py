@@ -1,0 +1,86 @@
+"""How a `te.compute` reduction combines: its combiner op and its identity.
+
+Shared by the lowerings of te (today `convert-te-to-loop`): `identity` is the value
+a reduction buffer starts from, `combine` folds one more value into it.
+"""
+
+import math
+from typing import NoReturn
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    i1,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from ember.dialects import te
+
+_FLOAT_COMBINERS = {
+    "sum": arith.AddfOp,
+    "max": arith.MaximumfOp,
+    "min": arith.MinimumfOp,
+}
+_INT_COMBINERS = {"sum": arith.AddiOp, "max": arith.MaxSIOp, "min": arith.MinSIOp}
+# As a signed integer, i1's true is -1: booleans combine unsigned (any / all).
+_BOOL_COMBINERS = {"max": arith.MaxUIOp, "min": arith.MinUIOp}
+
+
+def _fail(op: te.ComputeOp, message: str) -> NoReturn:
+    raise ReductionError(f"'{op.tensor_name.data}': {message}")
+
+
+class ReductionError(ValueError):
+    """A reduction that cannot be lowered; the message names the compute."""
+
+
+def identity(op: te.ComputeOp) -> Attribute:
+    """The constant `x` with `combine(x, y) == y` for every `y`, as an attribute."""
+    reduce = op.reduce.data  # type: ignore[union-attr]
+    element = op.output_type.element_type
+    if isinstance(element, AnyFloat):
+        value = {"sum": 0.0, "max": -math.inf, "min": math.inf}[reduce]
+        return FloatAttr(value, element)
+    if element == i1:
+        _check_bool(op, reduce)
+        return IntegerAttr({"max": 0, "min": 1}[reduce], element)
+    if isinstance(element, IntegerType | IndexType):
+        width = element.width.data if isinstance(element, IntegerType) else 64
+        low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+        return IntegerAttr({"sum": 0, "max": low, "min": high}[reduce], element)
+    _fail(op, f"expected a float or integer type to reduce, got {element}")
+
+
+def combine(
+    op: te.ComputeOp, acc: SSAValue, value: SSAValue, at: InsertPoint
+) -> SSAValue:
+    """Insert at `at` the ops folding `value` into the accumulated `acc`."""
+    reduce = op.reduce.data  # type: ignore[union-attr]
+    element = op.output_type.element_type
+    if isinstance(element, AnyFloat):
+        cls = _FLOAT_COMBINERS[reduce]
+    elif element == i1:
+        _check_bool(op, reduce)
+        cls = _BOOL_COMBINERS[reduce]
+    elif isinstance(element, IntegerType | IndexType):
+        cls = _INT_COMBINERS[reduce]
+    else:
+        _fail(op, f"expected a float or integer type to reduce, got {element}")
+    new: Operation = cls(acc, value)
+    new.results[0].name_hint = reduce
+    Rewriter.insert_op(new, at)
+    return new.results[0]
+
+
+def _check_bool(op: te.ComputeOp, reduce: str) -> None:
+    if reduce not in _BOOL_COMBINERS:
+        _fail(
+            op,
+            f"expected max (any) or min (all) to reduce i1, got {reduce} (a count "
+            "of booleans needs an integer result type)",
+        )
