@@ -39,6 +39,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from ember.dialects.te_schedule import SCHEDULE_OPS
+
 COMBINERS = ("sum", "max", "min")
 
 
@@ -285,4 +287,4 @@ def _ancestors(op: Operation):
         parent = parent.parent_op()
 
 
-TE = Dialect("te", [ComputeOp, ReadOp, YieldOp])
+TE = Dialect("te", [ComputeOp, ReadOp, YieldOp, *SCHEDULE_OPS])

@@ -108,11 +108,16 @@ def lower(
     for t, arg in zip(inputs, body.args, strict=True):
         arg.name_hint = _ssa_name(t.name)
         values[id(t)] = arg
+    axis_names = _AxisNames()
     for t in stages:
-        op = _emit_compute(t, values)
+        op = _emit_compute(t, values, axis_names)
         op.result.name_hint = _ssa_name(t.name)
         body.add_op(op)
         values[id(t)] = op.result
+    if sched.steps:
+        from ember.schedule import schedule_ir
+
+        body.add_op(schedule_ir(sched, axis_names.names))
     body.add_op(func.ReturnOp(*[values[id(t)] for t in outputs]))
     fn = func.FuncOp(
         name,
@@ -177,14 +182,34 @@ def _ssa_name(name: str) -> str | None:
     return cleaned if _SYMBOL.fullmatch(cleaned) else None
 
 
-def _emit_compute(t: te.Tensor, values: dict[int, SSAValue]) -> te_ir.ComputeOp:
+class _AxisNames:
+    """Names the axes of the function's computes, unique in the function so the
+    printed IR keeps them and schedule IR can refer to them."""
+
+    def __init__(self):
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+
+    def name(self, var: te.Var) -> str:
+        base = _ssa_name(var.name) or "ax"
+        unique, n = base, 1
+        while unique in self.used:
+            unique, n = f"{base}_{n}", n + 1
+        self.used.add(unique)
+        self.names[id(var)] = unique
+        return unique
+
+
+def _emit_compute(
+    t: te.Tensor, values: dict[int, SSAValue], axis_names: _AxisNames
+) -> te_ir.ComputeOp:
     op = t.op
     assert isinstance(op, te.ComputeOp)
     axes = [*op.axis, *op.reduce_axis]
     block = Block(arg_types=[IndexType()] * len(axes))
     emitter = _BodyEmitter(block, values)
     for var, arg in zip(axes, block.args, strict=True):
-        arg.name_hint = _ssa_name(var.name)
+        arg.name_hint = axis_names.name(var)
         emitter.bind(var, arg)
     body = op.body
     reduce = None
