@@ -360,3 +360,84 @@ def create_schedule(ops: te.Operation | Sequence[te.Operation]) -> Schedule:
     """A schedule for the stages computing `ops`; every stage starts as a naive
     loop nest computed at the top level."""
     return Schedule([ops] if isinstance(ops, te.Operation) else list(ops))
+
+
+def schedule_ir(sched: Schedule, axis_names: dict[int, str]):
+    """The `te.schedule` op recording `sched`'s steps.
+
+    Args:
+        sched: the schedule.
+        axis_names: the IR name of each compute axis, by `id` of its te.Var, as
+            `ember.lower` named the block arguments.
+    """
+    from xdsl.dialects.builtin import IntegerAttr, StringAttr
+
+    from ember.dialects import te_schedule as ir
+
+    names = dict(axis_names)
+    for step in sched.steps:
+        if step.kind == "cache_write":
+            (cache,) = step.results
+            for var, orig in zip(cache.axis, step.stage.axis, strict=True):
+                names[id(var)] = f"{names.get(id(orig), orig.name)}.c"
+        elif step.kind == "cache_read":
+            (cache,) = step.results
+            for d, var in enumerate(cache.axis):
+                names[id(var)] = f"ax{d}"
+
+    def name(var: te.Var) -> str:
+        return names.get(id(var), var.name)
+
+    ops = []
+    for step in sched.steps:
+        stage, args = step.stage.name, step.args
+        match step.kind:
+            case "split":
+                parent, by, amount = args
+                outer, inner = step.results
+                ops.append(
+                    ir.SplitOp(
+                        stage, name(parent), name(outer), name(inner), **{by: amount}
+                    )
+                )
+            case "fuse":
+                ops.append(
+                    ir.FuseOp(stage, [name(v) for v in args], name(step.results[0]))
+                )
+            case "reorder":
+                ops.append(ir.ReorderOp(stage, [name(v) for v in args]))
+            case "vectorize":
+                ops.append(ir.VectorizeOp(stage, name(args[0])))
+            case "parallel":
+                ops.append(ir.ParallelOp(stage, name(args[0])))
+            case "unroll":
+                ops.append(ir.UnrollOp(stage, name(args[0])))
+            case "pragma":
+                var, key, value = args
+                attr = (
+                    None
+                    if value is None
+                    else StringAttr(value)
+                    if isinstance(value, str)
+                    else IntegerAttr(value, 64)
+                )
+                ops.append(ir.PragmaOp(stage, name(var), key, attr))
+            case "bind":
+                ops.append(ir.BindOp(stage, name(args[0]), args[1]))
+            case "compute_at":
+                target, scope = args
+                ops.append(ir.ComputeAtOp(stage, target.name, name(scope)))
+            case "compute_inline":
+                ops.append(ir.ComputeInlineOp(stage))
+            case "compute_root":
+                ops.append(ir.ComputeRootOp(stage))
+            case "cache_read":
+                scope, *readers = args
+                ops.append(
+                    ir.CacheReadOp(
+                        stage, scope, [r.name for r in readers], step.results[0].name
+                    )
+                )
+            case "cache_write":
+                ops.append(ir.CacheWriteOp(stage, args[0], step.results[0].name))
+    return ir.ScheduleOp(ops)
