@@ -31,8 +31,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import loop, te
+from ember.dialects.te_schedule import ScheduleOp
 from ember.passes.names import ssa_name
-from ember.passes.te_reductions import ReductionError, combine, identity
+from ember.passes.te_nests import NestEmitter
+from ember.passes.te_reductions import ReductionError
+from ember.passes.te_stages import Schedule, ScheduleError, Stage
 
 
 @dataclass(frozen=True)
@@ -172,22 +175,60 @@ class _FunctionLowering:
         ret = self.block.last_op
         if not isinstance(ret, func.ReturnOp):
             _fail(self.where, "expected the function body to end in func.return")
-        copies = self._convert_signature(ret)
-        computes: list[te.ComputeOp] = []
-        for op in list(self.block.ops):
+        for op in self.block.ops:
             if isinstance(op, te.ComputeOp):
-                try:
-                    self._lower_compute(op)
-                except ReductionError as error:
-                    _fail(self.where, str(error))
-                computes.append(op)
-            elif op is not ret:
+                self._check_body(op)
+        try:
+            schedule = self._apply_schedule(ret)
+        except ScheduleError as error:
+            _fail(self.where, str(error))
+        copies = self._convert_signature(ret)
+        for op in list(self.block.ops):
+            if not isinstance(op, te.ComputeOp) and op is not ret:
                 self._check_scalar(op)
+        stages = schedule.ordered()
+        try:
+            emitter = NestEmitter(
+                stages,
+                self._stage_buffer,
+                self.buffers.get,
+                self._index,
+                self._const_attr,
+            )
+            for stage in stages:
+                if stage.attach is None:
+                    emitter.emit_root(stage, InsertPoint.before(ret))
+        except (ScheduleError, ReductionError) as error:
+            _fail(self.where, str(error))
         for src, dst in copies:
-            self._copy(self.buffers[src], dst, ret)
+            self._copy(
+                emitter.buffers[src][0] if src in emitter.buffers else src, dst, ret
+            )
         Rewriter.replace_op(ret, func.ReturnOp())
-        for op in reversed(computes):
-            Rewriter.erase_op(op)
+        for stage in reversed(stages):
+            Rewriter.erase_op(stage.op)
+
+    def _apply_schedule(self, ret: func.ReturnOp) -> Schedule:
+        found = [op for op in self.block.ops if isinstance(op, ScheduleOp)]
+        if len(found) > 1:
+            _fail(self.where, f"expected at most one te.schedule, got {len(found)}")
+        outputs = {v for v in ret.arguments if isinstance(v.owner, te.ComputeOp)}
+        schedule = Schedule(self.function, self.block, outputs)
+        if found:
+            schedule.apply(found[0])
+            Rewriter.erase_op(found[0])
+        return schedule
+
+    def _stage_buffer(self, stage: Stage) -> SSAValue:
+        out = self.outputs.get(stage.op)
+        if out is not None:
+            return out
+        alloc = loop.AllocOp(
+            self._buffer_type(stage.op.output_type, stage.name), stage.scope
+        )
+        alloc.buffer.name_hint = stage.op.result.name_hint
+        self._prologue(alloc)
+        return alloc.buffer
 
     def _convert_signature(self, ret: func.ReturnOp) -> list[tuple[SSAValue, SSAValue]]:
         """Retype tensor arguments to memrefs, append the out-parameters; return the
@@ -304,65 +345,16 @@ class _FunctionLowering:
             at = InsertPoint.before(end)
         return ivs, at
 
-    def _lower_compute(self, op: te.ComputeOp) -> None:
-        shape = op.output_type.get_shape()
-        buffer = self.outputs.get(op)
-        if buffer is None:
-            alloc = loop.AllocOp(self._buffer_type(op.output_type, op.tensor_name.data))
-            alloc.buffer.name_hint = op.result.name_hint
-            self._prologue(alloc)
-            buffer = alloc.buffer
-        self.buffers[op.result] = buffer
-
-        args = op.body.block.args
-        names = [a.name_hint for a in args]
-        rank = len(shape)
-        ivs, at = self._nest(tuple(shape), names[:rank], InsertPoint.before(op))
-        if op.reduce is not None:
-            init = self._const_attr(identity(op), f"{op.reduce.data}_init")
-            Rewriter.insert_op(memref.StoreOp.get(init, buffer, ivs), at)
-            reduce_ivs, at = self._nest(op.extents, names[rank:], at)
-            ivs_all = [*ivs, *reduce_ivs]
-        else:
-            ivs_all = ivs
-
-        for arg, iv in zip(args, ivs_all, strict=True):
-            arg.replace_all_uses_with(iv)
-        yield_op = op.body.block.last_op
-        assert isinstance(yield_op, te.YieldOp)
-        for inner in list(op.body.block.ops)[:-1]:
-            inner.detach()
-            Rewriter.insert_op(inner, at)
-            self._lower_body_op(inner)
-        value = yield_op.value  # read after te.read ops were replaced
-        Rewriter.erase_op(yield_op)
-
-        if op.reduce is not None:
-            acc = memref.LoadOp.get(buffer, ivs)
-            acc.res.name_hint = "acc"
-            Rewriter.insert_op(acc, at)
-            value = combine(op, acc.res, value, at)
-        Rewriter.insert_op(memref.StoreOp.get(value, buffer, ivs), at)
-
-    def _lower_body_op(self, op: Operation) -> None:
-        """te.read → memref.load, anywhere under a moved body op."""
-        reads: list[te.ReadOp] = []
-        for inner in op.walk():
-            if isinstance(inner, te.ReadOp):
-                reads.append(inner)
-            elif inner.dialect_name() == "te":
+    def _check_body(self, compute: te.ComputeOp) -> None:
+        for inner in compute.body.walk():
+            if isinstance(inner, te.ReadOp | te.YieldOp):
+                continue
+            if inner.dialect_name() == "te":
                 _fail(
                     self.where,
                     f"'{inner.name}' inside a te.compute body cannot be lowered",
                 )
-            else:
-                self._check_tensors(inner, "in a te.compute body")
-        for read in reads:
-            buffer = self.buffers.get(read.tensor)
-            if buffer is None:
-                _fail(self.where, f"te.read of a tensor that is {_origin(read.tensor)}")
-            load = memref.LoadOp.get(buffer, read.indices)
-            Rewriter.replace_op(read, load)
+            self._check_tensors(inner, "in a te.compute body")
 
     def _copy(self, src: SSAValue, dst: SSAValue, before: Operation) -> None:
         assert isinstance(dst.type, MemRefType)

@@ -1,0 +1,480 @@
+"""Bound inference and loop-nest emission for scheduled stages (not a pass).
+
+`convert-te-to-loop` hands each function's scheduled `Stage`s to `NestEmitter`.
+Domains are inferred consumers first: a root stage covers its whole tensor; a stage
+attached inside loop `v` of stage `S` covers what `S` (and the stages attached
+inside `v`) read in one iteration of `v`, an affine region whose offset depends on
+the loops outside `v` and whose extent is a constant. Then every root stage is
+emitted in order: its leaf loops, each attached stage at the start of its loop's
+body, a reduction's initialization just outside its first reduction loop, guards
+where a split does not divide or a region leaves its tensor, and the body with
+index arithmetic rebuilt from simplified affine forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr, i1
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from ember.dialects import loop, te
+from ember.passes import affine
+from ember.passes.affine import Form
+from ember.passes.te_reductions import combine, identity
+from ember.passes.te_stages import (
+    IterVar,
+    ScheduleError,
+    Split,
+    Stage,
+    constant_attr,
+    split_extents,
+)
+
+
+@dataclass(eq=False)
+class Domain:
+    """Where a stage's buffer sits in its tensor, and its loops' variables."""
+
+    offsets: list[Form]
+    extents: list[int]
+    vars: dict[IterVar, affine.Var] = field(default_factory=dict[IterVar, affine.Var])
+    roots: list[Form] = field(default_factory=list[Form])
+    """Each root axis (data, then reduction) in tensor coordinates."""
+    guards: list[tuple[Form, int, int]] = field(
+        default_factory=list[tuple[Form, int, int]]
+    )
+    """(form, low, high): the body runs only where low <= form < high."""
+
+
+class NestEmitter:
+    """Emits the loop nests of one function's stages."""
+
+    def __init__(
+        self,
+        stages: list[Stage],
+        buffer_of: Callable[[Stage], SSAValue | None],
+        tensor_buffer: Callable[[SSAValue], SSAValue | None],
+        constant: Callable[[int], SSAValue],
+        constant_attr: Callable[[Attribute, str], SSAValue],
+    ):
+        self.stages = stages
+        self.buffer_of = buffer_of
+        self.tensor_buffer = tensor_buffer
+        self.constant = constant
+        self.constant_attr = constant_attr
+        self.index = affine.Emitter(constant)
+        self.domains: dict[Stage, Domain] = {}
+        self.buffers: dict[SSAValue, tuple[SSAValue, Domain | None]] = {}
+        self.attached: dict[IterVar, list[Stage]] = {}
+        for stage in stages:
+            if stage.attach_var is not None:
+                self.attached.setdefault(stage.attach_var, []).append(stage)
+        for stage in reversed(stages):
+            self.domains[stage] = self._infer(stage)
+
+    # --- bound inference ---------------------------------------------------------
+
+    def _infer(self, stage: Stage) -> Domain:
+        shape = list(stage.op.output_type.get_shape())
+        if stage.attach is None:
+            return self._domain(stage, [Form() for _ in shape], shape)
+        target = stage.attach[0]
+        var = stage.attach_var
+        assert var is not None
+        position = target.leaves.index(var)
+        readers = [target] + [
+            s for v in target.leaves[position + 1 :] for s in self.attached.get(v, [])
+        ]
+        for read in _reads(stage):
+            if not any(r.op.is_ancestor(read) for r in readers):
+                reader = read.parent_op()
+                while reader is not None and not isinstance(reader, te.ComputeOp):
+                    reader = reader.parent_op()
+                name = reader.tensor_name.data if reader is not None else "?"
+                raise ScheduleError(
+                    f"te.compute_at: stage '{stage.name}' is read by '{name}', which "
+                    f"does not run inside loop '{var.name}' of stage '{target.name}'"
+                )
+        if any(r not in self.domains for r in readers):
+            raise ScheduleError(
+                f"te.compute_at: stage '{stage.name}' is attached to '{target.name}', "
+                "which does not read it"
+            )
+        free: set[affine.Var] = set()
+        target_domain = self.domains[target]
+        free |= {target_domain.vars[v] for v in target.leaves[position + 1 :]}
+        for s in readers[1:]:
+            free |= set(self.domains[s].vars.values())
+        offsets: list[Form] = []
+        extents: list[int] = []
+        regions = self._read_regions(stage, readers, free)
+        for d, size in enumerate(shape):
+            region = regions[d]
+            if region is None:
+                offsets.append(Form())
+                extents.append(size)
+                continue
+            offset, extent = region
+            if extent >= size:
+                offset, extent = Form(), size
+            offsets.append(offset)
+            extents.append(extent)
+        return self._domain(stage, offsets, extents)
+
+    def _read_regions(
+        self, stage: Stage, readers: list[Stage], free: set[affine.Var]
+    ) -> list[tuple[Form, int] | None]:
+        """Per dimension of `stage`'s tensor: (offset, extent) covering every read
+        of it by `readers` while the `free` loops run, or None if unknown."""
+        rank = stage.op.output_type.get_num_dims()
+        found: list[list[tuple[Form, int, int]] | None] = [[] for _ in range(rank)]
+        for reader in readers:
+            forms = self._index_forms(reader)
+            for read in reader.op.walk():
+                if not isinstance(read, te.ReadOp) or read.tensor != stage.op.result:
+                    continue
+                for d, index in enumerate(read.indices):
+                    if found[d] is None:
+                        continue
+                    form = forms.get(index)
+                    if form is None:
+                        found[d] = None
+                        continue
+                    fixed_vars = form.vars() - free
+                    fixed, rest = form.split(fixed_vars)
+                    low, high = rest.range()
+                    found[d].append((fixed, low, high))  # type: ignore[union-attr]
+        regions: list[tuple[Form, int] | None] = []
+        for entries in found:
+            if not entries or any(e[0] != entries[0][0] for e in entries):
+                regions.append(None)
+                continue
+            low = min(e[1] for e in entries)
+            high = max(e[2] for e in entries)
+            regions.append((entries[0][0] + low, high - low + 1))
+        return regions
+
+    def _domain(self, stage: Stage, offsets: list[Form], extents: list[int]) -> Domain:
+        domain = Domain(offsets, extents)
+        extent: dict[IterVar, int] = dict(zip(stage.axes, extents, strict=True))
+        for v, e in zip(stage.reduce_axes, stage.op.extents, strict=True):
+            extent[v] = e
+        guards: list[tuple[IterVar, int]] = []
+        for r in stage.relations:
+            if isinstance(r, Split):
+                outer, inner = split_extents(r, extent[r.parent])
+                extent[r.outer], extent[r.inner] = outer, inner
+                if outer * inner != extent[r.parent]:
+                    guards.append((r.parent, extent[r.parent]))
+            else:
+                total = 1
+                for v in r.axes:
+                    total *= extent[v]
+                extent[r.fused] = total
+        domain.vars = {v: affine.Var(v.name, extent[v]) for v in stage.leaves}
+        form: dict[IterVar, Form] = {v: Form.of(x) for v, x in domain.vars.items()}
+        for r in reversed(stage.relations):
+            if isinstance(r, Split):
+                form[r.parent] = form[r.outer] * extent[r.inner] + form[r.inner]
+            else:
+                rest = form[r.fused]
+                for v in reversed(r.axes[1:]):
+                    form[v] = affine.mod(rest, extent[v])
+                    rest = affine.floordiv(rest, extent[v])
+                form[r.axes[0]] = rest
+        for v, bound in guards:
+            if form[v].range()[1] >= bound:
+                domain.guards.append((form[v], 0, bound))
+        shape = stage.op.output_type.get_shape()
+        for d, v in enumerate(stage.axes):
+            domain.roots.append(offsets[d] + form[v])
+            if offsets[d].is_const():
+                continue
+            low, high = domain.roots[-1].range()
+            if low < 0 or high >= shape[d]:
+                domain.guards.append((domain.roots[-1], 0, shape[d]))
+        domain.roots += [form[v] for v in stage.reduce_axes]
+        return domain
+
+    def _index_forms(self, stage: Stage) -> dict[SSAValue, Form]:
+        """The affine form of every index value of `stage`'s body that has one."""
+        domain = self.domains[stage]
+        forms: dict[SSAValue, Form] = dict(
+            zip(stage.op.body.block.args, domain.roots, strict=True)
+        )
+        consts: dict[SSAValue, int] = {}
+        for op in stage.op.body.walk():
+            if op is stage.op:
+                continue
+            result = _evaluate(op, forms, consts)
+            if isinstance(result, Form):
+                forms[op.results[0]] = result
+            elif isinstance(result, int):
+                consts[op.results[0]] = result
+                if isinstance(op.results[0].type, IndexType):
+                    forms[op.results[0]] = Form({}, result)
+        return forms
+
+    # --- emission ----------------------------------------------------------------
+
+    def emit_root(self, stage: Stage, at: InsertPoint) -> None:
+        buffer = self.buffer_of(stage)
+        assert buffer is not None
+        self.buffers[stage.op.result] = (buffer, None)
+        self._emit_stage(stage, at)
+
+    def _emit_attached(self, stage: Stage, at: InsertPoint) -> None:
+        domain = self.domains[stage]
+        t = stage.op.output_type
+        alloc = loop.AllocOp(MemRefType(t.element_type, domain.extents), "local")
+        alloc.buffer.name_hint = stage.op.result.name_hint
+        Rewriter.insert_op(alloc, at)
+        self.buffers[stage.op.result] = (alloc.buffer, domain)
+        self._emit_stage(stage, at)
+
+    def _emit_stage(self, stage: Stage, at: InsertPoint) -> None:
+        domain = self.domains[stage]
+        leaves = stage.leaves
+        first = next((n for n, v in enumerate(leaves) if v.reduce), len(leaves))
+        at = self._loops(stage, leaves[:first], at, attach=True)
+        if stage.op.reduce is not None:
+            data = [v for v in leaves[first:] if not v.reduce]
+            init_at = self._loops(stage, data, at, attach=False)
+            data_vars = {domain.vars[v] for v in stage.leaves if not v.reduce}
+            init_at = self._guard(domain, init_at, data_vars)
+            init = self.constant_attr(
+                identity(stage.op), f"{stage.op.reduce.data}_init"
+            )
+            self._store(stage, init, init_at)
+            at = self._loops(stage, leaves[first:], at, attach=True)
+        at = self._guard(domain, at, None)
+        self._body(stage, at)
+
+    def _loops(
+        self, stage: Stage, leaves: list[IterVar], at: InsertPoint, attach: bool
+    ) -> InsertPoint:
+        domain = self.domains[stage]
+        unroll_limits = _unroll_limits(stage, domain)
+        for v in leaves:
+            x = domain.vars[v]
+            end = loop.YieldOp()
+            body = Block([end], arg_types=[IndexType()])
+            body.args[0].name_hint = _hint(v.name)
+            kind = v.kind
+            if kind == "serial" and unroll_limits.get(v, False):
+                kind = "unrolled"
+            for_op = loop.ForOp(
+                self.constant(0), self.constant(x.extent), self.constant(1), body, kind
+            )
+            if v.thread is not None:
+                for_op.attributes["ember.thread"] = StringAttr(v.thread)
+            for key, value in v.pragmas.items():
+                for_op.attributes[f"ember.pragma.{key}"] = value or StringAttr("")
+            Rewriter.insert_op(for_op, at)
+            x.value = body.args[0]
+            at = InsertPoint.before(end)
+            if attach:
+                for inner in self.attached.get(v, []):
+                    self._emit_attached(inner, at)
+        return at
+
+    def _guard(
+        self, domain: Domain, at: InsertPoint, only: set[affine.Var] | None
+    ) -> InsertPoint:
+        conditions: list[SSAValue] = []
+        for form, low, high in domain.guards:
+            if only is not None and not form.vars() <= only:
+                continue
+            value = self.index.emit(form, at)
+            lowest, highest = form.range()
+            checks = []
+            if lowest < low:
+                checks.append(arith.CmpiOp(value, self.constant(low), "sge"))
+            if highest >= high:
+                checks.append(arith.CmpiOp(value, self.constant(high), "slt"))
+            for check in checks:
+                Rewriter.insert_op(check, at)
+                conditions.append(check.result)
+        if not conditions:
+            return at
+        cond = conditions[0]
+        for other in conditions[1:]:
+            both = arith.AndIOp(cond, other)
+            Rewriter.insert_op(both, at)
+            cond = both.result
+        end = scf.YieldOp()
+        guard = scf.IfOp(cond, [], [Block([end])])
+        Rewriter.insert_op(guard, at)
+        return InsertPoint.before(end)
+
+    def _store(self, stage: Stage, value: SSAValue, at: InsertPoint) -> None:
+        buffer, indices = self._location(stage, at)
+        Rewriter.insert_op(memref.StoreOp.get(value, buffer, indices), at)
+
+    def _location(
+        self, stage: Stage, at: InsertPoint
+    ) -> tuple[SSAValue, list[SSAValue]]:
+        buffer, domain = self.buffers[stage.op.result]
+        own = self.domains[stage]
+        rank = len(stage.axes)
+        forms = own.roots[:rank]
+        if domain is not None:
+            forms = [f - o for f, o in zip(forms, domain.offsets, strict=True)]
+        return buffer, [self.index.emit(f, at) for f in forms]
+
+    def _body(self, stage: Stage, at: InsertPoint) -> None:
+        block = stage.op.body.block
+        forms = self._index_forms(stage)
+        mapping: dict[SSAValue, SSAValue] = {}
+        for arg, form in zip(block.args, self.domains[stage].roots, strict=True):
+            mapping[arg] = self.index.emit(form, at)
+        yielded = block.last_op
+        assert isinstance(yielded, te.YieldOp)
+        for op in list(block.ops)[:-1]:
+            if op.results and op.results[0] in forms and not op.regions:
+                mapping[op.results[0]] = self.index.emit(forms[op.results[0]], at)
+                continue
+            if isinstance(op, te.ReadOp):
+                mapping[op.result] = self._load(op, forms, mapping, at)
+                continue
+            clone = op.clone(mapping)
+            Rewriter.insert_op(clone, at)
+            for old, new in zip(op.results, clone.results, strict=True):
+                mapping[old] = new
+            for read in [o for o in clone.walk() if isinstance(o, te.ReadOp)]:
+                load = self._load(read, {}, {}, InsertPoint.before(read))
+                Rewriter.replace_op(read, [], [load])
+        value = mapping.get(yielded.value, yielded.value)
+        if stage.op.reduce is not None:
+            buffer, indices = self._location(stage, at)
+            acc = memref.LoadOp.get(buffer, indices)
+            acc.res.name_hint = "acc"
+            Rewriter.insert_op(acc, at)
+            value = combine(stage.op, acc.res, value, at)
+        self._store(stage, value, at)
+
+    def _load(
+        self,
+        read: te.ReadOp,
+        forms: dict[SSAValue, Form],
+        mapping: dict[SSAValue, SSAValue],
+        at: InsertPoint,
+    ) -> SSAValue:
+        tensor = read.tensor
+        if tensor in self.buffers:
+            buffer, domain = self.buffers[tensor]
+        else:
+            buffer, domain = self.tensor_buffer(tensor), None
+            assert buffer is not None
+        indices: list[SSAValue] = []
+        for d, index in enumerate(read.indices):
+            offset = domain.offsets[d] if domain is not None else Form()
+            form = forms.get(index)
+            if form is not None:
+                indices.append(self.index.emit(form - offset, at))
+                continue
+            value = mapping.get(index, index)
+            if not offset.is_const() or offset.const:
+                shift = arith.SubiOp(value, self.index.emit(offset, at))
+                Rewriter.insert_op(shift, at)
+                value = shift.result
+            indices.append(value)
+        load = memref.LoadOp.get(buffer, indices)
+        Rewriter.insert_op(load, at)
+        return load.res
+
+
+def _reads(stage: Stage) -> list[te.ReadOp]:
+    return [
+        u.operation for u in stage.op.result.uses if isinstance(u.operation, te.ReadOp)
+    ]
+
+
+def _hint(name: str) -> str | None:
+    cleaned = "".join(c if c.isalnum() or c in "_$" else "_" for c in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else None
+
+
+def _unroll_limits(stage: Stage, domain: Domain) -> dict[IterVar, bool]:
+    """Loops that an `auto_unroll_max_step` pragma on an enclosing loop unrolls:
+    those whose whole nest below (itself included) runs at most that many steps."""
+    result: dict[IterVar, bool] = {}
+    for n, v in enumerate(stage.leaves):
+        limit = constant_attr(v.pragmas.get("auto_unroll_max_step"))
+        if limit is None:
+            continue
+        steps = 1
+        for inner in reversed(stage.leaves[n + 1 :]):
+            steps *= domain.vars[inner].extent
+            if steps <= limit:
+                result[inner] = True
+    return result
+
+
+def _evaluate(
+    op: Operation, forms: dict[SSAValue, Form], consts: dict[SSAValue, int]
+) -> Form | int | None:
+    """Fold `op` symbolically: an affine form for index results, an int for
+    constants (and comparisons of constants), else None."""
+    if len(op.results) != 1:
+        return None
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        value = op.value.value.data
+        return value & 1 if op.value.type == i1 else value
+    operands = list(op.operands)
+    if all(o in consts for o in operands) and operands:
+        folded = _fold(op, [consts[o] for o in operands])
+        if folded is not None:
+            return folded
+    if isinstance(op, arith.SelectOp) and op.cond in consts:
+        chosen = op.lhs if consts[op.cond] else op.rhs
+        return consts.get(chosen, forms.get(chosen))
+    if not isinstance(op.results[0].type, IndexType):
+        return None
+    args = [forms.get(o) for o in operands]
+    if any(a is None for a in args):
+        return None
+    match op, args:
+        case arith.AddiOp(), [a, b]:
+            return a + b  # type: ignore[operator]
+        case arith.SubiOp(), [a, b]:
+            return a - b  # type: ignore[operator]
+        case arith.MuliOp(), [a, b] if b.is_const():  # type: ignore[union-attr]
+            return a * b.const  # type: ignore[union-attr,operator]
+        case arith.MuliOp(), [a, b] if a.is_const():  # type: ignore[union-attr]
+            return b * a.const  # type: ignore[union-attr,operator]
+        case arith.FloorDivSIOp(), [a, b] if b.is_const() and b.const > 0:  # type: ignore[union-attr]
+            return affine.floordiv(a, b.const)  # type: ignore[arg-type,union-attr]
+        case arith.DivSIOp(), [a, b] if (
+            b.is_const() and b.const > 0 and a.range()[0] >= 0
+        ):  # type: ignore[union-attr]
+            return affine.floordiv(a, b.const)  # type: ignore[arg-type,union-attr]
+        case arith.RemSIOp(), [a, b] if (
+            b.is_const() and b.const > 0 and a.range()[0] >= 0
+        ):  # type: ignore[union-attr]
+            return affine.mod(a, b.const)  # type: ignore[arg-type,union-attr]
+    return None
+
+
+def _fold(op: Operation, values: list[int]) -> int | None:
+    match op, values:
+        case arith.CmpiOp(), [a, b]:
+            predicate = op.predicate.value.data
+            if predicate >= 6:  # unsigned comparisons: not needed for indices
+                return None
+            return int([a == b, a != b, a < b, a <= b, a > b, a >= b][predicate])
+        case arith.OrIOp(), [a, b]:
+            return a | b
+        case arith.AndIOp(), [a, b]:
+            return a & b
+        case arith.AddiOp(), [a, b]:
+            return a + b
+        case arith.SubiOp(), [a, b]:
+            return a - b
+        case arith.MuliOp(), [a, b]:
+            return a * b
+    return None
