@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint pytest lit clean
+.PHONY: demo test lint pytest lit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -31,6 +35,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 
 test: lint pytest lit
+
+# Side by side with numpy, onnxruntime, PyTorch and apache-tvm (the bench extra).
+bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/matmul.py
+	$(BIN)/python benchmarks/conv2d.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,332 @@
+"""What the side-by-side benchmarks share: timing, checking, threads and the table.
+
+Each benchmark lists implementations. An implementation's `setup()` prepares its
+inputs, compiles what it must and returns a `Prepared`: `run()` computes once,
+`fetch()` returns the result of the last run as a numpy array. The harness then
+
+1. runs it once and compares the result with numpy's (`allclose`, rtol and atol
+   1e-4): a wrong result is a WRONG row and is never timed;
+2. times it (`measure`): one warm-up call, then enough calls per measurement to
+   last at least ~50 ms, repeated; the row shows the median and the spread;
+3. prints one table: time, GFLOPS and the ratio to the reference implementation.
+
+A setup that raises ImportError is a "not installed" row (the `bench` extra is
+optional); any other exception is a "failed" row holding the message, so one
+broken implementation never hides the others.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import math
+import os
+import platform
+import statistics
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+RTOL = 1e-4
+ATOL = 1e-4
+
+
+def cores() -> int:
+    """The cores this process may run on (every library is left to use all of them)."""
+    return len(os.sched_getaffinity(0))
+
+
+# TVM's runtime sizes its thread pool once, from TVM_NUM_THREADS or its own guess of
+# the core count, which is 1 on the 2-core VM this was written on; every other
+# library uses all cores by default. Set it before tvm is imported so the
+# comparison is like for like (a value given in the environment wins).
+_TVM_THREADS_GIVEN = "TVM_NUM_THREADS" in os.environ
+os.environ.setdefault("TVM_NUM_THREADS", str(cores()))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call: the median, fastest and slowest of `repeat` measurements,
+    each the mean of `number` back-to-back calls."""
+
+    median: float
+    low: float
+    high: float
+    number: int
+    repeat: int
+
+    @property
+    def spread(self) -> float:
+        """(slowest - fastest) / median: how noisy the measurement was."""
+        return (self.high - self.low) / self.median
+
+
+def _clock(fn: Callable[[], object], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return time.perf_counter() - start
+
+
+def measure(
+    fn: Callable[[], object],
+    min_time: float = 0.05,
+    repeat: int = 7,
+    budget: float = 3.0,
+) -> Timing:
+    """Time `fn()`: a warm-up call, then `repeat` measurements of `number` calls.
+
+    `number` grows until one measurement lasts `min_time`; `repeat` shrinks (to
+    no fewer than 3) when the measurements would take more than `budget` seconds,
+    so a naive kernel of seconds a call does not hold the run up for minutes.
+
+    Args:
+        fn: the call to time.
+        min_time: the shortest measurement, in seconds.
+        repeat: the most measurements.
+        budget: seconds the measurements should take at most, roughly.
+
+    Returns:
+        The per-call median, fastest and slowest measurement.
+    """
+    first = _clock(fn, 1)  # warm-up: thread pools, lazy JIT, first touch of pages
+    number, elapsed = 1, first
+    while elapsed < min_time:
+        # aim 20% past the target; at least double so a tiny first guess converges
+        number = max(
+            2 * number, math.ceil(number * 1.2 * min_time / max(elapsed, 1e-9))
+        )
+        elapsed = _clock(fn, number)
+    per_call = elapsed / number
+    repeat = max(3, min(repeat, int(budget / (per_call * number))))
+    samples = [_clock(fn, number) / number for _ in range(repeat)]
+    return Timing(
+        statistics.median(samples), min(samples), max(samples), number, repeat
+    )
+
+
+def gflops(flops: float, seconds: float) -> float:
+    """Billions of floating-point operations per second."""
+    return flops / seconds / 1e9
+
+
+@dataclass
+class Prepared:
+    """A ready implementation: `run()` computes, `fetch()` returns the last result;
+    `extra` carries figures for the benchmark's own report (a compile time)."""
+
+    run: Callable[[], object]
+    fetch: Callable[[], np.ndarray]
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Impl:
+    """A row of the table: its name, how to prepare it and its threads."""
+
+    name: str
+    setup: Callable[[], Prepared]
+    threads: Callable[[], str] = lambda: ""
+
+
+@dataclass
+class Row:
+    """The outcome of one implementation.
+
+    status is "ok" (checked and timed), "WRONG" (checked, not timed), "not
+    installed" or "failed" (with the message in `note`).
+    """
+
+    name: str
+    status: str
+    timing: Timing | None = None
+    gflops: float | None = None
+    note: str = ""
+    threads: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _first_line(exc: BaseException, limit: int = 160) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def evaluate(
+    impl: Impl,
+    expected: np.ndarray,
+    flops: float,
+    min_time: float = 0.05,
+    repeat: int = 7,
+) -> Row:
+    """Prepare, check against `expected`, and (only if right) time one implementation."""
+    try:
+        prepared = impl.setup()
+    except ImportError as exc:
+        return Row(impl.name, "not installed", note=f"({exc.name or exc})")
+    except Exception as exc:  # a broken implementation is a row, not a crash
+        if os.environ.get("BENCH_TRACEBACK"):
+            traceback.print_exc()
+        return Row(impl.name, "failed", note=_first_line(exc))
+    try:
+        threads = impl.threads()
+    except Exception as exc:
+        threads = f"? ({_first_line(exc, 40)})"
+    try:
+        prepared.run()
+        got = np.asarray(prepared.fetch())
+    except Exception as exc:
+        return Row(impl.name, "failed", note=_first_line(exc), threads=threads)
+    if got.shape != expected.shape or not np.allclose(
+        got, expected, rtol=RTOL, atol=ATOL
+    ):
+        if got.shape != expected.shape:
+            why = f"shape {got.shape}, expected {expected.shape}"
+        else:
+            why = f"max |error| {np.nanmax(np.abs(got - expected)):.3g}"
+        return Row(impl.name, "WRONG", note=why, threads=threads)
+    timing = measure(prepared.run, min_time=min_time, repeat=repeat)
+    return Row(
+        impl.name,
+        "ok",
+        timing,
+        gflops(flops, timing.median),
+        prepared.note,
+        threads,
+        prepared.extra,
+    )
+
+
+def print_table(rows: Sequence[Row], reference: str) -> None:
+    """Print the rows; the ratio column is GFLOPS over the `reference` row's."""
+    ref = next((r for r in rows if r.name == reference and r.status == "ok"), None)
+    width = max(len("implementation"), *(len(r.name) for r in rows))
+    vs = f"vs {reference}"
+    rw = max(len(vs), 10)
+    head = (
+        f"{'implementation':<{width}}  {'time (ms)':>10}  {'spread':>6}  "
+        f"{'GFLOPS':>8}  {vs:>{rw}}  {'thr':>3}  notes"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if r.status == "ok":
+            assert r.timing is not None and r.gflops is not None
+            ratio = f"{r.gflops / ref.gflops:.2f}x" if ref and ref.gflops else "-"
+            cells = (
+                f"{r.timing.median * 1e3:10.3f}  {r.timing.spread * 100:5.1f}%  "
+                f"{r.gflops:8.1f}  {ratio:>{rw}}"
+            )
+        else:
+            cells = f"{r.status:>10}  {'':>6}  {'':>8}  {'':>{rw}}"
+        print(f"{r.name:<{width}}  {cells}  {r.threads:>3}  {r.note}".rstrip())
+    if ref is None:
+        print(f"(the reference, {reference}, did not run: no ratios)")
+    print(
+        "time: median per call; spread: (slowest - fastest) / median of the "
+        "measurements; ratio: GFLOPS / reference GFLOPS (above 1 is faster); "
+        "thr: threads."
+    )
+
+
+def run_all(
+    impls: Sequence[Impl],
+    expected: np.ndarray,
+    flops: float,
+    reference: str,
+    min_time: float = 0.05,
+    repeat: int = 7,
+) -> list[Row]:
+    """Evaluate every implementation in order and print the table."""
+    rows = []
+    for impl in impls:
+        print(f"  {impl.name} ...", flush=True)
+        rows.append(evaluate(impl, expected, flops, min_time, repeat))
+    print()
+    print_table(rows, reference)
+    return rows
+
+
+def check_target(rows: Sequence[Row], name: str, other: str, factor: float) -> str:
+    """One line saying whether row `name` reaches `factor` x row `other`'s GFLOPS."""
+    mine = next((r for r in rows if r.name == name), None)
+    theirs = next((r for r in rows if r.name == other), None)
+    goal = f"{name} >= {factor:g} x {other}"
+    if mine is None or mine.status != "ok" or mine.gflops is None:
+        return f"  {goal}: cannot tell ({name}: {mine.status if mine else 'absent'})"
+    if theirs is None or theirs.status != "ok" or theirs.gflops is None:
+        return (
+            f"  {goal}: cannot tell ({other}: {theirs.status if theirs else 'absent'})"
+        )
+    ratio = mine.gflops / theirs.gflops
+    verdict = "met" if ratio >= factor else "NOT met"
+    return f"  {goal}: {verdict} ({ratio:.2f}x)"
+
+
+def openblas_threads() -> str:
+    """The thread count of the OpenBLAS that numpy bundles, asked through ctypes."""
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__) + ".libs", "*openblas*"))
+    for path in libs:
+        lib = ctypes.CDLL(path)
+        for symbol in (
+            "scipy_openblas_get_num_threads64_",
+            "openblas_get_num_threads64_",
+            "openblas_get_num_threads",
+        ):
+            if hasattr(lib, symbol):
+                return str(getattr(lib, symbol)())
+    return os.environ.get("OPENBLAS_NUM_THREADS", "?")
+
+
+def ember_threads() -> str:
+    """libgomp's team size for ember's parallel loops: OMP_NUM_THREADS or all cores."""
+    return os.environ.get("OMP_NUM_THREADS", str(cores()))
+
+
+def describe_machine() -> str:
+    """CPU name as LLVM sees it, cores, versions, and a warning when other
+    processes compete for the cores (they make every figure noisy, and hurt
+    spinning thread pools, OpenBLAS's and OpenMP's, most)."""
+    try:
+        import llvmlite.binding as llvm
+
+        cpu = llvm.get_host_cpu_name()
+    except Exception:
+        cpu = platform.processor() or "?"
+    load = os.getloadavg()[0]
+    text = (
+        f"host cpu {cpu}, {cores()} cores, Python {platform.python_version()}, "
+        f"numpy {np.__version__}, load average {load:.2f}"
+    )
+    if load > 0.5:
+        text += "\nwarning: other processes are busy; timings will be noisy"
+    return text
+
+
+THREADS_NOTE = (
+    "threads: every library uses all {n} cores, as by default: OpenBLAS and "
+    "onnxruntime (intra-op pool, one thread per physical core) choose so "
+    "themselves, torch.set_num_threads({n}), ember's parallel loops run on "
+    "libgomp (OMP_NUM_THREADS unset = all cores), and TVM_NUM_THREADS={tvm} "
+    "({how})."
+)
+
+
+def threads_note() -> str:
+    """What the header says about threads."""
+    how = (
+        "given in the environment"
+        if _TVM_THREADS_GIVEN
+        else "set by the harness: TVM's own guess can be 1 thread on a small VM"
+    )
+    return THREADS_NOTE.format(n=cores(), tvm=os.environ["TVM_NUM_THREADS"], how=how)
+
+
+def tvm_target() -> dict:
+    """The host as a TVM 0.27 target dict (`mcpu` from LLVM, as ember's `llvm`)."""
+    import llvmlite.binding as llvm
+
+    return {"kind": "llvm", "mcpu": llvm.get_host_cpu_name()}
