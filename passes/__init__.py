@@ -14,6 +14,7 @@ from xdsl.passes import ModulePass, PassPipeline
 
 _EMBER_PASSES = (
     "convert-te-to-loop",
+    "loop-outline-parallel",
     "convert-loop-to-scf",
     "func-packed-abi",
     "convert-arith-to-llvm",
@@ -23,6 +24,25 @@ _EMBER_PASSES = (
     "convert-func-to-llvm",
     "convert-cf-to-llvm",
     "llvm-verify-lowered",
+)
+
+
+# The schedule primitives are a dozen small passes sharing one file.
+_PRIMITIVE_PASSES = (
+    "te-split",
+    "te-tile",
+    "te-fuse",
+    "te-reorder",
+    "te-vectorize",
+    "te-parallel",
+    "te-unroll",
+    "te-pragma",
+    "te-bind",
+    "te-compute-at",
+    "te-compute-inline",
+    "te-compute-root",
+    "te-cache-read",
+    "te-cache-write",
 )
 
 
@@ -48,6 +68,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     passes = dict(xdsl_passes())
     for name in _EMBER_PASSES:
         passes[name] = _loader(name, f"ember.passes.{name.replace('-', '_')}")
+    for name in _PRIMITIVE_PASSES:
+        passes[name] = _loader(name, "ember.passes.te_primitives")
     passes["ember-cpu"] = _loader("ember-cpu", "ember.passes.pipelines")
     return passes
 

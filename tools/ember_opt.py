@@ -16,7 +16,7 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         EmberOptMain(description="ember's modular optimizer driver", args=argv).run()
     except (DiagnosticException, ParseError) as e:
         print(_diagnostic(e), file=sys.stderr)
+        return 1
+    except ArgSpecParseError as e:  # a BaseException in xDSL: catch it by name
+        print(f"ember-opt: error: {e}", file=sys.stderr)
         return 1
     except (ValueError, LookupError, NotImplementedError, OSError) as e:
         if os.environ.get("EMBER_TRACEBACK"):
