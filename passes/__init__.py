@@ -14,6 +14,7 @@ from xdsl.passes import ModulePass, PassPipeline
 
 _EMBER_PASSES = (
     "convert-te-to-loop",
+    "loop-simplify",
     "loop-outline-parallel",
     "convert-loop-to-scf",
     "func-packed-abi",

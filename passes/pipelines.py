@@ -10,8 +10,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 EMBER_CPU: tuple[str, ...] = (
-    # te: tensor expressions become naive loop nests over buffers
+    # te: the schedule applied, tensor expressions become loop nests over buffers
     "convert-te-to-loop",
+    # loop: what the schedule made trivial goes (loops that run once, guards
+    # that always hold), then duplicated index arithmetic
+    "loop-simplify",
+    "cse",
     # loop: loop nests become structured control flow
     "convert-loop-to-scf",
     "canonicalize",
