@@ -183,18 +183,23 @@ def _ssa_name(name: str) -> str | None:
 
 
 class _AxisNames:
-    """Names the axes of the function's computes, unique in the function so the
-    printed IR keeps them and schedule IR can refer to them."""
+    """Names the axes of each compute as its block arguments will be named, unique
+    within the compute, so that schedule IR can refer to them. (xDSL drops a
+    `_<digits>` suffix from value names and adds one when printing duplicates, so
+    names are made unique with a plain digit suffix.)"""
 
     def __init__(self):
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
 
+    def start_compute(self) -> None:
+        self.used = set()
+
     def name(self, var: te.Var) -> str:
-        base = _ssa_name(var.name) or "ax"
+        base = SSAValue.extract_valid_name(_ssa_name(var.name) or "ax")
         unique, n = base, 1
         while unique in self.used:
-            unique, n = f"{base}_{n}", n + 1
+            unique, n = f"{base}{n}", n + 1
         self.used.add(unique)
         self.names[id(var)] = unique
         return unique
@@ -208,6 +213,7 @@ def _emit_compute(
     axes = [*op.axis, *op.reduce_axis]
     block = Block(arg_types=[IndexType()] * len(axes))
     emitter = _BodyEmitter(block, values)
+    axis_names.start_compute()
     for var, arg in zip(axes, block.args, strict=True):
         arg.name_hint = axis_names.name(var)
         emitter.bind(var, arg)
