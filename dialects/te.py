@@ -2,16 +2,21 @@
 
 A te program is a `func.func` over ranked, statically shaped tensors. Each
 `te.compute` defines one tensor by a scalar expression of its indices; the body reads
-other tensors with `te.read` and does scalar work in `arith`/`math`. A compute with
-`reduce` folds its body over extra reduction axes with a combiner (sum, max, min),
-as a TVM compute whose body is `te.sum(...)`.
+other tensors with `te.read` and does scalar work in `arith`/`math` (and `scf.if`
+where a side of a condition must not run). A compute with `reduce` folds its body
+over extra reduction axes with a combiner: sum, max, min, or one of its own given
+as a `combine` region and its identity, as a TVM compute whose body is `te.sum(...)`
+or a `te.comm_reducer`'s.
 """
 
+import re
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    FloatAttr,
     IndexType,
+    IntegerAttr,
     StringAttr,
     TensorType,
     i64,
@@ -23,6 +28,7 @@ from xdsl.irdl import (
     lazy_traits_def,
     operand_def,
     opt_prop_def,
+    opt_region_def,
     prop_def,
     region_def,
     result_def,
@@ -73,7 +79,18 @@ class ComputeOp(IRDLOperation):
         %S = te.compute "S" (%i) reduce sum (%k : 8) -> tensor<4xf32> { ... }
 
     The body's block arguments are the output indices, then the reduction indices;
-    reduction axis `k` runs over `[0, reduce_extents[k])`.
+    reduction axis `k` runs over `[0, reduce_extents[k])`. `reduce` names the
+    combiner: sum, max and min are built in; any other name is a custom combiner,
+    given after the body as a `combine` region over (accumulated, next) values of
+    the element type, with the `identity` it starts from:
+
+        %P = te.compute "P" (%i) reduce prod (%k : 8) -> tensor<4xf32> {
+          %a = te.read %A[%i, %k] : tensor<4x8xf32>
+          te.yield %a : f32
+        } combine (%acc, %x) identity 1.000000e+00 : f32 {
+          %p = arith.mulf %acc, %x : f32
+          te.yield %p : f32
+        }
     """
 
     name = "te.compute"
@@ -81,8 +98,10 @@ class ComputeOp(IRDLOperation):
     tensor_name = prop_def(StringAttr, prop_name="name")
     reduce = opt_prop_def(StringAttr)
     reduce_extents = opt_prop_def(DenseArrayBase)
+    identity = opt_prop_def(FloatAttr | IntegerAttr)
     result = result_def(TensorType)
     body = region_def("single_block")
+    combiner = opt_region_def("single_block")
 
     traits = traits_def(RecursiveMemoryEffect())
 
@@ -93,6 +112,8 @@ class ComputeOp(IRDLOperation):
         body: Region | Block,
         reduce: str | None = None,
         reduce_extents: Sequence[int] = (),
+        combiner: Region | Block | None = None,
+        identity: Attribute | None = None,
     ):
         props: dict[str, Attribute] = {"name": StringAttr(name)}
         if reduce is not None:
@@ -100,10 +121,17 @@ class ComputeOp(IRDLOperation):
             props["reduce_extents"] = DenseArrayBase.from_list(
                 i64, list(reduce_extents)
             )
+        if identity is not None:
+            props["identity"] = identity
+        regions: list[Region] = [body if isinstance(body, Region) else Region(body)]
+        if combiner is not None:
+            regions.append(
+                combiner if isinstance(combiner, Region) else Region(combiner)
+            )
         super().__init__(
             result_types=[result_type],
             properties=props,
-            regions=[body if isinstance(body, Region) else Region(body)],
+            regions=[regions[0], regions[1:]],
         )
 
     @property
@@ -118,6 +146,11 @@ class ComputeOp(IRDLOperation):
         assert isinstance(self.result.type, TensorType)
         return self.result.type
 
+    @property
+    def combine_block(self) -> Block | None:
+        """The custom combiner's block (accumulated, next) -> te.yield, if any."""
+        return None if self.combiner is None else self.combiner.block
+
     def verify_(self) -> None:
         shape = self.output_type.get_shape()
         if any(d < 0 for d in shape):
@@ -126,10 +159,7 @@ class ComputeOp(IRDLOperation):
             raise VerifyException(
                 "expected 'reduce' and 'reduce_extents' together, got only one"
             )
-        if self.reduce is not None and self.reduce.data not in COMBINERS:
-            raise VerifyException(
-                f"expected combiner sum, max or min, got '{self.reduce.data}'"
-            )
+        self._verify_combiner()
         if any(e <= 0 for e in self.extents):
             raise VerifyException(
                 f"expected positive reduction extents, got {list(self.extents)}"
@@ -143,15 +173,55 @@ class ComputeOp(IRDLOperation):
         for arg in args:
             if not isinstance(arg.type, IndexType):
                 raise VerifyException(f"expected index block arguments, got {arg.type}")
-        term = self.body.block.last_op
-        if not isinstance(term, YieldOp):
+        element = self.output_type.element_type
+        _verify_yield(self.body.block, element, "the body")
+
+    def _verify_combiner(self) -> None:
+        custom = self.combiner is not None
+        if custom != (self.identity is not None):
             raise VerifyException(
-                f"expected the body to end in te.yield, got "
-                f"{'nothing' if term is None else term.name}"
+                "expected a combine region and an 'identity' together, got only one"
+            )
+        if self.reduce is None:
+            if custom:
+                raise VerifyException("expected a combine region only on a reduction")
+            return
+        reduce = self.reduce.data
+        if not custom:
+            if reduce not in COMBINERS:
+                raise VerifyException(
+                    f"expected combiner sum, max or min, or a combine region for "
+                    f"the custom combiner '{reduce}', got none"
+                )
+            return
+        if reduce in COMBINERS:
+            raise VerifyException(
+                f"expected no combine region for the builtin combiner '{reduce}'"
+            )
+        if not _IDENTIFIER.fullmatch(reduce):
+            raise VerifyException(
+                f"expected the combiner's name to be an identifier, got '{reduce}'"
             )
         element = self.output_type.element_type
-        if term.value.type != element:
-            raise VerifyException(f"expected yield of {element}, got {term.value.type}")
+        assert self.identity is not None
+        if self.identity.type != element:
+            raise VerifyException(
+                f"expected an identity of type {element}, got {self.identity}"
+            )
+        block = self.combiner.block  # type: ignore[union-attr]
+        types = [a.type for a in block.args]
+        if types != [element, element]:
+            raise VerifyException(
+                f"expected the combine region to take (accumulated, next) values "
+                f"of type {element}, got ({', '.join(map(str, types))})"
+            )
+        _verify_yield(block, element, "the combine region")
+        for op in block.walk():
+            if isinstance(op, ReadOp):
+                raise VerifyException(
+                    "expected no te.read in the combine region: a combiner sees "
+                    "only its two arguments"
+                )
 
     def print(self, printer: Printer) -> None:
         block = self.body.block
@@ -175,6 +245,13 @@ class ComputeOp(IRDLOperation):
         printer.print_attribute(self.result.type)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
+        if self.combiner is not None and self.identity is not None:
+            printer.print_string(" combine (")
+            printer.print_list(self.combiner.block.args, printer.print_ssa_value)
+            printer.print_string(") identity ")
+            printer.print_attribute(self.identity)
+            printer.print_string(" ")
+            printer.print_region(self.combiner, print_entry_block_args=False)
         printer.print_op_attributes(self.attributes)
 
     @classmethod
@@ -189,7 +266,9 @@ class ComputeOp(IRDLOperation):
         extents: list[int] = []
         reduce_args: list[Parser.Argument] = []
         if parser.parse_optional_keyword("reduce"):
-            reduce = parser.parse_identifier("expected a combiner: sum, max or min")
+            reduce = parser.parse_identifier(
+                "expected a combiner: sum, max, min or a custom combiner's name"
+            )
 
             def reduce_axis() -> None:
                 reduce_args.append(index_arg())
@@ -202,10 +281,35 @@ class ComputeOp(IRDLOperation):
         if not isinstance(result_type, TensorType):
             parser.raise_error(f"expected a tensor type, got {result_type}")
         body = parser.parse_region([*indices, *reduce_args])
+        combiner: Region | None = None
+        identity: Attribute | None = None
+        if parser.parse_optional_keyword("combine"):
+            element = result_type.element_type
+            args = parser.parse_comma_separated_list(
+                Parser.Delimiter.PAREN,
+                lambda: parser.parse_argument(expect_type=False).resolve(element),
+            )
+            parser.parse_keyword("identity")
+            identity = parser.parse_attribute()
+            combiner = parser.parse_region(args)
         attrs = parser.parse_optional_attr_dict()
-        op = cls(name, result_type, body, reduce, extents)
+        op = cls(name, result_type, body, reduce, extents, combiner, identity)
         op.attributes.update(attrs)
         return op
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def _verify_yield(block: Block, element: Attribute, what: str) -> None:
+    term = block.last_op
+    if not isinstance(term, YieldOp):
+        raise VerifyException(
+            f"expected {what} to end in te.yield, got "
+            f"{'nothing' if term is None else term.name}"
+        )
+    if term.value.type != element:
+        raise VerifyException(f"expected yield of {element}, got {term.value.type}")
 
 
 @irdl_op_definition

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, func, math
+from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -56,6 +56,21 @@ _INT_OPS: dict[str, type[Operation]] = {
 }
 # true is 1 for unsigned comparisons, -1 for signed ones
 _BOOL_OPS: dict[str, type[Operation]] = {"max": arith.MaxUIOp, "min": arith.MinUIOp}
+# bitwise on integers, logical on bools
+_LOGIC_OPS: dict[str, type[Operation]] = {
+    "and": arith.AndIOp,
+    "or": arith.OrIOp,
+    "xor": arith.XOrIOp,
+}
+# Ordered: a comparison with NaN is false, except `!=` which is true (numpy).
+_FLOAT_PREDICATES = {
+    "lt": "olt",
+    "le": "ole",
+    "gt": "ogt",
+    "ge": "oge",
+    "eq": "oeq",
+    "ne": "une",
+}
 _MATH: dict[str, type[Operation]] = {
     "exp": math.ExpOp,
     "log": math.LogOp,
@@ -228,42 +243,79 @@ def _emit_compute(
         block,
         reduce,
         [v.extent for v in op.reduce_axis],
+        *_combiner(op.body),
     )
 
 
+def _combiner(body: te.Expr) -> tuple[Block, Attribute] | tuple[()]:
+    """The combine block and identity of a `comm_reducer` reduction; nothing for
+    a plain compute or a builtin combiner."""
+    if not isinstance(body, te.Reduce) or body.custom is None:
+        return ()
+    x, y, combined, identity = body.custom
+    t = ir_type(body.dtype)
+    block = Block(arg_types=[t, t])
+    emitter = _BodyEmitter(block, {})
+    for param, arg, hint in ((x, block.args[0], "acc"), (y, block.args[1], "x")):
+        arg.name_hint = hint
+        emitter.bind(param, arg)
+    block.add_op(te_ir.YieldOp(emitter.emit(combined)))
+    return block, _const_attr(identity)
+
+
+def _const_attr(c: te.Const) -> FloatAttr | IntegerAttr:
+    t = ir_type(c.dtype)
+    if c.dtype in te.FLOAT_DTYPES:
+        return FloatAttr(float(c.value), t)  # type: ignore[arg-type]
+    return IntegerAttr(int(c.value), t)  # type: ignore[arg-type]
+
+
 class _BodyEmitter:
-    """Emits one compute body; shared subexpressions are emitted once."""
+    """Emits one compute body (or combiner); shared subexpressions are emitted
+    once per scope. The side of a guarded select that reads tensors is emitted in
+    a region of its own (an `scf.if` branch): what is emitted there is visible only
+    there."""
 
     def __init__(self, block: Block, tensors: dict[int, SSAValue]):
         self.block, self.tensors = block, tensors
         # Keyed by id(); holding the expression keeps the id from being reused.
-        self.memo: dict[int, tuple[te.Expr, SSAValue]] = {}
+        # One dictionary per open scope, innermost last.
+        self.scopes: list[dict[int, tuple[te.Expr, SSAValue]]] = [{}]
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
         return op.results[0]
 
-    def bind(self, var: te.Var, arg: SSAValue) -> None:
-        if var.lower:
+    def bind(self, var: te.Var | te.Param, arg: SSAValue) -> None:
+        if isinstance(var, te.Var) and var.lower:
             offset = self.add(arith.ConstantOp(IntegerAttr(var.lower, IndexType())))
             arg = self.add(arith.AddiOp(arg, offset))
-        self.memo[id(var)] = (var, arg)
+        self.scopes[-1][id(var)] = (var, arg)
+
+    def _lookup(self, e: te.Expr) -> SSAValue | None:
+        for scope in reversed(self.scopes):
+            if id(e) in scope:
+                return scope[id(e)][1]
+        return None
 
     def emit(self, e: te.Expr) -> SSAValue:
-        if id(e) not in self.memo:
-            self.memo[id(e)] = (e, self._emit(e))
-        return self.memo[id(e)][1]
+        value = self._lookup(e)
+        if value is None:
+            value = self._emit(e)
+            self.scopes[-1][id(e)] = (e, value)
+        return value
 
     def _emit(self, e: te.Expr) -> SSAValue:
         if isinstance(e, te.Var):
             raise ValueError(
                 f"loop index '{e.name}' is used outside the compute that defines it"
             )
+        if isinstance(e, te.Param):
+            raise ValueError(
+                f"combiner argument '{e.name}' is used outside its combiner"
+            )
         if isinstance(e, te.Const):
-            t = ir_type(e.dtype)
-            if e.dtype in te.FLOAT_DTYPES:
-                return self.add(arith.ConstantOp(FloatAttr(float(e.value), t)))  # type: ignore[arg-type]
-            return self.add(arith.ConstantOp(IntegerAttr(int(e.value), t)))  # type: ignore[arg-type]
+            return self.add(arith.ConstantOp(_const_attr(e)))
         if isinstance(e, te.Read):
             if id(e.tensor) not in self.tensors:
                 raise ValueError(f"tensor '{e.tensor.name}' is not available here")
@@ -271,6 +323,10 @@ class _BodyEmitter:
             return self.add(te_ir.ReadOp(self.tensors[id(e.tensor)], indices))
         if isinstance(e, te.Binary):
             return self._binary(e.op, e.dtype, self.emit(e.lhs), self.emit(e.rhs))
+        if isinstance(e, te.Compare):
+            return self._compare(e.op, e.lhs.dtype, self.emit(e.lhs), self.emit(e.rhs))
+        if isinstance(e, te.Select):
+            return self._select(e)
         if isinstance(e, te.Call):
             args = [self.emit(a) for a in e.args]
             if e.fn in ("max", "min"):
@@ -283,6 +339,8 @@ class _BodyEmitter:
         raise TypeError(f"cannot lower expression {e!r}")
 
     def _binary(self, op: str, dtype: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        if op in _LOGIC_OPS:
+            return self.add(_LOGIC_OPS[op](lhs, rhs))
         if dtype in te.FLOAT_DTYPES:
             return self.add(_FLOAT_OPS[op](lhs, rhs))
         if dtype == "bool":
@@ -290,6 +348,46 @@ class _BodyEmitter:
         if op in ("div", "floordiv", "mod"):
             return self._int_division(op, dtype, lhs, rhs)
         return self.add(_INT_OPS[op](lhs, rhs))
+
+    def _compare(self, op: str, dtype: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        if dtype in te.FLOAT_DTYPES:
+            return self.add(arith.CmpfOp(lhs, rhs, _FLOAT_PREDICATES[op]))
+        signed = "u" if dtype == "bool" else "s"
+        predicate = op if op in ("eq", "ne") else signed + op
+        return self.add(arith.CmpiOp(lhs, rhs, predicate))
+
+    def _select(self, e: te.Select) -> SSAValue:
+        cond = self.emit(e.cond)
+        sides = (e.true_value, e.false_value)
+        if not (e.guarded and any(self._reads(side) for side in sides)):
+            return self.add(arith.SelectOp(cond, *[self.emit(s) for s in sides]))
+        # Only the taken side runs: a read there may be out of bounds otherwise.
+        then, otherwise = (Region(self._scoped(side)) for side in sides)
+        return self.add(scf.IfOp(cond, [ir_type(e.dtype)], then, otherwise))
+
+    def _scoped(self, e: te.Expr) -> Block:
+        """A block computing `e` and yielding it, with its own scope."""
+        outer, self.block = self.block, Block()
+        self.scopes.append({})
+        try:
+            self.block.add_op(scf.YieldOp(self.emit(e)))
+            return self.block
+        finally:
+            self.scopes.pop()
+            self.block = outer
+
+    def _reads(self, e: te.Expr) -> bool:
+        """Whether emitting `e` here would read a tensor."""
+        stack, seen = [e], set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or self._lookup(node) is not None:
+                continue
+            if isinstance(node, te.Read):
+                return True
+            seen.add(id(node))
+            stack.extend(node.children)
+        return False
 
     def _int_division(self, op: str, dtype: str, lhs: SSAValue, rhs: SSAValue):
         """Integer `/`, `//` and `%` as numpy computes them: `%` takes the sign of

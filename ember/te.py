@@ -2,179 +2,169 @@
 
     A = te.placeholder((n,), name="A")
     B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    P = te.compute((n + 2,), lambda i: te.if_then_else(
+        te.all(i >= 1, i < n + 1), A[i - 1], 0.0), name="P")
     s = te.create_schedule(B.op)
 
-Expressions are small Python trees; `ember.lower` turns them into te IR
-(`te.compute` ops in a `func.func`), the first text stage of every compilation.
+Expressions are small Python trees (`ember.te_expr`); `ember.lower` turns them
+into te IR (`te.compute` ops in a `func.func`), the first text stage of every
+compilation.
 """
 
 from __future__ import annotations
 
 import builtins
+import numbers
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
+
+from ember import te_expr as _x
+from ember.te_expr import (
+    DTYPES,
+    FLOAT_DTYPES,
+    Binary,
+    Call,
+    Cast,
+    Compare,
+    Const,
+    Expr,
+    ExprLike,
+    Param,
+    Read,
+    Reduce,
+    Select,
+    Var,
+    walk,
+)
 
 if TYPE_CHECKING:
     from ember.schedule import Schedule
 
-DTYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "bool")
-FLOAT_DTYPES = ("float16", "float32", "float64")
+
+__all__ = [  # the API, the expression nodes included
+    "placeholder",
+    "compute",
+    "reduce_axis",
+    "Tensor",
+    "Operation",
+    "PlaceholderOp",
+    "ComputeOp",
+    "sum",
+    "max",
+    "min",
+    "comm_reducer",
+    "CommReducer",
+    "BUILTIN_COMBINERS",
+    "const",
+    "equal",
+    "not_equal",
+    "all",
+    "any",
+    "logical_not",
+    "if_then_else",
+    "select",
+    "exp",
+    "log",
+    "sqrt",
+    "tanh",
+    "abs",
+    "create_schedule",
+    "thread_axis",
+    "DTYPES",
+    "FLOAT_DTYPES",
+    "Binary",
+    "Call",
+    "Cast",
+    "Compare",
+    "Const",
+    "Expr",
+    "ExprLike",
+    "Param",
+    "Read",
+    "Reduce",
+    "Select",
+    "Var",
+    "walk",
+]
+
+BUILTIN_COMBINERS = ("sum", "max", "min")
 
 
-def _check_dtype(dtype: str) -> str:
-    if dtype not in DTYPES:
-        raise ValueError(f"unsupported dtype '{dtype}'; expected one of {DTYPES}")
-    return dtype
+def const(value: int | float | bool, dtype: str = "float32") -> Expr:
+    """The constant `value` of type `dtype` (TVM's `tvm.tir.const`)."""
+    if not _x.is_number(value):
+        raise TypeError(f"te.const: expected a number, got {value!r}")
+    return _x.make_const(value, _x.check_dtype(dtype))  # type: ignore[arg-type]
 
 
-class Expr:
-    """A scalar expression; `dtype` is a dtype name or "index" for loop indices."""
+def equal(a: ExprLike, b: ExprLike) -> Expr:
+    """`a == b` as a bool expression."""
+    return _x.compare("eq", a, b)
 
-    dtype: str
 
-    def __add__(self, other: ExprLike) -> Expr:
-        return _binary("add", self, other)
+def not_equal(a: ExprLike, b: ExprLike) -> Expr:
+    """`a != b` as a bool expression (true when either side is NaN)."""
+    return _x.compare("ne", a, b)
 
-    def __radd__(self, other: ExprLike) -> Expr:
-        return _binary("add", other, self)
 
-    def __sub__(self, other: ExprLike) -> Expr:
-        return _binary("sub", self, other)
-
-    def __rsub__(self, other: ExprLike) -> Expr:
-        return _binary("sub", other, self)
-
-    def __mul__(self, other: ExprLike) -> Expr:
-        return _binary("mul", self, other)
-
-    def __rmul__(self, other: ExprLike) -> Expr:
-        return _binary("mul", other, self)
-
-    def __truediv__(self, other: ExprLike) -> Expr:
-        return _binary("div", self, other)
-
-    def __rtruediv__(self, other: ExprLike) -> Expr:
-        return _binary("div", other, self)
-
-    def __floordiv__(self, other: ExprLike) -> Expr:
-        return _binary("floordiv", self, other)
-
-    def __mod__(self, other: ExprLike) -> Expr:
-        return _binary("mod", self, other)
-
-    def __neg__(self) -> Expr:
-        return _binary("sub", _const(0, self.dtype), self)
-
-    def astype(self, dtype: str) -> Expr:
-        """This expression converted to `dtype`."""
-        return Cast(_check_dtype(dtype), self)
-
-    def __bool__(self) -> bool:
+def _condition(value: ExprLike, what: str) -> Expr:
+    if isinstance(value, bool):
+        return Const(int(value), "bool")
+    cond = _x.as_expr(value, "bool")
+    if cond.dtype != "bool":
         raise TypeError(
-            "a te expression has no truth value; use te.max/te.min or arithmetic"
+            f"{what}: expected a bool condition, got {cond.dtype}; compare it "
+            "first (x > 0, x != 0)"
         )
+    return cond
 
 
-ExprLike = Expr | int | float
+def all(*conds: ExprLike) -> Expr:  # noqa: A001 - TVM's name
+    """True where every condition holds (TVM's `tvm.tir.all`)."""
+    return _fold_conditions("all", "and", conds)
 
 
-class Const(Expr):
-    def __init__(self, value: int | float, dtype: str):
-        self.value, self.dtype = value, dtype
+def any(*conds: ExprLike) -> Expr:  # noqa: A001 - TVM's name
+    """True where at least one condition holds (TVM's `tvm.tir.any`)."""
+    return _fold_conditions("any", "or", conds)
 
 
-class Var(Expr):
-    """A loop index: an axis of a compute or a reduction axis."""
-
-    def __init__(self, name: str, lower: int, extent: int, reduce: bool = False):
-        self.name, self.dtype = name, "index"
-        self.lower, self.extent, self.reduce = lower, extent, reduce
-
-    def __repr__(self) -> str:
-        kind = "reduce_axis" if self.reduce else "axis"
-        return f"{kind}({self.name}, [{self.lower}, {self.lower + self.extent}))"
+def _fold_conditions(fn: str, op: str, conds: Sequence[ExprLike]) -> Expr:
+    if not conds:
+        raise ValueError(f"te.{fn} expects at least one condition")
+    result = _condition(conds[0], f"te.{fn}")
+    for c in conds[1:]:
+        result = Binary(op, result, _condition(c, f"te.{fn}"))
+    return result
 
 
-class Binary(Expr):
-    def __init__(self, op: str, lhs: Expr, rhs: Expr):
-        self.op, self.lhs, self.rhs, self.dtype = op, lhs, rhs, lhs.dtype
+def logical_not(cond: ExprLike) -> Expr:
+    """The negation of a bool condition (also written `~cond`)."""
+    return ~_condition(cond, "te.logical_not")
 
 
-class Call(Expr):
-    """An intrinsic such as exp, or max/min of two values."""
+def if_then_else(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
+    """`t` where `cond` holds, else `f`; only the taken side is evaluated, so
+    padding may read out of bounds on the other side:
 
-    def __init__(self, fn: str, args: Sequence[Expr]):
-        self.fn, self.args, self.dtype = fn, list(args), args[0].dtype
+        te.if_then_else(te.all(i >= 1, i < n + 1), A[i - 1], 0.0)
 
-
-class Cast(Expr):
-    def __init__(self, dtype: str, value: Expr):
-        self.dtype, self.value = dtype, value
-
-
-class Read(Expr):
-    def __init__(self, tensor: Tensor, indices: Sequence[Expr]):
-        self.tensor, self.indices, self.dtype = tensor, list(indices), tensor.dtype
+    A side that reads tensors becomes a branch (`scf.if`); see `select`.
+    """
+    return _select("te.if_then_else", cond, t, f, guarded=True)
 
 
-class Reduce(Expr):
-    """`combiner` of `body` over `axes`; only valid as the whole body of a compute."""
-
-    def __init__(self, combiner: str, body: Expr, axes: Sequence[Var]):
-        self.combiner, self.body, self.axes = combiner, body, list(axes)
-        self.dtype = body.dtype
+def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
+    """`t` where `cond` holds, else `f`, both evaluated (TVM's `tir.Select`):
+    branch-free (`arith.select`), so both sides must be safe to compute."""
+    return _select("te.select", cond, t, f, guarded=False)
 
 
-_INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "index": (-(2**63), 2**63 - 1),
-    "bool": (0, 1),
-}
-
-
-def _const(value: int | float, dtype: str) -> Const:
-    if dtype in FLOAT_DTYPES:
-        return Const(float(value), dtype)
-    if isinstance(value, float) and not value.is_integer():
-        raise TypeError(f"cannot use the float {value} in a {dtype} expression")
-    low, high = _INT_RANGES[dtype]
-    if not low <= int(value) <= high:
-        raise TypeError(f"the constant {value} does not fit {dtype}")
-    return Const(int(value), dtype)
-
-
-def _as_expr(value: ExprLike, like: str) -> Expr:
-    if isinstance(value, Expr):
-        return value
-    if isinstance(value, bool | int | float):
-        return _const(value, like)
-    raise TypeError(f"expected a te expression or a number, got {type(value)}")
-
-
-def _binary(op: str, lhs: ExprLike, rhs: ExprLike) -> Expr:
-    if not isinstance(lhs, Expr):
-        lhs = _as_expr(lhs, _as_expr(rhs, "float32").dtype)
-    rhs = _as_expr(rhs, lhs.dtype)
-    if lhs.dtype != rhs.dtype:
-        # An index used in arithmetic with data takes the data's type, as in TVM.
-        if lhs.dtype == "index":
-            lhs = Cast(rhs.dtype, lhs)
-        elif rhs.dtype == "index":
-            rhs = Cast(lhs.dtype, rhs)
-        else:
-            raise TypeError(
-                f"'{op}' of {lhs.dtype} and {rhs.dtype}: convert one side "
-                "with .astype(...)"
-            )
-    if lhs.dtype == "bool" and op not in ("max", "min"):
-        raise TypeError(f"'{op}' of bool values: convert them with .astype(...)")
-    if lhs.dtype in FLOAT_DTYPES and op in ("floordiv", "mod"):
-        # numpy's float floor division and modulo are built on fmod, which the
-        # arith dialect of this xDSL version lacks; refuse rather than differ.
-        raise TypeError(f"'//' and '%' need integer operands, got {lhs.dtype}")
-    return Binary(op, lhs, rhs)
+def _select(fn: str, cond: ExprLike, t: ExprLike, f: ExprLike, guarded: bool) -> Expr:
+    condition = _condition(cond, fn)
+    true_value, false_value = _x.unify(f"{fn}", t, f)
+    return Select(condition, true_value, false_value, guarded)
 
 
 class Operation:
@@ -198,24 +188,9 @@ class ComputeOp(Operation):
 
     def input_tensors(self) -> list[Tensor]:
         found: dict[int, Tensor] = {}
-
-        def visit(e: Expr) -> None:
+        for e in walk(self.body):
             if isinstance(e, Read):
                 found.setdefault(id(e.tensor), e.tensor)
-                for i in e.indices:
-                    visit(i)
-            elif isinstance(e, Binary):
-                visit(e.lhs)
-                visit(e.rhs)
-            elif isinstance(e, Call):
-                for a in e.args:
-                    visit(a)
-            elif isinstance(e, Cast):
-                visit(e.value)
-            elif isinstance(e, Reduce):
-                visit(e.body)
-
-        visit(self.body)
         return list(found.values())
 
 
@@ -250,8 +225,8 @@ class Tensor:
 
 
 def _index(value: ExprLike, tensor: str) -> Expr:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return Const(value, "index")
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return Const(int(value), "index")
     if isinstance(value, Expr) and value.dtype == "index":
         return value
     raise TypeError(f"indices of '{tensor}' must be loop indices or ints, got {value}")
@@ -279,11 +254,12 @@ def placeholder(
         The tensor.
     """
     dims = _shape(shape, f"placeholder '{name}'")
-    return Tensor(dims, _check_dtype(dtype), PlaceholderOp(name))
+    return Tensor(dims, _x.check_dtype(dtype), PlaceholderOp(name))
 
 
 def reduce_axis(dom: tuple[int, int], name: str = "rv") -> Var:
-    """A reduction axis over `[dom[0], dom[1])`, for `te.sum`, `te.max`, `te.min`."""
+    """A reduction axis over `[dom[0], dom[1])`, for `te.sum`, `te.max`, `te.min`
+    and reducers made by `te.comm_reducer`."""
     lower, upper = dom
     if upper <= lower:
         raise ValueError(f"reduce_axis '{name}': empty range [{lower}, {upper})")
@@ -313,41 +289,38 @@ def compute(
         Var(names[d] if d < len(names) else f"i{d}", 0, extent)
         for d, extent in enumerate(dims)
     ]
-    body = _as_expr(fcompute(*axis), dtype or "float32")
+    body = _x.as_expr(fcompute(*axis), dtype or "float32")
     if body.dtype == "index":
         body = Cast(dtype or "int32", body)
     if dtype is not None and body.dtype != dtype:
-        body = Cast(_check_dtype(dtype), body)
-    _check_reduce_placement(body, top=True, name=name)
+        body = Cast(_x.check_dtype(dtype), body)
+    _check_body(body, name)
     return Tensor(dims, body.dtype, ComputeOp(name, axis, body))
 
 
-def _check_reduce_placement(e: Expr, top: bool, name: str) -> None:
-    children: list[Expr] = []
-    if isinstance(e, Reduce):
-        if not top:
+def _check_body(body: Expr, name: str) -> None:
+    for e in walk(body):
+        if isinstance(e, Reduce) and e is not body:
             raise ValueError(
                 f"compute '{name}': a reduction must be the whole body of a compute"
             )
-        children = [e.body]
-    elif isinstance(e, Binary):
-        children = [e.lhs, e.rhs]
-    elif isinstance(e, Call):
-        children = e.args
-    elif isinstance(e, Cast):
-        children = [e.value]
-    elif isinstance(e, Read):
-        children = e.indices
-    for c in children:
-        _check_reduce_placement(c, top=False, name=name)
+        if isinstance(e, Param):
+            raise ValueError(
+                f"compute '{name}': the combiner argument '{e.name}' is used outside "
+                "its combiner"
+            )
+
+
+def _axes(fn: str, axis: Var | Sequence[Var]) -> list[Var]:
+    axes = [axis] if isinstance(axis, Var) else list(axis)
+    if not axes or not builtins.all(isinstance(a, Var) and a.reduce for a in axes):
+        raise ValueError(f"te.{fn}: axis must be reduce_axis variables")
+    return axes
 
 
 def _reducer(combiner: str) -> Callable[..., Expr]:
     def reduce(expr: ExprLike, axis: Var | Sequence[Var]) -> Expr:
-        axes = [axis] if isinstance(axis, Var) else list(axis)
-        if not axes or not builtins.all(isinstance(a, Var) and a.reduce for a in axes):
-            raise ValueError(f"te.{combiner}: axis must be reduce_axis variables")
-        return Reduce(combiner, _as_expr(expr, "float32"), axes)
+        return Reduce(combiner, _x.as_expr(expr, "float32"), _axes(combiner, axis))
 
     reduce.__name__ = combiner
     reduce.__doc__ = f"The {combiner} of `expr` over the reduction axes `axis`."
@@ -357,6 +330,105 @@ def _reducer(combiner: str) -> Callable[..., Expr]:
 sum = _reducer("sum")  # noqa: A001 - TVM's name
 _max_reduce = _reducer("max")
 _min_reduce = _reducer("min")
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
+class CommReducer:
+    """A reduction with a user-defined combiner, made by `te.comm_reducer`;
+    `reducer(expr, axis=k)` reduces `expr` over the reduction axes `k`."""
+
+    def __init__(
+        self,
+        fcombine: Callable[[Expr, Expr], ExprLike],
+        fidentity: Callable[[str], ExprLike],
+        name: str,
+    ):
+        self.fcombine, self.fidentity, self.name = fcombine, fidentity, name
+
+    def __call__(self, expr: ExprLike, axis: Var | Sequence[Var]) -> Expr:
+        return Reduce(
+            self.name, _x.as_expr(expr, "float32"), _axes(self.name, axis), self
+        )
+
+    def instantiate(self, dtype: str) -> tuple[Param, Param, Expr, Const]:
+        """The combiner for `dtype`: its two arguments (accumulated value, next
+        value), the expression combining them, and the identity."""
+        what = f"te.comm_reducer '{self.name}'"
+        if dtype == "index":
+            raise TypeError(f"{what}: convert loop indices with .astype(...) first")
+        x, y = Param("x", dtype), Param("y", dtype)
+        combined = _x.as_expr(self.fcombine(x, y), dtype)
+        if combined.dtype != dtype:
+            raise TypeError(
+                f"{what}: expected the combiner to return {dtype}, got {combined.dtype}"
+            )
+        for e in walk(combined):
+            if isinstance(e, Read | Var | Reduce) or (
+                isinstance(e, Param) and e is not x and e is not y
+            ):
+                raise ValueError(
+                    f"{what}: a combiner may only use its two arguments and "
+                    f"constants, got {_describe(e)}"
+                )
+        identity = self.fidentity(dtype)
+        if isinstance(identity, Expr):
+            if not isinstance(identity, Const) or identity.dtype != dtype:
+                raise TypeError(
+                    f"{what}: expected the identity to be a {dtype} constant, "
+                    f"got a {identity.dtype} {type(identity).__name__.lower()}"
+                )
+        elif _x.is_number(identity):
+            identity = _x.make_const(identity, dtype)
+        else:
+            raise TypeError(f"{what}: expected a constant identity, got {identity!r}")
+        return x, y, combined, identity
+
+
+def _describe(e: Expr) -> str:
+    if isinstance(e, Read):
+        return f"a read of tensor '{e.tensor.name}'"
+    if isinstance(e, Var):
+        return f"the loop index '{e.name}'"
+    if isinstance(e, Param):
+        return "an argument of another combiner"
+    return "a reduction"
+
+
+def comm_reducer(
+    fcombine: Callable[[Expr, Expr], ExprLike],
+    fidentity: Callable[[str], ExprLike],
+    name: str = "reducer",
+) -> CommReducer:
+    """A reduction with a user-defined combiner, as TVM's `te.comm_reducer`.
+
+    Args:
+        fcombine: `fcombine(acc, x)` builds the combination of the accumulated
+            value and the next one; it must be commutative and associative.
+        fidentity: `fidentity(dtype)` gives the identity: a number or `te.const`
+            with `fcombine(identity, x) == x`.
+        name: the reduction's name in the IR (an identifier other than sum, max
+            and min).
+
+    Returns:
+        The reducer; `reducer(expr, axis=k)` reduces like `te.sum`.
+
+    Example:
+        >>> prod = te.comm_reducer(lambda x, y: x * y, lambda t: te.const(1, t))
+        >>> P = te.compute((n,), lambda i: prod(A[i, k], axis=k), name="P")
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"te.comm_reducer: expected a name of letters, digits, '_', '$' or '.' "
+            f"that does not start with a digit, got {name!r}"
+        )
+    if name in BUILTIN_COMBINERS:
+        raise ValueError(
+            f"te.comm_reducer: '{name}' is the name of te.{name}; choose another"
+        )
+    if not callable(fcombine) or not callable(fidentity):
+        raise TypeError("te.comm_reducer: expected fcombine and fidentity functions")
+    return CommReducer(fcombine, fidentity, name)
 
 
 def max(  # noqa: A001 - TVM's name
@@ -382,14 +454,14 @@ def min(  # noqa: A001 - TVM's name
 
 
 def _call2(fn: str, a: ExprLike, b: ExprLike) -> Expr:
-    pair = _binary(fn, a, b)
+    pair = _x.binary(fn, a, b)
     assert isinstance(pair, Binary)
     return Call(fn, [pair.lhs, pair.rhs])
 
 
 def _unary_math(fn: str) -> Callable[[Expr], Expr]:
     def call(x: Expr) -> Expr:
-        x = _as_expr(x, "float32")
+        x = _x.as_expr(x, "float32")
         if x.dtype not in FLOAT_DTYPES:
             raise TypeError(f"te.{fn} expects a float expression, got {x.dtype}")
         return Call(fn, [x])

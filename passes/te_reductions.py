@@ -1,7 +1,18 @@
-"""How a `te.compute` reduction combines: its combiner op and its identity.
+"""How a `te.compute` reduction combines: its combiner ops and its identity.
 
 Shared by the lowerings of te (today `convert-te-to-loop`): `identity` is the value
-a reduction buffer starts from, `combine` folds one more value into it.
+a reduction buffer starts from, `combine` folds one more value into it. The builtin
+combiners (sum, max, min) are one arith op each; a custom combiner's `combine`
+region is cloned where the value is folded:
+
+    te.compute "P" (%i) reduce prod (%k : 8) -> tensor<4xf32> { ... }
+        combine (%acc, %x) identity 1.000000e+00 : f32 {
+      %p = arith.mulf %acc, %x : f32
+      te.yield %p : f32
+    }
+
+    combine(op, %a, %v, at) inserts at `at`:   %p = arith.mulf %a, %v : f32
+    and returns %p; identity(op) is 1.000000e+00 : f32.
 """
 
 import math
@@ -16,7 +27,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     i1,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ember.dialects import te
@@ -41,6 +52,8 @@ class ReductionError(ValueError):
 
 def identity(op: te.ComputeOp) -> Attribute:
     """The constant `x` with `combine(x, y) == y` for every `y`, as an attribute."""
+    if op.identity is not None:
+        return op.identity
     reduce = op.reduce.data  # type: ignore[union-attr]
     element = op.output_type.element_type
     if isinstance(element, AnyFloat):
@@ -61,6 +74,9 @@ def combine(
 ) -> SSAValue:
     """Insert at `at` the ops folding `value` into the accumulated `acc`."""
     reduce = op.reduce.data  # type: ignore[union-attr]
+    block = op.combine_block
+    if block is not None:
+        return _clone_combiner(block, acc, value, at)
     element = op.output_type.element_type
     if isinstance(element, AnyFloat):
         cls = _FLOAT_COMBINERS[reduce]
@@ -75,6 +91,17 @@ def combine(
     new.results[0].name_hint = reduce
     Rewriter.insert_op(new, at)
     return new.results[0]
+
+
+def _clone_combiner(
+    block: Block, acc: SSAValue, value: SSAValue, at: InsertPoint
+) -> SSAValue:
+    """The custom combiner's ops cloned at `at` on (`acc`, `value`)."""
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, (acc, value), strict=True))
+    *ops, end = block.ops
+    assert isinstance(end, te.YieldOp), "a verified combine region ends in te.yield"
+    Rewriter.insert_op([op.clone(value_mapper=mapping) for op in ops], at)
+    return mapping.get(end.value, end.value)
 
 
 def _check_bool(op: te.ComputeOp, reduce: str) -> None:

@@ -69,7 +69,7 @@ func.func @bad_combiner(%A: tensor<4x8xf32>) -> tensor<4xf32> {
   func.return %C : tensor<4xf32>
 }
 
-// CHECK: Operation does not verify: expected combiner sum, max or min, got 'prod'
+// CHECK: Operation does not verify: expected combiner sum, max or min, or a combine region for the custom combiner 'prod', got none
 
 // -----
 
@@ -161,3 +161,173 @@ func.func @yield_outside_compute(%x: f32) {
 }
 
 // CHECK: Operation does not verify: 'te.yield' expects parent op 'te.compute'
+
+// -----
+
+func.func @builtin_with_combine(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = te.compute "C" (%i) reduce sum (%k : 8) -> tensor<4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x8xf32>
+    te.yield %a : f32
+  } combine (%acc, %x) identity 0.0 : f32 {
+    %s = arith.addf %acc, %x : f32
+    te.yield %s : f32
+  }
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected no combine region for the builtin combiner 'sum'
+
+// -----
+
+func.func @identity_type(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = te.compute "C" (%i) reduce prod (%k : 8) -> tensor<4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x8xf32>
+    te.yield %a : f32
+  } combine (%acc, %x) identity 1 : i32 {
+    %p = arith.mulf %acc, %x : f32
+    te.yield %p : f32
+  }
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected an identity of type f32, got 1 : i32
+
+// -----
+
+func.func @combine_arity(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = te.compute "C" (%i) reduce twice (%k : 8) -> tensor<4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x8xf32>
+    te.yield %a : f32
+  } combine (%acc) identity 0.0 : f32 {
+    %p = arith.addf %acc, %acc : f32
+    te.yield %p : f32
+  }
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected the combine region to take (accumulated, next) values of type f32, got (f32)
+
+// -----
+
+func.func @combine_argument_types(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = "te.compute"() <{name = "C", reduce = "prod", reduce_extents = array<i64: 8>, identity = 1.0 : f32}> ({
+  ^bb0(%i: index, %k: index):
+    %a = "te.read"(%A, %i, %k) : (tensor<4x8xf32>, index, index) -> f32
+    "te.yield"(%a) : (f32) -> ()
+  }, {
+  ^bb0(%acc: f32, %x: f64):
+    "te.yield"(%acc) : (f32) -> ()
+  }) : () -> tensor<4xf32>
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected the combine region to take (accumulated, next) values of type f32, got (f32, f64)
+
+// -----
+
+func.func @combine_yield_type(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = te.compute "C" (%i) reduce prod (%k : 8) -> tensor<4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x8xf32>
+    te.yield %a : f32
+  } combine (%acc, %x) identity 1.0 : f32 {
+    %p = arith.mulf %acc, %x : f32
+    %w = arith.extf %p : f32 to f64
+    te.yield %w : f64
+  }
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected yield of f32, got f64
+
+// -----
+
+func.func @combine_without_yield(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = "te.compute"() <{name = "C", reduce = "prod", reduce_extents = array<i64: 8>, identity = 1.0 : f32}> ({
+  ^bb0(%i: index, %k: index):
+    %a = "te.read"(%A, %i, %k) : (tensor<4x8xf32>, index, index) -> f32
+    "te.yield"(%a) : (f32) -> ()
+  }, {
+  ^bb0(%acc: f32, %x: f32):
+    "llvm.unreachable"() : () -> ()
+  }) : () -> tensor<4xf32>
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected the combine region to end in te.yield, got llvm.unreachable
+
+// -----
+
+func.func @combine_reads(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = te.compute "C" (%i) reduce weird (%k : 8) -> tensor<4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x8xf32>
+    te.yield %a : f32
+  } combine (%acc, %x) identity 0.0 : f32 {
+    %c0 = arith.constant 0 : index
+    %b = te.read %A[%c0, %c0] : tensor<4x8xf32>
+    %s = arith.addf %acc, %b : f32
+    te.yield %s : f32
+  }
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected no te.read in the combine region: a combiner sees only its two arguments
+
+// -----
+
+func.func @combine_without_reduce() -> tensor<4xf32> {
+  %C = "te.compute"() <{name = "C", identity = 1.0 : f32}> ({
+  ^bb0(%i: index):
+    %c = arith.constant 1.0 : f32
+    "te.yield"(%c) : (f32) -> ()
+  }, {
+  ^bb0(%acc: f32, %x: f32):
+    "te.yield"(%acc) : (f32) -> ()
+  }) : () -> tensor<4xf32>
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected a combine region only on a reduction
+
+// -----
+
+func.func @identity_without_combine(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = "te.compute"() <{name = "C", reduce = "prod", reduce_extents = array<i64: 8>, identity = 1.0 : f32}> ({
+  ^bb0(%i: index, %k: index):
+    %a = "te.read"(%A, %i, %k) : (tensor<4x8xf32>, index, index) -> f32
+    "te.yield"(%a) : (f32) -> ()
+  }) : () -> tensor<4xf32>
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected a combine region and an 'identity' together, got only one
+
+// -----
+
+func.func @combiner_name(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = "te.compute"() <{name = "C", reduce = "two words", reduce_extents = array<i64: 8>, identity = 1.0 : f32}> ({
+  ^bb0(%i: index, %k: index):
+    %a = "te.read"(%A, %i, %k) : (tensor<4x8xf32>, index, index) -> f32
+    "te.yield"(%a) : (f32) -> ()
+  }, {
+  ^bb0(%acc: f32, %x: f32):
+    "te.yield"(%acc) : (f32) -> ()
+  }) : () -> tensor<4xf32>
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Operation does not verify: expected the combiner's name to be an identifier, got 'two words'
+
+// -----
+
+func.func @combine_needs_identity(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = te.compute "C" (%i) reduce prod (%k : 8) -> tensor<4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x8xf32>
+    te.yield %a : f32
+  } combine (%acc, %x) {
+    %p = arith.mulf %acc, %x : f32
+    te.yield %p : f32
+  }
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: Expected 'identity'
