@@ -124,11 +124,7 @@ class _Accesses:
         return known
 
     def constant(self, value: int, user: Operation) -> SSAValue:
-        function = user
-        while not isinstance(parent := function.parent_op(), ModuleOp | None):
-            function = parent
-        entry = function.regions[0].blocks.first
-        assert entry is not None
+        entry = _entry_block(user)
         if (known := self.constants.get((entry, value))) is None:
             const = llvm.ConstantOp(IntegerAttr(value, i64), i64)
             Rewriter.insert_op(const, InsertPoint.at_start(entry))
@@ -246,12 +242,31 @@ def _dealloc(op: memref.DeallocOp) -> None:
 
 
 def _alloca(op: memref.AllocaOp) -> None:
+    """A static-size `llvm.alloca` at the top of the function's entry block, wherever
+    the memref.alloca was: one in a loop body would grow the stack every iteration
+    (LLVM frees allocas only on return), and only entry-block allocas are static
+    frame slots to LLVM. A buffer scoped to a loop body may reuse one slot, since
+    no iteration's buffer outlives it."""
     t = _buffer_type(op, op.memref)
     count = llvm.ConstantOp(IntegerAttr(prod(t.get_shape()), i64), i64)
     alloca = llvm.AllocaOp(
         count, llvm_type(t.element_type), alignment=_buffer_alignment(op)
     )
-    replace(op, [count, alloca], [alloca.res])
+    Rewriter.insert_op([count, alloca], InsertPoint.at_start(_entry_block(op)))
+    replace(op, [], [alloca.res])
+
+
+def _entry_block(op: Operation) -> Block:
+    """The entry block of the function (the op under the module) holding `op`."""
+    function = op
+    while not isinstance(parent := function.parent_op(), ModuleOp | None):
+        function = parent
+    entry = function.regions[0].blocks.first if function.regions else None
+    if entry is None:
+        raise cannot_lower(
+            "convert-memref-to-llvm", op, "expected to be inside a function body"
+        )
+    return entry
 
 
 def _global(op: memref.GlobalOp) -> None:
@@ -304,7 +319,8 @@ class ConvertMemRefToLLVMPass(ConvertToLLVMPass):
         %T = llvm.call @aligned_alloc(%c64, %c64) : (i64, i64) -> !llvm.ptr
         llvm.call @free(%T) : (!llvm.ptr) -> ()
 
-    `memref.alloca` becomes an `llvm.alloca` aligned to 64 bytes; `memref.global` /
+    `memref.alloca` becomes an `llvm.alloca` aligned to 64 bytes at the top of the
+    function's entry block, also when it was in a loop; `memref.global` /
     `memref.get_global` become `llvm.mlir.global` (a flat array) / `addressof`.
     Block arguments and function signatures are left to convert-func-to-llvm and
     convert-cf-to-llvm; values meet through unrealized casts.

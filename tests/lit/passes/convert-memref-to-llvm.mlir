@@ -51,8 +51,9 @@ func.func @load_3d_and_0d(%A: memref<2x3x5xf64>, %S: memref<f64>, %i: index, %j:
 // -----
 
 // Heap buffers: aligned_alloc(64, bytes rounded up to 64) and free, each declared
-// once. Stack buffers: llvm.alloca aligned to 64. A result nothing uses (%S) is
-// not cast back to its memref type; the constants do not take the buffers' names.
+// once. Stack buffers: llvm.alloca aligned to 64, at the top of the entry block. A
+// result nothing uses (%S) is not cast back to its memref type; the constants do
+// not take the buffers' names.
 
 func.func @buffers() {
   %T = memref.alloc() : memref<3x5xf64>
@@ -64,6 +65,9 @@ func.func @buffers() {
 }
 
 // CHECK-LABEL: func.func @buffers()
+// CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[S:.*]] = llvm.alloca %[[N]] x i32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// CHECK-NOT:     unrealized_conversion_cast %[[S]]
 // CHECK-NOT:     %T{{.*}} = llvm.mlir.constant
 // CHECK:         %[[A64:.*]] = llvm.mlir.constant(64) : i64
 // CHECK:         %[[B128:.*]] = llvm.mlir.constant(128) : i64
@@ -71,14 +75,45 @@ func.func @buffers() {
 // CHECK:         %[[A128:.*]] = llvm.mlir.constant(128) : i64
 // CHECK:         %[[B128U:.*]] = llvm.mlir.constant(128) : i64
 // CHECK:         %[[U:.*]] = llvm.call @aligned_alloc(%[[A128]], %[[B128U]]) : (i64, i64) -> !llvm.ptr
-// CHECK:         %[[N:.*]] = llvm.mlir.constant(16) : i64
-// CHECK:         %[[S:.*]] = llvm.alloca %[[N]] x i32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
-// CHECK-NOT:     unrealized_conversion_cast %[[S]]
 // CHECK:         llvm.call @free(%{{.*}}) : (!llvm.ptr) -> ()
 // CHECK:         llvm.call @free(%{{.*}}) : (!llvm.ptr) -> ()
 // CHECK:       llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
 // CHECK-NEXT:  llvm.func @free(!llvm.ptr)
 // CHECK-NOT:   llvm.func @aligned_alloc
+
+// -----
+
+// A stack buffer inside a loop (a per-iteration buffer of a compute_at stage, or a
+// thread's scratch in an outlined parallel loop) is allocated once, in the entry
+// block of the function that holds it: an alloca in the loop would grow the stack
+// every iteration.
+
+func.func @alloca_in_loop(%A: memref<8xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    scf.for %j = %c0 to %n step %c1 {
+      %T = memref.alloca() {alignment = 64 : i64} : memref<4xf32>
+      %x = memref.load %A[%j] : memref<8xf32>
+      memref.store %x, %T[%c0] : memref<4xf32>
+    }
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func @alloca_in_loop(
+// CHECK-NOT:     scf.for
+// CHECK:         %[[N:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[T:.*]] = llvm.alloca %[[N]] x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK-NOT:         llvm.alloca
+// CHECK:             %[[TM:.*]] = builtin.unrealized_conversion_cast %[[T]] : !llvm.ptr to memref<4xf32>
+// CHECK:             %[[X:.*]] = llvm.load
+// CHECK:             llvm.store %[[X]], %{{.*}}
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return
 
 // -----
 
