@@ -13,6 +13,7 @@ import ctypes
 import json
 import os
 
+from . import parallel
 from .errors import EmberError, FunctionNotFoundError
 from .packed_func import PackedFunc
 
@@ -276,16 +277,19 @@ class DSOModule(Module):
     def __init__(self, path: str | os.PathLike):
         """Load the library at ``path``.
 
+        A library with parallel loops gets its thread count from
+        ``EMBER_NUM_THREADS`` (see ``ember.runtime.parallel``); one not linked
+        with libgomp gets libgomp loaded first.
+
         Raises:
-            EmberError: the file is not a loadable library, or its metadata is
-                not a valid metadata document.
+            EmberError: the file is not a loadable library, its metadata is
+                not a valid metadata document, or ``EMBER_NUM_THREADS`` is not
+                a positive integer.
         """
         super().__init__()
         self.path = os.fspath(path)
-        try:
-            self._lib = ctypes.CDLL(os.path.abspath(self.path))
-        except OSError as e:
-            raise EmberError(f"cannot load {self.path} as a library: {e}") from None
+        self._lib = _load_library(self.path)
+        parallel.configure_library(self._lib)
         self.entry_name = self.metadata.get("entry")
 
     def _function_address(self, name: str) -> int:
@@ -300,6 +304,19 @@ class DSOModule(Module):
 
     def function_names(self) -> list[str]:
         return list(self.metadata.get("functions", {}))
+
+
+def _load_library(path: str) -> ctypes.CDLL:
+    try:
+        try:
+            return ctypes.CDLL(os.path.abspath(path))
+        except OSError as e:
+            # A library with parallel loops that was not linked with -lgomp.
+            if not (parallel.needs_openmp(e) and parallel.load_openmp()):
+                raise
+            return ctypes.CDLL(os.path.abspath(path))
+    except OSError as e:
+        raise EmberError(f"cannot load {path} as a library: {e}") from None
 
 
 def load_module(path: str | os.PathLike) -> Module:

@@ -13,6 +13,7 @@ from ember.backends.llvm.codegen import emit_assembly, emit_object, optimize, pa
 from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
 from ember.runtime import EmberError, Module
+from ember.runtime.parallel import NUM_THREADS_SYMBOL, num_threads_from_env
 
 _PACKED_SIGNATURE = "i32 (ptr, ptr, i32, ptr, ptr)"
 _METADATA = "__ember_metadata"
@@ -29,6 +30,10 @@ class LLVMModule(Module):
     On the host the code is JIT-compiled with MCJIT and its packed functions are
     callable (`mod["f"](a, b)`); for another target only its LLVM IR, assembly
     and object code exist.
+
+    Parallel loops run on libgomp with `EMBER_NUM_THREADS` threads as it is
+    when the module is built, else libgomp's default (`OMP_NUM_THREADS`, else
+    every core); see `ember.runtime.parallel`.
 
     Args:
         module: an xDSL module in the llvm dialect, an llvmlite module, or LLVM IR.
@@ -67,11 +72,15 @@ class LLVMModule(Module):
             self.entry_name = packed[0]
         self._engine: llvm.ExecutionEngine | None = None
         if self.target.is_host:
+            threads = _thread_count(compiled)
             _resolve_externals(compiled)
             self._engine = llvm.create_mcjit_compiler(
                 compiled, self.target.create_jit_target_machine()
             )
             self._engine.finalize_object()
+            if threads is not None:
+                address = self._engine.get_global_value_address(NUM_THREADS_SYMBOL)
+                ctypes.c_int32.from_address(address).value = threads
 
     def function_names(self) -> list[str]:
         """The packed functions the module exports, in definition order."""
@@ -147,6 +156,20 @@ def _defined_functions(module: llvm.ModuleRef) -> dict[str, str]:
         for f in module.functions
         if not f.is_declaration and f.linkage == llvm.Linkage.external
     }
+
+
+def _thread_count(module: llvm.ModuleRef) -> int | None:
+    """What a module with parallel loops gets in `__ember_num_threads`:
+    `EMBER_NUM_THREADS`, or 0 for libgomp's default; None for other modules.
+
+    Raises:
+        EmberError: `EMBER_NUM_THREADS` is not a positive integer.
+    """
+    try:
+        module.get_global_variable(NUM_THREADS_SYMBOL)
+    except NameError:
+        return None
+    return num_threads_from_env()
 
 
 def _resolve_externals(module: llvm.ModuleRef) -> None:
