@@ -16,6 +16,10 @@ EMBER_CPU: tuple[str, ...] = (
     # that always hold), then duplicated index arithmetic
     "loop-simplify",
     "cse",
+    # parallel loops become functions libgomp runs on every core
+    "loop-outline-parallel",
+    # vectorized loops become SIMD code on vector types
+    "loop-vectorize",
     # loop: loop nests become structured control flow
     "convert-loop-to-scf",
     "canonicalize",
@@ -26,6 +30,7 @@ EMBER_CPU: tuple[str, ...] = (
     "func-packed-abi",
     # upstream dialects → llvm
     "convert-math-to-llvm",
+    "convert-vector-to-llvm",
     "convert-arith-to-llvm",
     "convert-index-to-llvm",
     "convert-memref-to-llvm",
