@@ -54,10 +54,12 @@ class LoopOutlineParallelPass(ModulePass):
 
     Before:
 
-        func.func @f(%A: memref<100xf32>, %B: memref<100xf32>, %s: f32) {
+        func.func @f(%A: memref<100xf32>, %S: memref<f32>,
+                     %B: memref<100xf32> {ember.output}) {
           %c0 = arith.constant 0 : index
           %c1 = arith.constant 1 : index
           %c100 = arith.constant 100 : index
+          %s = memref.load %S[] : memref<f32>
           loop.for %i = %c0 to %c100 step %c1 parallel {
             %a = memref.load %A[%i] : memref<100xf32>
             %b = arith.mulf %a, %s : f32
@@ -68,26 +70,28 @@ class LoopOutlineParallelPass(ModulePass):
 
     After (constants folded for brevity):
 
-        func.func @f(%A: memref<100xf32>, %B: memref<100xf32>, %s: f32) {
-          %data = llvm.alloca %c1_i64 x !llvm.struct<(!llvm.ptr, !llvm.ptr, f32)>
-          ...  // %A, %B (cast to !llvm.ptr) and %s stored in %data's fields
+        func.func @f(%A: memref<100xf32>, %S: memref<f32>,
+                     %B: memref<100xf32> {ember.output}) {
+          %data = llvm.alloca %c1_i64 x !llvm.struct<(!llvm.ptr, f32, !llvm.ptr)>
+          %s = memref.load %S[] : memref<f32>
+          ...  // %A, %s and %B (buffers cast to !llvm.ptr) stored in %data
           %fn = llvm.mlir.addressof @f_parallel0_worker : !llvm.ptr
           %n = llvm.load (llvm.mlir.addressof @__ember_num_threads) : i32
           func.call @GOMP_parallel(%fn, %data, %n, %c0_i32)
           func.return
         }
         func.func private @f_parallel0(%lo: index, %hi: index,
-            %A: memref<100xf32> {llvm.noalias}, %B: memref<100xf32> {llvm.noalias},
-            %s: f32) {
+            %A: memref<100xf32> {llvm.noalias}, %s: f32,
+            %B: memref<100xf32> {llvm.noalias}) {
           loop.for %i = %lo to %hi step %c1 { ... }
           func.return
         }
         func.func private @f_parallel0_worker(%data: !llvm.ptr) {
-          ...  // %A, %B, %s loaded from %data
+          ...  // %A, %s, %B loaded from %data
           %t = func.call @omp_get_thread_num() : () -> i32
           %n = func.call @omp_get_num_threads() : () -> i32
           ...  // thread %t of %n runs iterations [%first, %last)
-          func.call @f_parallel0(%first, %last, %A, %B, %s)
+          func.call @f_parallel0(%first, %last, %A, %s, %B)
           func.return
         }
 
@@ -96,7 +100,8 @@ class LoopOutlineParallelPass(ModulePass):
     the caller's stack (allocated in its entry block); `arith.constant`s are cloned
     instead. Thread `t` of `n` runs the iterations `[t*q + min(t, r), (t+1)*q +
     min(t+1, r))` of the loop's `k` iterations (`k = q*n + r`): blocks as even as
-    possible, some empty when `k < n`. A captured buffer is `llvm.noalias` in
+    possible, some empty when `k < n` (the step must be positive, as for
+    `scf.for`). A captured buffer is `llvm.noalias` in
     `@<f>_parallel<N>` when it is a distinct allocation (`loop.alloc`,
     `memref.alloc`/`alloca`) or an argument of a function whose packed entry proves
     its buffers disjoint (see func-packed-abi), so LLVM keeps its alias information
@@ -321,7 +326,8 @@ class _Outliner:
         if fields:
             struct = _struct(fields)
             one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
-            alloca = llvm.AllocaOp(one, struct, alignment=8)
+            # Fields are read with their types' ABI alignment, up to a 64-byte vector.
+            alloca = llvm.AllocaOp(one, struct, alignment=64)
             data = alloca.res
             data.name_hint = "data"
             entry = self.f.body.blocks.first

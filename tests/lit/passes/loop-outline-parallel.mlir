@@ -23,7 +23,7 @@ func.func @scale(%A: memref<101xf32> {ember.name = "A"}, %B: memref<101xf32> {em
 // CHECK-LABEL: func.func @scale(
 // CHECK-SAME:      %[[A:.*]]: memref<101xf32> {ember.name = "A"}, %[[B:.*]]: memref<101xf32> {ember.name = "B", ember.output}) {
 // CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
-// CHECK-NEXT:    %[[DATA:.*]] = llvm.alloca %[[ONE]] x !llvm.struct<(!llvm.ptr, !llvm.ptr)> {alignment = 8 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[DATA:.*]] = llvm.alloca %[[ONE]] x !llvm.struct<(!llvm.ptr, !llvm.ptr)> {alignment = 64 : i64} : (i64) -> !llvm.ptr
 // CHECK:         %[[PA:.*]] = builtin.unrealized_conversion_cast %[[A]] : memref<101xf32> to !llvm.ptr
 // CHECK-NEXT:    %[[FA:.*]] = llvm.getelementptr inbounds %[[DATA]][0, 0] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(!llvm.ptr, !llvm.ptr)>
 // CHECK-NEXT:    llvm.store %[[PA]], %[[FA]] : !llvm.ptr, !llvm.ptr
