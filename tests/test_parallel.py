@@ -403,3 +403,59 @@ def test_loop_that_captures_nothing():
         name="nothing",
     )
     mod()
+
+
+def test_te_schedule_parallel():
+    # The TVM-style schedule: a split loop whose outer part is parallel, and a
+    # reduction whose rows are.
+    from ember import te
+
+    n = 1000
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] * B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=64)
+    s[C].vectorize(xi)
+    s[C].parallel(xo)
+    mod = ember.build(s, [A, B, C], name="fma")
+    assert "GOMP_parallel" in mod.get_source("ll")
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, n)).astype(np.float32)
+    c = np.zeros(n, np.float32)
+    mod(a, b, c)
+    np.testing.assert_allclose(c, a * b + 1, rtol=1e-6, atol=1e-6)  # fused
+
+    M = te.placeholder((33, 70), name="M")
+    k = te.reduce_axis((0, 70), name="k")
+    R = te.compute((33,), lambda i: te.sum(M[i, k], axis=k), name="R")
+    s = te.create_schedule(R.op)
+    s[R].parallel(R.op.axis[0])
+    mod = ember.build(s, [M, R], name="rows")
+    m = rng.standard_normal((33, 70)).astype(np.float32)
+    r = np.zeros(33, np.float32)
+    mod(m, r)
+    np.testing.assert_allclose(r, m.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_exit_after_freeing_parallel_code():
+    # libgomp's idle workers outlive the JIT code they ran; freeing the module,
+    # compiling another and exiting must neither crash nor hang.
+    script = f"""
+    import gc
+    import numpy as np, ember
+    for _ in range(3):
+        mod = ember.build('''{elementwise(0, 257, 1, 257)}''', name="k")
+        a = np.ones(257, np.float32)
+        b = np.zeros(257, np.float32)
+        mod(a, b)
+        assert (b == 3).all()
+        del mod
+        gc.collect()
+    print("done")
+    """
+    start = time.monotonic()
+    done = run_fresh(script, EMBER_NUM_THREADS="4")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done"
+    assert time.monotonic() - start < 60
