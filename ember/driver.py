@@ -12,7 +12,7 @@ from xdsl.parser import Parser
 from ember import te
 from ember.lowering import lower
 from ember.passes import get_context, run
-from ember.passes.pipelines import EMBER_CPU
+from ember.passes.pipelines import EMBER_CPU, TE_TO_LOOP
 
 if TYPE_CHECKING:
     from ember.backends.llvm import LLVMModule, Target
@@ -64,5 +64,9 @@ def build(
                 f"ember.build: no function @{entry} in the IR; it defines "
                 f"{', '.join('@' + f for f in functions) or 'no functions'}"
             )
-    run(module, ",".join(EMBER_CPU))
-    return build_module(module, target=target, entry_name=entry)
+    run(module, ",".join(TE_TO_LOOP))
+    loop_source = str(module)
+    run(module, ",".join(EMBER_CPU[len(TE_TO_LOOP) :]))
+    mod = build_module(module, target=target, entry_name=entry)
+    mod.loop_source = loop_source
+    return mod

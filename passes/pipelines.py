@@ -9,13 +9,18 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
-EMBER_CPU: tuple[str, ...] = (
+TE_TO_LOOP: tuple[str, ...] = (
     # te: the schedule applied, tensor expressions become loop nests over buffers
     "convert-te-to-loop",
     # loop: what the schedule made trivial goes (loops that run once, guards
     # that always hold), then duplicated index arithmetic
     "loop-simplify",
     "cse",
+)
+"""te IR to the scheduled loop nest: what `get_source("loop")` shows."""
+
+EMBER_CPU: tuple[str, ...] = (
+    *TE_TO_LOOP,
     # parallel loops become functions libgomp runs on every core
     "loop-outline-parallel",
     # vectorized loops become SIMD code on vector types

@@ -21,7 +21,7 @@ _METADATA = "__ember_metadata"
 # by symbol prefix, and for any other symbol.
 _LIBRARIES = {"GOMP_": "gomp", "omp_": "gomp"}
 _FALLBACK_LIBRARIES = ("m",)
-_SOURCE_FORMATS = ("ll", "ll-unopt", "asm")
+_SOURCE_FORMATS = ("loop", "ll", "ll-unopt", "asm")
 
 
 class LLVMModule(Module):
@@ -111,8 +111,17 @@ class LLVMModule(Module):
             return 0
         return self.function_address(name)
 
+    loop_source: str | None = None
+    """The scheduled loop nest, when the module was built from te IR."""
+
     def get_source(self, fmt: str = "ll") -> str:
-        """The module's code: "ll" (optimized LLVM IR), "ll-unopt" or "asm"."""
+        """The module's code: "loop" (the scheduled loop IR, like TVM's
+        `lower(..., simple_mode=True)`), "ll" (optimized LLVM IR), "ll-unopt" or
+        "asm"."""
+        if fmt == "loop":
+            if self.loop_source is None:
+                raise ValueError("this module was not built from te or loop IR")
+            return self.loop_source
         if fmt in ("ll", ""):
             return self._optimized
         if fmt == "ll-unopt":
