@@ -29,6 +29,8 @@ from xdsl.irdl import (
     region_def,
     traits_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
@@ -61,12 +63,40 @@ class ScheduleOp(IRDLOperation):
 
     body = region_def("single_block")
 
-    assembly_format = "$body attr-dict"
-
     traits = traits_def(NoTerminator())
 
-    def __init__(self, primitives: list[IRDLOperation] | None = None):
-        super().__init__(regions=[Region(Block(primitives or []))])
+    def __init__(self, primitives: list[IRDLOperation] | Region | None = None):
+        if not isinstance(primitives, Region):
+            primitives = Region(Block(primitives or []))
+        super().__init__(regions=[primitives])
+
+    def verify_(self) -> None:
+        for op in self.body.block.ops:
+            if not isinstance(op, _Primitive):
+                raise VerifyException(
+                    f"expected only schedule primitives in te.schedule, got {op.name}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        if self.body.block.ops:
+            printer.print_region(self.body, print_entry_block_args=False)
+        else:
+            printer.print_string("{")
+            printer.print_string("\n")
+            printer.print_string("}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ScheduleOp":
+        # `te.schedule {}` parses as a region without blocks; an empty schedule
+        # still has its (empty) block, as the single-block region requires.
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        op = cls(region)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
 
 
 class _Primitive(IRDLOperation):
@@ -126,7 +156,8 @@ class SplitOp(_Primitive):
 
     @property
     def amount(self) -> int:
-        attr = self.factor or self.nparts
+        # not `factor or nparts`: an IntegerAttr of 0 is falsy
+        attr = self.factor if self.factor is not None else self.nparts
         assert attr is not None
         return attr.value.data
 
