@@ -32,14 +32,17 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.irdl import IRDLOperation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from ember.dialects import te
 from ember.dialects import te_schedule as sch
 
 
-def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
+def _names(value: str | tuple[str, ...]) -> list[str]:
+    """A list option: `axes=i,j` arrives as a tuple, `axes="i.outer,j"` (quoted,
+    for names with dots) as one string."""
+    parts = value.split(",") if isinstance(value, str) else value
+    return [n.strip() for n in parts if n.strip()]
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,13 @@ class _PrimitivePass(ModulePass):
                 last = function.body.block.last_op
                 assert last is not None
                 Rewriter.insert_op(schedule, InsertPoint.before(last))
-            schedule.body.block.add_ops(self.primitives())
+            primitives = self.primitives()
+            schedule.body.block.add_ops(primitives)
+            for primitive in primitives:
+                try:
+                    primitive.verify()
+                except VerifyException as error:
+                    raise PassFailedException(f"{self.name}: {error}") from error
         if not found:
             raise PassFailedException(
                 f"{self.name}: no function has a stage '{self.stage}'"
@@ -162,7 +171,7 @@ class FusePass(_PrimitivePass):
 
     name = "te-fuse"
 
-    axes: str = ""
+    axes: str | tuple[str, ...] = ""
 
     def primitives(self) -> list[IRDLOperation]:
         self._require(axes=self.axes)
@@ -176,7 +185,7 @@ class ReorderPass(_PrimitivePass):
 
     name = "te-reorder"
 
-    axes: str = ""
+    axes: str | tuple[str, ...] = ""
 
     def primitives(self) -> list[IRDLOperation]:
         self._require(axes=self.axes)
@@ -295,7 +304,7 @@ class CacheReadPass(_PrimitivePass):
     name = "te-cache-read"
 
     scope: str = "local"
-    readers: str = ""
+    readers: str | tuple[str, ...] = ""
 
     def primitives(self) -> list[IRDLOperation]:
         self._require(readers=self.readers)
