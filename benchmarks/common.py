@@ -282,8 +282,12 @@ def openblas_threads() -> str:
 
 
 def ember_threads() -> str:
-    """libgomp's team size for ember's parallel loops: OMP_NUM_THREADS or all cores."""
-    return os.environ.get("OMP_NUM_THREADS", str(cores()))
+    """The team size of ember's parallel loops on libgomp: EMBER_NUM_THREADS, else
+    OMP_NUM_THREADS, else one thread per core."""
+    for variable in ("EMBER_NUM_THREADS", "OMP_NUM_THREADS"):
+        if os.environ.get(variable, "").strip():
+            return os.environ[variable].strip()
+    return str(cores())
 
 
 def describe_machine() -> str:
@@ -310,7 +314,8 @@ THREADS_NOTE = (
     "threads: every library uses all {n} cores, as by default: OpenBLAS and "
     "onnxruntime (intra-op pool, one thread per physical core) choose so "
     "themselves, torch.set_num_threads({n}), ember's parallel loops run on "
-    "libgomp (OMP_NUM_THREADS unset = all cores), and TVM_NUM_THREADS={tvm} "
+    "libgomp (EMBER_NUM_THREADS and OMP_NUM_THREADS unset: all cores), and "
+    "TVM_NUM_THREADS={tvm} "
     "({how})."
 )
 

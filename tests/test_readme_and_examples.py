@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -32,3 +34,16 @@ def test_demo_runs_and_checks_against_numpy():
 def test_examples_import_cleanly():
     for script in (ROOT / "examples").glob("*.py"):
         runpy.run_path(str(script), run_name="not_main")
+
+
+@pytest.mark.parametrize("script", ["matmul_schedule.py", "conv2d_schedule.py"])
+def test_schedule_tutorials_run_every_step_right(script):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    steps = [line for line in out.splitlines() if line[:1].isdigit()]
+    assert len(steps) == 6, out
+    assert all(line.endswith(" ok") for line in steps), out
