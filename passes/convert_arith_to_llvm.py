@@ -12,14 +12,13 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
-    VectorType,
     i1,
     i32,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
-from ember.dialects.llvm import FPToSIOp, FPToUIOp, UIToFPOp
+from ember.dialects.llvm import FCmpOp, FPToSIOp, FPToUIOp, UIToFPOp
 from ember.passes.to_llvm import (
     Builder,
     ConvertToLLVMPass,
@@ -38,6 +37,7 @@ from ember.passes.to_llvm import (
     intrinsic,
     llvm_type,
     resize_int,
+    with_contract,
     with_element,
 )
 
@@ -57,9 +57,15 @@ def _with_overflow(cls: type[Operation]) -> Lowering:
     return lower
 
 
-def _float_binary(cls: type[Operation]) -> Lowering:
+def _float_binary(cls: type[Operation], contract: bool = False) -> Lowering:
+    """A float op keeping the op's fastmath flags; with `contract`, also LLVM's
+    `contract`, so that a multiply feeding an add becomes one FMA."""
+
     def lower(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
-        return [e.op(cls, *args, fastmathFlags=fastmath(op))]
+        flags = fastmath(op)
+        if contract:
+            flags = with_contract(flags)
+        return [e.op(cls, *args, fastmathFlags=flags)]
 
     return lower
 
@@ -86,25 +92,37 @@ def _constant(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]
     return [e.op(llvm.ConstantOp, result=t, value=value)]
 
 
+def _check_lanes(op: Operation, operand: Attribute) -> None:
+    """A comparison of vectors must have a vector of i1 as its result. xDSL's
+    arith.cmpi/cmpf give every comparison an i1 result, so an arith comparison of
+    vectors is refused; lane-wise comparisons are llvm.icmp/llvm.fcmp."""
+    want = with_element(operand, i1)
+    if op.results[0].type != want:
+        raise Unsupported(
+            f"expected a {want} result for a comparison of {operand}, got "
+            f"{op.results[0].type}; compare lanes with llvm.icmp / llvm.fcmp"
+        )
+
+
 def _cmpi(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
     assert isinstance(op, arith.CmpiOp)
+    _check_lanes(op, op.lhs.type)
     predicate = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
     return [e.icmp(predicate, *args)]
 
 
 def _cmpf(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
     assert isinstance(op, arith.CmpfOp)
+    _check_lanes(op, op.lhs.type)
     predicate = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
     if predicate in ("false", "true"):
         return [e.constant(int(predicate == "true"), op.result.type)]
-    if isinstance(args[0].type, VectorType):
-        raise Unsupported(f"xDSL's llvm.fcmp compares scalars, got {args[0].type}")
     flag = llvm.FCmpPredicateFlag(predicate)
     return [
         e.op(
-            llvm.FCmpOp,
+            FCmpOp,
             *args,
-            result=i1,
+            result=with_element(args[0].type, i1),
             predicate=IntegerAttr(flag.to_int(), i64),
             fastmathFlags=fastmath(op),
         )
@@ -175,9 +193,9 @@ _ARITH: dict[type[Operation], Lowering] = {
     arith.MinSIOp: intrinsic("llvm.smin"),
     arith.MaxUIOp: intrinsic("llvm.umax"),
     arith.MinUIOp: intrinsic("llvm.umin"),
-    arith.AddfOp: _float_binary(llvm.FAddOp),
-    arith.SubfOp: _float_binary(llvm.FSubOp),
-    arith.MulfOp: _float_binary(llvm.FMulOp),
+    arith.AddfOp: _float_binary(llvm.FAddOp, contract=True),
+    arith.SubfOp: _float_binary(llvm.FSubOp, contract=True),
+    arith.MulfOp: _float_binary(llvm.FMulOp, contract=True),
     arith.DivfOp: _float_binary(llvm.FDivOp),
     arith.NegfOp: _negf,
     arith.MaximumfOp: intrinsic("llvm.maximum"),
@@ -209,17 +227,20 @@ class ConvertArithToLLVMPass(ConvertToLLVMPass):
         %q = arith.floordivsi %a, %b : i32     %0 = llvm.sdiv %a, %b : i32
         %m = arith.maxsi %q, %a : i32          %1 = llvm.srem %a, %b : i32
         %f = arith.addf %x, %y                 ...    (-1 where the remainder is not
-             fastmath<fast> : f32      ──►             0 and its sign is not b's)
+             fastmath<nnan> : f32      ──►             0 and its sign is not b's)
                                                %q = llvm.add %0, %6 : i32
                                                %m = llvm.call_intrinsic
                                                     "llvm.smax.i32"(%q, %a)
-                                               %f = llvm.fadd %x, %y
-                                                    {fastmathFlags = #llvm.fastmath<fast>}
+                                               %f = llvm.fadd %x, %y {fastmathFlags
+                                                    = #llvm.fastmath<nnan,contract>}
 
     Integer min/max and float minimum/maximum/minnum/maxnum become intrinsic calls;
     floordivsi, ceildivsi, ceildivui and the *_extended ops are expanded; overflow
-    and fastmath flags are kept. Ops on tensors, n-D or scalable vectors
-    and dense-resource constants are named in the diagnostic.
+    and fastmath flags are kept. addf, subf and mulf also get LLVM's `contract`
+    flag, so a multiply feeding an add becomes a fused multiply-add (one rounding
+    instead of two, as in BLAS and TVM). Ops on tensors, n-D or scalable vectors,
+    dense-resource constants and comparisons of vectors (xDSL's arith gives them
+    an i1 result) are named in the diagnostic.
     """
 
     name = "convert-arith-to-llvm"

@@ -46,12 +46,14 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.builtin import UnrealizedConversionCastOp as Cast
-from xdsl.dialects.utils import FastMathAttrBase
+from xdsl.dialects.utils import FastMathAttrBase, FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
+
+from ember.dialects.llvm import SelectOp
 
 # --- types and casts ---------------------------------------------------------------
 
@@ -242,6 +244,15 @@ def with_element(t: Attribute, element: Attribute) -> Attribute:
 _NO_FASTMATH = llvm.FastMathAttr(None)
 
 
+_CONTRACT = frozenset({FastMathFlag.ALLOW_CONTRACT})
+
+
+def with_contract(flags: llvm.FastMathAttr) -> llvm.FastMathAttr:
+    """`flags` with LLVM's `contract` added: the op may be fused with another
+    (a multiply and an add into an FMA), which only removes a rounding."""
+    return llvm.FastMathAttr(flags.data | _CONTRACT)
+
+
 def fastmath(op: Operation) -> llvm.FastMathAttr:
     """`op`'s arith fastmath flags as llvm's (none if it has none)."""
     # Some xDSL constructors (negf, fma, fpowi) put the flags in the attributes.
@@ -322,7 +333,8 @@ class Builder(list[Operation]):
         )
 
     def select(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        return self.op(llvm.SelectOp, cond, lhs, rhs, result=lhs.type)
+        """`lhs` where `cond` holds, else `rhs`; lane by lane if `cond` is a vector."""
+        return self.op(SelectOp, cond, lhs, rhs, result=lhs.type)
 
     def intrinsic(
         self,
@@ -330,14 +342,17 @@ class Builder(list[Operation]):
         args: Sequence[SSAValue],
         result: Attribute,
         flags: llvm.FastMathAttr = _NO_FASTMATH,
+        overload: Attribute | None = None,
     ) -> SSAValue:
-        """Call the intrinsic `name` mangled for `result`'s type: `intrinsic(
-        "llvm.smax", [x, y], i32)` calls `llvm.smax.i32`."""
+        """Call the intrinsic `name` mangled for the type `overload` (by default
+        `result`'s): `intrinsic("llvm.smax", [x, y], i32)` calls `llvm.smax.i32`,
+        `intrinsic("llvm.vector.reduce.add", [v], i32, overload=v.type)` calls
+        `llvm.vector.reduce.add.v8i32`."""
         return self.op(
             llvm.CallIntrinsicOp,
             *args,
             result=result,
-            intrin=StringAttr(f"{name}.{intrinsic_suffix(result)}"),
+            intrin=StringAttr(f"{name}.{intrinsic_suffix(overload or result)}"),
             fastmathFlags=flags,
             operandSegmentSizes=_segments(len(args)),
         )

@@ -2,11 +2,10 @@
 
 Each op is wrapped in a loop kernel written in the llvm dialect (load the operands
 of element i from arrays, apply the op, store the results), lowered by the pass and
-`reconcile-unrealized-casts`, translated with xDSL's llvmlite translator, JIT
-compiled and run over arrays of inputs; results are compared with Python's own
-arithmetic or numpy. i8 division is checked on every pair of operands. The few ops
-xDSL's translator does not know (ember's llvm additions) are run through ember's
-translator.
+`reconcile-unrealized-casts`, translated with ember's llvmlite translator (ember's
+`llvm.select` and `llvm.fcmp`, which take vectors, replace xDSL's), JIT compiled and
+run over arrays of inputs; results are compared with Python's own arithmetic or
+numpy. i8 division is checked on every pair of operands.
 """
 
 import ctypes
@@ -19,7 +18,6 @@ from collections.abc import Callable
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from xdsl.backend.llvm.convert import convert_module
 from xdsl.context import Context
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
@@ -143,15 +141,12 @@ class Jit:
     """Kernels lowered by `passes` and JIT-compiled; call `jit(name, *inputs,
     outs=[dtype, ...], lanes=1)`."""
 
-    def __init__(self, kernels: list[str], passes: str = LOWER, ember: bool = False):
+    def __init__(self, kernels: list[str], passes: str = LOWER):
         module = Parser(_context(), "\n".join(kernels)).parse_module()
         run(module, passes, _context())
         module.verify()
         self.module = module
-        if ember:
-            ir = str(translate(module))
-        else:
-            ir = str(convert_module(module, fallback_target_triple=None))
+        ir = str(translate(module))
         self.llvm = llvm.parse_assembly(ir)
         self.llvm.verify()
         self.engine = llvm.create_mcjit_compiler(self.llvm, _host())
@@ -703,8 +698,8 @@ UNARY = {
     "cbrt": (lambda x: math.copysign(abs(x) ** (1 / 3), x), WIDE),
 }
 TOLERANCE = {np.float32: 2e-6, np.float64: 1e-13}
-# On vectors, xDSL's translator runs the intrinsics; the libm calls are scalarized
-# with ember's llvm.extractelement, which needs ember's translator.
+# On vectors, the intrinsics work lane by lane; the libm calls are scalarized with
+# ember's llvm.extractelement (every op, with fast-math flags: `ember_math_jit`).
 VECTOR_INTRINSICS = ("exp", "sqrt", "tanh", "floor", "atan")
 
 
@@ -733,8 +728,8 @@ def math_jit() -> Jit:
 
 @pytest.fixture(scope="module")
 def ember_math_jit() -> Jit:
-    """Every unary op on vectors, the libm ones scalarized with ember's
-    llvm.extractelement, which only ember's translator knows."""
+    """Every unary op on vectors, with a fast-math flag, the libm ones scalarized
+    with ember's llvm.extractelement."""
     return Jit(
         [
             kernel(
@@ -745,7 +740,6 @@ def ember_math_jit() -> Jit:
             )
             for op in UNARY
         ],
-        ember=True,
     )
 
 
@@ -898,7 +892,6 @@ def test_ops_only_embers_translator_knows():
   %r0 = math.exp %m fastmath<fast> : vector<4xf32>""",
             ),
         ],
-        ember=True,
     )
     f = np.array(
         [0.0, -0.0, 1.9, -1.9, 2.5, -2.5, 1e9, -2e9, 127.99, -128.5, 7.0, -7.0]
@@ -931,7 +924,6 @@ def test_libm_on_f16_vectors():
                 "  %r0 = math.erf %a : vector<4xf16>",
             )
         ],
-        ember=True,
     )
     h = np.linspace(-2, 2, 16).astype(np.float16)
     got = jit("erf", h, outs=[np.float16], lanes=4)[0]

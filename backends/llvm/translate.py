@@ -4,7 +4,8 @@ xDSL's translator (`xdsl.backend.llvm`) converts most instructions; ember drives
 module and the function bodies itself so that its own handlers run first:
 
 - ember's ops (`llvm.fptosi`, `llvm.fptoui`, `llvm.uitofp`, `llvm.extractelement`,
-  `llvm.switch`);
+  `llvm.switch`, and `llvm.select` / `llvm.fcmp`, which take vectors), with their
+  fast-math flags;
 - every intrinsic (`llvm.call_intrinsic` and the `llvm.intr.*` ops), declared under
   the name LLVM mangles for the operand types, so `llvm.exp` on `f32` and on
   `vector<8xf32>` can share a module, with their fast-math flags;
@@ -38,6 +39,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
+from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import LLVMTranslationException
 
@@ -379,10 +381,29 @@ def _convert_op(op: Operation, b: ir.IRBuilder, values: Values, blocks: Blocks):
 
 
 def _fastmath(op: Operation) -> list[str]:
+    """`op`'s fast-math flags in LLVM's order (a set has none: the IR must not
+    depend on hashing), `fast` when it has them all."""
     flags = op.properties.get("fastmathFlags")
-    if not isinstance(flags, llvm.FastMathAttr):
+    if not isinstance(flags, llvm.FastMathAttr) or not flags.data:
         return []
-    return [f.value for f in flags.data]
+    if len(flags.data) == len(FastMathFlag):
+        return ["fast"]
+    return [f.value for f in FastMathFlag if f in flags.data]
+
+
+def _float_binary(opname: str) -> Handler:
+    """fadd, fsub, fmul, fdiv, frem with their fast-math flags (`contract` lets
+    LLVM fuse a multiply and an add into an FMA)."""
+
+    def handle(op: Any, b: ir.IRBuilder, values: Values, _: Blocks) -> None:
+        build = getattr(b, opname)
+        values[op.res] = build(values[op.lhs], values[op.rhs], flags=_fastmath(op))
+
+    return handle
+
+
+def _fneg(op: llvm.FNegOp, b: ir.IRBuilder, values: Values, _: Blocks) -> None:
+    values[op.res] = b.fneg(values[op.arg], flags=_fastmath(op))
 
 
 @cache
@@ -478,6 +499,30 @@ def _extractelement(
     values[op.res] = b.extract_element(values[op.vector], values[op.index])
 
 
+def _select(
+    op: ember_llvm.SelectOp, b: ir.IRBuilder, values: Values, _: Blocks
+) -> None:
+    lhs = values[op.lhs]
+    # LLVM takes fast-math flags on a select of floats only.
+    is_float = not isinstance(
+        getattr(lhs.type, "element", lhs.type), ir.IntType | ir.PointerType
+    )
+    flags = _fastmath(op) if is_float else []
+    values[op.res] = b.select(values[op.cond], lhs, values[op.rhs], flags=flags)
+
+
+def _fcmp(op: ember_llvm.FCmpOp, b: ir.IRBuilder, values: Values, _: Blocks) -> None:
+    cmp: Any = instructions.FCMPInstr(
+        b.block,
+        op.predicate_name.lstrip("_"),  # xDSL spells false and true _false, _true
+        values[op.lhs],
+        values[op.rhs],
+        flags=_fastmath(op),
+    )
+    b._insert(cmp)  # pyright: ignore[reportPrivateUsage]
+    values[op.res] = cmp
+
+
 def _switch(
     op: ember_llvm.SwitchOp, b: ir.IRBuilder, values: Values, blocks: Blocks
 ) -> None:
@@ -498,7 +543,15 @@ _HANDLERS: dict[type[Operation], Handler] = {
     ember_llvm.FPToUIOp: _cast("fptoui"),
     ember_llvm.UIToFPOp: _cast("uitofp"),
     ember_llvm.ExtractElementOp: _extractelement,
+    ember_llvm.SelectOp: _select,
+    ember_llvm.FCmpOp: _fcmp,
     ember_llvm.SwitchOp: _switch,
+    llvm.FAddOp: _float_binary("fadd"),
+    llvm.FSubOp: _float_binary("fsub"),
+    llvm.FMulOp: _float_binary("fmul"),
+    llvm.FDivOp: _float_binary("fdiv"),
+    llvm.FRemOp: _float_binary("frem"),
+    llvm.FNegOp: _fneg,
     llvm.CallIntrinsicOp: _call_intrinsic_op,
     llvm.CallOp: _call,
     llvm.StoreOp: _store,

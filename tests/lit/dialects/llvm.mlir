@@ -65,3 +65,28 @@ llvm.func @switch_default_only(%x: i64) {
 ^bb1:
   llvm.return
 }
+
+// ember's llvm.select and llvm.fcmp replace xDSL's: the same syntax, and they also
+// take vectors (a condition per lane, a comparison per lane).
+
+// CHECK-LABEL: llvm.func @lanewise(
+// CHECK-SAME:      %[[M:.*]]: vector<8xi1>, %[[V:.*]]: vector<8xf32>, %[[C:.*]]: i1, %[[X:.*]]: f64)
+// CHECK:         %{{.*}} = llvm.select %[[M]], %[[V]], %[[V]] : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT:    %{{.*}} = llvm.select %[[C]], %[[V]], %[[V]] : i1, vector<8xf32>
+// CHECK-NEXT:    %{{.*}} = llvm.select %[[C]], %[[X]], %[[X]] {fastmathFlags = #llvm.fastmath<nnan>} : i1, f64
+// CHECK-NEXT:    %{{.*}} = llvm.fcmp "olt" %[[V]], %[[V]] {fastmathFlags = #llvm.fastmath<nnan,ninf>} : vector<8xf32>
+// CHECK-NEXT:    %{{.*}} = llvm.fcmp "uno" %[[X]], %[[X]] : f64
+// CHECK-NEXT:    %{{.*}} = llvm.fcmp "_true" %[[X]], %[[X]] : f64
+
+// GENERIC:         "llvm.select"(%{{.*}}, %{{.*}}, %{{.*}}) <{fastmathFlags = #llvm.fastmath<none>}> : (vector<8xi1>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// GENERIC:         "llvm.fcmp"(%{{.*}}, %{{.*}}) <{predicate = 4 : i64, fastmathFlags = #llvm.fastmath<nnan,ninf>}> : (vector<8xf32>, vector<8xf32>) -> vector<8xi1>
+// GENERIC-NEXT:    "llvm.fcmp"(%{{.*}}, %{{.*}}) <{predicate = 14 : i64, fastmathFlags = #llvm.fastmath<none>}> : (f64, f64) -> i1
+llvm.func @lanewise(%m: vector<8xi1>, %v: vector<8xf32>, %c: i1, %x: f64) -> vector<8xf32> {
+  %0 = llvm.select %m, %v, %v : vector<8xi1>, vector<8xf32>
+  %1 = llvm.select %c, %v, %v : i1, vector<8xf32>
+  %2 = llvm.select %c, %x, %x {fastmathFlags = #llvm.fastmath<nnan>} : i1, f64
+  %3 = llvm.fcmp "olt" %v, %v {fastmathFlags = #llvm.fastmath<nnan, ninf>} : vector<8xf32>
+  %4 = llvm.fcmp "uno" %x, %x : f64
+  %5 = llvm.fcmp "_true" %x, %x : f64
+  llvm.return %0 : vector<8xf32>
+}

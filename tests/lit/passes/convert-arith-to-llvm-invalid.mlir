@@ -41,3 +41,14 @@ func.func @mixed(%a: i32, %t: tensor<2xi32>) -> tensor<2xi32> {
 }
 
 // CHECK: convert-arith-to-llvm: cannot lower 'arith.constant' in @mixed: expected integers, index or floats, 1-D vectors of them, or memrefs, got tensor<2xi32>
+
+// -----
+
+// xDSL's arith.cmpf has an i1 result even on vectors: not a lane-wise comparison.
+
+func.func @vector_cmpf(%x: vector<8xf32>) -> i1 {
+  %0 = arith.cmpf olt, %x, %x : vector<8xf32>
+  func.return %0 : i1
+}
+
+// CHECK: convert-arith-to-llvm: cannot lower 'arith.cmpf' in @vector_cmpf: expected a vector<8xi1> result for a comparison of vector<8xf32>, got i1; compare lanes with llvm.icmp / llvm.fcmp

@@ -99,7 +99,8 @@ func.func @min_max(%a: i16, %b: i16, %v: vector<4xi8>) -> (i16, i16, i16, i16, v
 
 // -----
 
-// Float ops carry their fastmath flags.
+// Float ops carry their fastmath flags; addf, subf and mulf also get `contract`,
+// so that LLVM fuses a multiply feeding an add into an FMA.
 
 func.func @float(%x: f32, %y: f32) -> f32 {
   %0 = arith.addf %x, %y fastmath<fast> : f32
@@ -113,8 +114,8 @@ func.func @float(%x: f32, %y: f32) -> f32 {
 // CHECK-LABEL: func.func @float(
 // CHECK-SAME:      %[[X:.*]]: f32, %[[Y:.*]]: f32) -> f32 {
 // CHECK-NEXT:    %[[V0:.*]] = llvm.fadd %[[X]], %[[Y]] {fastmathFlags = #llvm.fastmath<fast>} : f32
-// CHECK-NEXT:    %[[V1:.*]] = llvm.fsub %[[V0]], %[[Y]] : f32
-// CHECK-NEXT:    %[[V2:.*]] = llvm.fmul %[[V1]], %[[Y]] {fastmathFlags = #llvm.fastmath<nnan,ninf>} : f32
+// CHECK-NEXT:    %[[V1:.*]] = llvm.fsub %[[V0]], %[[Y]] {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK-NEXT:    %[[V2:.*]] = llvm.fmul %[[V1]], %[[Y]] {fastmathFlags = #llvm.fastmath<nnan,ninf,contract>} : f32
 // CHECK-NEXT:    %[[V3:.*]] = llvm.fdiv %[[V2]], %[[Y]] : f32
 // CHECK-NEXT:    %[[V4:.*]] = llvm.fneg %[[V3]] {fastmathFlags = #llvm.fastmath<nsz>} : f32
 // CHECK-NEXT:    func.return %[[V4]] : f32
