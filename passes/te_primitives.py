@@ -60,6 +60,8 @@ class _PrimitivePass(ModulePass):
                 )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self._require()
+        self.primitives()  # missing or bad options fail before the IR is read
         found = False
         for function in op.walk():
             if not isinstance(function, func.FuncOp) or function.is_declaration:
@@ -152,6 +154,10 @@ class TilePass(_PrimitivePass):
             x=self.x, y=self.y, x_factor=self.x_factor, y_factor=self.y_factor
         )
         x, y = self.x, self.y
+        if x == y:
+            raise PassFailedException(
+                f"te-tile: expected two different loops x and y, got '{x}' twice"
+            )
         return [
             sch.SplitOp(
                 self.stage, x, f"{x}.outer", f"{x}.inner", factor=self.x_factor
