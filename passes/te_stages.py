@@ -292,7 +292,7 @@ class Schedule:
             while outer.attach is not None:
                 if outer in seen:
                     raise ScheduleError(
-                        f"te.compute_at: stages {', '.join(s.name for s in seen)} "
+                        f"te.compute_at: stages {', '.join(sorted(s.name for s in seen))} "
                         "are attached in a cycle"
                     )
                 seen.add(outer)
@@ -301,8 +301,10 @@ class Schedule:
     # --- stages --------------------------------------------------------------------
 
     def _check_unscheduled(self, primitive: str, stage: Stage) -> None:
-        if stage.relations or any(
-            v.kind != "serial" or v.pragmas or v.thread for v in stage.leaves
+        if (
+            stage.relations
+            or stage.leaves != [*stage.axes, *stage.reduce_axes]
+            or any(v.kind != "serial" or v.pragmas or v.thread for v in stage.leaves)
         ):
             raise ScheduleError(
                 f"{primitive}: stage '{stage.name}' already has loop primitives; "
