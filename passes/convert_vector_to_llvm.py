@@ -186,9 +186,9 @@ def _reduction(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue
     is_float = isinstance(t, AnyFloat)
     name = _REDUCE[kind][1 if is_float else 0]
     if name is None:
+        expected = "a float" if is_float else "an integer"
         raise Unsupported(
-            f"expected a {'float' if is_float else 'integer'} combining kind, got "
-            f"'{kind}' on {op.vector.type}"
+            f"expected {expected} combining kind, got '{kind}' on {op.vector.type}"
         )
     flags = fastmath(op)
     intrinsic = f"llvm.vector.reduce.{name}"

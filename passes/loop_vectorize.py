@@ -254,26 +254,27 @@ def _strip_mine(op: loop.ForOp, lower: int, trip: int, out: Block) -> None:
     """Chunks of a native vector in a serial loop, then the rest as one vector."""
     width = _native_width(op)
     full = trip // width * width
+    end = _index(lower + full)  # of the chunks, where the rest starts
+    end.result.name_hint = "rest"
+    if full > width or trip > full:
+        out.add_op(end)
     if full == width:
-        _chunk(op, op.lower, width, out, whole=trip == width)
+        _chunk(op, op.lower, width, out)
     else:
-        end, step = _index(lower + full), _index(width)
+        step = _index(width)
         body = Block(arg_types=[IndexType()])
+        body.args[0].name_hint = op.induction_var.name_hint
         try:
             _chunk(op, body.args[0], width, body)
         except _Fallback:
             body.drop_all_references()
             raise
         body.add_op(loop.YieldOp())
-        out.add_ops([end, step, loop.ForOp(op.lower, end, step, body)])
-    rest = trip - full
-    if rest:
-        start = _index(lower + full)
-        out.add_op(start)
-        if rest == 1:
-            _inline_iteration(op, start.result, out)
-        else:
-            _chunk(op, start.result, rest, out)
+        out.add_ops([step, loop.ForOp(op.lower, end, step, body)])
+    if trip - full == 1:
+        _inline_iteration(op, end.result, out)
+    elif trip > full:
+        _chunk(op, end.result, trip - full, out)
 
 
 def _chunk(
@@ -312,18 +313,24 @@ class _Ends:
         self.loop, self.base, self.last, self.out = op, base, width - 1, out
         self.known: dict[tuple[SSAValue, int], SSAValue] = {}
         self.depends: dict[SSAValue, bool] = {}
+        self.constants: dict[int, SSAValue] = {}
 
     def emit(self, op: Operation) -> Operation:
         self.out.add_op(op)
         return op
+
+    def constant(self, value: int) -> SSAValue:
+        if value not in self.constants:
+            self.constants[value] = self.emit(_index(value)).results[0]
+        return self.constants[value]
 
     def add(self, base: SSAValue, offset: int) -> SSAValue:
         """`base + offset`, folded if `base` is a constant or `offset` 0."""
         if offset == 0:
             return base
         if (start := _constant_int(base)) is not None:
-            return self.emit(_index(start + offset)).result
-        return self.emit(arith.AddiOp(base, self.emit(_index(offset)))).results[0]
+            return self.constant(start + offset)
+        return self.emit(arith.AddiOp(base, self.constant(offset))).results[0]
 
     def at(self, value: SSAValue, lane: int) -> SSAValue:
         """`value` (of the original body) in iteration `base + lane`."""
@@ -343,7 +350,7 @@ class _Ends:
         if type(owner) in _FOLDS and isinstance(value.type, IndexType):
             folded = _fold(type(owner), *operands)
         if isinstance(folded, int):
-            folded = self.emit(_index(folded)).result
+            folded = self.constant(folded)
         if folded is not None:
             self.known[value, lane] = folded
             return folded
@@ -381,14 +388,13 @@ class _Ends:
         terms = [self.at(cond, 0), self.at(cond, self.last)]
         predicate = arith.CMPI_COMPARISON_OPERATIONS[owner.predicate.value.data]
         if predicate in _UNSIGNED:
-            # Unsigned order is the signed one while both ends are non-negative.
-            zero = self.emit(_index(0)).result
+            # Unsigned order is the signed one while a lane-affine operand is
+            # non-negative at both ends (it cannot wrap around in between).
             for operand in owner.operands:
-                if not isinstance(operand.type, IndexType):
-                    continue
-                for lane in (0, self.last):
-                    x = self.at(operand, lane)
-                    terms.append(self.emit(arith.CmpiOp(x, zero, "sge")).results[0])
+                if isinstance(operand.type, IndexType) and self.varies(operand):
+                    for lane in (0, self.last):
+                        x, zero = self.at(operand, lane), self.constant(0)
+                        terms.append(self.emit(arith.CmpiOp(x, zero, "sge")).result)
         return terms
 
 

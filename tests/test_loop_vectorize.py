@@ -537,6 +537,48 @@ def test_one_iteration_and_none():
     check(c, np.where(np.arange(4) == 2, a, 0))
 
 
+# --- the vector ops themselves --------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [0, 3, 8])
+def test_vector_ops_run(n: int):
+    """What convert-vector-to-llvm lowers, run: broadcast, fma, shuffle,
+    create_mask (with llvm.select), reductions, static and dynamic extracts."""
+    text = kernel(
+        "%A: memref<8xf32>, %B: memref<8xf32>, %N: memref<1xindex>, "
+        "%C: memref<8xf32> {ember.output}, %R: memref<4xf32> {ember.output}",
+        """  %zero = arith.constant 0.0 : f32
+  %a = vector.load %A[%c0] : memref<8xf32>, vector<8xf32>
+  %b = vector.load %B[%c0] : memref<8xf32>, vector<8xf32>
+  %x = memref.load %B[%c7] : memref<8xf32>
+  %bx = vector.broadcast %x : f32 to vector<8xf32>
+  %f = vector.fma %a, %b, %bx : vector<8xf32>
+  %s = vector.shuffle %f, %a [7, 6, 5, 4, 11, 10, 9, 8] : vector<8xf32>, vector<8xf32>
+  %n = memref.load %N[%c0] : memref<1xindex>
+  %m = vector.create_mask %n : vector<8xi1>
+  %z = vector.broadcast %zero : f32 to vector<8xf32>
+  %k = llvm.select %m, %s, %z : vector<8xi1>, vector<8xf32>
+  vector.store %k, %C[%c0] : memref<8xf32>, vector<8xf32>
+  %sum = vector.reduction <add>, %a fastmath<reassoc> : vector<8xf32> into f32
+  %max = vector.reduction <maximumf>, %b, %x : vector<8xf32> into f32
+  %last = arith.constant 7 : index
+  %lane = arith.minsi %n, %last : index
+  %e0 = vector.extract %a[%lane] : f32 from vector<8xf32>
+  %e1 = vector.extract %b[3] : f32 from vector<8xf32>
+  memref.store %sum, %R[%c0] : memref<4xf32>
+  memref.store %max, %R[%c1] : memref<4xf32>
+  memref.store %e0, %R[%c2] : memref<4xf32>
+  memref.store %e1, %R[%c3] : memref<4xf32>""",
+    )
+    a, b = random((8,), np.float32), random((8,), np.float32)
+    c, r = np.zeros(8, np.float32), np.zeros(4, np.float32)
+    ember.build(text, name="f")(a, b, np.array([n]), c, r)
+    f = a * b + b[7]
+    s = np.concatenate([f[7:3:-1], a[3::-1]])
+    check(c, np.where(np.arange(8) < n, s, np.float32(0)))
+    check(r, np.array([a.sum(), b.max(), a[min(n, 7)], b[3]], np.float32))
+
+
 # --- machine code ------------------------------------------------------------------
 
 
