@@ -208,7 +208,7 @@ def print_table(rows: Sequence[Row], reference: str) -> None:
     rw = max(len(vs), 10)
     head = (
         f"{'implementation':<{width}}  {'time (ms)':>10}  {'spread':>6}  "
-        f"{'GFLOPS':>8}  {vs:>{rw}}  {'thr':>3}  notes"
+        f"{'best (ms)':>10}  {'GFLOPS':>8}  {vs:>{rw}}  {'thr':>3}  notes"
     )
     print(head)
     print("-" * len(head))
@@ -218,17 +218,17 @@ def print_table(rows: Sequence[Row], reference: str) -> None:
             ratio = f"{r.gflops / ref.gflops:.2f}x" if ref and ref.gflops else "-"
             cells = (
                 f"{r.timing.median * 1e3:10.3f}  {r.timing.spread * 100:5.1f}%  "
-                f"{r.gflops:8.1f}  {ratio:>{rw}}"
+                f"{r.timing.low * 1e3:10.3f}  {r.gflops:8.1f}  {ratio:>{rw}}"
             )
         else:
-            cells = f"{r.status:>10}  {'':>6}  {'':>8}  {'':>{rw}}"
+            cells = f"{r.status:>10}  {'':>6}  {'':>10}  {'':>8}  {'':>{rw}}"
         print(f"{r.name:<{width}}  {cells}  {r.threads:>3}  {r.note}".rstrip())
     if ref is None:
         print(f"(the reference, {reference}, did not run: no ratios)")
     print(
         "time: median per call; spread: (slowest - fastest) / median of the "
-        "measurements; ratio: GFLOPS / reference GFLOPS (above 1 is faster); "
-        "thr: threads."
+        "measurements; best: the fastest; GFLOPS from the median; ratio: GFLOPS / "
+        "reference GFLOPS (above 1 is faster); thr: threads."
     )
 
 

@@ -108,8 +108,8 @@ def test_the_table_shows_ratios_to_the_reference(capsys):
     ]
     common.print_table(rows, "ref")
     out = capsys.readouterr().out
-    assert re.search(r"^ref\s+1\.000\s+10\.0%\s+2\.0\s+1\.00x\s+2$", out, re.M)
-    assert re.search(r"^slow one\s+4\.000\s+0\.0%\s+0\.5\s+0\.25x", out, re.M)
+    assert re.search(r"^ref\s+1\.000\s+10\.0%\s+1\.000\s+2\.0\s+1\.00x\s+2$", out, re.M)
+    assert re.search(r"^slow one\s+4\.000\s+0\.0%\s+4\.000\s+0\.5\s+0\.25x", out, re.M)
     assert re.search(r"^bad\s+WRONG\s+max \|error\| 1$", out, re.M)
     assert re.search(r"^gone\s+not installed\s+\(onnx\)$", out, re.M)
     assert common.check_target(rows, "slow one", "ref", 0.2).endswith("met (0.25x)")
