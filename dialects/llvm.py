@@ -13,7 +13,6 @@ from typing import ClassVar
 
 from xdsl.dialects import llvm as xdsl_llvm
 from xdsl.dialects.builtin import (
-    I1,
     AnyFloatConstr,
     ArrayAttr,
     DenseArrayBase,
@@ -29,6 +28,7 @@ from xdsl.dialects.llvm import FastMathAttr, FCmpPredicateFlag, GenericCastOp
 from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
+    EqAttrConstraint,
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
@@ -112,6 +112,9 @@ class ExtractElementOp(IRDLOperation):
         )
 
 
+_BOOL = EqAttrConstraint(i1)
+
+
 def _lanes(t: Attribute) -> tuple[int, ...] | None:
     """The shape of a vector type, None for a scalar."""
     return tuple(t.get_shape()) if isinstance(t, VectorType) else None
@@ -129,7 +132,7 @@ class SelectOp(IRDLOperation):
 
     T: ClassVar = VarConstraint("T", AnyAttr())
 
-    cond = operand_def(I1 | VectorType.constr(I1))
+    cond = operand_def(_BOOL | VectorType.constr(_BOOL))
     lhs = operand_def(T)
     rhs = operand_def(T)
     res = result_def(T)
@@ -174,7 +177,7 @@ class FCmpOp(IRDLOperation):
 
     lhs = operand_def(T)
     rhs = operand_def(T)
-    res = result_def(I1 | VectorType.constr(I1))
+    res = result_def(_BOOL | VectorType.constr(_BOOL))
     predicate = prop_def(IntegerAttr[IntegerType])
     fastmathFlags = prop_def(FastMathAttr, default_value=FastMathAttr(None))
 
