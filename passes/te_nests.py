@@ -86,9 +86,19 @@ class NestEmitter:
         var = stage.attach_var
         assert var is not None
         position = target.leaves.index(var)
-        readers = [target] + [
+        # What runs inside one iteration of `var`: the target's body, the stages
+        # attached at `var` after this one (they are emitted in order, so a
+        # producer attached at the same loop comes first), those attached deeper,
+        # and whatever is attached inside any of these.
+        siblings = self.attached[var]
+        inside = siblings[siblings.index(stage) + 1 :] + [
             s for v in target.leaves[position + 1 :] for s in self.attached.get(v, [])
         ]
+        readers = [target]
+        while inside:
+            reader = inside.pop(0)
+            readers.append(reader)
+            inside += [s for v in reader.leaves for s in self.attached.get(v, [])]
         for read in _reads(stage):
             if not any(r.op.is_ancestor(read) for r in readers):
                 reader = read.parent_op()
