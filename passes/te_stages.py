@@ -19,6 +19,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ember.dialects import te
 from ember.dialects import te_schedule as sch
+from ember.passes.names import ssa_name
 
 
 class ScheduleError(ValueError):
@@ -358,6 +359,7 @@ class Schedule:
         read = te.ReadOp(source, block.args)
         block.add_ops([read, te.YieldOp(read.result)])
         op = te.ComputeOp(name, TensorType(t.element_type, t.get_shape()), block)
+        op.result.name_hint = ssa_name(name)
         Rewriter.insert_op(op, at)
         return op
 
@@ -402,6 +404,7 @@ class Schedule:
         cache_names = [f"{n}.c" for n in names[:rank]] + names[rank:]
         cache = old.clone()
         cache.tensor_name = StringAttr(op.result.data)
+        cache.result.name_hint = ssa_name(op.result.data)
         for arg, n in zip(cache.body.block.args, cache_names, strict=True):
             arg.name_hint = n
         Rewriter.insert_op(cache, InsertPoint.before(old))
