@@ -202,8 +202,8 @@ class NestEmitter:
         shape = stage.op.output_type.get_shape()
         for d, v in enumerate(stage.axes):
             domain.roots.append(offsets[d] + form[v])
-            if offsets[d].is_const():
-                continue
+            if offsets[d].is_const() and not offsets[d].const:
+                continue  # the split guards keep it inside the tensor
             low, high = domain.roots[-1].range()
             if low < 0 or high >= shape[d]:
                 domain.guards.append((domain.roots[-1], 0, shape[d]))

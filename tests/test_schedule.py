@@ -480,6 +480,32 @@ def test_compute_at_a_producer_read_transposed_needs_its_whole_region():
     close(d, expected_chain(a))
 
 
+@pytest.mark.parametrize("shift", [-1, 8])
+def test_compute_at_a_region_leaving_the_tensor_is_guarded(shift):
+    """Y reads X[j + shift] only where that is inside X (te.if_then_else). X's
+    region for one row of Y starts at the constant `shift`: the points of it
+    outside X are not computed, so X's nest never reads A out of bounds."""
+    A = te.placeholder((10,), name="A")
+    X = te.compute((10,), lambda i: A[i] * 2.0, name="X")
+    Y = te.compute(
+        (4, 3),
+        lambda i, j: (
+            te.if_then_else(te.all(j + shift >= 0, j + shift < 10), X[j + shift], 0.0)
+            * (i + 1).astype("float32")
+        ),
+        name="Y",
+    )
+    s = te.create_schedule(Y.op)
+    s[X].compute_at(s[Y], Y.op.axis[0])
+    ir = loop_ir(s, [A, Y])
+    assert local_buffers(ir) == {"X": "3xf32"}
+    assert "scf.if" in ir[ir.index("%X = loop.alloc") : ir.index("memref.load %A")]
+    a = rand(10)
+    (y,) = run(s, [A, Y], [a])
+    x = np.concatenate([np.zeros(1), a * 2, np.zeros(1)])[1 + shift : 4 + shift]
+    close(y, np.outer(np.arange(1, 5), x))
+
+
 def test_compute_inline_chain():
     A, B, C, D = chain(7)
     s = te.create_schedule(D.op)
