@@ -30,19 +30,19 @@ class RemoveTrivialLoop(RewritePattern):
         if lower is None or upper is None or step is None or step <= 0:
             return
         if upper <= lower:
-            rewriter.erase_op(op)
+            rewriter.erase(op)
             return
         if upper - lower > step:
             return
         first = arith.ConstantOp(IntegerAttr(lower, IndexType()))
         first.result.name_hint = op.induction_var.name_hint
-        rewriter.insert_op(first)
+        rewriter.insert(first)
         body = op.body.block
         end = body.last_op
         assert isinstance(end, loop.YieldOp)
-        rewriter.erase_op(end)
+        rewriter.erase(end)
         rewriter.inline_block(body, rewriter.insertion_point, [first.result])
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
 
 _SIGNED = {"slt": 2, "sle": 3, "sgt": 4, "sge": 5}
@@ -95,7 +95,7 @@ class FoldRangeCompare(RewritePattern):
             5: (a[0] >= b[1], a[1] < b[0]),
         }[predicate]
         if outcomes[0] or outcomes[1]:
-            rewriter.replace_op(op, arith.ConstantOp(IntegerAttr(int(outcomes[0]), i1)))
+            rewriter.replace(op, arith.ConstantOp(IntegerAttr(int(outcomes[0]), i1)))
 
 
 @dataclass(frozen=True)
