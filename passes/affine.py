@@ -109,7 +109,11 @@ def _is_fixed(atom: Atom, fixed: set[Var]) -> bool:
 
 
 def floordiv(form: Form, c: int) -> Form:
-    """`form // c` for c > 0, exact where the ranges allow."""
+    """`form // c` for c > 0, exact where the ranges allow.
+
+    The terms whose coefficients c divides come out of the division
+    (`(4*io + ii) // 2` is `2*io + ii // 2`), so what stays opaque ranges only
+    over the rest."""
     if c == 1:
         return form
     whole = Form({a: k // c for a, k in form.terms.items() if k % c == 0})
@@ -118,21 +122,19 @@ def floordiv(form: Form, c: int) -> Form:
     low, high = rest.range()
     if low // c == high // c:
         return whole + low // c
-    low, high = form.range()
-    return Form.of(DivMod(form, c, "div", (low // c, high // c)))
+    return whole + Form.of(DivMod(rest, c, "div", (low // c, high // c)))
 
 
 def mod(form: Form, c: int) -> Form:
-    """`form % c` (floor semantics) for c > 0."""
+    """`form % c` (floor semantics) for c > 0; terms that c divides drop out."""
     if c == 1:
         return Form()
     rest = Form({a: k for a, k in form.terms.items() if k % c}, form.const % c)
     low, high = rest.range()
     if low // c == high // c:
         return rest - (low // c) * c
-    low, high = form.range()
     bounds = (low, high) if 0 <= low and high < c else (0, c - 1)
-    return Form.of(DivMod(form, c, "mod", bounds))
+    return Form.of(DivMod(rest, c, "mod", bounds))
 
 
 class Emitter:

@@ -506,6 +506,53 @@ def test_compute_at_a_region_leaving_the_tensor_is_guarded(shift):
     close(y, np.outer(np.arange(1, 5), x))
 
 
+@pytest.mark.parametrize(
+    "index, reference, shape",
+    [
+        (lambda i: i // 2, lambda b: b[np.arange(10) // 2], "2xf32"),
+        (lambda i: (i + 1) // 2, lambda b: b[(np.arange(10) + 1) // 2], "3xf32"),
+        (lambda i: 9 - i, lambda b: b[::-1], "4xf32"),
+        (lambda i: (i + 3) % 10, lambda b: b[(np.arange(10) + 3) % 10], "10xf32"),
+    ],
+    ids=["half", "half-up", "reversed", "rotated"],
+)
+def test_compute_at_with_divided_and_reversed_reads(index, reference, shape):
+    """A tile of 4 reads B[(4*io + ii) // 2]: `2*io + ii // 2`, two elements."""
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((10,), lambda i: B[index(i)] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    io, _ = s[C].split(C.op.axis[0], factor=4)
+    s[B].compute_at(s[C], io)
+    assert local_buffers(loop_ir(s, [A, C])) == {"B": shape}
+    a = rand(10)
+    (c,) = run(s, [A, C], [a])
+    close(c, reference(a * 2) + 1)
+
+
+def test_softmax_reductions_at_the_row_loop():
+    """Row max and row sum, each a reduction computed at the consumer's row block;
+    the exponential is inlined into both of its readers."""
+    n, m = 5, 7
+    A = te.placeholder((n, m), name="A")
+    k1 = te.reduce_axis((0, m), name="k1")
+    M = te.compute((n,), lambda i: te.max(A[i, k1], axis=k1), name="M")
+    E = te.compute((n, m), lambda i, j: te.exp(A[i, j] - M[i]), name="E")
+    k2 = te.reduce_axis((0, m), name="k2")
+    S = te.compute((n,), lambda i: te.sum(E[i, k2], axis=k2), name="S")
+    Y = te.compute((n, m), lambda i, j: E[i, j] / S[i], name="Y")
+    s = te.create_schedule(Y.op)
+    io, _ = s[Y].split(Y.op.axis[0], factor=2)
+    s[E].compute_inline()
+    s[S].compute_at(s[Y], io)
+    s[M].compute_at(s[Y], io)
+    assert local_buffers(loop_ir(s, [A, Y])) == {"M": "2xf32", "S": "2xf32"}
+    a = rand(n, m)
+    (y,) = run(s, [A, Y], [a])
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    close(y, e / e.sum(axis=1, keepdims=True))
+
+
 def test_compute_inline_chain():
     A, B, C, D = chain(7)
     s = te.create_schedule(D.op)
