@@ -80,6 +80,8 @@ class Stage:
     schedule: Schedule
     leaves: list[te.Var] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
+    kinds: dict[int, str] = field(default_factory=dict)
+    """The annotation (vectorize, parallel, unroll) of each annotated loop, by id."""
 
     def __post_init__(self):
         if isinstance(self.op, te.ComputeOp):
@@ -209,6 +211,12 @@ class Stage:
                 f"{kind}: '{var.name}' of stage '{self.name}' is a reduction loop; "
                 "its iterations depend on each other"
             )
+        earlier = self.kinds.setdefault(id(var), kind)
+        if earlier != kind:
+            raise ScheduleError(
+                f"{kind}: '{var.name}' of stage '{self.name}' is already annotated "
+                f"with {earlier}"
+            )
         self._record(kind, var)
 
     def pragma(self, var: te.Var, pragma_type: str, pragma_value=None) -> None:
@@ -242,10 +250,19 @@ class Stage:
                 f"compute_at: stage '{self.name}' cannot attach to itself"
             )
         parent._leaf("compute_at", scope)
+        self._not_output("compute_at")
         self._record("compute_at", parent.op, scope)
+
+    def _not_output(self, primitive: str) -> None:
+        if any(op is self.op for op in self.schedule.outputs):
+            raise ScheduleError(
+                f"{primitive}: stage '{self.name}' is an output of the schedule; "
+                "outputs are computed at the root"
+            )
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every stage that reads it."""
+        self._not_output("compute_inline")
         if isinstance(self.op, te.ComputeOp) and self.op.reduce_axis:
             raise ScheduleError(
                 f"compute_inline: stage '{self.name}' is a reduction and cannot be "

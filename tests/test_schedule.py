@@ -918,13 +918,20 @@ def test_compute_at_then_split_the_loop():
 
 
 def test_compute_at_or_inline_an_output():
+    """Outputs of the schedule are refused at the call; a stage the function
+    returns that the schedule does not list as an output, by the pass."""
     A, B, C = producer_consumer(4, 4)
     s = te.create_schedule([B.op, C.op])
+    with pytest.raises(ScheduleError, match=r"compute_at: stage 'B' is an output"):
+        s[B].compute_at(s[C], C.op.axis[0])
+    with pytest.raises(ScheduleError, match=r"compute_inline: stage 'B' is an output"):
+        s[B].compute_inline()
+    s = te.create_schedule(C.op)
     s[B].compute_at(s[C], C.op.axis[0])
     fails_at_lowering(
         s, [A, B, C], r"te.compute_at: stage 'B' is an output of the function"
     )
-    s = te.create_schedule([B.op, C.op])
+    s = te.create_schedule(C.op)
     s[B].compute_inline()
     fails_at_lowering(
         s, [A, B, C], r"te.compute_inline: stage 'B' is an output of the function"
@@ -946,10 +953,11 @@ def test_annotating_a_loop_twice():
     A, B, C = vecadd(8)
     s = te.create_schedule(C.op)
     s[C].vectorize(C.op.axis[0])
-    s[C].parallel(C.op.axis[0])
-    fails_at_lowering(
-        s, [A, B, C], r"te.parallel: loop 'i' of stage 'C' is already vectorized"
-    )
+    s[C].vectorize(C.op.axis[0])  # the same annotation again is harmless
+    with pytest.raises(
+        ScheduleError, match=r"parallel: 'i' of stage 'C' is already annotated with "
+    ):
+        s[C].parallel(C.op.axis[0])
 
 
 def te_function(schedule: str) -> str:
@@ -1012,6 +1020,10 @@ def te_function(schedule: str) -> str:
             r"te.parallel: loop 'k' of stage 'C' is a reduction loop",
         ),
         ('te.unroll "E" "i"', r"te.unroll: no stage 'E'; the stages are C, D"),
+        (
+            'te.vectorize "D" "y"\nte.parallel "D" "y"',
+            r"te.parallel: loop 'y' of stage 'D' is already vectorized",
+        ),
         (
             'te.compute_at "C" at "D" "k"',
             r"te.compute_at: stage 'D' has no loop 'k'; its loops are x, y",
