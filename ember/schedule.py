@@ -316,7 +316,8 @@ class Schedule:
                     f"'{tensor.name}'"
                 )
         axis = [te.Var(f"ax{d}", 0, n) for d, n in enumerate(tensor.shape)]
-        op = CacheOp(f"{tensor.name}.{scope}", axis, tensor[tuple(axis)], tensor.op)
+        name = self._stage_name(f"{tensor.name}.{scope}")
+        op = CacheOp(name, axis, tensor[tuple(axis)], tensor.op)
         cache = te.Tensor(tensor.shape, tensor.dtype, op)
         self.stages[id(op)] = Stage(op, self)
         self.steps.append(Step("cache_read", tensor.op, (scope, *readers), (op,)))
@@ -335,13 +336,24 @@ class Schedule:
         compute = tensor.op
         assert isinstance(compute, te.ComputeOp)
         axis = [te.Var(f"{v.name}.c", 0, v.extent) for v in compute.axis]
-        op = CacheOp(f"{tensor.name}.{scope}", axis, compute.body, compute)
+        op = CacheOp(
+            self._stage_name(f"{tensor.name}.{scope}"), axis, compute.body, compute
+        )
         op.reduce_axis = list(compute.reduce_axis)
         cache = te.Tensor(tensor.shape, tensor.dtype, op)
         self.stages[id(op)] = Stage(op, self)
         stage.leaves = list(compute.axis)
         self.steps.append(Step("cache_write", compute, (scope,), (op,)))
         return cache
+
+    def _stage_name(self, base: str) -> str:
+        """`base`, or `base.<n>` when a tensor of the schedule is named so already
+        (two cache_reads of one tensor into one scope)."""
+        taken = {stage.op.name for stage in self.stages.values()}
+        name, n = base, 1
+        while name in taken:
+            name, n = f"{base}.{n}", n + 1
+        return name
 
     def __repr__(self) -> str:
         return f"Schedule({', '.join(op.name for op in self.outputs)})"

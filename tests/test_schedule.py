@@ -633,6 +633,26 @@ def test_cache_read_at_root():
     close(c, expected_producer_consumer(a, False))
 
 
+def test_cache_read_of_one_tensor_for_two_readers():
+    """Each reader gets its own copy, computed where that reader needs it."""
+    A = te.placeholder((6, 5), name="A")
+    B = te.compute((6, 5), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((6, 5), lambda i, j: B[i, j] + A[i, j], name="C")
+    s = te.create_schedule(C.op)
+    AB = s.cache_read(A, "local", [B])
+    AC = s.cache_read(A, "local", [C])
+    assert (AB.name, AC.name) == ("A.local", "A.local.1")
+    s[AB].compute_at(s[B], B.op.axis[0])
+    s[AC].compute_at(s[C], C.op.axis[1])
+    assert local_buffers(loop_ir(s, [A, C])) == {
+        "A.local": "1x5xf32",
+        "A.local.1": "1x1xf32",
+    }
+    a = rand(6, 5)
+    (c,) = run(s, [A, C], [a])
+    close(c, a * 3)
+
+
 def test_cache_write_register_tile():
     A, B, C = matmul(16, 12, 10)
     s = te.create_schedule(C.op)
