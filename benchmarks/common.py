@@ -17,6 +17,7 @@ broken implementation never hides the others.
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import glob
 import math
@@ -101,7 +102,7 @@ def measure(
         )
         elapsed = _clock(fn, number)
     per_call = elapsed / number
-    repeat = max(3, min(repeat, int(budget / (per_call * number))))
+    repeat = max(min(3, repeat), min(repeat, int(budget / (per_call * number))))
     samples = [_clock(fn, number) / number for _ in range(repeat)]
     return Timing(
         statistics.median(samples), min(samples), max(samples), number, repeat
@@ -248,6 +249,33 @@ def run_all(
     print()
     print_table(rows, reference)
     return rows
+
+
+def add_timing_options(parser: argparse.ArgumentParser) -> None:
+    """--repeat and --min-time, shared by the benchmarks."""
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help="measurements per row (default 7, 3 with --quick; fewer for slow rows)",
+    )
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=None,
+        help="seconds one measurement lasts at least (default 0.05, 0.01 with --quick)",
+    )
+
+
+def timing_options(opts: argparse.Namespace) -> dict:
+    """The keyword arguments of `run_all` the command line asks for."""
+    repeat = opts.repeat if opts.repeat is not None else 3 if opts.quick else 7
+    min_time = (
+        opts.min_time if opts.min_time is not None else 0.01 if opts.quick else 0.05
+    )
+    if repeat < 1 or min_time <= 0:
+        raise SystemExit("--repeat and --min-time must be positive")
+    return {"repeat": repeat, "min_time": min_time}
 
 
 def check_target(rows: Sequence[Row], name: str, other: str, factor: float) -> str:

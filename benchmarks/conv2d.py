@@ -34,6 +34,7 @@ import numpy as np
 from common import (
     Impl,
     Prepared,
+    add_timing_options,
     check_target,
     cores,
     describe_machine,
@@ -41,6 +42,7 @@ from common import (
     openblas_threads,
     run_all,
     threads_note,
+    timing_options,
     tvm_target,
 )
 
@@ -362,6 +364,7 @@ def main(argv: list[str] | None = None) -> list:
     parser.add_argument(
         "--ow-block", type=int, default=14, help="output columns a register tile"
     )
+    add_timing_options(parser)
     opts = parser.parse_args(argv)
     channels, size = (32, 28) if opts.quick else (opts.channels, opts.size)
     cb, owb = opts.channel_block, opts.ow_block
@@ -393,8 +396,7 @@ def main(argv: list[str] | None = None) -> list:
         expected,
         flops,
         REFERENCE,
-        min_time=0.01 if opts.quick else 0.05,
-        repeat=3 if opts.quick else 7,
+        **timing_options(opts),
     )
     scheduled = next(r for r in rows if r.name == EMBER_SCHEDULED)
     if "compile_s" in scheduled.extra:

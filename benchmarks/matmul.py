@@ -30,6 +30,7 @@ import numpy as np
 from common import (
     Impl,
     Prepared,
+    add_timing_options,
     check_target,
     cores,
     describe_machine,
@@ -37,6 +38,7 @@ from common import (
     openblas_threads,
     run_all,
     threads_note,
+    timing_options,
     tvm_target,
 )
 
@@ -250,6 +252,7 @@ def main(argv: list[str] | None = None) -> list:
     parser.add_argument(
         "--bn", type=int, default=32, help="columns of the register tile (B panels)"
     )
+    add_timing_options(parser)
     opts = parser.parse_args(argv)
     size = 256 if opts.quick else opts.size
     for what, factor in (("--mr", opts.mr), ("--bn", opts.bn)):
@@ -270,8 +273,7 @@ def main(argv: list[str] | None = None) -> list:
         expected,
         flops,
         REFERENCE,
-        min_time=0.01 if opts.quick else 0.05,
-        repeat=3 if opts.quick else 7,
+        **timing_options(opts),
     )
     scheduled = next(r for r in rows if r.name == EMBER_SCHEDULED)
     if "compile_s" in scheduled.extra:

@@ -6,7 +6,6 @@ import importlib.util
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -39,17 +38,54 @@ def counting(result: np.ndarray):
     return setup, calls
 
 
-def test_measure_grows_the_number_of_calls_to_the_minimum_time():
-    timing = common.measure(lambda: time.sleep(0.002), min_time=0.02, repeat=3)
-    assert timing.number >= 10
-    assert timing.repeat == 3
-    assert 0.002 <= timing.low <= timing.median <= timing.high < 0.05
-    assert timing.spread >= 0
+class FakeClock:
+    """A perf_counter that only moves when a timed call says so."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.calls = 0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def call_taking(self, seconds: float):
+        def call():
+            self.calls += 1
+            self.now += seconds
+
+        return call
 
 
-def test_measure_repeats_fewer_times_when_a_call_is_slow():
-    timing = common.measure(lambda: time.sleep(0.06), repeat=7, budget=0.1)
-    assert (timing.number, timing.repeat) == (1, 3)
+def test_measure_grows_the_number_of_calls_to_the_minimum_time(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(common, "time", clock)
+    timing = common.measure(clock.call_taking(0.002), min_time=0.02, repeat=3)
+    # 1 warm-up call of 2 ms, then 12 calls (20% past 20 ms) a measurement
+    assert (timing.number, timing.repeat) == (12, 3)
+    assert clock.calls == 1 + 12 + 3 * 12
+    assert timing.median == timing.low == timing.high == pytest.approx(0.002)
+    assert timing.spread == pytest.approx(0)
+
+
+def test_measure_repeats_fewer_times_when_a_call_is_slow(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(common, "time", clock)
+    timing = common.measure(clock.call_taking(0.06), repeat=7, budget=0.1)
+    assert (timing.number, timing.repeat, clock.calls) == (1, 3, 4)
+
+
+def test_measure_reports_the_median_and_the_spread(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(common, "time", clock)
+    durations = iter([0.1, 0.3, 0.1, 0.2, 0.5])  # warm-up, then 4 measurements
+
+    def call():
+        clock.now += next(durations)
+
+    timing = common.measure(call, min_time=0.05, repeat=4, budget=10)
+    assert (timing.low, timing.high) == (pytest.approx(0.1), pytest.approx(0.5))
+    assert timing.median == pytest.approx(0.25)
+    assert timing.spread == pytest.approx(1.6)
 
 
 def test_a_right_result_is_timed():
