@@ -191,25 +191,42 @@ def _uniform(data, shape):
 # --- elementwise ---------------------------------------------------------------------
 
 
+# How a stage reads its producer along the last axis: the producer's extent for
+# a consumer of extent w, and the indices read at j (te loop or numpy array).
+READS = {
+    "same": (lambda w: w, lambda j: [j]),
+    "stencil": (lambda w: w + 1, lambda j: [j, j + 1]),
+    "down": (lambda w: 2 * w, lambda j: [2 * j, 2 * j + 1]),
+    "up": (lambda w: (w + 1) // 2, lambda j: [j // 2]),
+}
+
+
 def elementwise_chain(data):
-    """A -> S1 -> ... -> out, each stage reading its producer at the same point
-    and, with a stencil, also one step further along the last axis (so bound
-    inference must grow the producer's region); optionally a cache_write of the
-    output and a cache_read of A."""
+    """A -> S1 -> ... -> out, each stage reading its producer along the last axis
+    at the same point, a stencil (j, j + 1), downsampled (2j, 2j + 1) or
+    upsampled (j // 2), so bound inference must grow, stretch or shrink the
+    producer's region; optionally a cache_write of the output and a cache_read
+    of A."""
     rank = data.draw(st.integers(1, 3), label="rank")
     shape = data.draw(st.lists(st.integers(1, 9), min_size=rank, max_size=rank))
     depth = data.draw(st.integers(1, 3), label="computes")
-    stencils = data.draw(st.lists(st.booleans(), min_size=depth, max_size=depth))
-    widths = [sum(stencils[n:]) for n in range(depth + 1)]
-    shapes = [(*shape[:-1], shape[-1] + w) for w in widths]
-    note(f"shape {shape}, stencils {stencils}")
+    reads = data.draw(
+        st.lists(st.sampled_from(sorted(READS)), min_size=depth, max_size=depth),
+        label="reads",
+    )
+    widths = [shape[-1]]
+    for kind in reversed(reads):
+        widths.insert(0, READS[kind][0](widths[0]))
+    shapes = [(*shape[:-1], w) for w in widths]
+    note(f"shapes {shapes}, reads {reads}")
     tensors = [te.placeholder(shapes[0], name="A")]
     for n in range(depth):
 
-        def body(*i, P=tensors[-1], n=n, stencil=stencils[n]):
-            x = P[i] * (0.5 + n) + 1.0
-            if stencil:
-                x = x - P[(*i[:-1], i[-1] + 1)]
+        def body(*i, P=tensors[-1], n=n, kind=reads[n]):
+            first, *rest = READS[kind][1](i[-1])
+            x = P[(*i[:-1], first)] * (0.5 + n) + 1.0
+            for j in rest:
+                x = x - P[(*i[:-1], j)]
             return x
 
         tensors.append(te.compute(shapes[n + 1], body, name=f"S{n + 1}"))
@@ -241,9 +258,10 @@ def elementwise_chain(data):
     x = _uniform(data, shapes[0])
     a = x
     for n in range(depth):
-        y = x[..., : shapes[n + 1][-1]] * np.float32(0.5 + n) + np.float32(1.0)
-        if stencils[n]:
-            y = y - x[..., 1 : shapes[n + 1][-1] + 1]
+        first, *rest = READS[reads[n]][1](np.arange(shapes[n + 1][-1]))
+        y = x[..., first] * np.float32(0.5 + n) + np.float32(1.0)
+        for j in rest:
+            y = y - x[..., j]
         x = y
     _check(s, [A, out], [a], x, "chain")
 
