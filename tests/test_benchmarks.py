@@ -207,3 +207,33 @@ def test_conv2d_quick_checks_every_row():
             "ember scheduled",
         ],
     )
+
+
+BLOCK_BENCH_EXTRA = """
+import runpy, sys
+
+class NoBenchExtra:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("onnx", "onnxruntime", "torch", "tvm"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, NoBenchExtra())
+sys.argv = [sys.argv[1], "--quick"]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_without_the_bench_extra_its_rows_say_not_installed():
+    out = subprocess.run(
+        [sys.executable, "-c", BLOCK_BENCH_EXTRA, str(BENCH / "matmul.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=BENCH,
+    ).stdout
+    for name in ("onnxruntime", "torch", "apache-tvm same schedule"):
+        assert re.search(rf"^{name}\s+not installed\s+\(\w+\)$", out, re.M), out
+    assert re.search(r"^ember scheduled\s+\d+\.\d+", out, re.M), out
+    assert "ember scheduled >= 0.6 x numpy: " in out
+    assert "cannot tell (apache-tvm same schedule: not installed)" in out
