@@ -213,8 +213,8 @@ class _AxisNames:
     def name(self, var: te.Var) -> str:
         base = SSAValue.extract_valid_name(_ssa_name(var.name) or "ax")
         unique, n = base, 1
-        while unique in self.used:
-            unique, n = f"{base}{n}", n + 1
+        while unique in self.used or SSAValue.extract_valid_name(unique) != unique:
+            unique, n = f"{base}{'x' if base.endswith('_') else ''}{n}", n + 1
         self.used.add(unique)
         self.names[id(var)] = unique
         return unique
