@@ -20,17 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ember import te
-
-SCOPES = ("global", "local")
-THREAD_TAGS = (
-    "blockIdx.x",
-    "blockIdx.y",
-    "blockIdx.z",
-    "threadIdx.x",
-    "threadIdx.y",
-    "threadIdx.z",
-    "vthread",
-)
+from ember.dialects.te_schedule import SCOPES, THREAD_TAGS
 
 
 class ScheduleError(ValueError):

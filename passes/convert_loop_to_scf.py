@@ -19,6 +19,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import loop
+from ember.passes.affine import constant_value
 
 ALIGNMENT = 64
 """Bytes; a cache line, and enough for any SIMD load on the CPUs ember targets."""
@@ -114,7 +115,7 @@ def _lower_for(op: loop.ForOp) -> None:
 
 def _unroll(op: loop.ForOp) -> bool:
     """Replace `op` by a copy of its body per iteration if its bounds are constant."""
-    bounds = [_constant_index(v) for v in (op.lower, op.upper, op.step)]
+    bounds = [constant_value(v) for v in (op.lower, op.upper, op.step)]
     if None in bounds:
         return False
     lower, upper, step = bounds
@@ -132,13 +133,6 @@ def _unroll(op: loop.ForOp) -> bool:
         Rewriter.insert_op([inner.clone(mapping) for inner in body], before)
     Rewriter.erase_op(op)
     return True
-
-
-def _constant_index(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
 
 
 def _lower_alloc(op: loop.AllocOp) -> None:

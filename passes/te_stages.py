@@ -14,16 +14,13 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, TensorType
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ember.dialects import te
 from ember.dialects import te_schedule as sch
 from ember.passes.names import ssa_name
-
-
-class ScheduleError(ValueError):
-    """An illegal schedule primitive."""
+from ember.schedule import ScheduleError
 
 
 @dataclass(eq=False)
@@ -443,7 +440,3 @@ def split_extents(split: Split, parent_extent: int) -> tuple[int, int]:
 
 def constant_attr(attr: Attribute | None) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
-
-
-def ops_reading(value: SSAValue) -> list[Operation]:
-    return [u.operation for u in value.uses if isinstance(u.operation, te.ReadOp)]
