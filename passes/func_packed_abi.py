@@ -278,7 +278,10 @@ class _Entry:
             strided_dims = []
 
         type_code = b.load(self.codes, i32, i)
-        tensor = b.load(self.args, PTR, i)
+        # EmberValue is 8 bytes on every target: index the slots as i64, not as
+        # pointers (4 bytes on wasm32), then read the handle at the slot's start.
+        slot = b.add(llvm.GEPOp(self.args, [i], i64)) if i else self.args
+        tensor = b.load(slot, PTR)
         tensor.name_hint = ssa_name(arg.name)
         is_tensor = b.add(
             llvm.OrOp(b.eq(type_code, TYPE_DLTENSOR), b.eq(type_code, TYPE_NDARRAY))
