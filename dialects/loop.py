@@ -3,11 +3,20 @@
 Functions at this level take `memref` buffers (outputs are out-parameters), run
 `loop.for` nests whose kind says how each loop should execute, allocate
 intermediate buffers with `loop.alloc`, and do scalar work in `arith`/`math` with
-`memref.load`/`memref.store`.
+`memref.load`/`memref.store`. `loop.call_packed` calls a function the host
+registered by name (TVM's `call_packed`), handing it buffers and scalars.
 """
 
-from xdsl.dialects.builtin import IndexType, MemRefType, StringAttr
-from xdsl.ir import Block, Dialect, Operation, Region, SSAValue
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ArrayAttr,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -18,8 +27,9 @@ from xdsl.irdl import (
     region_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
@@ -199,4 +209,123 @@ class AllocOp(IRDLOperation):
         return op
 
 
-Loop = Dialect("loop", [ForOp, YieldOp, AllocOp])
+@irdl_op_definition
+class CallPackedOp(IRDLOperation):
+    """A call of the host function registered as `callee`, with buffers (passed as
+    DLTensors), integers, floats and string constants; it may write the buffers.
+
+        loop.call_packed "my.sort"(%A, %B) : memref<16xf32>, memref<16xf32>
+        loop.call_packed "my.fill"(%B, "ones", %n) : memref<16xf32>, i64
+
+    String arguments are constants written in place; `args` records where they go
+    among the operands (a string for each string argument, `unit` for the next
+    operand) and is absent when there are none. The types after `:` are the
+    operands' types.
+    """
+
+    name = "loop.call_packed"
+
+    callee = prop_def(StringAttr)
+    args = opt_prop_def(ArrayAttr)
+    arguments = var_operand_def()
+
+    def __init__(
+        self,
+        callee: str,
+        args: "list[SSAValue | Operation | str]",
+    ):
+        operands = [a for a in args if not isinstance(a, str)]
+        props: dict[str, Attribute] = {"callee": StringAttr(callee)}
+        if len(operands) != len(args):
+            props["args"] = ArrayAttr(
+                [StringAttr(a) if isinstance(a, str) else UnitAttr() for a in args]
+            )
+        super().__init__(operands=[operands], properties=props)
+
+    @property
+    def call_args(self) -> "list[SSAValue | str]":
+        """The arguments in call order: operands and string constants."""
+        if self.args is None:
+            return list(self.arguments)
+        operands = iter(self.arguments)
+        return [
+            a.data if isinstance(a, StringAttr) else next(operands)
+            for a in self.args.data
+        ]
+
+    def verify_(self) -> None:
+        if not self.callee.data:
+            raise VerifyException("expected a non-empty callee name, got ''")
+        if self.args is not None:
+            slots = [a for a in self.args.data if not isinstance(a, StringAttr)]
+            if not all(isinstance(a, UnitAttr) for a in slots):
+                bad = next(a for a in slots if not isinstance(a, UnitAttr))
+                raise VerifyException(
+                    f"expected 'args' to hold strings and unit, got {bad}"
+                )
+            if len(slots) != len(self.arguments):
+                raise VerifyException(
+                    f"expected {len(slots)} operands for the unit slots of 'args', "
+                    f"got {len(self.arguments)}"
+                )
+        for i, value in enumerate(self.arguments):
+            t = value.type
+            if isinstance(t, MemRefType):
+                if any(d < 0 for d in t.get_shape()):
+                    raise VerifyException(
+                        f"expected a static shape for operand {i}, got {t}"
+                    )
+            elif not isinstance(t, IntegerType | IndexType | AnyFloat):
+                raise VerifyException(
+                    f"expected a memref, integer, index or float for operand {i}, "
+                    f"got {t}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.callee.data)
+        printer.print_string("(")
+        printer.print_list(
+            self.call_args,
+            lambda a: (
+                printer.print_string_literal(a)
+                if isinstance(a, str)
+                else printer.print_ssa_value(a)
+            ),
+        )
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        if self.arguments:
+            printer.print_string(" : ")
+            printer.print_list(self.arguments.types, printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "CallPackedOp":
+        callee = parser.parse_str_literal("expected the callee's name")
+
+        def argument() -> UnresolvedOperand | str:
+            text = parser.parse_optional_str_literal()
+            return text if text is not None else parser.parse_unresolved_operand()
+
+        args = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, argument)
+        attrs = parser.parse_optional_attr_dict()
+        operands = [a for a in args if not isinstance(a, str)]
+        types = []
+        if operands:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(
+                Parser.Delimiter.NONE, parser.parse_type
+            )
+        if len(types) != len(operands):
+            parser.raise_error(
+                f"expected {len(operands)} operand types, got {len(types)}"
+            )
+        resolved = iter(
+            parser.resolve_operand(o, t) for o, t in zip(operands, types, strict=True)
+        )
+        op = cls(callee, [a if isinstance(a, str) else next(resolved) for a in args])
+        op.attributes.update(attrs)
+        return op
+
+
+Loop = Dialect("loop", [ForOp, YieldOp, AllocOp, CallPackedOp])

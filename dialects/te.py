@@ -6,7 +6,9 @@ other tensors with `te.read` and does scalar work in `arith`/`math` (and `scf.if
 where a side of a condition must not run). A compute with `reduce` folds its body
 over extra reduction axes with a combiner: sum, max, min, or one of its own given
 as a `combine` region and its identity, as a TVM compute whose body is `te.sum(...)`
-or a `te.comm_reducer`'s.
+or a `te.comm_reducer`'s. A `te.extern` stage is opaque: its tensor is written by
+loop-level code over buffers (a `loop.call_packed` of a host function), like a
+TVM `te.extern`.
 """
 
 import re
@@ -17,6 +19,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    MemRefType,
     StringAttr,
     TensorType,
     i64,
@@ -39,8 +42,10 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
+    IsolatedFromAbove,
     IsTerminator,
     NoMemoryEffect,
+    NoTerminator,
     RecursiveMemoryEffect,
 )
 from xdsl.utils.exceptions import VerifyException
@@ -391,4 +396,103 @@ def _ancestors(op: Operation):
         parent = parent.parent_op()
 
 
-TE = Dialect("te", [ComputeOp, ReadOp, YieldOp, *SCHEDULE_OPS])
+@irdl_op_definition
+class ExternOp(IRDLOperation):
+    """A tensor written by opaque loop-level code: TVM's `te.extern`.
+
+        %B = te.extern "B" (%A) : (tensor<16xf32>) -> tensor<16xf32> {
+        ^bb0(%a: memref<16xf32>, %b: memref<16xf32>):
+          loop.call_packed "my.sort"(%a, %b) : memref<16xf32>, memref<16xf32>
+        }
+
+    The body's arguments are the buffers of the inputs, then of the result; it
+    must write the whole result. It sees nothing from outside (its constants are
+    its own), and schedules cannot look inside: the stage is computed whole, at
+    the root. One result (several outputs are not supported yet).
+    """
+
+    name = "te.extern"
+
+    tensor_name = prop_def(StringAttr, prop_name="name")
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator(), IsolatedFromAbove())
+
+    def __init__(
+        self,
+        name: str,
+        inputs: Sequence[SSAValue | Operation],
+        result_type: TensorType,
+        body: Region | Block,
+    ):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[result_type],
+            properties={"name": StringAttr(name)},
+            regions=[body if isinstance(body, Region) else Region(body)],
+        )
+
+    @property
+    def output_type(self) -> TensorType:
+        assert isinstance(self.result.type, TensorType)
+        return self.result.type
+
+    def verify_(self) -> None:
+        types = [*self.inputs.types, self.result.type]
+        for t in types:
+            assert isinstance(t, TensorType)
+            if any(d < 0 for d in t.get_shape()):
+                raise VerifyException(f"expected static shapes, got {t}")
+        expected = [
+            MemRefType(t.element_type, t.get_shape())  # type: ignore[attr-defined]
+            for t in types
+        ]
+        got = [a.type for a in self.body.block.args]
+        if got != expected:
+            raise VerifyException(
+                "expected the body to take the buffers of the inputs and the result "
+                f"({', '.join(map(str, expected))}), got ({', '.join(map(str, got))})"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.tensor_name.data)
+        printer.print_string(" (")
+        printer.print_list(self.inputs, printer.print_ssa_value)
+        printer.print_string(") : (")
+        printer.print_list(self.inputs.types, printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ExternOp":
+        name = parser.parse_str_literal("expected the tensor's name")
+        inputs = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, parser.parse_type
+        )
+        if len(types) != len(inputs):
+            parser.raise_error(f"expected {len(inputs)} input types, got {len(types)}")
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        if not isinstance(result_type, TensorType):
+            parser.raise_error(f"expected a tensor type, got {result_type}")
+        body = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict()
+        operands = [
+            parser.resolve_operand(o, t) for o, t in zip(inputs, types, strict=True)
+        ]
+        op = cls(name, operands, result_type, body)
+        op.attributes.update(attrs)
+        return op
+
+
+TE = Dialect("te", [ComputeOp, ExternOp, ReadOp, YieldOp, *SCHEDULE_OPS])
