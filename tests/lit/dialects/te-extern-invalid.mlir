@@ -43,7 +43,7 @@ func.func @captures(%A: tensor<16xf32>, %n: i64) -> tensor<16xf32> {
   func.return %B : tensor<16xf32>
 }
 
-// CHECK: using value defined outside isolated from above region
+// CHECK: Operation does not verify: Operation using value defined out of its IsolatedFromAbove parent: CallPackedOp(loop.call_packed "f"(%a, %b, %n)
 
 // -----
 
