@@ -189,6 +189,22 @@ def test_c_host_refuses_a_missing_function_or_library(host, library, tmp_path):
 
 
 @needs_cc
+def test_c_host_is_clean_under_address_sanitizer(library, tmp_path):
+    """The host's own memory use (tensors, shapes, messages, no leaks), and no
+    crash at exit from libgomp's threads (a dlclose there unloads libgomp)."""
+    flags = [*STRICT_C, "-g", "-fsanitize=address,undefined"]
+    flags += ["-fno-sanitize-recover=all", "-ldl"]
+    command = [CC, *flags, f"-I{HEADER.parent}", str(EXAMPLE / "main.c")]
+    command += ["-o", str(tmp_path / "deploy_c_asan")]
+    if subprocess.run(command, capture_output=True).returncode != 0:
+        pytest.skip("the C compiler has no AddressSanitizer")
+    done = run_host(tmp_path / "deploy_c_asan", library)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Sanitizer" not in done.stderr
+    assert lines(done.stdout)["result"].startswith("ok")
+
+
+@needs_cc
 def test_the_library_runs_the_same_in_python(library):
     """What the C host ran, Python's load_module runs too, against numpy."""
     f = module.load_module(library)["matmul"]
@@ -266,9 +282,9 @@ int main(void) {
   SHOW("kDLBool", kDLBool);
   SHOW("INT", EMBER_TYPE_INT); SHOW("UINT", EMBER_TYPE_UINT);
   SHOW("FLOAT", EMBER_TYPE_FLOAT); SHOW("HANDLE", EMBER_TYPE_HANDLE);
-  SHOW("NULL", EMBER_TYPE_NULL); SHOW("DLTENSOR_HANDLE", EMBER_TYPE_DLTENSOR);
+  SHOW("NULL", EMBER_TYPE_NULL); SHOW("DLTENSOR", EMBER_TYPE_DLTENSOR);
   SHOW("MODULE", EMBER_TYPE_MODULE); SHOW("PACKED_FUNC", EMBER_TYPE_PACKED_FUNC);
-  SHOW("STR", EMBER_TYPE_STR); SHOW("NDARRAY_HANDLE", EMBER_TYPE_NDARRAY);
+  SHOW("STR", EMBER_TYPE_STR); SHOW("NDARRAY", EMBER_TYPE_NDARRAY);
   SHOW("EMBER_ERR_ARG(3)", EMBER_ERR_ARG(3));
   SHOW("EMBER_ERR_ARG_INDEX(-5)", EMBER_ERR_ARG_INDEX(-5));
   printf("symbols %s %s %s\n", EMBER_METADATA_SYMBOL, EMBER_NUM_THREADS_SYMBOL,
@@ -306,12 +322,13 @@ def test_header_agrees_with_the_runtime_and_the_code_generator(tmp_path):
 
     # Constants: the runtime's type codes (every one it has), the codes the
     # entry emits, DLPack's device and dtype codes.
-    for code in TypeCode:
-        assert c[code.name] == code.value, code
+    for code in TypeCode:  # DLTENSOR_HANDLE is EMBER_TYPE_DLTENSOR, ...
+        name = code.name if code.name == "HANDLE" else code.name.removesuffix("_HANDLE")
+        assert c[name] == code.value, code
     assert c["NULL"] == func_packed_abi.TYPE_NULL
     assert c["STR"] == func_packed_abi.TYPE_STR
-    assert c["DLTENSOR_HANDLE"] == func_packed_abi.TYPE_DLTENSOR
-    assert c["NDARRAY_HANDLE"] == func_packed_abi.TYPE_NDARRAY
+    assert c["DLTENSOR"] == func_packed_abi.TYPE_DLTENSOR
+    assert c["NDARRAY"] == func_packed_abi.TYPE_NDARRAY
     assert (c["MODULE"], c["PACKED_FUNC"]) == (9, 10)  # TVM's numbering
     assert c["kDLCPU"] == dlpack.DL_CPU == func_packed_abi.DEVICE_CPU
     dl_codes = {"kDLInt": "int32", "kDLUInt": "uint8", "kDLFloat": "float32"}

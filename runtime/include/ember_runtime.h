@@ -139,8 +139,10 @@ typedef enum {
   EMBER_TYPE_HANDLE = 3,      /* v_handle: an opaque pointer */
   EMBER_TYPE_NULL = 4,        /* nothing; also "no return value" */
   EMBER_TYPE_DLTENSOR = 7,    /* v_handle: a DLTensor* */
-  EMBER_TYPE_MODULE = 9,      /* v_handle: a host's module handle */
-  EMBER_TYPE_PACKED_FUNC = 10, /* v_handle: a host's function handle */
+  EMBER_TYPE_MODULE = 9,      /* v_handle: an opaque module handle, which
+                                 only the host that made it can read */
+  EMBER_TYPE_PACKED_FUNC = 10, /* v_handle: a packed C function's address
+                                  (an EmberPackedFunc) */
   EMBER_TYPE_STR = 11,        /* v_handle: a NUL-terminated UTF-8 string */
   EMBER_TYPE_NDARRAY = 13     /* v_handle: a DLTensor* (an NDArray's own) */
 } EmberTypeCode;
@@ -216,7 +218,10 @@ typedef int32_t (*EmberPackedFunc)(EmberValue* args, int32_t* type_codes,
  * libgomp (OMP_NUM_THREADS, else one per core). Set it once, before the first
  * call; the Python runtime sets it from EMBER_NUM_THREADS. Such a library
  * calls libgomp (GOMP_parallel), so it is linked with -lgomp or loaded into
- * a process that has libgomp.
+ * a process that has libgomp. Once its parallel loops have run, do not
+ * dlclose it: if it was what loaded libgomp, libgomp is unloaded with it
+ * while libgomp's worker threads still wait in its code (they crash when
+ * woken). Keep it open, or open it with RTLD_NODELETE.
  */
 #define EMBER_NUM_THREADS_SYMBOL "__ember_num_threads"
 
