@@ -8,7 +8,17 @@ reachable by name. This package imports nothing from the compiler, so a deployed
 model needs only ``ember.runtime``.
 """
 
-from .errors import EmberError
+from .errors import (
+    CompilerNotFoundError,
+    EmberError,
+    ExportError,
+    FunctionNotFoundError,
+    IncompatibleLibraryError,
+    InvalidLibraryError,
+    LibraryLoadError,
+    LibraryNotFoundError,
+    LinkError,
+)
 from .module import DSOModule, Module, load_module
 from .ndarray import Device, NDArray, array, cpu, device, empty, from_dlpack
 from .packed_func import PackedFunc, TypeCode
@@ -20,6 +30,14 @@ from .registry import (
 )
 
 __all__ = [
+    "CompilerNotFoundError",
+    "ExportError",
+    "FunctionNotFoundError",
+    "IncompatibleLibraryError",
+    "InvalidLibraryError",
+    "LibraryLoadError",
+    "LibraryNotFoundError",
+    "LinkError",
     "DSOModule",
     "Device",
     "EmberError",

@@ -12,3 +12,37 @@ class EmberError(RuntimeError):
 
 class FunctionNotFoundError(EmberError, AttributeError):
     """A module or the global registry has no function with the requested name."""
+
+
+class LibraryLoadError(EmberError):
+    """A library cannot be loaded: ``load_module``'s errors derive from this one."""
+
+
+class LibraryNotFoundError(LibraryLoadError, FileNotFoundError):
+    """The library file does not exist (also a ``FileNotFoundError``)."""
+
+
+class InvalidLibraryError(LibraryLoadError):
+    """The file is not a loadable library: not ELF, not a shared library,
+    truncated, or a corrupt library archive."""
+
+
+class IncompatibleLibraryError(LibraryLoadError):
+    """The library was built for another kind of machine (say, aarch64 code on
+    an x86_64 host)."""
+
+
+class ExportError(EmberError):
+    """A module cannot be exported as asked: wrong file suffix, modules that
+    cannot share one library, or a cross-compiled module without a compiler
+    for its machine."""
+
+
+class LinkError(EmberError):
+    """The system C compiler failed to link a library (or is missing), when
+    exporting a ``.so`` or when loading a ``.tar``."""
+
+
+class CompilerNotFoundError(LinkError):
+    """The C compiler named by ``cc=``, ``$CC`` or the default ``cc`` does not
+    exist."""

@@ -5,16 +5,28 @@
 function. A subclass only says where a function's code is (``_function_address``)
 and what it holds (``function_names``); the base wraps, caches and keeps it alive,
 and reads the module's self-description from its ``__ember_metadata`` function.
-``DSOModule`` is the subclass for a shared library of packed functions, e.g. one
-linked by hand from an object file that ``LLVMModule.save("m.o")`` wrote.
+``DSOModule`` is the subclass for a shared library of packed functions: one
+``export_library`` wrote, or one linked by hand from an object file that
+``LLVMModule.save("m.o")`` wrote. ``load_module`` opens ``.so`` and ``.tar``
+libraries and checks them first (``ember.runtime.elf``).
 """
 
 import ctypes
 import json
 import os
+import re
+import tempfile
 
-from . import parallel
-from .errors import EmberError, FunctionNotFoundError
+from . import cc as _cc
+from . import elf, parallel
+from .errors import (
+    EmberError,
+    ExportError,
+    FunctionNotFoundError,
+    IncompatibleLibraryError,
+    LibraryLoadError,
+    LibraryNotFoundError,
+)
 from .packed_func import PackedFunc
 
 METADATA_FUNCTION = "__ember_metadata"
@@ -22,8 +34,9 @@ METADATA_FUNCTION = "__ember_metadata"
 ``{"entry": name | null, "functions": {name: {"args": [{"name", "shape", "dtype",
 "output"}]}}}``; every key but ``functions`` is optional."""
 
-LIBRARY_SUFFIXES = (".so",)
-"""File suffixes ``load_module`` accepts."""
+LIBRARY_SUFFIXES = (".so", ".tar")
+"""File suffixes ``load_module`` and ``export_library`` accept: a shared
+library, or a tar of object files and metadata."""
 
 
 class Module:
@@ -85,7 +98,11 @@ class Module:
         """
         func = self._find(name, query_imports)
         if func is None:
-            known = ", ".join(self.function_names()) or "none listed"
+            known = ", ".join(self.function_names())
+            if not known:
+                known = "none listed"
+                if not self.metadata:
+                    known += f" ({self._describe()} defines no {METADATA_FUNCTION})"
             raise FunctionNotFoundError(
                 f"{self.type_key} module has no function {name!r}; available: {known}"
             )
@@ -168,9 +185,10 @@ class Module:
             EmberError: the module has no entry function.
         """
         if self.entry_name is None:
+            why = "" if self.metadata else f" (it defines no {METADATA_FUNCTION})"
             raise EmberError(
-                f"{self.type_key} module has no entry function; call a function by "
-                'name instead, e.g. mod["name"](...)'
+                f"{self.type_key} module has no entry function{why}; call a "
+                'function by name instead, e.g. mod["name"](...)'
             )
         return self.get_function(self.entry_name)(*args)
 
@@ -203,9 +221,178 @@ class Module:
         """The modules imported with ``import_module``, in import order."""
         return list(self._imports)
 
+    def export_library(
+        self,
+        path: str | os.PathLike,
+        cc: "str | list[str] | None" = None,
+        options: "list[str] | tuple[str, ...]" = (),
+    ) -> None:
+        """Write this module and every module it imports into one library.
+
+        ``.so``: the objects are linked by the system C compiler (``cc -shared
+        -fPIC``, with ``-lgomp`` when one has parallel loops) into a shared
+        library ``load_module`` opens with ctypes alone, in any process. ``.tar``:
+        the objects and a manifest (``ember_library.json``) in an archive,
+        linked when it is loaded, which needs no compiler now and works for any
+        target. Either way the library's ``__ember_metadata`` describes the
+        functions of all the modules, and the module's entry stays the entry.
+
+        Args:
+            path: the file to write, ending in ``.so`` or ``.tar``.
+            cc: the C compiler for a ``.so`` (default ``$CC``, else ``cc``); a
+                module compiled for another machine needs one for that machine,
+                e.g. ``"aarch64-linux-gnu-gcc"``.
+            options: more arguments for the link line (``-L...``, ``-l...``).
+
+        Raises:
+            ExportError: a suffix other than ``.so``/``.tar``; a module with no
+                object code (a loaded library); modules for different machines
+                or defining the same function; a ``.so`` for another machine
+                without ``cc``.
+            LinkError: the compiler is missing or the link failed (the message
+                shows the command and the compiler's first error lines).
+
+        Example:
+            >>> mod.export_library("vecadd.so")  # doctest: +SKIP
+            >>> load_module("vecadd.so")["vecadd"](a, b, c)  # doctest: +SKIP
+        """
+        path = os.fspath(path)
+        suffix = os.path.splitext(path)[1]
+        if suffix not in LIBRARY_SUFFIXES:
+            raise ExportError(
+                f"export_library: cannot write {path}: expected a file ending in "
+                ".so (a shared library) or .tar (objects and metadata), got "
+                f"{suffix or 'no suffix'!r}"
+            )
+        modules = self._module_tree()
+        objects = [
+            m._object_file(f"{i}_{_file_stem(m)}.o") for i, m in enumerate(modules)
+        ]
+        _check_linkable(path, modules, objects)
+        document = {
+            "entry": self.entry_name,
+            "functions": {
+                name: function
+                for o in objects
+                for name, function in o.metadata.get("functions", {}).items()
+            },
+            "triple": objects[0].triple,
+        }
+        metadata_object = self._metadata_object(document)
+        if suffix == ".tar":
+            _cc.write_tar(path, objects, metadata_object, {"triple": objects[0].triple})
+            return
+        machine = elf.triple_machine(objects[0].triple)
+        host = elf.host_machine()
+        if cc is None and host is not None and machine != host:
+            raise ExportError(
+                f"export_library: {_label(0, self)} is compiled for "
+                f"{objects[0].triple}, not this {host} machine; linking {path} "
+                f"needs a C compiler for {machine}: pass cc=, e.g. "
+                f"cc='{machine}-linux-gnu-gcc', or export a .tar (no compiler needed)"
+            )
+        _link(path, objects, metadata_object, cc, options)
+
+    def _module_tree(self) -> list["Module"]:
+        """This module, then every module it imports, depth first, each once."""
+        seen: dict[int, Module] = {}
+
+        def visit(module: Module) -> None:
+            if id(module) not in seen:
+                seen[id(module)] = module
+                for imported in module._imports:
+                    visit(imported)
+
+        visit(self)
+        return list(seen.values())
+
+    def _object_file(self, name: str) -> "_cc.ObjectFile":
+        """This module's code as an object file ``name`` for ``export_library``:
+        linkable beside other modules' objects, its ``__ember_metadata``
+        internal (the library gets a merged one from ``_metadata_object``)."""
+        raise ExportError(
+            f"{self._describe()} cannot be exported: it has no object code "
+            "(only compiled modules, such as ember.build's, can be exported)"
+        )
+
+    def _metadata_object(self, document: dict) -> bytes:
+        """An object file for this module's target defining ``__ember_metadata``
+        to return ``document`` as JSON."""
+        raise ExportError(
+            f"{self._describe()} cannot write the metadata object of a library"
+        )
+
     def __repr__(self) -> str:
         names = ", ".join(self.function_names())
         return f"Module({self.type_key}, entry={self.entry_name}, functions=[{names}])"
+
+
+def _file_stem(module: Module) -> str:
+    """A name for a module's object file: its entry or first function."""
+    names = [module.entry_name] if module.entry_name else module.function_names()
+    stem = re.sub(r"[^A-Za-z0-9_]+", "_", names[0] if names else "")[:40]
+    return stem or module.type_key
+
+
+def _label(index: int, module: Module) -> str:
+    """How export errors name the ``index``-th module of the tree."""
+    where = "the exported module" if index == 0 else f"imported module #{index}"
+    names = module.function_names()
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return f"{where} ({module.type_key}: {shown or 'no functions'})"
+
+
+def _check_linkable(
+    path: str, modules: list[Module], objects: list["_cc.ObjectFile"]
+) -> None:
+    """Refuse modules that cannot share one library: compiled for different
+    machines, or defining the same function."""
+    first = objects[0]
+    defined: dict[str, int] = {}
+    for i, (module, o) in enumerate(zip(modules, objects, strict=True)):
+        if elf.triple_machine(o.triple) != elf.triple_machine(first.triple):
+            raise ExportError(
+                f"export_library: cannot link {_label(i, module)}, compiled for "
+                f"{o.triple}, with {_label(0, modules[0])}, compiled for "
+                f"{first.triple}, into one library"
+            )
+        for name in o.symbols:
+            other = defined.setdefault(name, i)
+            if other != i:
+                raise ExportError(
+                    f"export_library: cannot write {path}: function {name!r} is "
+                    f"defined by both {_label(other, modules[other])} and "
+                    f"{_label(i, module)}; rename one of them"
+                )
+
+
+def _link(
+    path: str,
+    objects: list["_cc.ObjectFile"],
+    metadata_object: bytes,
+    cc: "str | list[str] | None",
+    options: "list[str] | tuple[str, ...]",
+) -> None:
+    """Link the objects into the shared library ``path``.
+
+    The library is linked in a temporary directory beside ``path`` and renamed
+    over it, so a process that has an older ``path`` loaded keeps its mapping
+    intact, and a failed link leaves an existing ``path`` as it was.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    with tempfile.TemporaryDirectory(prefix=".ember-export-", dir=directory) as tmp:
+        files = []
+        for name, code in [
+            *((o.name, o.code) for o in objects),
+            ("__ember_metadata.o", metadata_object),
+        ]:
+            files.append(os.path.join(tmp, name))
+            with open(files[-1], "wb") as f:
+                f.write(code)
+        library = os.path.join(tmp, "library.so")
+        openmp = any(_cc.uses_openmp(o.code) for o in objects)
+        _cc.link_shared(library, files, cc, options, openmp=openmp)
+        os.replace(library, path)
 
 
 def _check_metadata(document: object) -> dict:
@@ -274,8 +461,12 @@ class DSOModule(Module):
 
     type_key = "dso"
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, source: str | None = None):
         """Load the library at ``path``.
+
+        ``source`` names the file the library came from in messages and
+        ``path``, when that is not ``path`` (a ``.tar`` linked into a
+        temporary ``.so``).
 
         A library with parallel loops gets its thread count from
         ``EMBER_NUM_THREADS`` (see ``ember.runtime.parallel``); one not linked
@@ -287,8 +478,8 @@ class DSOModule(Module):
                 a positive integer.
         """
         super().__init__()
-        self.path = os.fspath(path)
-        self._lib = _load_library(self.path)
+        self.path = source or os.fspath(path)
+        self._lib = _load_library(os.fspath(path), self.path)
         parallel.configure_library(self._lib)
         self.entry_name = self.metadata.get("entry")
 
@@ -303,10 +494,12 @@ class DSOModule(Module):
         return self.path
 
     def function_names(self) -> list[str]:
+        """The functions the library's metadata lists; empty without
+        ``__ember_metadata`` (its functions are still found by name)."""
         return list(self.metadata.get("functions", {}))
 
 
-def _load_library(path: str) -> ctypes.CDLL:
+def _load_library(path: str, source: str) -> ctypes.CDLL:
     try:
         try:
             return ctypes.CDLL(os.path.abspath(path))
@@ -316,32 +509,67 @@ def _load_library(path: str) -> ctypes.CDLL:
                 raise
             return ctypes.CDLL(os.path.abspath(path))
     except OSError as e:
-        raise EmberError(f"cannot load {path} as a library: {e}") from None
+        raise LibraryLoadError(f"cannot load {source} as a library: {e}") from None
 
 
-def load_module(path: str | os.PathLike) -> Module:
-    """Load a shared library of packed functions as a ``DSOModule``.
+def load_module(path: str | os.PathLike, cc: "str | list[str] | None" = None) -> Module:
+    """Load a library of packed functions as a ``DSOModule``.
+
+    A ``.so`` is checked (ELF, a shared library, whole, for this machine) and
+    opened with ctypes. A ``.tar`` (see ``Module.export_library``) is
+    extracted into a temporary directory and linked there into a ``.so`` by
+    the system C compiler, as TVM does: loading a ``.tar`` needs a C
+    compiler, never the ember compiler. The temporary files are removed once
+    the library is loaded. Either way the module's ``entry_name``,
+    ``function_names()`` and ``metadata`` come from the library itself.
 
     Args:
-        path: a shared library (``.so``).
+        path: a ``.so`` or ``.tar`` library.
+        cc: the C compiler that links a ``.tar`` (default ``$CC``, else ``cc``).
 
     Returns:
         The loaded Module; ``mod["f"]`` gives its functions.
 
     Raises:
-        EmberError: the file is missing, has an unsupported suffix, or cannot be
-            loaded.
+        LibraryNotFoundError: the file is missing.
+        InvalidLibraryError: not a library (the message says what it is), a
+            truncated one, or a corrupt ``.tar``.
+        IncompatibleLibraryError: built for another machine.
+        LibraryLoadError: the base of these, and what ``dlopen`` failures raise.
+        LinkError: linking a ``.tar`` failed or there is no C compiler.
+        EmberError: an unsupported suffix, or invalid metadata.
 
     Example:
         >>> f = load_module("vecadd.so")["vecadd"]  # doctest: +SKIP
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise EmberError(f"load_module: no such file: {path}")
+        raise LibraryNotFoundError(f"load_module: no such file: {path}")
     suffix = os.path.splitext(path)[1]
     if suffix not in LIBRARY_SUFFIXES:
         raise EmberError(
-            f"load_module: cannot load {path}: expected a shared library "
-            f"({', '.join(LIBRARY_SUFFIXES)}), got suffix {suffix!r}"
+            f"load_module: cannot load {path}: expected a shared library (.so) or "
+            f"a library archive (.tar), got suffix {suffix!r}"
         )
+    if suffix == ".tar":
+        return _load_tar(path, cc)
+    elf.check_library(path)
     return DSOModule(path)
+
+
+def _load_tar(path: str, cc: "str | list[str] | None") -> Module:
+    manifest = _cc.read_manifest(path)
+    triple = manifest.get("triple")
+    host = elf.host_machine()
+    if isinstance(triple, str) and host is not None:
+        machine = elf.triple_machine(triple)
+        if machine != host:
+            raise IncompatibleLibraryError(
+                f"{path} was built for {machine} ({triple}), this machine is {host}"
+            )
+    with tempfile.TemporaryDirectory(prefix="ember-tar-") as tmp:
+        manifest, objects = _cc.extract_objects(path, tmp)
+        library = os.path.join(tmp, "library.so")
+        _cc.link_shared(library, objects, cc, openmp=bool(manifest.get("openmp")))
+        # Once loaded, the file is no longer needed: the mapping stays.
+        return DSOModule(library, source=path)

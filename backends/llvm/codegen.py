@@ -1,5 +1,7 @@
-"""LLVM IR text → verified LLVM module → -O3 → object code or assembly."""
+"""LLVM IR text → verified LLVM module → -O3 → object code or assembly, and
+the small changes that let several modules' objects share one library."""
 
+import re
 from functools import cache
 
 import llvmlite.binding as llvm
@@ -58,4 +60,107 @@ def emit_assembly(module: llvm.ModuleRef, target_machine: llvm.TargetMachine) ->
     return target_machine.emit_assembly(module)
 
 
-__all__ = ["emit_assembly", "emit_object", "initialize", "optimize", "parse"]
+METADATA_FUNCTION = "__ember_metadata"
+_METADATA_JSON = re.compile(
+    r'^@"?__ember_metadata\.json"? = [^"\n]*constant \[\d+ x i8\] c"([^"]*)"', re.M
+)
+_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2})")
+_STR = 11  # the packed ABI's type code of a C string
+
+
+def prepare_for_library(module: llvm.ModuleRef) -> None:
+    """Let `module`'s object be linked into one library beside other modules'.
+
+    Every module with packed functions defines `__ember_metadata`; a library
+    gets one, made from all of them by `metadata_object`, so each module's own
+    becomes internal. The `__ember_*` globals every module may define
+    (`__ember_num_threads`, `__ember_call_packed`) hold process-wide runtime
+    state, so they become weak: the linker keeps one, and the loader sets it
+    once for all.
+
+    Before:
+        @__ember_num_threads = global i32 0
+        define i32 @__ember_metadata(ptr %args, ...)
+
+    After:
+        @__ember_num_threads = weak global i32 0
+        define internal i32 @__ember_metadata(ptr %args, ...)
+    """
+    try:
+        metadata = module.get_function(METADATA_FUNCTION)
+    except NameError:
+        pass
+    else:
+        if not metadata.is_declaration:
+            metadata.linkage = llvm.Linkage.internal
+    for value in module.global_variables:
+        if (
+            value.name.startswith("__ember_")
+            and not value.is_declaration
+            and value.linkage == llvm.Linkage.external
+        ):
+            value.linkage = llvm.Linkage.weak_any
+
+
+def embedded_metadata(llvm_ir: str) -> str | None:
+    """The JSON text `__ember_metadata` returns, read from the module's IR (so
+    also for modules compiled for another machine); None without one."""
+    match = _METADATA_JSON.search(llvm_ir)
+    if match is None:
+        return None
+    data = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), match.group(1))
+    return data.encode("latin-1").rstrip(b"\0").decode("utf-8")
+
+
+def metadata_object(text: str, target_machine: llvm.TargetMachine) -> bytes:
+    """An object file defining `__ember_metadata`, the packed function that
+    returns `text` (a library's merged metadata JSON), for `target_machine`.
+
+        @__ember_metadata.json = private unnamed_addr constant [N x i8] c"{...}\\00"
+        define i32 @__ember_metadata(ptr %args, ptr %type_codes, i32 %num_args,
+                                     ptr %ret, ptr %ret_code) nounwind {
+          store ptr @__ember_metadata.json, ptr %ret
+          store i32 11, ptr %ret_code
+          ret i32 0
+        }
+    """
+    i8, i32, ptr = ir.IntType(8), ir.IntType(32), ir.PointerType()
+    module = ir.Module(name=METADATA_FUNCTION)
+    data = bytearray(text.encode() + b"\0")
+    string = ir.GlobalVariable(
+        module, ir.ArrayType(i8, len(data)), f"{METADATA_FUNCTION}.json"
+    )
+    string.linkage = "private"
+    string.unnamed_addr = True
+    string.global_constant = True
+    string.initializer = ir.Constant(ir.ArrayType(i8, len(data)), data)
+    function = ir.Function(
+        module, ir.FunctionType(i32, [ptr, ptr, i32, ptr, ptr]), METADATA_FUNCTION
+    )
+    function.attributes.add("nounwind")
+    for arg, name in zip(
+        function.args,
+        ("args", "type_codes", "num_args", "ret", "ret_code"),
+        strict=True,
+    ):
+        arg.name = name
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    builder.store(string, function.args[3])
+    builder.store(ir.Constant(i32, _STR), function.args[4])
+    builder.ret(ir.Constant(i32, 0))
+    parsed = parse(module)
+    parsed.triple = target_machine.triple
+    parsed.data_layout = str(target_machine.target_data)
+    return emit_object(parsed, target_machine)
+
+
+__all__ = [
+    "embedded_metadata",
+    "emit_assembly",
+    "emit_object",
+    "initialize",
+    "metadata_object",
+    "optimize",
+    "parse",
+    "prepare_for_library",
+]

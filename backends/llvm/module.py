@@ -2,6 +2,7 @@
 
 import ctypes
 import ctypes.util
+import json
 from functools import cache
 from pathlib import Path
 
@@ -9,10 +10,20 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 from xdsl.dialects.builtin import ModuleOp
 
-from ember.backends.llvm.codegen import emit_assembly, emit_object, optimize, parse
+from ember.backends.llvm.codegen import (
+    embedded_metadata,
+    emit_assembly,
+    emit_object,
+    metadata_object,
+    optimize,
+    parse,
+    prepare_for_library,
+)
 from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
 from ember.runtime import EmberError, Module
+from ember.runtime.cc import ObjectFile
+from ember.runtime.errors import ExportError
 from ember.runtime.parallel import NUM_THREADS_SYMBOL, num_threads_from_env
 
 _PACKED_SIGNATURE = "i32 (ptr, ptr, i32, ptr, ptr)"
@@ -137,8 +148,22 @@ class LLVMModule(Module):
         return self._emit("obj")  # type: ignore[return-value]
 
     def save(self, path: str | Path) -> None:
-        """Write the module to `path`: `.o` object code, `.ll` IR, `.s` assembly."""
+        """Write the module to `path`: `.o` object code, `.ll` IR, `.s` assembly.
+
+        Only this module is written: a module with imports is exported with
+        `export_library`, which links them all into one library.
+
+        Raises:
+            ExportError: the module imports other modules.
+        """
         path = Path(path)
+        if self._imports:
+            raise ExportError(
+                f"cannot save {path}: the module imports {len(self._imports)} "
+                "other module(s), which save() would leave out; use "
+                "export_library('m.so') or export_library('m.tar') to write them "
+                "all into one library"
+            )
         if path.suffix == ".o":
             path.write_bytes(self.object_code())
         elif path.suffix == ".ll":
@@ -148,12 +173,36 @@ class LLVMModule(Module):
         else:
             raise ValueError(f"cannot save {path}: expected a .o, .ll or .s file")
 
+    def _object_file(self, name: str) -> ObjectFile:
+        """The module's object for a library, linkable beside other modules'
+        (see `prepare_for_library`), with its metadata and symbols."""
+        text = embedded_metadata(self._optimized)
+        if text is None and _METADATA in self._signatures:
+            raise ExportError(
+                f"cannot export the llvm module {self.function_names()}: its "
+                f"{_METADATA} was not made by func-packed-abi"
+            )
+        return ObjectFile(
+            name=name,
+            code=self._emit("lib-obj"),  # type: ignore[arg-type]
+            triple=self.target.triple,
+            metadata=json.loads(text) if text else {},
+            symbols=tuple(n for n in self._signatures if n != _METADATA),
+        )
+
+    def _metadata_object(self, document: dict) -> bytes:
+        return metadata_object(
+            json.dumps(document), self.target.create_target_machine()
+        )
+
     def _emit(self, kind: str) -> bytes | str:
         if kind not in self._emitted:
             # Code generation rewrites the IR it runs on; start from a fresh copy.
             fresh = parse(self._optimized)
+            if kind == "lib-obj":
+                prepare_for_library(fresh)
             tm = self.target.create_target_machine()
-            emit = emit_object if kind == "obj" else emit_assembly
+            emit = emit_assembly if kind == "asm" else emit_object
             self._emitted[kind] = emit(fresh, tm)
         return self._emitted[kind]
 

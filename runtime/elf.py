@@ -1,0 +1,262 @@
+"""Checking a shared library's ELF header before ``dlopen`` sees it.
+
+``dlopen`` reports a library for another machine as "wrong ELF class" or
+"invalid ELF header", a truncated one as "file too short" or not at all (the
+loader maps pages that are not in the file, and the process faults when it
+touches them). Reading the header first turns each case into a message that
+names the problem: "built for aarch64, this machine is x86_64". This machine
+is whatever the running interpreter's own executable was built for, read from
+its header too, never assumed.
+"""
+
+import os
+import re
+import struct
+import sys
+from dataclasses import dataclass
+from functools import cache
+
+from .errors import IncompatibleLibraryError, InvalidLibraryError
+
+ELF_MAGIC = b"\x7fELF"
+_ET_NAMES = {1: "a relocatable object file", 2: "an executable", 4: "a core dump"}
+_ET_DYN = 3
+_PT_LOAD, _PT_DYNAMIC = 1, 2
+# e_machine values (the ELF ABI supplements) and how people call them.
+_MACHINES = {
+    2: "sparc",
+    3: "x86",
+    8: "mips",
+    20: "ppc",
+    21: "ppc64",
+    22: "s390x",
+    40: "arm",
+    43: "sparc64",
+    62: "x86_64",
+    183: "aarch64",
+    243: "riscv",
+    258: "loongarch",
+}
+# What other files start with, for a better message than "not ELF".
+_OTHER_FORMATS = (
+    (b"\0asm", "a WebAssembly module"),
+    (b"MZ", "a Windows PE file"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O file"),
+    (b"\xfe\xed\xfa\xcf", "a Mach-O file"),
+    (b"!<arch>\n", "a static archive (.a)"),
+)
+
+
+@dataclass(frozen=True)
+class ElfHeader:
+    """The fields of an ELF header that say what a file is and where it runs.
+
+    Attributes:
+        bits: 32 or 64 (EI_CLASS).
+        byteorder: "little" or "big" (EI_DATA).
+        type: e_type (3 for a shared library).
+        machine: e_machine (62 for x86_64, 183 for aarch64, ...).
+    """
+
+    bits: int
+    byteorder: str
+    type: int
+    machine: int
+    phoff: int
+    phentsize: int
+    phnum: int
+    shoff: int
+    shentsize: int
+    shnum: int
+
+    @property
+    def machine_name(self) -> str:
+        """The machine in the words of a target triple: "aarch64", "riscv64"."""
+        name = _MACHINES.get(self.machine, f"ELF machine {self.machine}")
+        if name in ("riscv", "loongarch"):
+            name += str(self.bits)
+        elif name == "x86" and self.bits == 64:
+            name = "x86_64"
+        elif name == "x86_64" and self.bits == 32:
+            name = "x32"
+        if self.byteorder == "big" and self.machine in (40, 183):
+            name += "_be"
+        return name
+
+
+def parse_header(data: bytes) -> ElfHeader | None:
+    """The header of the ELF file whose first bytes are ``data``, or None when
+    ``data`` is not the start of an ELF file (or too short to be one)."""
+    if not data.startswith(ELF_MAGIC) or len(data) < 52:
+        return None
+    bits = {1: 32, 2: 64}.get(data[4])
+    byteorder = {1: "little", 2: "big"}.get(data[5])
+    if bits is None or byteorder is None or (bits == 64 and len(data) < 64):
+        return None
+    e = "<" if byteorder == "little" else ">"
+    etype, machine = struct.unpack_from(e + "HH", data, 16)
+    if bits == 64:
+        phoff, shoff = struct.unpack_from(e + "QQ", data, 32)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from(e + "HHHH", data, 54)
+    else:
+        phoff, shoff = struct.unpack_from(e + "II", data, 28)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from(e + "HHHH", data, 42)
+    return ElfHeader(
+        bits,
+        byteorder,
+        etype,
+        machine,
+        phoff,
+        phentsize,
+        phnum,
+        shoff,
+        shentsize,
+        shnum,
+    )
+
+
+@cache
+def host_header() -> ElfHeader | None:
+    """The header of this interpreter's executable: what this machine runs.
+
+    None where it cannot be read (not Linux, no ``/proc``, an embedded
+    interpreter): the library is then left to ``dlopen``.
+    """
+    for path in ("/proc/self/exe", sys.executable):
+        if not path:
+            continue
+        try:
+            with open(path, "rb") as f:
+                header = parse_header(f.read(64))
+        except OSError:
+            continue
+        if header is not None:
+            return header
+    return None
+
+
+def host_machine() -> str | None:
+    """This machine as a target triple names it ("x86_64"), None if unknown."""
+    header = host_header()
+    return header.machine_name if header is not None else None
+
+
+def triple_machine(triple: str) -> str:
+    """The machine of a target triple in ``ElfHeader.machine_name``'s words:
+    "aarch64-linux-gnu" → "aarch64", "i686-pc-linux-gnu" → "x86"."""
+    arch = triple.split("-", 1)[0].lower()
+    if re.fullmatch(r"i[3-6]86", arch):
+        return "x86"
+    if arch in ("amd64", "x86_64h"):
+        return "x86_64"
+    if arch == "arm64":
+        return "aarch64"
+    if arch.startswith(("armeb", "thumbeb")):
+        return "arm_be"
+    if arch.startswith(("arm", "thumb")):
+        return "arm"
+    if arch.startswith("powerpc64") or arch.startswith("ppc64"):
+        return "ppc64"
+    if arch in ("powerpc", "ppc"):
+        return "ppc"
+    if arch == "systemz":
+        return "s390x"
+    return arch
+
+
+def check_library(path: str) -> None:
+    """Check that ``path`` is a whole ELF shared library for this machine.
+
+    Args:
+        path: the library file.
+
+    Raises:
+        InvalidLibraryError: not an ELF file (saying what it is instead, where
+            it can tell), not a shared library, or shorter than its own headers
+            say (a truncated copy).
+        IncompatibleLibraryError: built for another machine, word size or byte
+            order than this one.
+
+    Example:
+        >>> check_library("vecadd.so")  # doctest: +SKIP
+    """
+    with open(path, "rb") as f:
+        start = f.read(64)
+        size = os.fstat(f.fileno()).st_size
+        header = parse_header(start)
+        if header is None:
+            raise InvalidLibraryError(
+                f"{path} is not an ELF shared library: {_what_is(start, size)}"
+            )
+        _check_machine(path, header)
+        if header.type != _ET_DYN:
+            what = _ET_NAMES.get(header.type, f"ELF type {header.type}")
+            hint = (
+                "; link it into a shared library first (export_library('m.so') or "
+                "cc -shared)"
+                if header.type == 1
+                else ""
+            )
+            raise InvalidLibraryError(f"{path} is {what}, not a shared library{hint}")
+        _check_extent(path, header, size, f)
+
+
+def _check_machine(path: str, header: ElfHeader) -> None:
+    host = host_header()
+    if host is None:
+        return
+    built, here = header.machine_name, host.machine_name
+    if built == here and header.bits != host.bits:  # unknown machines
+        built, here = f"{header.bits}-bit {built}", f"{host.bits}-bit {here}"
+    if (header.machine, header.bits, header.byteorder) != (
+        host.machine,
+        host.bits,
+        host.byteorder,
+    ):
+        raise IncompatibleLibraryError(
+            f"{path} was built for {built}, this machine is {here}"
+        )
+
+
+def _check_extent(path: str, header: ElfHeader, size: int, f) -> None:
+    """Everything the headers point at must lie inside the file."""
+
+    def need(end: int, what: str) -> None:
+        if end > size:
+            raise InvalidLibraryError(
+                f"{path} is truncated: its {what} end at byte {end}, "
+                f"the file has {size} bytes"
+            )
+
+    need(header.phoff + header.phnum * header.phentsize, "program headers")
+    f.seek(header.phoff)
+    table = f.read(header.phnum * header.phentsize)
+    e = "<" if header.byteorder == "little" else ">"
+    for i in range(header.phnum):
+        entry = table[i * header.phentsize : (i + 1) * header.phentsize]
+        if header.bits == 64:
+            kind, _, offset, _, _, filesz = struct.unpack_from(e + "IIQQQQ", entry)
+        else:
+            kind, offset, _, _, filesz = struct.unpack_from(e + "IIIII", entry)
+        if kind in (_PT_LOAD, _PT_DYNAMIC):
+            need(offset + filesz, f"segment {i}'s contents")
+    if header.shnum:
+        need(header.shoff + header.shnum * header.shentsize, "section headers")
+
+
+def _what_is(start: bytes, size: int) -> str:
+    """A few words on what a file that is not ELF looks like."""
+    if size == 0:
+        return "the file is empty"
+    if start.startswith(ELF_MAGIC):
+        return f"its ELF header is cut short or damaged ({size} bytes)"
+    for magic, name in _OTHER_FORMATS:
+        if start.startswith(magic):
+            return f"it is {name}"
+    try:
+        text = start.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"it starts with bytes {start[:8].hex(' ')}"
+    if text.isprintable() or all(c.isprintable() or c.isspace() for c in text):
+        return f"it is a text file (starting {text[:24]!r})"
+    return f"it starts with bytes {start[:8].hex(' ')}"
