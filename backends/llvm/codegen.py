@@ -37,10 +37,14 @@ def optimize(
     """Run LLVM's default `-O<opt_level>` pipeline (new pass manager) in place.
 
     Loop and SLP vectorization are on; the module takes the machine's triple and
-    data layout so that the cost models are the target's.
+    data layout so that the cost models are the target's. On a target without an
+    OpenMP runtime (`has_openmp`), parallel loops run serially: see
+    `define_serial_openmp`.
     """
     module.triple = target_machine.triple
     module.data_layout = str(target_machine.target_data)
+    if not has_openmp(target_machine.triple):
+        define_serial_openmp(module)
     tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     tuning.loop_vectorization = opt_level >= 2
     tuning.slp_vectorization = opt_level >= 2
@@ -48,6 +52,64 @@ def optimize(
     tuning.loop_unrolling = opt_level >= 2
     builder = llvm.create_pass_builder(target_machine, tuning)
     builder.getModulePassManager().run(module, builder)
+
+
+# Operating systems whose toolchains ship libgomp (or LLVM's libomp, which
+# exports the same GOMP_ entry points).
+_OPENMP_OSES = frozenset({"linux", "freebsd", "netbsd", "openbsd", "darwin", "macosx"})
+
+# libgomp's entry points as loop-outline-parallel declares them, each defined as
+# a team of one thread: the caller's.
+_SERIAL_OPENMP = {
+    "GOMP_parallel": """define void @GOMP_parallel(ptr %fn, ptr %data, i32 %n, i32 %flags) {
+  call void %fn(ptr %data)
+  ret void
+}""",
+    "omp_get_thread_num": "define i32 @omp_get_thread_num() {\n  ret i32 0\n}",
+    "omp_get_num_threads": "define i32 @omp_get_num_threads() {\n  ret i32 1\n}",
+}
+
+
+def has_openmp(triple: str) -> bool:
+    """Whether code for `triple` can call libgomp: an OS that ships it, not wasm.
+
+    Example:
+        >>> has_openmp("aarch64-linux-gnu"), has_openmp("wasm32-unknown-unknown")
+        (True, False)
+    """
+    parts = llvm.get_triple_parts(triple)
+    return not parts.Arch.startswith("wasm") and parts.OS in _OPENMP_OSES
+
+
+def define_serial_openmp(module: llvm.ModuleRef) -> None:
+    """Define the libgomp functions `module` declares as a one-thread team.
+
+    `GOMP_parallel(fn, data, n, flags)` calls `fn(data)` once on the caller's
+    thread, which is thread 0 of 1, so every outlined parallel loop runs its
+    whole range serially. The definitions are internal: after inlining nothing
+    of them is left, and the object neither imports nor exports a GOMP_ symbol.
+
+    Raises:
+        ValueError: the module uses another libgomp or OpenMP function.
+    """
+    declared = [
+        f.name
+        for f in module.functions
+        if f.is_declaration and f.name.startswith(("GOMP_", "omp_"))
+    ]
+    unknown = [name for name in declared if name not in _SERIAL_OPENMP]
+    if unknown:
+        raise ValueError(
+            f"{module.triple} has no OpenMP runtime, and compiled code calls "
+            f"{unknown[0]!r}, which ember cannot run serially"
+        )
+    if not declared:
+        return
+    shim = llvm.parse_assembly("\n".join(_SERIAL_OPENMP[name] for name in declared))
+    shim.triple, shim.data_layout = module.triple, module.data_layout
+    module.link_in(shim)
+    for name in declared:
+        module.get_function(name).linkage = llvm.Linkage.internal
 
 
 def emit_object(module: llvm.ModuleRef, target_machine: llvm.TargetMachine) -> bytes:
@@ -155,9 +217,11 @@ def metadata_object(text: str, target_machine: llvm.TargetMachine) -> bytes:
 
 
 __all__ = [
+    "define_serial_openmp",
     "embedded_metadata",
     "emit_assembly",
     "emit_object",
+    "has_openmp",
     "initialize",
     "metadata_object",
     "optimize",

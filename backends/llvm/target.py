@@ -7,7 +7,9 @@
 Target `llvm` without `-mtriple` and `-mcpu` (or with `-mcpu=native`) is the host:
 its triple, `get_host_cpu_name()` and the feature string LLVM detects on it, never
 LLVM's generic CPU. `-mattr` adds to (or overrides) the host's features. An explicit
-`-mcpu` takes the features that CPU implies, plus `-mattr`.
+`-mcpu` takes the features that CPU implies, plus `-mattr`. Another triple without
+`-mcpu` is LLVM's generic CPU of that architecture with the platform's baseline, as
+clang sets it (riscv64 Linux: RV64GC, `+m,+a,+f,+d,+c`), plus `-mattr`.
 
 Code for a target runs in this process (`is_host`) only when the target's triple
 is the host's, its CPU is the host CPU (or not named), and every feature it turns
@@ -17,6 +19,10 @@ not know is a ValueError: LLVM itself would only warn, or abort the process, so 
 short-lived subprocess tries it first (once per process and target; the plain
 host target never needs it, and where no subprocess can run the target is
 trusted).
+
+Parallel loops call libgomp, which exists only where an OS ships it; on other
+targets (wasm32, bare metal: `has_openmp` is False) they run serially, with the
+same results (`codegen.define_serial_openmp`).
 """
 
 import re
@@ -28,11 +34,29 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
-from ember.backends.llvm.codegen import initialize
+from ember.backends.llvm.codegen import has_openmp, initialize
 
 _OPTIONS = ("mtriple", "mcpu", "mattr", "mabi", "opt-level")
 _DICT_KEYS = frozenset({"kind", *_OPTIONS, "opt_level"})
 _TARGET_MACHINES: dict[str, llvm.TargetMachine] = {}
+# -mabi names by architecture where LLVM ignores an unknown one without a word
+# (the RISC-V backend says so itself); an empty tuple takes no -mabi at all.
+_ABIS = {
+    "x86_64": (),
+    "i386": (),
+    "i686": (),
+    "wasm32": (),
+    "wasm64": (),
+    "aarch64": ("aapcs", "aapcs-soft", "darwinpcs"),
+}
+# What every machine of a platform has, as clang assumes it when no -mcpu is
+# given: Linux on RISC-V is RV64GC / RV32GC with the hard-float ABI (lp64d),
+# which objects must match to link against the system's libraries.
+_BASELINES = {
+    ("riscv64", "linux"): "+m,+a,+f,+d,+c",
+    ("riscv32", "linux"): "+m,+a,+f,+d,+c",
+}
+_FEATURE_NAME = re.compile(r"[+-][A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class Target:
@@ -47,6 +71,7 @@ class Target:
         opt_level: 0 to 3, LLVM's optimization and code generation level.
         is_host: the code can run in this process.
         not_host_reason: why the code cannot run here ("" for the host).
+        has_openmp: parallel loops run on libgomp; without it they run serially.
     """
 
     def __init__(self, spec: "str | Mapping[str, Any] | Target" = "llvm"):
@@ -76,6 +101,9 @@ class Target:
                 f"target {self}: -mtriple={self.triple} is not a target this LLVM "
                 f"knows ({str(e).strip()})"
             ) from None
+        self.has_openmp = has_openmp(self.triple)
+        if self.mabi:
+            self._check_abi()
         same_triple = _same_machine(self.triple, host_triple)
         host_cpu = llvm.get_host_cpu_name()
         if "mcpu" not in options and same_triple:
@@ -85,7 +113,8 @@ class Target:
             )
         else:
             self.cpu = options.get("mcpu", "generic")
-            self.features = ",".join(self.mattr)
+            base = "" if "mcpu" in options else _baseline_features(self.triple)
+            self.features = ",".join(x for x in (base, *self.mattr) if x)
         if self._needs_validation(same_triple, host_cpu):
             error = _llvm_rejects(self.triple, self.cpu, self.features, self.mabi)
             if error:
@@ -103,6 +132,15 @@ class Target:
             return True
         known = _host_features()
         return any(a[1:] not in known for a in self.mattr)
+
+    def _check_abi(self) -> None:
+        known = _ABIS.get(self.arch)
+        if known is not None and self.mabi not in known:
+            choices = ", ".join(known) if known else "none: it has one ABI"
+            raise ValueError(
+                f"target {self}: -mabi={self.mabi} is not an ABI of {self.arch} "
+                f"(expected {choices})"
+            )
 
     def _not_host_reason(self, host_triple: str, host_cpu: str) -> str:
         if not _same_machine(self.triple, host_triple):
@@ -170,6 +208,11 @@ class Target:
         return hash(str(self))
 
 
+def _baseline_features(triple: str) -> str:
+    parts = llvm.get_triple_parts(triple)
+    return _BASELINES.get((parts.Arch, parts.OS), "")
+
+
 def _same_machine(triple: str, host: str) -> bool:
     a, b = llvm.get_triple_parts(triple), llvm.get_triple_parts(host)
     return (a.Arch, a.SubArch, a.OS) == (b.Arch, b.SubArch, b.OS)
@@ -203,6 +246,7 @@ tm.emit_object(module)
 """
 _UNKNOWN_CPU = re.compile(r"'([^']*)' is not a recognized processor")
 _UNKNOWN_FEATURE = re.compile(r"'([^']*)' is not a recognized feature")
+_IGNORED_ABI = re.compile(r"^(.*?) \(ignoring target-abi\)", re.M)
 
 
 @cache
@@ -232,6 +276,9 @@ def _llvm_rejects(triple: str, cpu: str, features: str, abi: str) -> str:
         return (
             f"-mattr {feature_match.group(1)} is not a feature LLVM knows for {triple}"
         )
+    abi_match = _IGNORED_ABI.search(done.stderr)
+    if abi_match:
+        return f"-mabi={abi} cannot be used: {abi_match.group(1)}"
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         detail = lines[-1] if lines else f"exit status {done.returncode}"
@@ -279,10 +326,10 @@ def _set_option(options: dict[str, str], spec: object, key: str, value: str) -> 
     if key in options:
         raise ValueError(f"target {spec!r}: -{key} given twice")
     if key == "mattr":
-        bad = [a for a in value.split(",") if not a or a[0] not in "+-"]
+        bad = [a for a in value.split(",") if not _FEATURE_NAME.fullmatch(a)]
         if bad:
             raise ValueError(
-                f"target {spec!r}: -mattr entries must start with + or -, "
+                f"target {spec!r}: -mattr entries are +feature or -feature, "
                 f"got {bad[0]!r}"
             )
     if key == "opt-level" and value not in ("0", "1", "2", "3"):
