@@ -18,7 +18,7 @@ import re
 import tempfile
 
 from . import cc as _cc
-from . import elf, parallel
+from . import callbacks, elf, parallel
 from .errors import (
     EmberError,
     ExportError,
@@ -481,6 +481,7 @@ class DSOModule(Module):
         self.path = source or os.fspath(path)
         self._lib = _load_library(os.fspath(path), self.path)
         parallel.configure_library(self._lib)
+        callbacks.configure_library(self._lib)
         self.entry_name = self.metadata.get("entry")
 
     def _function_address(self, name: str) -> int:

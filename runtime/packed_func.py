@@ -237,6 +237,143 @@ _RETURN_READERS: dict[int, Callable[[EmberValue], Any]] = {
 }
 # Plain ints: an IntEnum member costs a descriptor lookup on every use.
 _NULL, _STR_CODE = int(TypeCode.NULL), int(TypeCode.STR)
+_CALLBACK_ERROR = -100  # a registered function it called failed (runtime.callbacks)
+
+# Spare return areas, each (area, code slot) with the code slot reading NULL.
+# A call pops one and puts it back, so calls share a few areas instead of
+# allocating one each; list.pop and list.append are atomic under the GIL, so
+# concurrent calls from several threads (the GIL is released while native code
+# runs) and calls nested inside callbacks each get their own.
+_SPARE_RETS: list[tuple[Any, Any]] = []
+
+
+def _new_ret() -> tuple[Any, Any]:
+    area = _RetArea()
+    code = _CodeSlot.from_buffer(area, _CODE_AT)
+    code[0] = _NULL
+    return area, code
+
+
+
+def _capsule_pointer_offset() -> int | None:
+    """Where a capsule object holds its pointer, if reading it there is right.
+
+    ``PyCapsule_GetPointer`` is a ctypes foreign call (~200 ns); reading the
+    field, which follows the object header in CPython's ``PyCapsule``, costs
+    ~120 ns. The offset is checked on a real numpy capsule; anywhere it does not
+    hold (another layout, another interpreter) calls use the API.
+    """
+    if sys.implementation.name != "cpython":
+        return None
+    offset = object.__basicsize__
+    probe = np.zeros(1).__dlpack__()
+    if c_void_p.from_address(id(probe) + offset).value != capsule_pointer(
+        probe, b"dltensor"
+    ):
+        return None
+    return offset
+
+
+_CAPSULE_POINTER_AT = _capsule_pointer_offset()
+_CAPSULE_POINTER = (
+    f"peek(id(c{{i}}) + {_CAPSULE_POINTER_AT}).value"
+    if _CAPSULE_POINTER_AT is not None
+    else 'capsule_pointer(c{i}, b"dltensor")'
+)
+
+# The fast caller of one signature, as Python source. Each argument contributes
+# a guard (its exact type), checks that fall back to the general path
+# (`self._slow`, which raises the proper error) and an expression packed into
+# the argument array. Numpy arrays go through numpy's C DLPack export; their
+# capsules (c0, c1, ...) are locals, alive until the native call has returned.
+_FAST_TEMPLATE = """\
+def {name}(self, args):
+    if len(args) != {n}:
+        return self._dispatch(args)
+    {unpack}
+    if {guards}:
+        return self._dispatch(args)
+    {checks}
+    try:
+        {capsules}
+        values = pack({values})
+    except (BufferError, struct_error):
+        return self._slow(args)
+    try:
+        area, code = pop_ret()
+    except IndexError:
+        area, code = new_ret()
+    rc = self._cfunc(values, codes, {n}, area, code)
+    if rc or code[0] != {null}:
+        return self._finish(rc, area, code, args)
+    push_ret((area, code))
+    return None
+"""
+
+
+def _fast_caller(plan: _Plan, outputs: tuple[int, ...]) -> Callable | None:
+    """Generate the fast caller for ``plan``'s signature, or None if it has none.
+
+    ``outputs`` are the NDArray positions the function writes; their arrays'
+    ``writeable`` flags are checked on every call. Numpy arrays need no such
+    check: numpy's (unversioned) DLPack export refuses read-only arrays, which
+    sends the call to the general path and its error. Strings and other DLPack
+    tensors need per-call memory and take the general path.
+    """
+    n = len(plan.types)
+    names = [f"a{i}" for i in range(n)]
+    namespace: dict[str, Any] = {
+        "pack": plan.pack,
+        "codes": plan.codes,
+        "pop_ret": _SPARE_RETS.pop,
+        "push_ret": _SPARE_RETS.append,
+        "new_ret": _new_ret,
+        "capsule_pointer": capsule_pointer,
+        "peek": c_void_p.from_address,
+        "struct_error": struct.error,
+    }
+    checks, capsules, values = [], [], []
+    for i, (kind, t, a) in enumerate(zip(plan.kinds, plan.types, names, strict=True)):
+        namespace[f"t{i}"] = t
+        if kind is _TENSOR:
+            checks.append(f"if not {a}.flags.c_contiguous: return self._slow(args)")
+            capsules.append(f"c{i} = {a}.__dlpack__()")
+            values.append(_CAPSULE_POINTER.format(i=i))
+        elif not isinstance(kind, tuple):
+            return None
+        elif kind is _SIMPLE_KINDS[NDArray]:
+            if i in outputs:
+                checks.append(
+                    f"if not {a}._arr.flags.writeable: return self._slow(args)"
+                )
+            values.append(f"{a}._handle")
+        elif t in (int, bool, float):
+            values.append(a)
+        elif t is type(None):
+            values.append("0")
+        else:
+            namespace[f"g{i}"] = kind[2]
+            values.append(f"g{i}({a})")
+    name = "call_" + "_".join(t.__name__ for t in plan.types)
+    source = _FAST_TEMPLATE.format(
+        name=name,
+        n=n,
+        unpack=f"({', '.join(names)},) = args" if n else "",
+        guards=" or ".join(f"type({a}) is not t{i}" for i, a in enumerate(names))
+        or "False",
+        checks="\n    ".join(checks),
+        capsules="\n        ".join(capsules),
+        values=", ".join(values),
+        null=_NULL,
+    )
+    exec(compile(source, f"<ember fast call {name}>", "exec"), namespace)
+    caller = namespace[name]
+    caller.source = source
+    return caller
+
+
+def _call_python(self: "PackedFunc", args: tuple) -> Any:
+    return self._pyfunc(*args)  # pyright: ignore[reportOptionalCall]
 
 
 class PackedFunc:
@@ -351,21 +488,47 @@ class PackedFunc:
             raise _with_context(e, self.name) from None
         except _ReadOnlyOutput as e:
             raise EmberError(self._read_only_message(e.index)) from None
-        ret = _Ret()
-        ret.code = _NULL
-        rc = cfunc(values, plan.codes, len(args), byref(ret), byref(ret, _CODE_AT))
+        try:
+            area, code = _SPARE_RETS.pop()
+        except IndexError:
+            area, code = _new_ret()
+        rc = self._cfunc(values, plan.codes, len(args), area, code)  # pyright: ignore
         del keep
-        if rc:
-            raise EmberError(self._error_message(rc, ret, args))
-        code = ret.code
-        if code == _NULL:
-            return None
-        reader = _RETURN_READERS.get(code)
-        if reader is None:
-            raise EmberError(f"{self.name}: unsupported return type code {code}")
-        if code == _STR_CODE and not ret.value.v_handle:
-            raise EmberError(f"{self.name}: returned a null string (type code 11)")
-        return reader(ret.value)
+        return self._finish(rc, area, code, args)
+
+    def _finish(self, rc: int, area, code, args: tuple) -> Any:
+        """The result of a call that returned ``rc``, its return area given back."""
+        try:
+            ret = _Ret.from_buffer(area)
+            if rc:
+                if rc == _CALLBACK_ERROR:
+                    self._reraise_callback_error()
+                raise EmberError(self._error_message(rc, ret, args))
+            kind = ret.code
+            if kind == _NULL:
+                return None
+            reader = _RETURN_READERS.get(kind)
+            if reader is None:
+                raise EmberError(f"{self.name}: unsupported return type code {kind}")
+            if kind == _STR_CODE and not ret.value.v_handle:
+                raise EmberError(f"{self.name}: returned a null string (type code 11)")
+            return reader(ret.value)
+        finally:
+            code[0] = _NULL
+            _SPARE_RETS.append((area, code))
+
+    def _reraise_callback_error(self) -> None:
+        """Raise again what a registered function called by this one raised."""
+        from .callbacks import take_error
+
+        pending = take_error()
+        if pending is not None:
+            error, callback = pending
+            error.add_note(
+                f"raised in callback '{callback}', called by compiled function "
+                f"'{self.name}'"
+            )
+            raise error
 
     def _read_only_message(self, index: int) -> str:
         name = self._output_names.get(index)

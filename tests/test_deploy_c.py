@@ -72,7 +72,8 @@ def library(tmp_path_factory) -> Path:
     if CC is None:
         pytest.skip("no C compiler (cc) on PATH")
     path = tmp_path_factory.mktemp("lib") / "matmul.so"
-    return build_kernel.export(build_kernel.matmul(64, 48, 32), path)
+    build_kernel.matmul(64, 48, 32).export_library(path)
+    return path
 
 
 def run_host(host: Path, *args, env: dict[str, str] | None = None):
@@ -124,7 +125,8 @@ def test_c_host_shows_the_kernels_error_messages(host, library):
 @needs_cc
 def test_c_host_runs_ragged_tiles(host, tmp_path):
     """Extents that the 8 x 16 tiles and vector width do not divide."""
-    lib = build_kernel.export(build_kernel.matmul(5, 3, 17), tmp_path / "m.so")
+    lib = tmp_path / "m.so"
+    build_kernel.matmul(5, 3, 17).export_library(lib)
     done = run_host(host, lib, "matmul", 5, 3, 17)
     assert done.returncode == 0, done.stdout + done.stderr
     assert lines(done.stdout)["result"].startswith("ok")
@@ -140,7 +142,8 @@ def test_c_host_fails_on_a_wrong_result(host, tmp_path):
         (8, 16), lambda i, j: te.sum(A[i, r] * B[r, j] * 2.0, axis=r), name="C"
     )
     wrong = ember.build(te.create_schedule(C.op), [A, B, C], name="matmul")
-    lib = build_kernel.export(wrong, tmp_path / "wrong.so")
+    lib = tmp_path / "wrong.so"
+    wrong.export_library(lib)
     done = run_host(host, lib, "matmul", 8, 4, 16)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "result: MISMATCH in " in done.stdout

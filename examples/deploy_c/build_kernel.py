@@ -9,10 +9,6 @@ has to provide: DLTensors, the packed call and, for parallel loops, libgomp.
 """
 
 import argparse
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -41,28 +37,6 @@ def matmul(m: int, k: int, n: int, name: str = "matmul"):
     return ember.build(s, [A, B, C], name=name)
 
 
-def export(mod, path: str | Path, cc: str = "cc") -> Path:
-    """Link `mod` into the shared library `path` with the system C compiler.
-
-    The object is linked with libgomp, which parallel loops call, so a C host
-    needs nothing but `dlopen`.
-
-    Raises:
-        RuntimeError: no C compiler, or the link failed (with its output).
-    """
-    path = Path(path)
-    if shutil.which(cc) is None:
-        raise RuntimeError(f"cannot link {path}: no C compiler {cc!r} on PATH")
-    with tempfile.TemporaryDirectory() as tmp:
-        obj = Path(tmp) / "kernel.o"
-        mod.save(obj)
-        link = [cc, "-shared", "-fPIC", str(obj), "-o", str(path), "-lgomp"]
-        done = subprocess.run(link, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"cannot link {path}: {' '.join(link)}: {done.stderr}")
-    return path
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("output", nargs="?", default="matmul.so")
@@ -76,9 +50,10 @@ def main() -> None:
     c = np.empty((opts.m, opts.n), "float32")
     mod(a, b, c)  # checked in this process before it ships
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
-    print(
-        f"exported {export(mod, opts.output)} ({opts.m}x{opts.k} @ {opts.k}x{opts.n})"
-    )
+    # The system C compiler links the object with libgomp, which parallel loops
+    # call, so a C host needs nothing but dlopen.
+    mod.export_library(opts.output)
+    print(f"exported {opts.output} ({opts.m}x{opts.k} @ {opts.k}x{opts.n})")
 
 
 if __name__ == "__main__":

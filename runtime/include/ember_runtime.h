@@ -7,9 +7,8 @@
  * functions. The header is self-contained (libc's <stdint.h> only) and
  * describes a library; it declares nothing the host must link against.
  *
- * A library exported by ember (`mod.export_library("m.so")`, or an object
- * from `mod.save("m.o")` linked with `cc -shared m.o -o m.so -lgomp`) is used
- * like this (examples/deploy_c/main.c is the whole program):
+ * A library exported by ember (`mod.export_library("m.so")`) is used like
+ * this (examples/deploy_c/main.c is the whole program):
  *
  *     void* lib = dlopen("./m.so", RTLD_NOW);
  *     EmberPackedFunc f = (EmberPackedFunc)dlsym(lib, "vecadd");
@@ -204,10 +203,13 @@ typedef int32_t (*EmberPackedFunc)(EmberValue* args, int32_t* type_codes,
  *   {"entry": "matmul" | null,
  *    "functions": {"matmul": {"args": [
  *        {"name": "A", "shape": [64, 48], "dtype": "float32", "output": false},
- *        ...]}}}
+ *        ...]}},
+ *    "triple": "x86_64-unknown-linux-gnu"}
  *
- * "entry" is the library's function when it has exactly one; "output" marks
- * the arguments the function writes. The text is ASCII.
+ * "entry" is the function a module called as a whole runs (its only one, or
+ * the one built as its entry); "output" marks the arguments the function
+ * writes; "triple" (written by export_library) is the target the code was
+ * compiled for. Readers ignore keys they do not know. The text is ASCII.
  */
 #define EMBER_METADATA_SYMBOL "__ember_metadata"
 
