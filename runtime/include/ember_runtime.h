@@ -95,8 +95,9 @@ typedef struct {
 /* DLTensor: a borrowed view of an n-dimensional array (48 bytes on 64-bit
  * machines). The caller owns every pointer in it; compiled code only reads
  * the struct and reads or writes the elements.
- *   data        start of the allocation (CPU: any address; ember's kernels
- *               do not require alignment)
+ *   data        start of the allocation; data + byte_offset must be aligned
+ *               to the element size (kernels load and store with the
+ *               element's alignment; the entry does not check it)
  *   device      {kDLCPU, 0} for compiled CPU code
  *   ndim        number of dimensions; must equal the kernel's
  *   dtype       element type; must equal the kernel's exactly
