@@ -18,6 +18,7 @@ _EMBER_PASSES = (
     "loop-outline-parallel",
     "loop-vectorize",
     "convert-loop-to-scf",
+    "convert-call-packed-to-llvm",
     "convert-vector-to-llvm",
     "func-packed-abi",
     "convert-arith-to-llvm",

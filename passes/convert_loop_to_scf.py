@@ -84,6 +84,8 @@ def _lower(op: Operation) -> None:
             _lower_alloc(op)
         case loop.YieldOp() if isinstance(op.parent_op(), loop.ForOp):
             pass  # replaced with its loop
+        case loop.CallPackedOp():
+            pass  # convert-call-packed-to-llvm lowers it, once loops are branches
         case _:
             _fail(op, "has no lowering to scf")
 

@@ -53,6 +53,11 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.passes.convert_memref_to_llvm import bare_pointer_error, element_bytes
 from ember.passes.names import ssa_name
+from ember.runtime.callbacks import CALLBACK_ERROR
+
+FALLIBLE = "ember.fallible"
+"""The unit attribute of a function that returns a failure message, null when it
+succeeded (convert-call-packed-to-llvm)."""
 
 PTR = llvm.LLVMPointerType()
 DLTENSOR = llvm.LLVMStructType.from_type_list(
@@ -142,7 +147,10 @@ def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
     an i8 buffer); `ember.output` marks an output."""
     private = f.sym_visibility is not None and f.sym_visibility.data != "public"
     ftype = f.function_type
-    if private or not f.body.blocks or ftype.outputs.data:
+    results = list(ftype.outputs.data)
+    if _fallible(f):
+        results.remove(PTR)  # the failure message convert-call-packed-to-llvm added
+    if private or not f.body.blocks or results:
         return None
     if not all(isinstance(t, MemRefType) for t in ftype.inputs.data):
         return None
@@ -163,6 +171,12 @@ def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
         label = name.data if isinstance(name, StringAttr) and name.data else f"arg{i}"
         args.append(_Arg(label, t, dtype, "ember.output" in attrs))
     return args
+
+
+def _fallible(f: func.FuncOp) -> bool:
+    """Whether `f` returns a failure message (null on success): it calls the host
+    (convert-call-packed-to-llvm)."""
+    return FALLIBLE in f.attributes and list(f.function_type.outputs.data) == [PTR]
 
 
 def _string(symbol: str, text: str) -> llvm.GlobalOp:
@@ -353,7 +367,7 @@ class _Entry:
             )
             self.check(apart, self.message(f"{i}.overlaps.{j}", text), -2 - i, then)
 
-    def build(self, args: list[_Arg], impl: str) -> llvm.FuncOp:
+    def build(self, args: list[_Arg], impl: str, fallible: bool) -> llvm.FuncOp:
         names = ", ".join(a.name for a in args)
         plural = "" if len(args) == 1 else "s"
         expected = f"expected {len(args)} argument{plural} ({names})"
@@ -379,7 +393,18 @@ class _Entry:
             b.add(UnrealizedConversionCastOp.get([start], [arg.type]))
             for start, arg in zip(starts, args, strict=True)
         ]
-        b.add(func.CallOp(impl, pointers, []))
+        if fallible:  # a host function it called failed: its message, -100
+            message = b.add(func.CallOp(impl, pointers, [PTR]))
+            done = self.block("done")
+            code = b.const(CALLBACK_ERROR)
+            b.add(
+                llvm.CondBrOp(
+                    b.is_null(message), done, [], self.failed, [message, code]
+                )
+            )
+            self.b = b = _Builder(done)
+        else:
+            b.add(func.CallOp(impl, pointers, []))
         b.store(b.const(0, i64), self.ret)
         b.store(b.const(TYPE_NULL), self.ret_code)
         b.add(llvm.ReturnOp(b.const(0)))
@@ -465,6 +490,8 @@ class FuncPackedABIPass(ModulePass):
           // per output i (ember.output) and other argument j: their bytes
           //   [data + byte_offset, + nbytes) are disjoint; else ^fail(..., -2 - i)
           // func.call @vecadd_impl(data + byte_offset, ...); *ret_code = 4; return 0
+          // (an impl marked ember.fallible returns a message, null on success;
+          //  a message goes to ^fail(message, -100))
         ^fail(%message: !llvm.ptr, %code: i32):
           // ret->v_handle = message; *ret_code = 11; return code
         }
@@ -488,7 +515,7 @@ class FuncPackedABIPass(ModulePass):
             f.sym_name = StringAttr(impl)
             f.sym_visibility = StringAttr("private")
             entry = _Entry(name)
-            wrapper = entry.build(args, impl)
+            wrapper = entry.build(args, impl, _fallible(f))
             Rewriter.insert_op([*entry.globals, wrapper], InsertPoint.after(f))
             entries[name] = args
         called: set[str] = set()

@@ -31,6 +31,9 @@ EMBER_CPU: tuple[str, ...] = (
     "cse",
     # scf → cf: loops become branches between blocks
     "convert-scf-to-cf",
+    # calls of registered host functions go through the hook a host installs;
+    # a failed call returns from the function, out of every loop
+    "convert-call-packed-to-llvm",
     # every public function gets a packed-ABI entry that checks its arguments
     "func-packed-abi",
     # upstream dialects → llvm

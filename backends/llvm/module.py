@@ -21,7 +21,7 @@ from ember.backends.llvm.codegen import (
 )
 from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
-from ember.runtime import EmberError, Module
+from ember.runtime import EmberError, Module, callbacks
 from ember.runtime.cc import ObjectFile
 from ember.runtime.errors import ExportError
 from ember.runtime.parallel import NUM_THREADS_SYMBOL, num_threads_from_env
@@ -92,6 +92,9 @@ class LLVMModule(Module):
             if threads is not None:
                 address = self._engine.get_global_value_address(NUM_THREADS_SYMBOL)
                 ctypes.c_int32.from_address(address).value = threads
+            if _defines_global(compiled, callbacks.HOOK_SYMBOL):
+                hook = self._engine.get_global_value_address(callbacks.HOOK_SYMBOL)
+                callbacks.install(hook)
 
     def function_names(self) -> list[str]:
         """The packed functions the module exports, in definition order."""
@@ -214,6 +217,13 @@ def _defined_functions(module: llvm.ModuleRef) -> dict[str, str]:
         for f in module.functions
         if not f.is_declaration and f.linkage == llvm.Linkage.external
     }
+
+
+def _defines_global(module: llvm.ModuleRef, name: str) -> bool:
+    try:
+        return not module.get_global_variable(name).is_declaration
+    except NameError:
+        return False
 
 
 def _thread_count(module: llvm.ModuleRef) -> int | None:
