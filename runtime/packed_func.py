@@ -6,28 +6,24 @@ Every compiled function is exported as::
               EmberValue* ret, int32_t* ret_type_code);
 
 A call converts each Python argument to one 8-byte ``EmberValue`` and a type code
-(TVM's codes), packs them with a cached ``struct.Struct`` per argument signature,
-and turns a non-zero return code into an ``EmberError``. Tensors travel as
-``DLTensor*``: an NDArray's own, or one built for the call around a numpy array's
+(TVM's codes, ``TypeCode``), packs them with a cached ``struct.Struct`` per argument
+signature, and turns a non-zero return code into an ``EmberError``. Tensors travel
+as ``DLTensor*``: an NDArray's own, or one built for the call around a numpy array's
 memory (zero-copy). Arguments the function writes (its outputs, as a module's
 metadata lists them) must be writeable: a read-only array there is refused before
 the call.
+
+Calls are fast (about a microsecond for three tensors): the first call with a new
+signature of argument types generates a small Python function for it (see
+``_fast_caller``) that the PackedFunc keeps calling while the types stay the same.
 """
 
 import ctypes
 import operator
 import struct
+import sys
 from collections.abc import Callable, Iterable, Mapping
-from ctypes import (
-    CFUNCTYPE,
-    Structure,
-    Union,
-    byref,
-    c_double,
-    c_int32,
-    c_int64,
-    c_void_p,
-)
+from ctypes import CFUNCTYPE, Structure, Union, c_double, c_int32, c_int64, c_void_p
 from enum import IntEnum
 from typing import Any
 
@@ -39,7 +35,12 @@ from .ndarray import NDArray, from_dlpack
 
 
 class TypeCode(IntEnum):
-    """Type codes of packed arguments and return values (TVM's numbering)."""
+    """Type codes of packed arguments and return values (TVM's numbering).
+
+    ``MODULE_HANDLE`` passes a ``Module`` as an opaque handle that
+    ``module_from_handle`` maps back; ``PACKED_FUNC_HANDLE`` passes the address of
+    a packed C function (a Python PackedFunc's is a ctypes trampoline).
+    """
 
     INT = 0
     UINT = 1
@@ -47,6 +48,8 @@ class TypeCode(IntEnum):
     HANDLE = 3
     NULL = 4
     DLTENSOR_HANDLE = 7
+    MODULE_HANDLE = 9
+    PACKED_FUNC_HANDLE = 10
     STR = 11
     NDARRAY_HANDLE = 13
 
@@ -64,16 +67,22 @@ class _Ret(Structure):
 PACKED_FUNC_TYPE = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int32, c_void_p, c_void_p)
 """The ctypes prototype of a packed C function."""
 
-# Calls go through a prototype without argtypes: ctypes passes bytes and byref()
-# as pointers and the count as a C int, skipping the per-argument conversion that
-# is most of the cost of a call through PACKED_FUNC_TYPE.
+# Calls go through a prototype without argtypes: ctypes passes bytes and ctypes
+# arrays as pointers and the count as a C int, skipping the per-argument
+# conversion that is most of the cost of a call through PACKED_FUNC_TYPE. The GIL
+# is released for the duration of the native call.
 _UNCHECKED_TYPE = CFUNCTYPE(c_int32)
+
+# Where a call's return value and type code land: a _Ret's 16 bytes as a ctypes
+# array (passed as a pointer without byref) and a view of its code.
+_RetArea = c_int64 * 2
+_CodeSlot = c_int32 * 1
 _CODE_AT = _Ret.code.offset
 
 # How each Python argument type becomes an EmberValue: a struct format character,
 # a type code and a getter. Kinds without a getter need per-call memory (below).
 _TENSOR, _STR, _DLPACK = "tensor", "str", "dlpack"
-_SIMPLE_KINDS = {
+_SIMPLE_KINDS: dict[type, tuple[str, int, Callable[[Any], int | float]]] = {
     NDArray: ("Q", TypeCode.DLTENSOR_HANDLE, operator.attrgetter("_handle")),
     bool: ("q", TypeCode.INT, int),
     int: ("q", TypeCode.INT, operator.index),
@@ -85,7 +94,7 @@ _SIMPLE_KINDS = {
 class _Plan:
     """How to pack the arguments of one signature (tuple of argument types)."""
 
-    __slots__ = ("pack", "codes", "getters", "kinds")
+    __slots__ = ("types", "pack", "codes", "getters", "kinds", "fast")
 
     def __init__(self, types: tuple[type, ...]):
         fmt, codes, getters, kinds = [], [], [], []
@@ -99,10 +108,13 @@ class _Plan:
             else:
                 fmt.append("Q")
                 codes.append(TypeCode.STR if kind == _STR else TypeCode.DLTENSOR_HANDLE)
+        self.types = types
         self.pack = struct.Struct("@" + "".join(fmt)).pack
         self.codes = struct.pack(f"@{len(codes)}i", *codes)
         self.kinds = tuple(kinds)
         self.getters = tuple(getters) if len(getters) == len(types) else None
+        # output positions (as they matter to this signature) -> fast caller
+        self.fast: dict[tuple[int, ...], Callable | None] = {}
 
 
 def _kind_of(t: type, index: int):
@@ -123,11 +135,19 @@ def _kind_of(t: type, index: int):
         return _DLPACK
     raise TypeError(
         f"argument {index}: cannot pass a {t.__name__} to a packed function; "
-        "expected an NDArray, a numpy array, a DLPack tensor, int, float, str or None"
+        "expected an NDArray, a numpy array, a DLPack tensor, int, float, str, "
+        "None, a PackedFunc or a Module"
     )
 
 
 _PLANS: dict[tuple[type, ...], _Plan] = {}
+
+
+def _plan_for(types: tuple[type, ...]) -> _Plan:
+    plan = _PLANS.get(types)
+    if plan is None:
+        plan = _PLANS[types] = _Plan(types)
+    return plan
 
 
 def _numpy_capsule(arr: np.ndarray) -> tuple[object, int]:
@@ -252,7 +272,6 @@ def _new_ret() -> tuple[Any, Any]:
     code = _CodeSlot.from_buffer(area, _CODE_AT)
     code[0] = _NULL
     return area, code
-
 
 
 def _capsule_pointer_offset() -> int | None:
@@ -398,6 +417,7 @@ class PackedFunc:
 
     __slots__ = (
         "name",
+        "_call",
         "_cfunc",
         "_pyfunc",
         "_address",
@@ -405,6 +425,7 @@ class PackedFunc:
         "_outputs",
         "_output_set",
         "_output_names",
+        "__weakref__",
     )
 
     def __init__(
@@ -439,11 +460,13 @@ class PackedFunc:
             self._address = func
             self._cfunc = _UNCHECKED_TYPE(func)
             self._pyfunc = None
+            self._call = PackedFunc._dispatch
             self.name = name or f"<packed function at {func:#x}>"
         elif callable(func):
             self._address = None
             self._cfunc = None
             self._pyfunc = func
+            self._call = _call_python
             self.name = name or getattr(func, "__name__", repr(func))
         else:
             raise TypeError(f"expected a function address or a callable, got {func!r}")
@@ -459,9 +482,31 @@ class PackedFunc:
         return self._outputs
 
     def __call__(self, *args) -> Any:
-        cfunc = self._cfunc
-        if cfunc is None:
-            return self._pyfunc(*args)  # pyright: ignore[reportOptionalCall]
+        # A native function's _call is the fast caller of the last signature it
+        # saw (which checks it still applies), else _dispatch.
+        return self._call(self, args)
+
+    def _dispatch(self, args: tuple) -> Any:
+        """Find the plan of ``args``' signature; switch to its fast caller."""
+        try:
+            plan = _plan_for(tuple(map(type, args)))
+        except TypeError as e:
+            raise _with_context(e, self.name) from None
+        ndarray = _SIMPLE_KINDS[NDArray]
+        outputs = tuple(
+            i for i in self._outputs if i < len(args) and plan.kinds[i] is ndarray
+        )
+        try:
+            fast = plan.fast[outputs]
+        except KeyError:
+            fast = plan.fast[outputs] = _fast_caller(plan, outputs)
+        if fast is None:
+            return self._slow(args, plan)
+        self._call = fast
+        return fast(self, args)
+
+    def _slow(self, args: tuple, plan: _Plan | None = None) -> Any:
+        """Any call, with every check in order and its proper error."""
         for i in self._outputs:  # ascending; other DLPack tensors: _pack_slow
             if i >= len(args):
                 break
@@ -474,9 +519,8 @@ class PackedFunc:
                 raise EmberError(self._read_only_message(i))
         keep = None  # memory the arguments point into, alive until the call returns
         try:
-            plan = _PLANS.get(tuple(map(type, args)))
             if plan is None:
-                plan = _PLANS[tuple(map(type, args))] = _Plan(tuple(map(type, args)))
+                plan = _plan_for(tuple(map(type, args)))
             if plan.getters is not None:
                 getters = plan.getters  # map(operator.call, ...) puzzles pyright
                 values = plan.pack(*map(operator.call, getters, args))  # pyright: ignore
