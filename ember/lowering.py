@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -26,6 +27,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from ember import te
+from ember.dialects import loop
 from ember.dialects import te as te_ir
 
 _TYPES: dict[str, Attribute] = {
@@ -125,7 +127,10 @@ def lower(
         values[id(t)] = arg
     axis_names = _AxisNames()
     for t in stages:
-        op = _emit_compute(t, values, axis_names)
+        if isinstance(t.op, te.ExternOp):
+            op = _emit_extern(t, values)
+        else:
+            op = _emit_compute(t, values, axis_names)
         op.result.name_hint = _ssa_name(t.name)
         body.add_op(op)
         values[id(t)] = op.result
@@ -152,7 +157,7 @@ def _split_args(
         if not isinstance(a, te.Tensor):
             raise TypeError(f"{name}: expected te tensors as arguments, got {a!r}")
     inputs = [a for a in args if isinstance(a.op, te.PlaceholderOp)]
-    outputs = [a for a in args if isinstance(a.op, te.ComputeOp)]
+    outputs = [a for a in args if isinstance(a.op, te.ComputeOp | te.ExternOp)]
     if list(args) != inputs + outputs:
         raise ValueError(
             f"{name}: expected the inputs (placeholders) first, then the outputs; "
@@ -178,7 +183,7 @@ def _topological(
                 f"{name}: placeholder '{t.name}' is used but not among the arguments"
             )
         seen.add(id(t))
-        assert isinstance(t.op, te.ComputeOp)
+        assert isinstance(t.op, te.ComputeOp | te.ExternOp)
         for dep in t.op.input_tensors():
             visit(dep)
         order.append(t)
@@ -245,6 +250,50 @@ def _emit_compute(
         [v.extent for v in op.reduce_axis],
         *_combiner(op.body),
     )
+
+
+def _emit_extern(t: te.Tensor, values: dict[int, SSAValue]) -> te_ir.ExternOp:
+    """The te.extern of `t`: its calls, as `loop.call_packed` over the buffers of
+    the inputs and the result (block arguments) and constants."""
+    op = t.op
+    assert isinstance(op, te.ExternOp)
+    buffers = [*op.input_buffers, op.output_buffer]
+    block = Block(
+        arg_types=[
+            MemRefType(ir_type(b.dtype), b.shape)  # type: ignore[arg-type]
+            for b in buffers
+        ]
+    )
+    for b, arg in zip(buffers, block.args, strict=True):
+        arg.name_hint = _ssa_name(b.name)
+    constants: dict[tuple[type, float | int], SSAValue] = {}
+
+    def constant(value: int | float) -> SSAValue:
+        key = (type(value), value)
+        if key not in constants:
+            attr = (
+                FloatAttr(value, Float64Type())
+                if isinstance(value, float)
+                else IntegerAttr(value, IntegerType(64))
+            )
+            block.add_op(c := arith.ConstantOp(attr))
+            constants[key] = c.result
+        return constants[key]
+
+    for call in op.calls:
+        args: list[SSAValue | str] = []
+        for a in call.args:
+            if isinstance(a, te.ExternBuffer):
+                args.append(
+                    block.args[next(i for i, b in enumerate(buffers) if b is a)]
+                )
+            elif isinstance(a, str):
+                args.append(a)
+            else:
+                args.append(constant(a))  # type: ignore[arg-type]
+        block.add_op(loop.CallPackedOp(call.name, args))
+    inputs = [values[id(i)] for i in op.inputs]
+    return te_ir.ExternOp(t.name, inputs, tensor_type(t), block)
 
 
 def _combiner(body: te.Expr) -> tuple[Block, Attribute] | tuple[()]:

@@ -85,7 +85,25 @@ class Stage:
     def _record(self, kind: str, *args, results: tuple = ()) -> None:
         self.schedule.steps.append(Step(kind, self.op, args, results))
 
+    def _not_extern(self, primitive: str) -> None:
+        if isinstance(self.op, te.ExternOp):
+            raise ScheduleError(
+                f"{primitive}: stage '{self.name}' is an extern stage (te.extern): "
+                "its loops are opaque to the schedule; it runs whole, at the root"
+            )
+
+    def _not_read_by_extern(self, primitive: str) -> None:
+        for stage in self.schedule.stages.values():
+            if isinstance(stage.op, te.ExternOp) and any(
+                t.op is self.op for t in stage.op.inputs
+            ):
+                raise ScheduleError(
+                    f"{primitive}: stage '{self.name}' is read by extern stage "
+                    f"'{stage.name}', which needs it whole, at the root"
+                )
+
     def _leaf(self, primitive: str, var: te.Var) -> te.Var:
+        self._not_extern(primitive)
         if not isinstance(var, te.Var):
             raise ScheduleError(
                 f"{primitive}: expected an axis of stage '{self.name}', got {var!r}"
@@ -239,8 +257,10 @@ class Stage:
             raise ScheduleError(
                 f"compute_at: stage '{self.name}' cannot attach to itself"
             )
+        self._not_extern("compute_at")
         parent._leaf("compute_at", scope)
         self._not_output("compute_at")
+        self._not_read_by_extern("compute_at")
         self._record("compute_at", parent.op, scope)
 
     def _not_output(self, primitive: str) -> None:
@@ -252,7 +272,9 @@ class Stage:
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every stage that reads it."""
+        self._not_extern("compute_inline")
         self._not_output("compute_inline")
+        self._not_read_by_extern("compute_inline")
         if isinstance(self.op, te.ComputeOp) and self.op.reduce_axis:
             raise ScheduleError(
                 f"compute_inline: stage '{self.name}' is a reduction and cannot be "
@@ -276,7 +298,7 @@ class Schedule:
         self.steps: list[Step] = []
         self.stages: dict[int, Stage] = {}
         for op in self.outputs:
-            if not isinstance(op, te.ComputeOp):
+            if not isinstance(op, te.ComputeOp | te.ExternOp):
                 raise TypeError(f"create_schedule: expected compute ops, got {op!r}")
         for op in _reachable(self.outputs):
             self.stages[id(op)] = Stage(op, self)
@@ -284,7 +306,7 @@ class Schedule:
     def __getitem__(self, key: te.Tensor | te.Operation) -> Stage:
         op = key.op if isinstance(key, te.Tensor) else key
         stage = self.stages.get(id(op))
-        if stage is None or not isinstance(op, te.ComputeOp):
+        if stage is None or not isinstance(op, te.ComputeOp | te.ExternOp):
             name = getattr(op, "name", repr(op))
             raise ScheduleError(f"'{name}' is not a compute stage of this schedule")
         return stage
@@ -299,6 +321,11 @@ class Schedule:
         if not readers:
             raise ScheduleError(f"cache_read: no readers given for '{tensor.name}'")
         for r in readers:
+            if isinstance(r, te.ExternOp):
+                raise ScheduleError(
+                    f"cache_read: stage '{r.name}' is an extern stage (te.extern); "
+                    "it reads its inputs whole and cannot read a cache instead"
+                )
             reads = getattr(r, "input_tensors", lambda: [])()
             if all(t is not tensor for t in reads):
                 raise ScheduleError(
@@ -318,6 +345,7 @@ class Schedule:
         then copies it out. The usual register tile of a reduction."""
         _check_scope("cache_write", scope)
         stage = self[tensor]
+        stage._not_extern("cache_write")
         if any(s.stage is tensor.op for s in self.steps):
             raise ScheduleError(
                 f"cache_write: schedule stage '{tensor.name}' after cache_write, "
@@ -366,7 +394,7 @@ def _reachable(outputs: Sequence[te.Operation]) -> list[te.Operation]:
         if id(op) in seen:
             return
         seen[id(op)] = op
-        if isinstance(op, te.ComputeOp):
+        if isinstance(op, te.ComputeOp | te.ExternOp):
             for t in op.input_tensors():
                 visit(t.op)
 

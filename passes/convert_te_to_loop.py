@@ -2,7 +2,8 @@
 
 The TVM-style default lowering, before any schedule: every `te.compute` becomes a
 serial `loop.for` nest over its output (then over its reduction axes) that writes
-one buffer, and the function moves from tensors to buffers.
+one buffer, and the function moves from tensors to buffers. A `te.extern` becomes
+its body (`loop.call_packed`s) on the whole buffers of its inputs and its result.
 """
 
 from dataclasses import dataclass, field
@@ -141,8 +142,8 @@ class _FunctionLowering:
     where: str = field(init=False)
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
     """The buffer of each tensor value (argument or compute result)."""
-    outputs: dict[te.ComputeOp, SSAValue] = field(
-        default_factory=dict[te.ComputeOp, SSAValue]
+    outputs: dict[te.ComputeOp | te.ExternOp, SSAValue] = field(
+        default_factory=dict[te.ComputeOp | te.ExternOp, SSAValue]
     )
     constants: dict[tuple[float, Attribute], SSAValue] = field(
         default_factory=dict[tuple[float, Attribute], SSAValue]
@@ -184,7 +185,7 @@ class _FunctionLowering:
             _fail(self.where, str(error))
         copies = self._convert_signature(ret)
         for op in list(self.block.ops):
-            if not isinstance(op, te.ComputeOp) and op is not ret:
+            if not isinstance(op, te.ComputeOp | te.ExternOp) and op is not ret:
                 self._check_scalar(op)
         stages = schedule.ordered()
         try:
@@ -212,7 +213,9 @@ class _FunctionLowering:
         found = [op for op in self.block.ops if isinstance(op, ScheduleOp)]
         if len(found) > 1:
             _fail(self.where, f"expected at most one te.schedule, got {len(found)}")
-        outputs = {v for v in ret.arguments if isinstance(v.owner, te.ComputeOp)}
+        outputs = {
+            v for v in ret.arguments if isinstance(v.owner, te.ComputeOp | te.ExternOp)
+        }
         schedule = Schedule(self.function, self.block, outputs)
         if found:
             schedule.apply(found[0])
@@ -255,7 +258,7 @@ class _FunctionLowering:
                 self._buffer_type(t, what), len(self.block.args)
             )
             producer = value.owner
-            if isinstance(producer, te.ComputeOp):
+            if isinstance(producer, te.ComputeOp | te.ExternOp):
                 name = producer.tensor_name
                 if producer not in self.outputs:
                     self.outputs[producer] = out

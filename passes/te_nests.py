@@ -31,6 +31,7 @@ from ember.passes.te_stages import (
     Split,
     Stage,
     constant_attr,
+    extern_reader,
     split_extents,
 )
 
@@ -80,11 +81,19 @@ class NestEmitter:
 
     def _infer(self, stage: Stage) -> Domain:
         shape = list(stage.op.output_type.get_shape())
+        if stage.extern:  # opaque: it writes its whole buffer
+            return Domain([Form() for _ in shape], shape)
         if stage.attach is None:
             return self._domain(stage, [Form() for _ in shape], shape)
         target = stage.attach[0]
         var = stage.attach_var
         assert var is not None
+        reader = extern_reader(stage.op.result)
+        if reader is not None:
+            raise ScheduleError(
+                f"te.compute_at: stage '{stage.name}' is read by extern stage "
+                f"'{reader.tensor_name.data}', which needs it whole, at the root"
+            )
         position = target.leaves.index(var)
         # What runs inside one iteration of `var`: the target's body, the stages
         # attached at `var` after this one (they are emitted in order, so a
@@ -235,7 +244,23 @@ class NestEmitter:
         buffer = self.buffer_of(stage)
         assert buffer is not None
         self.buffers[stage.op.result] = (buffer, None)
-        self._emit_stage(stage, at)
+        if isinstance(stage.op, te.ExternOp):
+            self._emit_extern(stage.op, buffer, at)
+        else:
+            self._emit_stage(stage, at)
+
+    def _emit_extern(self, op: te.ExternOp, buffer: SSAValue, at: InsertPoint) -> None:
+        """The extern's body, on the whole buffers of its inputs and its own."""
+        mapping: dict[SSAValue, SSAValue] = {op.body.block.args[-1]: buffer}
+        for arg, tensor in zip(op.body.block.args, op.inputs, strict=False):
+            found, domain = self.buffers.get(tensor, (self.tensor_buffer(tensor), None))
+            assert found is not None and domain is None  # read whole, at the root
+            mapping[arg] = found
+        for inner in op.body.block.ops:
+            clone = inner.clone(mapping)
+            Rewriter.insert_op(clone, at)
+            for old, new in zip(inner.results, clone.results, strict=True):
+                mapping[old] = new
 
     def _emit_attached(self, stage: Stage, at: InsertPoint) -> None:
         domain = self.domains[stage]

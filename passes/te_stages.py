@@ -53,9 +53,9 @@ class Fuse:
 
 @dataclass(eq=False)
 class Stage:
-    """One compute and how it runs."""
+    """One compute (or extern) and how it runs."""
 
-    op: te.ComputeOp
+    op: te.ComputeOp | te.ExternOp
     axes: list[IterVar]
     reduce_axes: list[IterVar]
     scope: str = "global"
@@ -73,6 +73,18 @@ class Stage:
     def name(self) -> str:
         return self.op.tensor_name.data
 
+    @property
+    def extern(self) -> bool:
+        """Whether this is an opaque te.extern stage, which has no loops."""
+        return isinstance(self.op, te.ExternOp)
+
+    def not_extern(self, primitive: str) -> None:
+        if self.extern:
+            raise ScheduleError(
+                f"{primitive}: stage '{self.name}' is an extern stage (te.extern): "
+                "its loops are opaque to the schedule; it runs whole, at the root"
+            )
+
     def all_vars(self) -> list[IterVar]:
         found = {id(v): v for v in [*self.axes, *self.reduce_axes]}
         for r in self.relations:
@@ -81,6 +93,7 @@ class Stage:
         return list(found.values())
 
     def leaf(self, primitive: str, name: str) -> IterVar:
+        self.not_extern(primitive)
         for v in self.leaves:
             if v.name == name:
                 return v
@@ -103,13 +116,21 @@ class Stage:
         return IterVar(name, reduce)
 
 
+def extern_reader(value: SSAValue) -> te.ExternOp | None:
+    """A te.extern that reads `value` (whole), if any."""
+    return next(
+        (u.operation for u in value.uses if isinstance(u.operation, te.ExternOp)),
+        None,
+    )
+
+
 def axis_names(op: te.ComputeOp) -> list[str]:
     """The names of a compute's axes: its block arguments' names, else `ax<n>`."""
     return [a.name_hint or f"ax{n}" for n, a in enumerate(op.body.block.args)]
 
 
 def tensor_name(value: SSAValue, function: func.FuncOp) -> str:
-    if isinstance(value.owner, te.ComputeOp):
+    if isinstance(value.owner, te.ComputeOp | te.ExternOp):
         return value.owner.tensor_name.data
     assert isinstance(value, BlockArgument)
     attrs = function.arg_attrs
@@ -120,7 +141,9 @@ def tensor_name(value: SSAValue, function: func.FuncOp) -> str:
     return value.name_hint or f"arg{value.index}"
 
 
-def make_stage(op: te.ComputeOp, names: list[str] | None = None) -> Stage:
+def make_stage(op: te.ComputeOp | te.ExternOp, names: list[str] | None = None) -> Stage:
+    if isinstance(op, te.ExternOp):
+        return Stage(op, [], [])
     names = names or axis_names(op)
     rank = op.output_type.get_num_dims()
     return Stage(
@@ -137,7 +160,7 @@ class Schedule:
         self.function, self.block = function, block
         self.stages: dict[str, Stage] = {}
         for op in block.ops:
-            if isinstance(op, te.ComputeOp):
+            if isinstance(op, te.ComputeOp | te.ExternOp):
                 if op.tensor_name.data in self.stages:
                     raise ScheduleError(
                         f"two computes are named '{op.tensor_name.data}'; a schedule "
@@ -257,10 +280,12 @@ class Schedule:
     def _compute_at(self, primitive: str, op: sch.ComputeAtOp) -> None:
         stage = self.stage(primitive, op.stage.data)
         target = self.stage(primitive, op.target.data)
+        stage.not_extern(primitive)
         if stage is target:
             raise ScheduleError(
                 f"{primitive}: stage '{stage.name}' cannot be computed inside itself"
             )
+        self._not_read_by_extern(primitive, stage)
         if stage.output:
             raise ScheduleError(
                 f"{primitive}: stage '{stage.name}' is an output of the function; "
@@ -309,11 +334,22 @@ class Schedule:
                 f"apply {primitive} first"
             )
 
+    def _not_read_by_extern(self, primitive: str, stage: Stage) -> None:
+        reader = extern_reader(stage.op.result)
+        if reader is not None:
+            raise ScheduleError(
+                f"{primitive}: stage '{stage.name}' is read by extern stage "
+                f"'{reader.tensor_name.data}', which needs it whole, at the root"
+            )
+
     def _inline(self, primitive: str, stage: Stage) -> None:
+        stage.not_extern(primitive)
+        self._not_read_by_extern(primitive, stage)
         if stage.output:
             raise ScheduleError(
                 f"{primitive}: stage '{stage.name}' is an output of the function"
             )
+        assert isinstance(stage.op, te.ComputeOp)
         if stage.op.reduce is not None:
             raise ScheduleError(
                 f"{primitive}: stage '{stage.name}' is a reduction and cannot be "
@@ -364,6 +400,13 @@ class Schedule:
         name = op.stage.data
         source = self._tensor(primitive, name)
         readers = [self.stage(primitive, r.data) for r in op.readers.data]
+        for reader in readers:
+            if reader.extern:
+                raise ScheduleError(
+                    f"{primitive}: stage '{reader.name}' is an extern stage "
+                    "(te.extern); it reads its inputs whole and cannot read a "
+                    "cache instead"
+                )
         if op.result.data in self.stages:
             raise ScheduleError(f"{primitive}: a stage '{op.result.data}' exists")
         if isinstance(source, BlockArgument):
@@ -392,10 +435,12 @@ class Schedule:
 
     def _cache_write(self, primitive: str, op: sch.CacheWriteOp) -> None:
         stage = self.stage(primitive, op.stage.data)
+        stage.not_extern(primitive)
         self._check_unscheduled(primitive, stage)
         if op.result.data in self.stages:
             raise ScheduleError(f"{primitive}: a stage '{op.result.data}' exists")
         old = stage.op
+        assert isinstance(old, te.ComputeOp)
         rank = old.output_type.get_num_dims()
         names = axis_names(old)
         cache_names = [f"{n}.c" for n in names[:rank]] + names[rank:]
