@@ -500,17 +500,47 @@ class DSOModule(Module):
         return list(self.metadata.get("functions", {}))
 
 
+# Path → (device, inode) of every library loaded, to notice a file replaced
+# since (re-exported to the same path).
+_LOADED: dict[str, tuple[int, int]] = {}
+
+
 def _load_library(path: str, source: str) -> ctypes.CDLL:
+    path = os.path.abspath(path)
+    stat = os.stat(path)
+    identity = (stat.st_dev, stat.st_ino)
     try:
-        try:
-            return ctypes.CDLL(os.path.abspath(path))
-        except OSError as e:
-            # A library with parallel loops that was not linked with -lgomp.
-            if not (parallel.needs_openmp(e) and parallel.load_openmp()):
-                raise
-            return ctypes.CDLL(os.path.abspath(path))
+        if _LOADED.get(path, identity) != identity:
+            lib = _load_replaced(path)
+        else:
+            lib = _dlopen(path)
     except OSError as e:
         raise LibraryLoadError(f"cannot load {source} as a library: {e}") from None
+    _LOADED[path] = identity
+    return lib
+
+
+def _load_replaced(path: str) -> ctypes.CDLL:
+    """Load the new file at a path whose old file this process has loaded.
+
+    dlopen hands back the library it already has for a path it has seen, even
+    when the file there is a new one; under another name (a symbolic link,
+    removed at once) it compares files instead, and loads the new one.
+    """
+    with tempfile.TemporaryDirectory(prefix="ember-reload-") as tmp:
+        link = os.path.join(tmp, os.path.basename(path))
+        os.symlink(path, link)
+        return _dlopen(link)
+
+
+def _dlopen(path: str) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        # A library with parallel loops that was not linked with -lgomp.
+        if not (parallel.needs_openmp(e) and parallel.load_openmp()):
+            raise
+        return ctypes.CDLL(path)
 
 
 def load_module(path: str | os.PathLike, cc: "str | list[str] | None" = None) -> Module:

@@ -126,7 +126,8 @@ METADATA_FUNCTION = "__ember_metadata"
 _METADATA_JSON = re.compile(
     r'^@"?__ember_metadata\.json"? = [^"\n]*constant \[\d+ x i8\] c"([^"]*)"', re.M
 )
-_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2})")
+# LLVM writes a backslash as two, other unprintable bytes and quotes as \XX.
+_ESCAPE = re.compile(r"\\(\\|[0-9A-Fa-f]{2})")
 _STR = 11  # the packed ABI's type code of a C string
 
 
@@ -170,7 +171,10 @@ def embedded_metadata(llvm_ir: str) -> str | None:
     match = _METADATA_JSON.search(llvm_ir)
     if match is None:
         return None
-    data = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), match.group(1))
+    data = _ESCAPE.sub(
+        lambda m: "\\" if m.group(1) == "\\" else chr(int(m.group(1), 16)),
+        match.group(1),
+    )
     return data.encode("latin-1").rstrip(b"\0").decode("utf-8")
 
 
