@@ -194,6 +194,14 @@ class _Outliner:
                 return name
 
     def outline(self, par: loop.ForOp) -> None:
+        for call in par.body.walk():
+            if isinstance(call, loop.CallPackedOp):
+                # A worker thread could neither report its failure nor stop the
+                # other threads; a host function is called from the caller only.
+                raise self.fail(
+                    f'loop.call_packed "{call.callee.data}" cannot run in a parallel '
+                    "loop; make the loop serial"
+                )
         _serialize_nested(par)
         captures: list[SSAValue] = []
         constants: list[arith.ConstantOp] = []

@@ -11,8 +11,8 @@ Whoever loads such a module installs the trampoline here (``LLVMModule`` when it
 JIT-compiles, ``DSOModule`` when it loads a library); a C host may write its own
 function there. The trampoline finds the function registered under ``name``
 (``register_func``), hands it the arguments (tensors as zero-copy NDArray views of
-the compiled code's buffers, valid during the call), and writes an int, float or
-str result to ``ret``. A Python exception does not cross into compiled code: it is
+the compiled code's buffers, valid during the call), and writes an int, float,
+str or NDArray result to ``ret``. A Python exception does not cross into compiled code: it is
 kept for this thread, the hook returns -1 with a message in ``ret``, the compiled
 function stops and returns ``CALLBACK_ERROR`` (-100), and its ``PackedFunc``
 raises the kept exception again.
@@ -48,8 +48,9 @@ HOOK_TYPE = CFUNCTYPE(
 """The ctypes prototype of the hook."""
 
 _state = threading.local()
-"""Per thread: ``error``, the pending (exception, callback name), and ``buffer``,
-the last string handed to compiled code (alive until the next one)."""
+"""Per thread: ``error``, the pending (exception, callback name), and ``buffer``
+and ``keep``, the last string and NDArray handed to compiled code (alive until
+the next one)."""
 
 
 def _lookup(name: str) -> PackedFunc:
@@ -131,11 +132,15 @@ def _write_return(result, ret: int, ret_code: int) -> None:
         value, code, kind = float(result), TypeCode.FLOAT, c_double
     elif isinstance(result, str):
         value, code, kind = _keep_string(result), TypeCode.STR, c_void_p
+    elif isinstance(result, NDArray):  # e.g. `y.copyfrom(...)`, which returns y
+        _state.keep = result
+        value, code, kind = result._handle, TypeCode.DLTENSOR_HANDLE, c_void_p
     elif result is None:
         value, code, kind = 0, TypeCode.NULL, c_int64
     else:
         raise TypeError(
-            f"returned a {type(result).__name__}; expected None, int, float or str"
+            f"returned a {type(result).__name__}; expected None, int, float, str "
+            "or NDArray"
         )
     if ret and ret_code:
         kind.from_address(ret).value = value
