@@ -29,7 +29,13 @@ import numpy as np
 from .dlpack import DL_CPU, DLTensor, dl_to_dtype, is_compact
 from .errors import EmberError, FunctionNotFoundError
 from .ndarray import NDArray
-from .packed_func import EmberValue, PackedFunc, TypeCode
+from .packed_func import (
+    EmberValue,
+    PackedFunc,
+    TypeCode,
+    module_from_handle,
+    packed_func_from_handle,
+)
 from .registry import get_global_func, list_global_func_names
 
 HOOK_SYMBOL = "__ember_call_packed"
@@ -112,9 +118,12 @@ def _argument(value: EmberValue, code: int, index: int):
     if code == TypeCode.HANDLE:
         return c_void_p(value.v_handle)
     if code == PACKED_FUNC_HANDLE:
-        return PackedFunc(value.v_handle or 0)
-    what = "a module handle" if code == MODULE_HANDLE else f"type code {code}"
-    raise TypeError(f"argument {index}: cannot convert {what} to a Python value")
+        return packed_func_from_handle(value.v_handle or 0)
+    if code == MODULE_HANDLE:
+        return module_from_handle(value.v_handle or 0)
+    raise TypeError(
+        f"argument {index}: cannot convert type code {code} to a Python value"
+    )
 
 
 def _keep_string(text: str) -> int:

@@ -22,6 +22,7 @@ import ctypes
 import operator
 import struct
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from ctypes import CFUNCTYPE, Structure, Union, c_double, c_int32, c_int64, c_void_p
 from enum import IntEnum
@@ -125,6 +126,10 @@ def _kind_of(t: type, index: int):
             return _TENSOR
         if base is str:
             return _STR
+    from .module import Module  # module.py imports this file
+
+    if issubclass(t, Module):
+        return _MODULE_KIND
     if issubclass(t, np.bool_):
         return _SIMPLE_KINDS[bool]
     if issubclass(t, np.integer):
@@ -141,6 +146,85 @@ def _kind_of(t: type, index: int):
 
 
 _PLANS: dict[tuple[type, ...], _Plan] = {}
+
+# Modules passed as arguments, by handle, while they live.
+_MODULES: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+
+
+def module_handle(module) -> int:
+    """The opaque handle (type code 9) a Module is passed as.
+
+    Args:
+        module: an ``ember.runtime.Module``.
+
+    Returns:
+        A non-zero integer that ``module_from_handle`` maps back to the module
+        while it is alive.
+
+    Example:
+        >>> from ember.runtime import Module
+        >>> m = Module()
+        >>> module_from_handle(module_handle(m)) is m
+        True
+    """
+    handle = id(module)
+    _MODULES[handle] = module
+    return handle
+
+
+def module_from_handle(handle: int):
+    """The Module a handle from ``module_handle`` stands for.
+
+    Args:
+        handle: the value of a type-code-9 argument or return value.
+
+    Returns:
+        The Module.
+
+    Raises:
+        EmberError: no living module was passed with that handle.
+
+    Example:
+        >>> module_from_handle(0)
+        Traceback (most recent call last):
+        ...
+        ember.runtime.errors.EmberError: no living module has handle 0x0
+    """
+    module = _MODULES.get(handle)
+    if module is None:
+        raise EmberError(f"no living module has handle {handle:#x}")
+    return module
+
+
+_MODULE_KIND = ("Q", TypeCode.MODULE_HANDLE, module_handle)
+
+# Python PackedFuncs by the address of their trampoline, while they live.
+_TRAMPOLINES: "weakref.WeakValueDictionary[int, PackedFunc]" = (
+    weakref.WeakValueDictionary()
+)
+
+
+def packed_func_from_handle(address: int) -> "PackedFunc":
+    """The PackedFunc a type-code-10 value (a packed C function's address) is.
+
+    Args:
+        address: the function's address.
+
+    Returns:
+        The Python PackedFunc whose trampoline has that address, or a new
+        PackedFunc calling the native function there (which the caller must
+        keep alive while it is used).
+
+    Raises:
+        ValueError: the address is null.
+
+    Example:
+        >>> f = PackedFunc(abs, name="abs")
+        >>> packed_func_from_handle(f.handle) is f
+        True
+    """
+    func = _TRAMPOLINES.get(address)
+    return func if func is not None else PackedFunc(address)
 
 
 def _plan_for(types: tuple[type, ...]) -> _Plan:
@@ -254,6 +338,8 @@ _RETURN_READERS: dict[int, Callable[[EmberValue], Any]] = {
     TypeCode.FLOAT: lambda v: v.v_float64,
     TypeCode.HANDLE: lambda v: v.v_handle,
     TypeCode.STR: lambda v: ctypes.string_at(v.v_handle).decode(),
+    TypeCode.MODULE_HANDLE: lambda v: module_from_handle(v.v_handle or 0),
+    TypeCode.PACKED_FUNC_HANDLE: lambda v: packed_func_from_handle(v.v_handle or 0),
 }
 # Plain ints: an IntEnum member costs a descriptor lookup on every use.
 _NULL, _STR_CODE = int(TypeCode.NULL), int(TypeCode.STR)
@@ -391,6 +477,31 @@ def _fast_caller(plan: _Plan, outputs: tuple[int, ...]) -> Callable | None:
     return caller
 
 
+def _python_trampoline(pyfunc: Callable, name: str) -> Callable:
+    """The body of a Python PackedFunc's packed C entry point."""
+    from . import callbacks  # callbacks.py imports this file
+
+    def trampoline(args, codes, num_args, ret, ret_code) -> int:
+        try:
+            values = (EmberValue * num_args).from_address(args) if num_args else ()
+            types = (c_int32 * num_args).from_address(codes) if num_args else ()
+            converted = [
+                callbacks._argument(values[i], types[i], i)  # pyright: ignore
+                for i in range(num_args)
+            ]
+            callbacks._write_return(pyfunc(*converted), ret or 0, ret_code or 0)
+            return 0
+        except BaseException as error:  # noqa: BLE001 - nothing may unwind into C
+            callbacks._state.error = (error, name)
+            if ret and ret_code:
+                message = f"'{name}' raised {type(error).__name__}: {error}"
+                c_void_p.from_address(ret).value = callbacks._keep_string(message)
+                c_int32.from_address(ret_code).value = _STR_CODE
+            return -1
+
+    return trampoline
+
+
 def _call_python(self: "PackedFunc", args: tuple) -> Any:
     return self._pyfunc(*args)  # pyright: ignore[reportOptionalCall]
 
@@ -425,6 +536,7 @@ class PackedFunc:
         "_outputs",
         "_output_set",
         "_output_names",
+        "_trampoline",
         "__weakref__",
     )
 
@@ -447,6 +559,7 @@ class PackedFunc:
                 Only native functions check them.
         """
         self._owner = owner
+        self._trampoline = None
         names = dict(outputs) if isinstance(outputs, Mapping) else {}
         indices = sorted({operator.index(i) for i in (outputs or ())})
         if any(i < 0 for i in indices):
@@ -475,6 +588,28 @@ class PackedFunc:
     def address(self) -> int | None:
         """The native function's address, or None for a Python callable."""
         return self._address
+
+    @property
+    def handle(self) -> int:
+        """The address native code calls this function at (type code 10).
+
+        A native function's own address; for a Python callable, a ctypes
+        trampoline with the packed C signature, made on first use and alive as
+        long as this PackedFunc. The trampoline converts the packed arguments to
+        Python values (tensors as zero-copy NDArrays, type code 10 as a
+        PackedFunc, 9 as the Module) and the result back; an exception returns
+        -1 with its message in ``ret`` and is kept for the caller's PackedFunc
+        to raise again (as ``__ember_call_packed`` does; see
+        ``ember.runtime.callbacks``).
+        """
+        if self._address is not None:
+            return self._address
+        if self._trampoline is None:
+            trampoline = PACKED_FUNC_TYPE(_python_trampoline(self._pyfunc, self.name))
+            address = ctypes.cast(trampoline, c_void_p).value or 0
+            self._trampoline = (trampoline, address)
+            _TRAMPOLINES[address] = self
+        return self._trampoline[1]
 
     @property
     def outputs(self) -> tuple[int, ...]:
@@ -595,3 +730,10 @@ class PackedFunc:
     def __repr__(self) -> str:
         where = "python" if self._address is None else f"{self._address:#x}"
         return f"<PackedFunc {self.name} ({where})>"
+
+
+_SIMPLE_KINDS[PackedFunc] = (
+    "Q",
+    TypeCode.PACKED_FUNC_HANDLE,
+    operator.attrgetter("handle"),
+)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ember import runtime as rt
-from ember.runtime import dlpack
+from ember.runtime import dlpack, packed_func
 from ember.runtime.packed_func import PACKED_FUNC_TYPE, EmberValue, TypeCode, describe
 
 
@@ -317,3 +317,279 @@ def test_plans_are_cached_per_signature():
         f(a, 1.0, 2)
     assert rec.calls[0][1:] == [(0, 1), (2, 2.0)]
     assert rec.calls[1][1:] == [(2, 1.0), (0, 2)]
+
+
+# --- the fast path ---------------------------------------------------------
+
+
+def general_path_forbidden(monkeypatch):
+    """Make the general path (and the signature lookup) fail if taken."""
+
+    def fail(*_):
+        raise AssertionError("the general path was taken")
+
+    monkeypatch.setattr(rt.PackedFunc, "_slow", fail)
+    monkeypatch.setattr(rt.PackedFunc, "_dispatch", fail)
+
+
+def test_fast_path_is_taken_once_the_signature_is_known(monkeypatch):
+    rec = Recorder()
+    f = rec.func(outputs={2: "C"})
+    a, c = rt.empty(4), rt.empty(4)
+    x = np.arange(4, dtype=np.float32)
+    f(a, x, c, 3, 2.5, None, True, np.int64(5))
+    assert f._call.__name__ == (
+        "call_NDArray_ndarray_NDArray_int_float_NoneType_bool_int64"
+    )
+    general_path_forbidden(monkeypatch)
+    for _ in range(3):
+        f(a, x, c, 3, 2.5, None, True, np.int64(5))
+    assert len(rec.calls) == 4
+    for call in rec.calls:
+        data = dlpack.DLTensor.from_address(a._handle).data
+        assert call[0] == (7, (data, 1, "float32", (4,), None))
+        assert call[1][1][0] == x.__array_interface__["data"][0]
+        assert call[3:] == [(0, 3), (2, 2.5), (4, 0), (0, 1), (0, 5)]
+
+
+def test_fast_calls_keep_nothing(monkeypatch):
+    import tracemalloc
+
+    native = PACKED_FUNC_TYPE(lambda *_: 0)
+    address = ctypes.cast(native, ctypes.c_void_p).value
+    # one signature each: switching signatures goes through _dispatch
+    f, g = rt.PackedFunc(address, outputs=[2]), rt.PackedFunc(address, outputs=[2])
+    a, b, c = rt.empty(16), rt.empty(16), rt.empty(16)
+    x = np.zeros(16, np.float32)
+    for _ in range(10):  # warm up: the fast callers exist, the spare areas too
+        f(a, b, c)
+        g(x, x, c)
+    spares = len(packed_func._SPARE_RETS)
+    general_path_forbidden(monkeypatch)
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for _ in range(2000):
+            f(a, b, c)
+            g(x, x, c)
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 1024  # nothing per call stays allocated
+    assert len(packed_func._SPARE_RETS) == spares  # every return area came back
+
+
+def test_fast_path_keeps_every_check():
+    rec = Recorder()
+    f = rec.func("f", outputs={1: "C"})
+    x, out = np.ones(4, np.float32), np.zeros(4, np.float32)
+    nd_out = rt.empty(4)
+    f(x, out)
+    f(x, nd_out)
+    with pytest.raises(rt.EmberError, match=r"argument 1 \(C\) is an output but"):
+        f(x, read_only(np.zeros(4, np.float32)))
+    with pytest.raises(rt.EmberError, match=r"argument 1 \(C\) is an output but"):
+        f(x, rt.from_dlpack(read_only(np.zeros(4, np.float32))))
+    with pytest.raises(ValueError, match=r"^f: argument 0: expected a C-contiguous"):
+        f(np.ones(8, np.float32)[::2], out)
+    f(read_only(np.ones(4, np.float32)), out)  # a read-only input is fine
+    f(1, 2)
+    with pytest.raises(OverflowError, match="argument 1: 9223372036854775808 does"):
+        f(1, 2**63)
+    assert len(rec.calls) == 4
+
+
+def test_signatures_can_alternate():
+    rec = Recorder()
+    f = rec.func()
+    a = rt.empty(2)
+    for _ in range(3):
+        f(a, 1)
+        f(1.5, a)
+        f()
+    assert [len(c) for c in rec.calls] == [2, 2, 0] * 3
+    assert rec.calls[-2][0] == (2, 1.5) and rec.calls[-3][1] == (0, 1)
+
+
+def test_fast_caller_with_the_capsule_api(monkeypatch):
+    """Where a capsule's pointer cannot be read at its offset, the API is used."""
+    monkeypatch.setattr(
+        packed_func, "_CAPSULE_POINTER", 'capsule_pointer(c{i}, b"dltensor")'
+    )
+    plan = packed_func._Plan((np.ndarray, np.ndarray))
+    caller = packed_func._fast_caller(plan, ())
+    assert caller is not None and "peek" not in caller.source
+    rec = Recorder()
+    x, y = np.arange(3.0), np.arange(5, dtype=np.int8)
+    caller(rec.func(), (x, y))
+    assert [c[1][0] for c in rec.calls[0]] == [
+        x.__array_interface__["data"][0],
+        y.__array_interface__["data"][0],
+    ]
+    assert packed_func._CAPSULE_POINTER_AT == 16  # CPython: the offset is used
+
+
+def test_nested_calls_get_their_own_return_areas():
+    inner = Recorder(ret_code=TypeCode.INT, ret=7)
+    inner_f = inner.func("inner")
+    seen = []
+
+    class Outer(Recorder):
+        def _run(self, *args):
+            seen.append(inner_f(rt.empty(1)))
+            return super()._run(*args)
+
+    outer = Outer(ret_code=TypeCode.FLOAT, ret=0.25)
+    f = outer.func("outer")
+    assert [f(rt.empty(1)) for _ in range(3)] == [0.25] * 3
+    assert seen == [7] * 3
+
+
+def test_threads_call_one_function_at_once():
+    import threading
+
+    import ember
+    from ember import te
+
+    A = te.placeholder((64,), name="A")
+    B = te.placeholder((64,), name="B")
+    C = te.compute((64,), lambda i: A[i] + B[i], name="C")
+    f = ember.build(te.create_schedule(C.op), [A, B, C], name="vecadd")["vecadd"]
+    errors = []
+
+    def work(seed: int):
+        a = np.full(64, seed, np.float32)
+        b, c = rt.array(np.arange(64, dtype=np.float32)), np.empty(64, np.float32)
+        for _ in range(500):
+            f(a, b, c)
+            if not np.array_equal(c, a + b.numpy()):
+                errors.append(seed)
+                return
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+# --- PackedFunc and Module arguments (type codes 10 and 9) ------------------
+
+
+def call_native(address: int, *values: tuple[int, object]):
+    """Call the packed C function at ``address`` with (type code, value) pairs;
+    returns (return code, (ret type code, ret value))."""
+    n = len(values)
+    args = (EmberValue * max(n, 1))()
+    codes = (ctypes.c_int32 * max(n, 1))()
+    keep = []
+    for i, (code, value) in enumerate(values):
+        codes[i] = code
+        if code == TypeCode.FLOAT:
+            args[i].v_float64 = value
+        elif code == TypeCode.STR:
+            keep.append(ctypes.create_string_buffer(value.encode()))
+            args[i].v_handle = ctypes.addressof(keep[-1])
+        else:
+            args[i].v_int64 = value
+    ret, ret_code = EmberValue(), ctypes.c_int32(TypeCode.NULL)
+    fn = PACKED_FUNC_TYPE(address)
+    rc = fn(
+        ctypes.addressof(args),
+        ctypes.addressof(codes),
+        n,
+        ctypes.addressof(ret),
+        ctypes.addressof(ret_code),
+    )
+    return rc, _read(ret_code.value, ret) if ret_code.value != TypeCode.NULL else None
+
+
+def test_python_packed_func_trampoline_round_trip():
+    got = []
+
+    def body(*args):
+        got.append(args)
+        return "done"
+
+    f = rt.PackedFunc(body, name="body")
+    x = rt.array(np.arange(3, dtype=np.float32))
+    other = rt.PackedFunc(len, name="len")
+    mod = rt.Module()
+    rc, ret = call_native(
+        f.handle,
+        (TypeCode.INT, -4),
+        (TypeCode.FLOAT, 0.5),
+        (TypeCode.STR, "hé"),
+        (TypeCode.NULL, 0),
+        (TypeCode.DLTENSOR_HANDLE, x._handle),
+        (TypeCode.PACKED_FUNC_HANDLE, other.handle),
+        (TypeCode.MODULE_HANDLE, packed_func.module_handle(mod)),
+    )
+    assert (rc, ret) == (0, (TypeCode.STR, "done"))
+    (args,) = got
+    assert args[:4] == (-4, 0.5, "hé", None)
+    assert isinstance(args[4], rt.NDArray) and args[4].numpy().tolist() == [0, 1, 2]
+    assert args[5] is other and args[6] is mod
+    assert f.handle == f.handle  # made once, kept by f
+
+
+def test_python_packed_func_trampoline_reports_exceptions():
+    from ember.runtime import callbacks
+
+    def boom(x):
+        raise KeyError(x)
+
+    f = rt.PackedFunc(boom, name="boom")
+    rc, ret = call_native(f.handle, (TypeCode.INT, 3))
+    assert rc == -1
+    assert ret == (TypeCode.STR, "'boom' raised KeyError: 3")
+    error, name = callbacks.take_error()
+    assert isinstance(error, KeyError) and name == "boom"
+
+
+def test_packed_funcs_and_modules_are_passed_as_handles():
+    rec = Recorder()
+    native = Recorder().func("native")
+    python = rt.PackedFunc(abs, name="abs")
+    mod = rt.Module()
+    rec.func()(native, python, mod)
+    assert rec.calls[0] == [
+        (TypeCode.PACKED_FUNC_HANDLE, native.address),
+        (TypeCode.PACKED_FUNC_HANDLE, python.handle),
+        (TypeCode.MODULE_HANDLE, id(mod)),
+    ]
+    assert packed_func.packed_func_from_handle(python.handle) is python
+    assert packed_func.packed_func_from_handle(native.address).address == (
+        native.address
+    )
+    assert packed_func.module_from_handle(id(mod)) is mod
+    handle = id(mod)
+    del mod
+    gc.collect()
+    with pytest.raises(rt.EmberError, match="no living module has handle"):
+        packed_func.module_from_handle(handle)
+
+
+def test_native_code_calls_a_packed_func_it_is_given():
+    """A native function receiving a PackedFunc (type code 10) calls it."""
+
+    def run(values, codes, n, ret, ret_code):
+        handle = EmberValue.from_address(values).v_handle
+        rc, result = call_native(handle, (TypeCode.INT, 20), (TypeCode.INT, 22))
+        EmberValue.from_address(ret).v_int64 = result[1]
+        ctypes.c_int32.from_address(ret_code).value = TypeCode.INT
+        return rc
+
+    native = PACKED_FUNC_TYPE(run)
+    apply = rt.PackedFunc(ctypes.cast(native, ctypes.c_void_p).value, name="apply")
+    assert apply(rt.PackedFunc(lambda a, b: a + b, name="add")) == 42
+
+
+def test_packed_func_and_module_return_values():
+    python = rt.PackedFunc(abs, name="abs")
+    mod = rt.Module()
+    got = Recorder(ret_code=TypeCode.PACKED_FUNC_HANDLE, ret=python.handle).func()()
+    assert got is python
+    handle = packed_func.module_handle(mod)
+    assert Recorder(ret_code=TypeCode.MODULE_HANDLE, ret=handle).func()() is mod
