@@ -46,6 +46,7 @@ class ObjectFile:
         name: the file name in a ``.tar`` library and on the link line.
         code: the relocatable object file.
         triple: the target triple the code was compiled for.
+        features: the LLVM features the code may use ("avx512f", ...).
         metadata: the module's ``__ember_metadata`` document ({} if none).
         symbols: the external functions the object defines.
     """
@@ -53,6 +54,7 @@ class ObjectFile:
     name: str
     code: bytes
     triple: str
+    features: tuple[str, ...] = ()
     metadata: dict = field(default_factory=dict)
     symbols: tuple[str, ...] = ()
 

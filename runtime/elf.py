@@ -1,4 +1,5 @@
-"""Checking a shared library's ELF header before ``dlopen`` sees it.
+"""Checking that a shared library is for this machine: its ELF header before
+``dlopen`` sees it, and the CPU features it was compiled for.
 
 ``dlopen`` reports a library for another machine as "wrong ELF class" or
 "invalid ELF header", a truncated one as "file too short" or not at all (the
@@ -6,7 +7,10 @@ loader maps pages that are not in the file, and the process faults when it
 touches them). Reading the header first turns each case into a message that
 names the problem: "built for aarch64, this machine is x86_64". This machine
 is whatever the running interpreter's own executable was built for, read from
-its header too, never assumed.
+its header too, never assumed. Code compiled for the host CPU uses every
+feature it has (AVX-512 on a Zen 5), and would stop with SIGILL on a CPU
+without them: ``missing_cpu_features`` compares what a library says it needs
+with what ``/proc/cpuinfo`` says this CPU has.
 """
 
 import os
@@ -260,3 +264,87 @@ def _what_is(start: bytes, size: int) -> str:
     if text.isprintable() or all(c.isprintable() or c.isspace() for c in text):
         return f"it is a text file (starting {text[:24]!r})"
     return f"it starts with bytes {start[:8].hex(' ')}"
+
+
+# LLVM feature name → the /proc/cpuinfo flag of the same instructions, for the
+# features compiled code is likely to use. Others are not checked.
+_CPUINFO_FLAGS = {
+    "x86_64": {
+        "sse3": "pni",
+        "ssse3": "ssse3",
+        "sse4.1": "sse4_1",
+        "sse4.2": "sse4_2",
+        "popcnt": "popcnt",
+        "lzcnt": "abm",
+        "movbe": "movbe",
+        "bmi": "bmi1",
+        "bmi2": "bmi2",
+        "f16c": "f16c",
+        "fma": "fma",
+        "avx": "avx",
+        "avx2": "avx2",
+        "avxvnni": "avx_vnni",
+        "avx512f": "avx512f",
+        "avx512bw": "avx512bw",
+        "avx512cd": "avx512cd",
+        "avx512dq": "avx512dq",
+        "avx512vl": "avx512vl",
+        "avx512ifma": "avx512ifma",
+        "avx512vbmi": "avx512vbmi",
+        "avx512vbmi2": "avx512_vbmi2",
+        "avx512vnni": "avx512_vnni",
+        "avx512bf16": "avx512_bf16",
+        "avx512bitalg": "avx512_bitalg",
+        "avx512vpopcntdq": "avx512_vpopcntdq",
+        "avx512fp16": "avx512_fp16",
+        "gfni": "gfni",
+        "vaes": "vaes",
+        "vpclmulqdq": "vpclmulqdq",
+        "amx-tile": "amx_tile",
+    },
+    "aarch64": {
+        "neon": "asimd",
+        "fullfp16": "fphp",
+        "dotprod": "asimddp",
+        "i8mm": "i8mm",
+        "bf16": "bf16",
+        "sve": "sve",
+        "sve2": "sve2",
+        "sme": "sme",
+    },
+}
+
+
+@cache
+def host_cpu_flags() -> frozenset[str] | None:
+    """The feature flags of this CPU from ``/proc/cpuinfo``, None if unknown."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    return frozenset(value.split())
+    except OSError:
+        pass
+    return None
+
+
+def missing_cpu_features(features: "list[str] | tuple[str, ...]") -> list[str]:
+    """The LLVM features in ``features`` this CPU lacks.
+
+    Args:
+        features: LLVM feature names the code was compiled with ("avx512f").
+
+    Returns:
+        Those this CPU is known to lack; empty when it has them all, or when
+        this machine's CPU cannot be read or the features cannot be mapped.
+
+    Example:
+        >>> missing_cpu_features(["avx512fp16", "sse2"])  # doctest: +SKIP
+        ['avx512fp16']
+    """
+    flags = host_cpu_flags()
+    known = _CPUINFO_FLAGS.get(host_machine() or "")
+    if flags is None or known is None:
+        return []
+    return [f for f in features if f in known and known[f] not in flags]

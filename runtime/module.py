@@ -17,8 +17,8 @@ import os
 import re
 import tempfile
 
-from . import cc as _cc
 from . import callbacks, elf, parallel
+from . import cc as _cc
 from .errors import (
     EmberError,
     ExportError,
@@ -277,6 +277,7 @@ class Module:
                 for name, function in o.metadata.get("functions", {}).items()
             },
             "triple": objects[0].triple,
+            "features": sorted({f for o in objects for f in o.features}),
         }
         metadata_object = self._metadata_object(document)
         if suffix == ".tar":
@@ -543,7 +544,11 @@ def _dlopen(path: str) -> ctypes.CDLL:
         return ctypes.CDLL(path)
 
 
-def load_module(path: str | os.PathLike, cc: "str | list[str] | None" = None) -> Module:
+def load_module(
+    path: str | os.PathLike,
+    cc: "str | list[str] | None" = None,
+    check_cpu: bool = True,
+) -> Module:
     """Load a library of packed functions as a ``DSOModule``.
 
     A ``.so`` is checked (ELF, a shared library, whole, for this machine) and
@@ -557,6 +562,9 @@ def load_module(path: str | os.PathLike, cc: "str | list[str] | None" = None) ->
     Args:
         path: a ``.so`` or ``.tar`` library.
         cc: the C compiler that links a ``.tar`` (default ``$CC``, else ``cc``).
+        check_cpu: refuse a library whose metadata lists CPU features that
+            ``/proc/cpuinfo`` says this CPU lacks (its code would die of an
+            illegal instruction); False skips the check.
 
     Returns:
         The loaded Module; ``mod["f"]`` gives its functions.
@@ -565,7 +573,8 @@ def load_module(path: str | os.PathLike, cc: "str | list[str] | None" = None) ->
         LibraryNotFoundError: the file is missing.
         InvalidLibraryError: not a library (the message says what it is), a
             truncated one, or a corrupt ``.tar``.
-        IncompatibleLibraryError: built for another machine.
+        IncompatibleLibraryError: built for another machine, or for CPU
+            features this one lacks.
         LibraryLoadError: the base of these, and what ``dlopen`` failures raise.
         LinkError: linking a ``.tar`` failed or there is no C compiler.
         EmberError: an unsupported suffix, or invalid metadata.
@@ -583,9 +592,28 @@ def load_module(path: str | os.PathLike, cc: "str | list[str] | None" = None) ->
             f"a library archive (.tar), got suffix {suffix!r}"
         )
     if suffix == ".tar":
-        return _load_tar(path, cc)
-    elf.check_library(path)
-    return DSOModule(path)
+        module = _load_tar(path, cc)
+    else:
+        elf.check_library(path)
+        module = DSOModule(path)
+    if check_cpu:
+        _check_cpu(module)
+    return module
+
+
+def _check_cpu(module: Module) -> None:
+    """Refuse a library compiled for CPU features this CPU lacks: its code
+    would stop the process with an illegal instruction."""
+    features = module.metadata.get("features")
+    if not isinstance(features, list):
+        return
+    missing = elf.missing_cpu_features([f for f in features if isinstance(f, str)])
+    if missing:
+        raise IncompatibleLibraryError(
+            f"{module._describe()} was built for a CPU with {', '.join(missing)}, "
+            "which this CPU lacks; export it for a target without them (e.g. "
+            "-mcpu= of the oldest CPU it must run on)"
+        )
 
 
 def _load_tar(path: str, cc: "str | list[str] | None") -> Module:

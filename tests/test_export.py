@@ -688,3 +688,31 @@ def test_library_in_a_child_survives_every_bad_input(exported, tmp_path):
         "EmberError",
         "EmberError",
     ]
+
+
+def test_library_for_a_cpu_with_more_features(tmp_path):
+    table = elf._CPUINFO_FLAGS.get(elf.host_machine() or "", {})
+    lacking = [f for f in table if elf.missing_cpu_features([f])]
+    if not lacking:
+        pytest.skip("this CPU has every feature ember checks for")
+    feature = lacking[-1]
+    mod = negate(target=f"llvm -mattr=+{feature}")
+    assert not mod.target.is_host
+    mod.export_library(tmp_path / "wide.so")  # the host's compiler links it
+    with pytest.raises(rt.IncompatibleLibraryError) as info:
+        rt.load_module(tmp_path / "wide.so")
+    assert str(info.value).startswith(
+        f"{tmp_path / 'wide.so'} was built for a CPU with {feature}, which this CPU "
+        "lacks; export it for a target without them"
+    )
+    assert (
+        feature
+        in rt.load_module(tmp_path / "wide.so", check_cpu=False).metadata["features"]
+    )
+
+
+def test_host_library_records_the_features_it_uses(exported):
+    features = rt.load_module(exported / "axpy.so").metadata["features"]
+    assert elf.missing_cpu_features(features) == []
+    if elf.host_machine() == "x86_64" and "avx2" in (elf.host_cpu_flags() or ()):
+        assert "avx2" in features
