@@ -108,6 +108,42 @@ _NUMPY_TO_DL = {
     "complex128": (DL_COMPLEX, 128, 1),
 }
 _DL_TO_NUMPY = {dl: np.dtype(name) for name, dl in _NUMPY_TO_DL.items()}
+# dlpack.h's DLDataTypeCode names, for messages about types numpy lacks.
+_DL_CODE_NAMES = {
+    0: "int",
+    1: "uint",
+    2: "float",
+    3: "opaque_handle",
+    4: "bfloat",
+    5: "complex",
+    6: "bool",
+    7: "float8_e3m4",
+    8: "float8_e4m3",
+    9: "float8_e4m3b11fnuz",
+    10: "float8_e4m3fn",
+    11: "float8_e4m3fnuz",
+    12: "float8_e5m2",
+    13: "float8_e5m2fnuz",
+    14: "float8_e8m0fnu",
+    15: "float6_e2m3fn",
+    16: "float6_e3m2fn",
+    17: "float4_e2m1fn",
+}
+
+
+def dl_type_name(code: int, bits: int, lanes: int = 1) -> str:
+    """A DLPack type's name as TVM spells it: "bfloat16", "float32x4".
+
+    Example:
+        >>> dl_type_name(4, 16), dl_type_name(2, 32, 4), dl_type_name(10, 8)
+        ('bfloat16', 'float32x4', 'float8_e4m3fn')
+    """
+    name = _DL_CODE_NAMES.get(code)
+    if name is None:
+        name = f"type code {code}, {bits} bits"
+    elif code < 7:  # the sized kinds; the float8/6/4 names carry their size
+        name += str(bits)
+    return name if lanes == 1 else f"{name}x{lanes}"
 
 
 def dtype_to_dl(dtype) -> tuple[int, int, int]:
@@ -148,7 +184,8 @@ def dl_to_dtype(code: int, bits: int, lanes: int = 1) -> np.dtype:
         The numpy dtype.
 
     Raises:
-        TypeError: the combination has no numpy equivalent.
+        TypeError: the combination has no numpy equivalent (bfloat16, float8,
+            vector lanes, ...); the message names it.
 
     Example:
         >>> dl_to_dtype(2, 32)
@@ -158,7 +195,9 @@ def dl_to_dtype(code: int, bits: int, lanes: int = 1) -> np.dtype:
         return _DL_TO_NUMPY[(code, bits, lanes)]
     except KeyError:
         raise TypeError(
-            f"unsupported DLPack dtype (code={code}, bits={bits}, lanes={lanes})"
+            f"unsupported DLPack dtype {dl_type_name(code, bits, lanes)} "
+            f"(code={code}, bits={bits}, lanes={lanes}): ember's arrays hold "
+            "numpy's types; convert the tensor first (torch: t.float())"
         ) from None
 
 

@@ -142,7 +142,10 @@ class NDArray:
             device: the device the memory is on (only the CPU is supported).
         """
         if not arr.flags.c_contiguous:
-            raise ValueError("NDArray memory must be C-contiguous")
+            raise ValueError(
+                f"NDArray memory must be C-contiguous, got a {arr.shape} view with "
+                f"byte strides {arr.strides}; array(x) copies it"
+            )
         self._arr = arr
         self.device = _check_cpu(device, "NDArray")
         self._shape_buf = (ctypes.c_int64 * arr.ndim)(*arr.shape)
@@ -176,6 +179,18 @@ class NDArray:
         """The address of this array's DLTensor, stable for the array's lifetime."""
         return self._handle
 
+    def data_ptr(self) -> int:
+        """The address of the first element, as torch's ``Tensor.data_ptr()``.
+
+        Equal addresses prove that two arrays share memory (zero-copy DLPack).
+
+        Example:
+            >>> x = np.zeros(4)
+            >>> from_dlpack(x).data_ptr() == x.ctypes.data
+            True
+        """
+        return self._arr.__array_interface__["data"][0]
+
     def numpy(self) -> np.ndarray:
         """A numpy copy of the data.
 
@@ -188,12 +203,25 @@ class NDArray:
         """
         return self._arr.copy()
 
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """``np.asarray(a)``: a numpy view of the same memory (a copy when
+        ``copy=True`` or another ``dtype`` is asked for)."""
+        if copy or (dtype is not None and np.dtype(dtype) != self._arr.dtype):
+            if copy is False:
+                raise ValueError(
+                    f"NDArray: cannot give a {np.dtype(dtype).name} view of "
+                    f"{self.dtype} memory without a copy"
+                )
+            return self._arr.astype(dtype or self._arr.dtype)
+        return self._arr.view()
+
     def copyfrom(self, source) -> "NDArray":
         """Copy data into this array.
 
         Args:
-            source: an NDArray, a numpy array or a DLPack tensor of the same shape
-                and dtype, or a list (converted to this array's dtype).
+            source: an NDArray, a numpy array or a DLPack tensor (strided views
+                too) of the same shape and dtype, or a list (converted to this
+                array's dtype).
 
         Returns:
             self.
@@ -210,7 +238,7 @@ class NDArray:
         elif isinstance(source, np.ndarray):
             src = source
         elif hasattr(source, "__dlpack__"):
-            src = from_dlpack(source)._arr
+            src = _numpy_view(source, "copyfrom")
         else:
             src = np.asarray(source, dtype=self._arr.dtype)
         if src.shape != self.shape:
@@ -314,7 +342,8 @@ def array(data, device: Device = _CPU0, dtype: DTypeLike | None = None) -> NDArr
     """A new array holding a copy of ``data``.
 
     Args:
-        data: a numpy array, an NDArray, a DLPack tensor or a (nested) list.
+        data: a numpy array, an NDArray, a DLPack tensor (strided views too) or
+            a (nested) list.
         device: where to allocate; only the CPU is supported.
         dtype: convert to this element type; by default keep numpy's choice.
 
@@ -326,7 +355,11 @@ def array(data, device: Device = _CPU0, dtype: DTypeLike | None = None) -> NDArr
         array([[1, 2],
                [3, 4]], dtype=int8)
     """
-    src = np.asarray(data._arr if isinstance(data, NDArray) else data, dtype=dtype)
+    if isinstance(data, NDArray):
+        data = data._arr
+    elif hasattr(data, "__dlpack__") and not isinstance(data, np.ndarray):
+        data = _numpy_view(data, "array")
+    src = np.asarray(data, dtype=dtype)
     out = empty(src.shape, src.dtype, device)
     np.copyto(out._arr, src)
     return out
@@ -344,9 +377,14 @@ def from_dlpack(tensor) -> NDArray:
         NDArray (and every array made from it) is gone.
 
     Raises:
-        EmberError: the tensor is not in CPU memory.
-        ValueError: the tensor is not compact row-major (strided views).
-        TypeError: the object does not speak DLPack, or its dtype is unsupported.
+        EmberError: the tensor is not in CPU memory (the message names its
+            device, e.g. cuda(0) or torch's meta).
+        ValueError: the tensor is not compact row-major (a transposed or
+            strided view, negative strides); ``array(t)`` copies such views.
+        TypeError: the object does not speak DLPack, or its dtype has no numpy
+            equivalent (bfloat16, float8, ...; the message names it).
+        BufferError: the producer refused to export (a torch tensor that
+            requires grad: pass ``t.detach()``).
 
     Example:
         >>> x = np.arange(4.0)
@@ -354,20 +392,85 @@ def from_dlpack(tensor) -> NDArray:
         (4,)
     """
     if type(tensor).__name__ == "PyCapsule":
-        capsule = tensor
-    elif hasattr(tensor, "__dlpack__"):
-        if hasattr(tensor, "__dlpack_device__"):
-            dev = Device(*map(int, tensor.__dlpack_device__()))
-            _check_cpu(dev, "from_dlpack")
+        return _from_capsule(tensor)
+    return _from_capsule(_export(tensor, "from_dlpack"))
+
+
+def _export(tensor, what: str):
+    """The DLPack capsule of a CPU tensor, or an error naming what is wrong."""
+    _check_producer(tensor, what)
+    try:
         try:
-            capsule = tensor.__dlpack__(max_version=_DLPACK_MAX_VERSION)
+            return tensor.__dlpack__(max_version=_DLPACK_MAX_VERSION)
         except TypeError:  # a producer older than DLPack 1.0
-            capsule = tensor.__dlpack__()
-    else:
+            return tensor.__dlpack__()
+    except Exception as e:
+        raise _refused(tensor, what, e) from None
+
+
+def _type_name(obj) -> str:
+    t = type(obj)
+    module = t.__module__.split(".")[0]
+    return t.__qualname__ if module == "builtins" else f"{module}.{t.__qualname__}"
+
+
+def _check_producer(tensor, what: str) -> None:
+    """Refuse an object that does not speak DLPack or whose memory is not the
+    CPU's, naming its device."""
+    if not hasattr(tensor, "__dlpack__"):
         raise TypeError(
-            f"from_dlpack: expected an object with __dlpack__, got {type(tensor)}"
+            f"{what}: expected an object with __dlpack__, got {_type_name(tensor)}"
         )
-    return _from_capsule(capsule)
+    if not hasattr(tensor, "__dlpack_device__"):
+        return
+    try:
+        dev = Device(*map(int, tensor.__dlpack_device__()))
+    except Exception as e:  # torch's meta tensors have no DLPack device
+        where = getattr(tensor, "device", None)
+        where = f" on device {where}" if where is not None else ""
+        raise EmberError(
+            f"{what}: a {_type_name(tensor)}{where} has no DLPack device ({e}); "
+            "the ember runtime only handles cpu memory"
+        ) from None
+    if dev.device_type != DL_CPU:
+        raise EmberError(
+            f"{what}: the ember runtime only handles cpu memory; got a "
+            f"{_type_name(tensor)} on {dev}"
+        )
+
+
+def _refused(tensor, what: str, error: Exception) -> BufferError:
+    if getattr(tensor, "requires_grad", False):
+        return BufferError(
+            f"{what}: a {_type_name(tensor)} that requires grad cannot be shared "
+            "through DLPack; pass t.detach() (autograd does not see what compiled "
+            "code reads or writes)"
+        )
+    return BufferError(
+        f"{what}: the {_type_name(tensor)} refused to export its memory through "
+        f"DLPack: {error}"
+    )
+
+
+class _Exported:
+    """A capsule already taken from a producer, offered to numpy's from_dlpack."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (DL_CPU, 0)
+
+
+def _numpy_view(tensor, what: str) -> np.ndarray:
+    """A numpy view of a CPU DLPack tensor, strided or not (for copies)."""
+    capsule = _export(tensor, what)
+    t = read_capsule(capsule).tensor
+    dl_to_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)  # names what numpy lacks
+    return np.from_dlpack(_Exported(capsule))
 
 
 def _from_capsule(capsule) -> NDArray:
@@ -380,7 +483,8 @@ def _from_capsule(capsule) -> NDArray:
     if not is_compact(shape, strides):
         raise ValueError(
             f"from_dlpack: expected a compact row-major tensor, got shape {shape} "
-            f"with strides {strides}; make it contiguous first"
+            f"with strides {strides}; make it contiguous first "
+            "(np.ascontiguousarray(x), torch: x.contiguous()) or copy it with array(x)"
         )
     owner = consume_capsule(capsule, opened)
     nbytes = math.prod(shape) * dtype.itemsize

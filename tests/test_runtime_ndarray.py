@@ -238,7 +238,7 @@ def test_from_dlpack_rejects_non_dlpack_and_non_cpu():
             return (2, 0)
 
     with pytest.raises(
-        rt.EmberError, match=r"from_dlpack: .*cpu memory; got cuda\(0\)"
+        rt.EmberError, match=r"from_dlpack: .*cpu memory; got a .*OnGpu on cuda\(0\)"
     ):
         rt.from_dlpack(OnGpu())
 
@@ -282,3 +282,174 @@ def test_torch_round_trip():
     assert back.data_ptr() == t.data_ptr()
     back[0, 0] = 7
     assert t[0, 0].item() == 7
+
+
+def test_data_ptr_and_numpy_view():
+    x = np.arange(6, dtype=np.int32)
+    a = rt.from_dlpack(x)
+    assert a.data_ptr() == x.ctypes.data == data_ptr(a)
+    view = np.asarray(a)
+    assert view.ctypes.data == a.data_ptr()  # np.asarray shares memory
+    view[0] = 9
+    assert x[0] == 9
+    copy = np.array(a)  # np.array copies, as for any array-like
+    assert copy.ctypes.data != a.data_ptr()
+    as_float = np.asarray(a, dtype=np.float64)
+    assert as_float.dtype == np.float64 and as_float.tolist() == x.tolist()
+    with pytest.raises(ValueError, match="cannot give a float64 view of int32"):
+        np.asarray(a, dtype=np.float64, copy=False)
+
+
+def test_ndarray_refuses_strided_memory_clearly():
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match=r"C-contiguous, got a \(4, 3\) view"):
+        rt.NDArray(x.T)
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda x: x.T,  # transposed
+        lambda x: x[:, ::2],  # strided
+        lambda x: x[::-1],  # negative strides
+        lambda x: x[:, ::-1],
+    ],
+    ids=["transposed", "strided", "reversed-rows", "reversed-columns"],
+)
+def test_strided_views_rejected_for_sharing_copied_by_array(view):
+    x = np.arange(12.0).reshape(3, 4)
+    v = view(x)
+    with pytest.raises(ValueError, match="compact row-major.*contiguous"):
+        rt.from_dlpack(v)
+    a = rt.array(v)  # a copy handles any layout
+    np.testing.assert_array_equal(a.numpy(), v)
+    b = rt.empty(v.shape, "float64").copyfrom(v)
+    np.testing.assert_array_equal(b.numpy(), v)
+
+
+def test_from_dlpack_honours_byte_offset():
+    """A producer may point data at the allocation and put the view's start in
+    byte_offset (TVM does): the NDArray starts at data + byte_offset."""
+    data = (ctypes.c_float * 6)(0, 1, 2, 3, 4, 5)
+    shape = (ctypes.c_int64 * 1)(4)
+    managed = dlpack.DLManagedTensor()
+    managed.dl_tensor.data = ctypes.addressof(data)
+    managed.dl_tensor.device = dlpack.DLDevice(1, 0)
+    managed.dl_tensor.ndim = 1
+    managed.dl_tensor.dtype = dlpack.DLDataType(2, 32, 1)
+    managed.dl_tensor.shape = shape
+    managed.dl_tensor.byte_offset = 8
+
+    class Producer:
+        def __dlpack__(self, stream=None):
+            return new_capsule(ctypes.addressof(managed), CAPSULE_NAME, None)
+
+    a = rt.from_dlpack(Producer())
+    assert a.data_ptr() == ctypes.addressof(data) + 8
+    assert a.numpy().tolist() == [2, 3, 4, 5]
+    t = dlpack.DLTensor.from_address(a._dltensor_address())
+    assert t.data + t.byte_offset == ctypes.addressof(data) + 8
+
+
+def test_slices_with_an_offset_are_shared():
+    x = np.arange(20, dtype=np.float32).reshape(5, 4)
+    rows = x[1:4]  # compact, starting 16 bytes into x
+    a = rt.from_dlpack(rows)
+    assert a.data_ptr() == x.ctypes.data + 16
+    assert np.from_dlpack(a).ctypes.data == a.data_ptr()
+
+
+def test_array_and_copyfrom_take_any_dlpack_object():
+    class OnlyDLPack:  # no __array__: numpy's asarray cannot read it
+        def __init__(self, arr):
+            self.arr = arr
+
+        def __dlpack__(self, **kwargs):
+            return self.arr.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.arr.__dlpack_device__()
+
+    x = np.arange(12, dtype=np.int16).reshape(3, 4)
+    a = rt.array(OnlyDLPack(x.T))
+    assert a.dtype == "int16" and a.data_ptr() != x.ctypes.data
+    np.testing.assert_array_equal(a.numpy(), x.T)
+    b = rt.empty((3, 4), "int16").copyfrom(OnlyDLPack(x))
+    np.testing.assert_array_equal(b.numpy(), x)
+
+
+def test_numpy_incompatible_dtypes_are_named():
+    data = (ctypes.c_uint16 * 2)()
+    shape = (ctypes.c_int64 * 1)(2)
+    managed = dlpack.DLManagedTensor()
+    managed.dl_tensor.data = ctypes.addressof(data)
+    managed.dl_tensor.device = dlpack.DLDevice(1, 0)
+    managed.dl_tensor.ndim = 1
+    managed.dl_tensor.dtype = dlpack.DLDataType(4, 16, 1)  # kDLBfloat
+    managed.dl_tensor.shape = shape
+    with pytest.raises(TypeError, match=r"unsupported DLPack dtype bfloat16 \(code=4"):
+        rt.from_dlpack(new_capsule(ctypes.addressof(managed), CAPSULE_NAME, None))
+
+
+def test_device_names_in_errors():
+    class OnCuda:
+        def __dlpack__(self, **kwargs):
+            raise AssertionError("must not be exported")
+
+        def __dlpack_device__(self):
+            return (2, 1)
+
+    for call in (rt.from_dlpack, rt.array, rt.empty((1,), "float32").copyfrom):
+        with pytest.raises(rt.EmberError, match=r"OnCuda on cuda\(1\)"):
+            call(OnCuda())
+
+
+# PyTorch: zero-copy both ways, views, devices, autograd. torch is in the bench
+# extra only, so these skip without it.
+
+
+def test_torch_zero_copy_both_ways_and_lifetimes():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    a = rt.from_dlpack(t)
+    assert a.data_ptr() == t.data_ptr() and (a.shape, a.dtype) == ((3, 4), "float32")
+    del t
+    gc.collect()  # the NDArray keeps torch's memory alive
+    assert a.numpy()[2, 3] == 11
+
+    b = rt.array(np.ones((2, 5), np.int64))
+    back = torch.from_dlpack(b)
+    assert back.data_ptr() == b.data_ptr() and back.dtype == torch.int64
+    assert np.from_dlpack(b).ctypes.data == b.data_ptr()
+    del b
+    gc.collect()  # and torch keeps the NDArray's memory alive
+    assert back.sum().item() == 10
+    back[0, 0] = 7  # and writes through
+    assert rt.from_dlpack(back).numpy()[0, 0] == 7
+
+
+def test_torch_views():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(20, dtype=torch.float32).reshape(5, 4)
+    rows = rt.from_dlpack(t[1:4])  # torch puts a slice's offset in data
+    assert rows.data_ptr() == t[1:4].data_ptr() == t.data_ptr() + 16
+    with pytest.raises(ValueError, match=r"strides \(1, 4\).*x\.contiguous\(\)"):
+        rt.from_dlpack(t.t())
+    with pytest.raises(ValueError, match="compact row-major"):
+        rt.from_dlpack(t[:, 1:])
+    np.testing.assert_array_equal(rt.array(t.t()).numpy(), t.t().numpy())
+
+
+def test_torch_device_dtype_and_grad_errors():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(rt.EmberError, match="torch.Tensor on device meta"):
+        rt.from_dlpack(torch.empty(3, device="meta"))
+    with pytest.raises(TypeError, match="unsupported DLPack dtype bfloat16"):
+        rt.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        rt.array(torch.zeros(3, dtype=torch.float8_e4m3fn))
+    with pytest.raises(BufferError, match=r"requires grad .*t\.detach\(\)"):
+        rt.from_dlpack(torch.zeros(3, requires_grad=True))
+    assert rt.from_dlpack(torch.zeros(3, requires_grad=True).detach()).shape == (3,)
+    with pytest.raises(BufferError, match="refused to export.*conjugate"):
+        rt.from_dlpack(torch.zeros(3, dtype=torch.complex64).conj())
