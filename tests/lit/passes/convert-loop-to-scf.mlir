@@ -196,3 +196,22 @@ func.func @te_chain(%A: memref<4xf32> {ember.name = "A"}, %U: memref<4xf32> {emb
   }
   func.return
 }
+
+// -----
+
+// loop.call_packed stays for convert-call-packed-to-llvm, which lowers it once
+// loops are branches (an early return must leave every loop).
+
+// CHECK-LABEL: func.func @host_call(
+// CHECK:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      loop.call_packed "my.step"(%{{.*}}, %[[I]]) : memref<4xf32>, index
+// CHECK-NEXT:    }
+func.func @host_call(%A: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  loop.for %i = %c0 to %c4 step %c1 {
+    loop.call_packed "my.step"(%A, %i) : memref<4xf32>, index
+  }
+  func.return
+}

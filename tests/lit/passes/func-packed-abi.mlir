@@ -283,3 +283,34 @@ func.func private @outer(%A: memref<4xf32>) {
 
 // CHECK:     func.func private @inner_impl(%A: memref<4xf32> {ember.name = "A"}, %B: memref<4xf32> {ember.name = "B", ember.output})
 // CHECK-NOT: llvm.noalias
+
+// -----
+
+// A function that calls the host (ember.fallible, from convert-call-packed-to-llvm)
+// returns a failure message, null on success: the entry returns -100 with it.
+
+// CHECK-LABEL: func.func private @calls_host_impl(
+// CHECK-SAME:      -> !llvm.ptr attributes {ember.fallible}
+// CHECK-LABEL: llvm.func @calls_host(
+// CHECK:       ^call:
+// CHECK:         %[[MESSAGE:.*]] = func.call @calls_host_impl(%{{.*}}) : (memref<4xf32>) -> !llvm.ptr
+// CHECK-NEXT:    %[[CODE:.*]] = llvm.mlir.constant(-100 : i32) : i32
+// CHECK-NEXT:    %[[AS_INT:.*]] = llvm.ptrtoint %[[MESSAGE]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[OK:.*]] = llvm.icmp "eq" %[[AS_INT]], %[[ZERO]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[OK]], ^done, ^fail(%[[MESSAGE]], %[[CODE]] : !llvm.ptr, i32)
+// CHECK-NEXT:  ^done:
+// CHECK:         llvm.return %{{.*}} : i32
+// CHECK:       ^fail(%{{.*}}: !llvm.ptr, %{{.*}}: i32):
+func.func @calls_host(%A: memref<4xf32> {ember.name = "A", ember.output}) -> !llvm.ptr attributes {ember.fallible} {
+  %0 = llvm.mlir.zero : !llvm.ptr
+  func.return %0 : !llvm.ptr
+}
+
+// A result without ember.fallible still means no entry.
+// CHECK-LABEL: func.func @returns_ptr(
+// CHECK-NOT:   llvm.func @returns_ptr(
+func.func @returns_ptr(%A: memref<4xf32>) -> !llvm.ptr {
+  %0 = llvm.mlir.zero : !llvm.ptr
+  func.return %0 : !llvm.ptr
+}

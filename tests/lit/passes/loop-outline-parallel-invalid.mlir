@@ -48,3 +48,20 @@ func.func @taken(%A: memref<4xf32>, %x: f32) {
 func.func private @__ember_num_threads()
 
 // CHECK: loop-outline-parallel: @__ember_num_threads must be an i32 llvm.mlir.global, got 'func.func'
+
+// -----
+
+// A host function is called from the calling thread only: a worker could neither
+// report its failure nor stop the other threads.
+
+func.func @host_call(%A: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  loop.for %i = %c0 to %c4 step %c1 parallel {
+    loop.call_packed "my.step"(%A, %i) : memref<4xf32>, index
+  }
+  func.return
+}
+
+// CHECK: loop-outline-parallel: parallel loop in @host_call: loop.call_packed "my.step" cannot run in a parallel loop; make the loop serial
