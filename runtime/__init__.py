@@ -22,6 +22,7 @@ from .errors import (
 from .module import DSOModule, Module, load_module
 from .ndarray import Device, NDArray, array, cpu, device, empty, from_dlpack
 from .packed_func import PackedFunc, TypeCode
+from .profiling import BenchmarkResult
 from .registry import (
     get_global_func,
     list_global_func_names,
@@ -30,6 +31,7 @@ from .registry import (
 )
 
 __all__ = [
+    "BenchmarkResult",
     "CompilerNotFoundError",
     "ExportError",
     "FunctionNotFoundError",

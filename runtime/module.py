@@ -192,6 +192,48 @@ class Module:
             )
         return self.get_function(self.entry_name)(*args)
 
+    def time_evaluator(
+        self,
+        func_name: str,
+        dev,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: float = 0,
+        cooldown_interval_ms: float = 0,
+        repeats_to_cooldown: int = 1,
+        f_preproc: str = "",
+    ):
+        """A function timing ``func_name``, like TVM's ``Module.time_evaluator``.
+
+        Each of ``repeat`` measurements times ``number`` calls (more while a
+        measurement lasts less than ``min_repeat_ms``); see
+        ``ember.runtime.profiling`` for the details and arguments.
+
+        Returns:
+            ``evaluator(*args)`` returning a ``BenchmarkResult`` with ``mean``,
+            ``median``, ``min``, ``max``, ``std`` and ``results`` in seconds.
+
+        Raises:
+            FunctionNotFoundError: the module has no function ``func_name``.
+
+        Example:
+            >>> timer = mod.time_evaluator("vecadd", cpu(), number=100)  # doctest: +SKIP
+            >>> print(timer(a, b, c))  # doctest: +SKIP
+        """
+        from .profiling import time_evaluator
+
+        return time_evaluator(
+            self,
+            func_name,
+            dev,
+            number,
+            repeat,
+            min_repeat_ms,
+            cooldown_interval_ms,
+            repeats_to_cooldown,
+            f_preproc,
+        )
+
     def get_source(self, fmt: str = "") -> str:
         """The module's source in a format such as "ll" or "asm", if it has any.
 
