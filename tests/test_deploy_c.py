@@ -161,10 +161,17 @@ def test_c_host_fails_when_the_kernel_refuses_its_arguments(host, library):
 
 
 @needs_cc
-def test_c_host_refuses_a_missing_function_or_library(host, library, tmp_path):
+def test_c_host_refuses_a_missing_function_bad_threads_or_a_bad_library(
+    host, library, tmp_path
+):
     done = run_host(host, library, "conv2d")
     assert done.returncode == 2
     assert done.stderr.strip() == f"deploy_c: {library} has no function 'conv2d'"
+    done = run_host(host, library, env={"EMBER_NUM_THREADS": "two"})
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "deploy_c: EMBER_NUM_THREADS must be an integer in 1..1073741824, got 'two'"
+    )
     garbage = tmp_path / "garbage.so"
     garbage.write_bytes(b"not an ELF file")
     done = run_host(host, garbage)

@@ -10,8 +10,9 @@
  * shows the error path: calls with a wrong-shape tensor and with a missing
  * argument, which the kernel must refuse with a message.
  *
- * Exit status: 0 if everything behaved, 1 on a wrong result or an error path
- * that did not fail, 2 if the library or function cannot be used.
+ * Exit status: 0 if everything behaved; 1 on a wrong result, a refused good
+ * call or a wrong call that did not fail; 2 on bad command-line arguments or
+ * EMBER_NUM_THREADS, or a library or function that cannot be opened.
  *
  * C99, libc and libdl only:
  *   cc -std=c99 -I../../runtime/include main.c -o deploy_c -ldl
@@ -85,12 +86,14 @@ static void fill(float* a, int64_t n, uint32_t seed) {
   }
 }
 
-static long parse_dim(const char* text) {
+/* `text` as an integer in [1, max]; exits with status 2 naming `what` if it
+ * is not one. */
+static long parse_positive(const char* text, long max, const char* what) {
   char* end;
   long v = strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < 1 || v > 4096) {
-    fprintf(stderr, "deploy_c: expected a dimension in 1..4096, got '%s'\n",
-            text);
+  if (*text == '\0' || *end != '\0' || v < 1 || v > max) {
+    fprintf(stderr, "deploy_c: %s must be an integer in 1..%ld, got '%s'\n",
+            what, max, text);
     exit(2);
   }
   return v;
@@ -118,9 +121,9 @@ int main(int argc, char** argv) {
   path = argv[1];
   if (argc >= 3) name = argv[2];
   if (argc == 6) {
-    M = parse_dim(argv[3]);
-    K = parse_dim(argv[4]);
-    N = parse_dim(argv[5]);
+    M = parse_positive(argv[3], 4096, "M");
+    K = parse_positive(argv[4], 4096, "K");
+    N = parse_positive(argv[5], 4096, "N");
   }
 
   /* 1. Open the library. One with parallel loops depends on libgomp, which
@@ -135,8 +138,9 @@ int main(int argc, char** argv) {
    * 0 means libgomp's default. Honour EMBER_NUM_THREADS like Python does. */
   num_threads = (int32_t*)dlsym(lib, EMBER_NUM_THREADS_SYMBOL);
   threads_env = getenv("EMBER_NUM_THREADS");
-  if (num_threads != NULL && threads_env != NULL)
-    *num_threads = (int32_t)atoi(threads_env);
+  if (num_threads != NULL && threads_env != NULL && *threads_env != '\0')
+    *num_threads = (int32_t)parse_positive(threads_env, 1L << 30,
+                                           "EMBER_NUM_THREADS");
   if (num_threads != NULL)
     printf("threads per parallel region: %d (0: libgomp's default)\n",
            (int)*num_threads);
