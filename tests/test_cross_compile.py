@@ -144,6 +144,15 @@ def test_linux_targets_call_libgomp_and_wasm32_runs_parallel_loops_serially():
     assert b"GOMP" not in wasm.object_code() and b"omp_get" not in wasm.object_code()
 
 
+def test_wasm32_entry_reads_8_byte_argument_slots():
+    """EmberValue is 8 bytes on every machine, also where pointers have 4: the
+    entry reads argument i's DLTensor* at args + 8 * i (and the DLTensor's fields
+    at wasm32's offsets, through LLVM's struct layout)."""
+    ll = fma_kernel(WASM32).get_source("ll")
+    slots = re.findall(r"getelementptr i8, ptr %args, i32 (\d+)", ll)
+    assert slots == ["8", "16"], ll
+
+
 def test_calling_a_cross_module_is_a_clear_error():
     mod = fma_kernel(AARCH64)
     a = np.zeros(N, np.float32)
