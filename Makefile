@@ -40,6 +40,7 @@ test: lint pytest lit
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/matmul.py
 	$(BIN)/python benchmarks/conv2d.py
+	$(BIN)/python benchmarks/call_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

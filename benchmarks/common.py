@@ -117,12 +117,17 @@ def gflops(flops: float, seconds: float) -> float:
 @dataclass
 class Prepared:
     """A ready implementation: `run()` computes, `fetch()` returns the last result;
-    `extra` carries figures for the benchmark's own report (a compile time)."""
+    `extra` carries figures for the benchmark's own report (a compile time).
+
+    An implementation that times itself (a library's own timer, such as
+    `time_evaluator`) gives `timing(min_time, repeat) -> Timing`, used instead of
+    `measure(run)`; it is still checked through `run` and `fetch` first."""
 
     run: Callable[[], object]
     fetch: Callable[[], np.ndarray]
     note: str = ""
     extra: dict = field(default_factory=dict)
+    timing: Callable[[float, int], Timing] | None = None
 
 
 @dataclass
@@ -189,7 +194,13 @@ def evaluate(
         else:
             why = f"max |error| {np.nanmax(np.abs(got - expected)):.3g}"
         return Row(impl.name, "WRONG", note=why, threads=threads)
-    timing = measure(prepared.run, min_time=min_time, repeat=repeat)
+    if prepared.timing is not None:
+        try:
+            timing = prepared.timing(min_time, repeat)
+        except Exception as exc:
+            return Row(impl.name, "failed", note=_first_line(exc), threads=threads)
+    else:
+        timing = measure(prepared.run, min_time=min_time, repeat=repeat)
     return Row(
         impl.name,
         "ok",
@@ -240,15 +251,61 @@ def run_all(
     reference: str,
     min_time: float = 0.05,
     repeat: int = 7,
+    table: Callable[[Sequence[Row], str], None] | None = None,
 ) -> list[Row]:
-    """Evaluate every implementation in order and print the table."""
+    """Evaluate every implementation in order and print the table (`print_table`
+    unless another printer, such as `print_latency_table`, is given)."""
     rows = []
     for impl in impls:
         print(f"  {impl.name} ...", flush=True)
         rows.append(evaluate(impl, expected, flops, min_time, repeat))
     print()
-    print_table(rows, reference)
+    (table or print_table)(rows, reference)
     return rows
+
+
+def print_latency_table(rows: Sequence[Row], reference: str) -> None:
+    """Print the rows as microseconds per call; the ratio column is the
+    `reference` row's time over each row's (above 1 is faster)."""
+    ref = next((r for r in rows if r.name == reference and r.status == "ok"), None)
+    width = max(len("implementation"), *(len(r.name) for r in rows))
+    vs = f"vs {reference}"
+    rw = max(len(vs), 10)
+    head = (
+        f"{'implementation':<{width}}  {'us/call':>9}  {'spread':>6}  "
+        f"{'best (us)':>9}  {vs:>{rw}}  notes"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if r.status == "ok":
+            assert r.timing is not None
+            ratio = f"{ref.timing.median / r.timing.median:.2f}x" if ref else "-"
+            cells = (
+                f"{r.timing.median * 1e6:9.3f}  {r.timing.spread * 100:5.1f}%  "
+                f"{r.timing.low * 1e6:9.3f}  {ratio:>{rw}}"
+            )
+        else:
+            cells = f"{r.status:>9}  {'':>6}  {'':>9}  {'':>{rw}}"
+        print(f"{r.name:<{width}}  {cells}  {r.note}".rstrip())
+    if ref is None:
+        print(f"(the reference, {reference}, did not run: no ratios)")
+    print(
+        "us/call: median of the measurements, each the mean of many back-to-back "
+        "calls; spread: (slowest - fastest) / median; best: the fastest; ratio: "
+        "reference time / this row's time (above 1 is faster)."
+    )
+
+
+def check_latency(rows: Sequence[Row], name: str, limit: float) -> str:
+    """One line saying whether row `name` takes at most `limit` seconds a call."""
+    row = next((r for r in rows if r.name == name), None)
+    goal = f"{name} <= {limit * 1e6:g} us a call"
+    if row is None or row.status != "ok" or row.timing is None:
+        return f"  {goal}: cannot tell ({row.status if row else 'absent'})"
+    median, best = row.timing.median * 1e6, row.timing.low * 1e6
+    verdict = "met" if row.timing.median <= limit else "NOT met"
+    return f"  {goal}: {verdict} (median {median:.3f} us, best {best:.3f} us)"
 
 
 def add_timing_options(parser: argparse.ArgumentParser) -> None:

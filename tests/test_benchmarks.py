@@ -153,6 +153,42 @@ def test_the_table_shows_ratios_to_the_reference(capsys):
     assert "cannot tell (bad: WRONG)" in common.check_target(rows, "bad", "ref", 1)
 
 
+def test_an_implementation_that_times_itself_is_checked_first():
+    timed = []
+
+    def setup(result):
+        def timing(min_time, repeat):
+            timed.append((min_time, repeat))
+            return common.Timing(2e-6, 1e-6, 3e-6, 0, repeat)
+
+        return common.Prepared(lambda: None, lambda: result, timing=timing)
+
+    row = common.evaluate(
+        common.Impl("own", lambda: setup(EXPECTED)), EXPECTED, 0, 0.02, 5
+    )
+    assert (row.status, row.timing.median, timed) == ("ok", 2e-6, [(0.02, 5)])
+    row = common.evaluate(common.Impl("bad", lambda: setup(EXPECTED + 1)), EXPECTED, 0)
+    assert row.status == "WRONG" and len(timed) == 1
+
+
+def test_the_latency_table_shows_microseconds_and_ratios(capsys):
+    rows = [
+        common.Row("ref", "ok", common.Timing(1e-6, 0.9e-6, 1.1e-6, 10, 3)),
+        common.Row("slow", "ok", common.Timing(4e-6, 4e-6, 4e-6, 10, 3), note="n"),
+        common.Row("gone", "not installed", note="(tvm)"),
+    ]
+    common.print_latency_table(rows, "ref")
+    out = capsys.readouterr().out
+    assert re.search(r"^ref\s+1\.000\s+20\.0%\s+0\.900\s+1\.00x$", out, re.M)
+    assert re.search(r"^slow\s+4\.000\s+0\.0%\s+4\.000\s+0\.25x\s+n$", out, re.M)
+    assert re.search(r"^gone\s+not installed\s+\(tvm\)$", out, re.M)
+    assert common.check_latency(rows, "ref", 2e-6) == (
+        "  ref <= 2 us a call: met (median 1.000 us, best 0.900 us)"
+    )
+    assert "NOT met (median 4.000 us" in common.check_latency(rows, "slow", 2e-6)
+    assert "cannot tell (not installed)" in common.check_latency(rows, "gone", 2e-6)
+
+
 def run_quick(script: str) -> dict[str, str]:
     """Run a benchmark in --quick mode; each row's status ("ok" when timed)."""
     out = subprocess.run(
@@ -209,6 +245,25 @@ def test_conv2d_quick_checks_every_row():
     )
 
 
+CALL_OVERHEAD_ROWS = [
+    "ember NDArray",
+    "ember numpy",
+    "ember torch",
+    "ember torch from_dlpack once",
+    "ember time_evaluator",
+    "apache-tvm function",
+    "apache-tvm Relax VM",
+    "onnxruntime run",
+    "onnxruntime iobinding",
+    "torch add",
+    "numpy add",
+]
+
+
+def test_call_overhead_quick_checks_every_row():
+    check_rows(run_quick("call_overhead.py"), CALL_OVERHEAD_ROWS)
+
+
 BLOCK_BENCH_EXTRA = """
 import runpy, sys
 
@@ -237,3 +292,22 @@ def test_without_the_bench_extra_its_rows_say_not_installed():
     assert re.search(r"^ember scheduled\s+\d+\.\d+", out, re.M), out
     assert "ember scheduled >= 0.6 x numpy: " in out
     assert "cannot tell (apache-tvm same schedule: not installed)" in out
+
+
+def test_call_overhead_without_the_bench_extra():
+    out = subprocess.run(
+        [sys.executable, "-c", BLOCK_BENCH_EXTRA, str(BENCH / "call_overhead.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=BENCH,
+    ).stdout
+    for name in CALL_OVERHEAD_ROWS:
+        if name.startswith(("apache-tvm", "onnxruntime", "torch", "ember torch")):
+            assert re.search(rf"^{name}\s+not installed\s+\(\w+\)$", out, re.M), out
+    for name in ("ember NDArray", "ember numpy", "ember time_evaluator", "numpy add"):
+        assert re.search(rf"^{name}\s+\d+\.\d+", out, re.M), out
+    assert re.search(
+        r"^  ember NDArray <= 2 us a call: (met|NOT met) \(median", out, re.M
+    )
