@@ -16,6 +16,7 @@ _LAZY = {
     "build": ("ember.driver", "build"),
     "lower": ("ember.lowering", "lower"),
     "Target": ("ember.backends.llvm", "Target"),
+    "register_func": ("ember.runtime", "register_func"),
 }
 _SUBMODULES = ("te", "runtime", "passes", "dialects", "backends", "tools")
 

@@ -12,10 +12,10 @@ JIT-compiles, ``DSOModule`` when it loads a library); a C host may write its own
 function there. The trampoline finds the function registered under ``name``
 (``register_func``), hands it the arguments (tensors as zero-copy NDArray views of
 the compiled code's buffers, valid during the call), and writes an int, float,
-str or NDArray result to ``ret``. A Python exception does not cross into compiled code: it is
-kept for this thread, the hook returns -1 with a message in ``ret``, the compiled
-function stops and returns ``CALLBACK_ERROR`` (-100), and its ``PackedFunc``
-raises the kept exception again.
+str or NDArray result to ``ret``. A Python exception does not cross into compiled
+code: it is kept for this thread, the hook returns -1 with a message in ``ret``,
+the compiled function stops and returns ``CALLBACK_ERROR`` (-100), and its
+``PackedFunc`` raises the kept exception again.
 """
 
 import ctypes
