@@ -232,6 +232,12 @@ def _check_extent(path: str, header: ElfHeader, size: int, f) -> None:
                 f"the file has {size} bytes"
             )
 
+    entry_size = 56 if header.bits == 64 else 32
+    if header.phnum and header.phentsize < entry_size:
+        raise InvalidLibraryError(
+            f"{path} has a damaged ELF header: program headers of "
+            f"{header.phentsize} bytes, expected at least {entry_size}"
+        )
     need(header.phoff + header.phnum * header.phentsize, "program headers")
     f.seek(header.phoff)
     table = f.read(header.phnum * header.phentsize)

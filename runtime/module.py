@@ -284,7 +284,8 @@ class Module:
             cc: the C compiler for a ``.so`` (default ``$CC``, else ``cc``); a
                 module compiled for another machine needs one for that machine,
                 e.g. ``"aarch64-linux-gnu-gcc"``.
-            options: more arguments for the link line (``-L...``, ``-l...``).
+            options: more arguments for the link line of a ``.so``
+                (``-L...``, ``-l...``).
 
         Raises:
             ExportError: a suffix other than ``.so``/``.tar``; a module with no
@@ -323,7 +324,8 @@ class Module:
         }
         metadata_object = self._metadata_object(document)
         if suffix == ".tar":
-            _cc.write_tar(path, objects, metadata_object, {"triple": objects[0].triple})
+            manifest = {"triple": objects[0].triple, "metadata": document}
+            _cc.write_tar(path, objects, metadata_object, manifest)
             return
         machine = elf.triple_machine(objects[0].triple)
         host = elf.host_machine()

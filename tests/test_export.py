@@ -150,6 +150,7 @@ def test_tar_contents(exported):
     assert manifest["format"] == "ember-library" and manifest["version"] == 1
     assert manifest["objects"] == ["0_axpy.o", "__ember_metadata.o"]
     assert manifest["openmp"] is True
+    assert manifest["metadata"]["functions"]["axpy"]["args"][2]["name"] == "C"
     for code in objects.values():
         assert elf.parse_header(code).type == 1  # relocatable objects
 
@@ -716,3 +717,43 @@ def test_host_library_records_the_features_it_uses(exported):
     assert elf.missing_cpu_features(features) == []
     if elf.host_machine() == "x86_64" and "avx2" in (elf.host_cpu_flags() or ()):
         assert "avx2" in features
+
+
+@pytest.mark.parametrize(
+    ("triple", "magic"),
+    [("riscv64-linux-gnu", b"\x7fELF\x02\x01"), ("wasm32-unknown-unknown", b"\0asm")],
+)
+def test_cross_targets_export_tar(tmp_path, triple, magic):
+    mod = negate(target=f"llvm -mtriple={triple}")
+    mod.export_library(tmp_path / "m.tar")
+    manifest = cc.read_manifest(str(tmp_path / "m.tar"))
+    assert manifest["triple"] == triple
+    with tarfile.open(tmp_path / "m.tar") as tar:
+        for name in manifest["objects"]:
+            assert tar.extractfile(name).read().startswith(magic)
+    with pytest.raises(
+        rt.IncompatibleLibraryError, match=f"was built for {triple[:6]}"
+    ):
+        rt.load_module(tmp_path / "m.tar")
+
+
+def test_damaged_headers_never_escape_as_other_errors(exported, tmp_path):
+    """Random changes to the ELF header and program headers: the check passes
+    or raises a LibraryLoadError, never anything else (pure Python, no dlopen)."""
+    data = (exported / "axpy.so").read_bytes()
+    rng = np.random.default_rng(7)
+    path = tmp_path / "damaged.so"
+    outcomes = set()
+    for _ in range(300):
+        damaged = bytearray(data)
+        for _ in range(rng.integers(1, 4)):
+            damaged[rng.integers(4, 64 + 56 * 4)] = rng.integers(256)
+        path.write_bytes(damaged)
+        try:
+            elf.check_library(str(path))
+        except rt.LibraryLoadError as e:
+            outcomes.add(type(e).__name__)
+        else:
+            outcomes.add("ok")
+    assert outcomes <= {"ok", "InvalidLibraryError", "IncompatibleLibraryError"}
+    assert "InvalidLibraryError" in outcomes and "ok" in outcomes
