@@ -14,11 +14,11 @@ libraries and checks them first (``ember.runtime.elf``).
 import ctypes
 import json
 import os
-import re
 import tempfile
 
 from . import callbacks, elf, parallel
 from . import cc as _cc
+from . import export as _export
 from .errors import (
     EmberError,
     ExportError,
@@ -32,9 +32,11 @@ from .packed_func import PackedFunc
 METADATA_FUNCTION = "__ember_metadata"
 """The packed function a module defines to describe itself as a JSON string:
 ``{"entry": name | null, "functions": {name: {"args": [{"name", "shape", "dtype",
-"output"}]}}}``; every key but ``functions`` is optional."""
+"output"}]}}}``; every key but ``functions`` is optional. A library written by
+``export_library`` adds ``"triple"`` and ``"features"`` (the CPU features its
+code may use, which ``load_module`` checks)."""
 
-LIBRARY_SUFFIXES = (".so", ".tar")
+LIBRARY_SUFFIXES = _export.SUFFIXES
 """File suffixes ``load_module`` and ``export_library`` accept: a shared
 library, or a tar of object files and metadata."""
 
@@ -299,57 +301,7 @@ class Module:
             >>> mod.export_library("vecadd.so")  # doctest: +SKIP
             >>> load_module("vecadd.so")["vecadd"](a, b, c)  # doctest: +SKIP
         """
-        path = os.fspath(path)
-        suffix = os.path.splitext(path)[1]
-        if suffix not in LIBRARY_SUFFIXES:
-            raise ExportError(
-                f"export_library: cannot write {path}: expected a file ending in "
-                ".so (a shared library) or .tar (objects and metadata), got "
-                f"{suffix or 'no suffix'!r}"
-            )
-        modules = self._module_tree()
-        objects = [
-            m._object_file(f"{i}_{_file_stem(m)}.o") for i, m in enumerate(modules)
-        ]
-        _check_linkable(path, modules, objects)
-        document = {
-            "entry": self.entry_name,
-            "functions": {
-                name: function
-                for o in objects
-                for name, function in o.metadata.get("functions", {}).items()
-            },
-            "triple": objects[0].triple,
-            "features": sorted({f for o in objects for f in o.features}),
-        }
-        metadata_object = self._metadata_object(document)
-        if suffix == ".tar":
-            manifest = {"triple": objects[0].triple, "metadata": document}
-            _cc.write_tar(path, objects, metadata_object, manifest)
-            return
-        machine = elf.triple_machine(objects[0].triple)
-        host = elf.host_machine()
-        if cc is None and host is not None and machine != host:
-            raise ExportError(
-                f"export_library: {_label(0, self)} is compiled for "
-                f"{objects[0].triple}, not this {host} machine; linking {path} "
-                f"needs a C compiler for {machine}: pass cc=, e.g. "
-                f"cc='{machine}-linux-gnu-gcc', or export a .tar (no compiler needed)"
-            )
-        _link(path, objects, metadata_object, cc, options)
-
-    def _module_tree(self) -> list["Module"]:
-        """This module, then every module it imports, depth first, each once."""
-        seen: dict[int, Module] = {}
-
-        def visit(module: Module) -> None:
-            if id(module) not in seen:
-                seen[id(module)] = module
-                for imported in module._imports:
-                    visit(imported)
-
-        visit(self)
-        return list(seen.values())
+        _export.export_library(self, os.fspath(path), cc, options)
 
     def _object_file(self, name: str) -> "_cc.ObjectFile":
         """This module's code as an object file ``name`` for ``export_library``:
@@ -370,74 +322,6 @@ class Module:
     def __repr__(self) -> str:
         names = ", ".join(self.function_names())
         return f"Module({self.type_key}, entry={self.entry_name}, functions=[{names}])"
-
-
-def _file_stem(module: Module) -> str:
-    """A name for a module's object file: its entry or first function."""
-    names = [module.entry_name] if module.entry_name else module.function_names()
-    stem = re.sub(r"[^A-Za-z0-9_]+", "_", names[0] if names else "")[:40]
-    return stem or module.type_key
-
-
-def _label(index: int, module: Module) -> str:
-    """How export errors name the ``index``-th module of the tree."""
-    where = "the exported module" if index == 0 else f"imported module #{index}"
-    names = module.function_names()
-    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    return f"{where} ({module.type_key}: {shown or 'no functions'})"
-
-
-def _check_linkable(
-    path: str, modules: list[Module], objects: list["_cc.ObjectFile"]
-) -> None:
-    """Refuse modules that cannot share one library: compiled for different
-    machines, or defining the same function."""
-    first = objects[0]
-    defined: dict[str, int] = {}
-    for i, (module, o) in enumerate(zip(modules, objects, strict=True)):
-        if elf.triple_machine(o.triple) != elf.triple_machine(first.triple):
-            raise ExportError(
-                f"export_library: cannot link {_label(i, module)}, compiled for "
-                f"{o.triple}, with {_label(0, modules[0])}, compiled for "
-                f"{first.triple}, into one library"
-            )
-        for name in o.symbols:
-            other = defined.setdefault(name, i)
-            if other != i:
-                raise ExportError(
-                    f"export_library: cannot write {path}: function {name!r} is "
-                    f"defined by both {_label(other, modules[other])} and "
-                    f"{_label(i, module)}; rename one of them"
-                )
-
-
-def _link(
-    path: str,
-    objects: list["_cc.ObjectFile"],
-    metadata_object: bytes,
-    cc: "str | list[str] | None",
-    options: "list[str] | tuple[str, ...]",
-) -> None:
-    """Link the objects into the shared library ``path``.
-
-    The library is linked in a temporary directory beside ``path`` and renamed
-    over it, so a process that has an older ``path`` loaded keeps its mapping
-    intact, and a failed link leaves an existing ``path`` as it was.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    with tempfile.TemporaryDirectory(prefix=".ember-export-", dir=directory) as tmp:
-        files = []
-        for name, code in [
-            *((o.name, o.code) for o in objects),
-            ("__ember_metadata.o", metadata_object),
-        ]:
-            files.append(os.path.join(tmp, name))
-            with open(files[-1], "wb") as f:
-                f.write(code)
-        library = os.path.join(tmp, "library.so")
-        openmp = any(_cc.uses_openmp(o.code) for o in objects)
-        _cc.link_shared(library, files, cc, options, openmp=openmp)
-        os.replace(library, path)
 
 
 def _check_metadata(document: object) -> dict:
