@@ -37,7 +37,7 @@ def registered():
         return f
 
     yield register
-    for name in names:
+    for name in dict.fromkeys(names):
         remove_global_func(name)
 
 
@@ -412,3 +412,72 @@ def test_exported_library_calls_back_after_load_module(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"ok [({N},)]"
+
+
+def negate_kernel(name: str, callback: str) -> ember.runtime.Module:
+    A = te.placeholder((N,), name="A")
+    B = te.extern(
+        (N,),
+        [A],
+        lambda ins, outs: te.call_packed(callback, ins[0], outs[0]),
+        name="B",
+    )
+    return ember.build(te.create_schedule(B.op), [A, B], name=name)
+
+
+def test_nested_callbacks_report_the_innermost_exception(registered):
+    """A callback that runs compiled code whose callback raises: the exception
+    travels out through both kernels, each adding a note."""
+    inner = negate_kernel("inner", "test.fails")
+    outer = negate_kernel("outer", "test.runs_inner")
+    registered("test.fails", lambda x, y: 1 / 0)
+    registered("test.runs_inner", lambda x, y: inner(x, y))
+    a, b = np.ones(N, "float32"), np.zeros(N, "float32")
+    with pytest.raises(ZeroDivisionError) as info:
+        outer(a, b)
+    notes = info.value.__notes__
+    assert "'test.fails', called by compiled function 'inner'" in notes[0]
+    assert "'test.runs_inner', called by compiled function 'outer'" in notes[1]
+    registered("test.fails", lambda x, y: y.copyfrom(-x.numpy()))
+    outer(a, b)
+    np.testing.assert_array_equal(b, -a)
+
+
+def test_threads_keep_their_own_exceptions(registered):
+    """Exceptions are kept per thread: concurrent calls each get their own."""
+    import threading
+
+    def by_sign(x, y):
+        first = float(x.numpy()[0])
+        if first < 0:
+            raise ValueError(f"negative {first}")
+        y.copyfrom(x.numpy() * 2)
+
+    registered("test.by_sign", by_sign)
+    mod = negate_kernel("by_sign", "test.by_sign")
+    failures: list[str] = []
+
+    def work(k: int) -> None:
+        a = np.full(N, k - 1.5, "float32")
+        b = np.zeros(N, "float32")
+        for _ in range(50):
+            try:
+                mod(a, b)
+            except ValueError as e:
+                if k >= 2:
+                    failures.append(f"thread {k}: unexpected {e}")
+                elif str(e) != f"negative {k - 1.5}":
+                    failures.append(f"thread {k}: someone else's {e}")
+            else:
+                if k < 2:
+                    failures.append(f"thread {k}: no exception")
+                elif not np.array_equal(b, a * 2):
+                    failures.append(f"thread {k}: wrong result")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert callbacks.take_error() is None
