@@ -235,3 +235,14 @@ def test_failing_metadata_function_is_an_ember_error():
         rt.EmberError, match="^table module: invalid __ember_metadata: it broke"
     ):
         _ = mod.metadata
+
+
+def test_module_without_object_code_cannot_be_exported(tmp_path):
+    mod = TableModule({"one": constant(1)})
+    with pytest.raises(
+        rt.ExportError, match="^table module cannot be exported: it has no object code"
+    ):
+        mod.export_library(tmp_path / "m.so")
+    with pytest.raises(rt.ExportError, match=r"ending in \.so .* or \.tar"):
+        mod.export_library(tmp_path / "m.zip")
+    assert list(tmp_path.iterdir()) == []
