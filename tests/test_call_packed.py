@@ -2,6 +2,7 @@
 
 import ctypes
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -481,3 +482,97 @@ def test_threads_keep_their_own_exceptions(registered):
         t.join()
     assert failures == []
     assert callbacks.take_error() is None
+
+
+C_HOST = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include "ember_runtime.h"
+
+/* The host's own dispatcher: "c.fill"(out, value) fills a float32 tensor;
+ * value < 0 fails with a message, as a host function would. */
+static int32_t hook(const char* name, EmberValue* args, int32_t* codes,
+                    int32_t n, EmberValue* ret, int32_t* ret_code) {
+  if (strcmp(name, "c.fill") != 0 || n != 2 || codes[0] != EMBER_TYPE_DLTENSOR ||
+      codes[1] != EMBER_TYPE_INT) {
+    ret->v_handle = (void*)"c host: unexpected call";
+    *ret_code = EMBER_TYPE_STR;
+    return -1;
+  }
+  DLTensor* out = (DLTensor*)args[0].v_handle;
+  if (args[1].v_int64 < 0) {
+    ret->v_handle = (void*)"c host: negative fill";
+    *ret_code = EMBER_TYPE_STR;
+    return -1;
+  }
+  for (int64_t i = 0; i < out->shape[0]; i++)
+    ((float*)out->data)[i] = (float)args[1].v_int64;
+  *ret_code = EMBER_TYPE_NULL;
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  void* lib = dlopen(argv[1], RTLD_NOW);
+  if (!lib) { fprintf(stderr, "%s\n", dlerror()); return 2; }
+  EmberPackedFunc f = (EmberPackedFunc)dlsym(lib, "filled");
+  EmberCallPackedHook* slot = dlsym(lib, EMBER_CALL_PACKED_SYMBOL);
+  if (!f || !slot) return 3;
+  float x[4] = {1, 2, 3, 4}, y[4];
+  int64_t shape[1] = {4};
+  DLTensor tx = {x, {1, 0}, 1, {2, 32, 1}, shape, NULL, 0};
+  DLTensor ty = {y, {1, 0}, 1, {2, 32, 1}, shape, NULL, 0};
+  EmberValue args[2];
+  int32_t codes[2] = {EMBER_TYPE_DLTENSOR, EMBER_TYPE_DLTENSOR};
+  args[0].v_handle = &tx;
+  args[1].v_handle = &ty;
+  EmberValue ret;
+  int32_t ret_code;
+  int32_t rc = f(args, codes, 2, &ret, &ret_code);  /* no hook yet */
+  printf("%d %s\n", rc, rc ? (const char*)ret.v_handle : "");
+  *slot = hook;
+  rc = f(args, codes, 2, &ret, &ret_code);
+  printf("%d %g %g %g %g\n", rc, y[0], y[1], y[2], y[3]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler (cc) on PATH")
+def test_c_host_installs_its_own_hook(tmp_path):
+    """No Python at run time: a C program loads the library, calls the kernel
+    without a hook (a clean error), then with its own dispatcher."""
+    A = te.placeholder((4,), name="A")
+    B = te.extern(
+        (4,), [A], lambda ins, outs: te.call_packed("c.fill", outs[0], 7), name="B"
+    )
+    C = te.compute((4,), lambda i: B[i] + A[i], name="C")
+    mod = ember.build(te.create_schedule(C.op), [A, C], name="filled")
+    if not hasattr(mod, "export_library"):
+        pytest.skip("export_library has not landed")
+    library = tmp_path / "filled.so"
+    mod.export_library(str(library))
+    source = tmp_path / "host.c"
+    source.write_text(C_HOST)
+    include = os.path.join(os.path.dirname(ember.runtime.__file__), "include")
+    host = tmp_path / "host"
+    subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            "-D_GNU_SOURCE",
+            "-I",
+            include,
+            str(source),
+            "-o",
+            str(host),
+            "-ldl",
+        ],
+        check=True,
+    )
+    done = subprocess.run([str(host), str(library)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "-100 filled: no host function table: cannot call 'c.fill'",
+        "0 8 9 10 11",
+    ]
