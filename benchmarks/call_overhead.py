@@ -245,12 +245,12 @@ def main(argv: list[str] | None = None) -> list:
     print("call overhead: C = A + B over n float32s, called from Python")
     print(describe_machine())
     rng = np.random.default_rng(0)
-    verdicts = []
+    rows: dict[int, list] = {}
     for n in sizes:
         a = rng.uniform(-1, 1, n).astype(np.float32)
         b = rng.uniform(-1, 1, n).astype(np.float32)
         print(f"\nn = {n}")
-        rows = run_all(
+        rows[n] = run_all(
             implementations(a, b),
             a + b,
             0.0,
@@ -258,13 +258,11 @@ def main(argv: list[str] | None = None) -> list:
             table=print_latency_table,
             **timing_options(opts),
         )
-        verdicts += [
-            check_latency(rows, name, LIMIT) for name in (REFERENCE, EMBER_NUMPY)
-        ]
-        verdicts[-2:] = [f"{v} [n = {n}]" for v in verdicts[-2:]]
     print("targets:")
-    print("\n".join(verdicts))
-    return rows
+    for n, sized in rows.items():
+        for name in (REFERENCE, EMBER_NUMPY):
+            print(f"{check_latency(sized, name, LIMIT)} [n = {n}]")
+    return [row for sized in rows.values() for row in sized]
 
 
 if __name__ == "__main__":

@@ -512,9 +512,11 @@ class PackedFunc:
     Native functions follow the packed C ABI (see the module docstring) and take:
     NDArray (its DLTensor*), C-contiguous numpy array (zero-copy DLTensor*), any
     other DLPack tensor (zero-copy, via ``from_dlpack``), bool and int (int64),
-    float (double), str (UTF-8, NUL-terminated) and None. They return None, an
-    int, a float or a str; a non-zero return code raises ``EmberError``. Python
-    callables (for ``register_func``) are called with the arguments as given.
+    float (double), str (UTF-8, NUL-terminated), None, a PackedFunc (its
+    ``handle``, type code 10) and a Module (``module_handle``, type code 9).
+    They return None, an int, a float, a str, a PackedFunc or a Module; a
+    non-zero return code raises ``EmberError``. Python callables (for
+    ``register_func``) are called with the arguments as given.
 
     A native function's ``outputs`` are the positions it writes: a read-only
     array (``writeable=False``, e.g. over a read-only mmap, or a read-only DLPack
@@ -602,8 +604,8 @@ class PackedFunc:
         to raise again (as ``__ember_call_packed`` does; see
         ``ember.runtime.callbacks``).
         """
-        if self._address is not None:
-            return self._address
+        if self._address is not None or self._pyfunc is None:
+            return self._address or 0
         if self._trampoline is None:
             trampoline = PACKED_FUNC_TYPE(_python_trampoline(self._pyfunc, self.name))
             address = ctypes.cast(trampoline, c_void_p).value or 0
