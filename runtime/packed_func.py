@@ -20,6 +20,7 @@ signature of argument types generates a small Python function for it (see
 
 import ctypes
 import operator
+import re
 import struct
 import sys
 import weakref
@@ -402,7 +403,7 @@ def {name}(self, args):
     try:
         {capsules}
         values = pack({values})
-    except (BufferError, struct_error):
+    except Exception:  # the general path raises it with its context
         return self._slow(args)
     try:
         area, code = pop_ret()
@@ -435,7 +436,6 @@ def _fast_caller(plan: _Plan, outputs: tuple[int, ...]) -> Callable | None:
         "new_ret": _new_ret,
         "capsule_pointer": capsule_pointer,
         "peek": c_void_p.from_address,
-        "struct_error": struct.error,
     }
     checks, capsules, values = [], [], []
     for i, (kind, t, a) in enumerate(zip(plan.kinds, plan.types, names, strict=True)):
@@ -459,7 +459,9 @@ def _fast_caller(plan: _Plan, outputs: tuple[int, ...]) -> Callable | None:
         else:
             namespace[f"g{i}"] = kind[2]
             values.append(f"g{i}({a})")
-    name = "call_" + "_".join(t.__name__ for t in plan.types)
+    name = re.sub(r"\W", "_", "call_" + "_".join(t.__name__ for t in plan.types))
+    if not name.isidentifier():
+        name = "call"
     source = _FAST_TEMPLATE.format(
         name=name,
         n=n,
@@ -658,10 +660,14 @@ class PackedFunc:
         try:
             if plan is None:
                 plan = _plan_for(tuple(map(type, args)))
+            values = None
             if plan.getters is not None:
                 getters = plan.getters  # map(operator.call, ...) puzzles pyright
-                values = plan.pack(*map(operator.call, getters, args))  # pyright: ignore
-            else:
+                try:
+                    values = plan.pack(*map(operator.call, getters, args))  # pyright: ignore
+                except _ARGUMENT_ERRORS:
+                    pass  # packed again one by one, to say which argument failed
+            if values is None:
                 values, keep = _pack_slow(plan, args, self._output_set)
         except struct.error:
             raise OverflowError(f"{self.name}: {_overflow_message(args)}") from None

@@ -593,3 +593,34 @@ def test_packed_func_and_module_return_values():
     assert got is python
     handle = packed_func.module_handle(mod)
     assert Recorder(ret_code=TypeCode.MODULE_HANDLE, ret=handle).func()() is mod
+
+
+def test_fast_callers_of_oddly_named_types():
+    odd = type("odd-array é", (rt.NDArray,), {})
+    a = odd(np.arange(3, dtype=np.float32))
+    rec = Recorder()
+    f = rec.func()
+    f(a, a)
+    f(a, a)
+    assert f._call.__name__ == "call_odd_array_é_odd_array_é"
+    assert rec.calls[1][0][1][3] == (3,)
+
+
+def test_fast_path_errors_keep_their_context():
+    class Flaky(float):
+        """A float whose conversion fails once the signature is known."""
+
+        fail = False
+
+        def __float__(self):
+            if Flaky.fail:
+                raise TypeError("no float today")
+            return 0.5
+
+    rec = Recorder()
+    f = rec.func()
+    f(Flaky(1.0))
+    assert rec.calls == [[(TypeCode.FLOAT, 0.5)]]
+    Flaky.fail = True
+    with pytest.raises(TypeError, match=r"^f: argument 0: no float today$"):
+        f(Flaky(1.0))
