@@ -15,14 +15,12 @@ the call.
 
 Calls are fast (about a microsecond for three tensors): the first call with a new
 signature of argument types generates a small Python function for it (see
-``_fast_caller``) that the PackedFunc keeps calling while the types stay the same.
+``fast_call``) that the PackedFunc keeps calling while the types stay the same.
 """
 
 import ctypes
 import operator
-import re
 import struct
-import sys
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from ctypes import CFUNCTYPE, Structure, Union, c_double, c_int32, c_int64, c_void_p
@@ -31,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from . import fast_call
 from .dlpack import VERSIONED_TENSOR_OFFSET, capsule_pointer
 from .errors import EmberError
 from .ndarray import NDArray, from_dlpack
@@ -75,11 +74,6 @@ PACKED_FUNC_TYPE = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int32, c_void_p, c_v
 # is released for the duration of the native call.
 _UNCHECKED_TYPE = CFUNCTYPE(c_int32)
 
-# Where a call's return value and type code land: a _Ret's 16 bytes as a ctypes
-# array (passed as a pointer without byref) and a view of its code.
-_RetArea = c_int64 * 2
-_CodeSlot = c_int32 * 1
-_CODE_AT = _Ret.code.offset
 
 # How each Python argument type becomes an EmberValue: a struct format character,
 # a type code and a getter. Kinds without a getter need per-call memory (below).
@@ -346,79 +340,9 @@ _RETURN_READERS: dict[int, Callable[[EmberValue], Any]] = {
 _NULL, _STR_CODE = int(TypeCode.NULL), int(TypeCode.STR)
 _CALLBACK_ERROR = -100  # a registered function it called failed (runtime.callbacks)
 
-# Spare return areas, each (area, code slot) with the code slot reading NULL.
-# A call pops one and puts it back, so calls share a few areas instead of
-# allocating one each; list.pop and list.append are atomic under the GIL, so
-# concurrent calls from several threads (the GIL is released while native code
-# runs) and calls nested inside callbacks each get their own.
-_SPARE_RETS: list[tuple[Any, Any]] = []
-
-
-def _new_ret() -> tuple[Any, Any]:
-    area = _RetArea()
-    code = _CodeSlot.from_buffer(area, _CODE_AT)
-    code[0] = _NULL
-    return area, code
-
-
-def _capsule_pointer_offset() -> int | None:
-    """Where a capsule object holds its pointer, if reading it there is right.
-
-    ``PyCapsule_GetPointer`` is a ctypes foreign call (~200 ns); reading the
-    field, which follows the object header in CPython's ``PyCapsule``, costs
-    ~120 ns. The offset is checked on a real numpy capsule; anywhere it does not
-    hold (another layout, another interpreter) calls use the API.
-    """
-    if sys.implementation.name != "cpython":
-        return None
-    offset = object.__basicsize__
-    probe = np.zeros(1).__dlpack__()
-    if c_void_p.from_address(id(probe) + offset).value != capsule_pointer(
-        probe, b"dltensor"
-    ):
-        return None
-    return offset
-
-
-_CAPSULE_POINTER_AT = _capsule_pointer_offset()
-_CAPSULE_POINTER = (
-    f"peek(id(c{{i}}) + {_CAPSULE_POINTER_AT}).value"
-    if _CAPSULE_POINTER_AT is not None
-    else 'capsule_pointer(c{i}, b"dltensor")'
-)
-
-# The fast caller of one signature, as Python source. Each argument contributes
-# a guard (its exact type), checks that fall back to the general path
-# (`self._slow`, which raises the proper error) and an expression packed into
-# the argument array. Numpy arrays go through numpy's C DLPack export; their
-# capsules (c0, c1, ...) are locals, alive until the native call has returned.
-_FAST_TEMPLATE = """\
-def {name}(self, args):
-    if len(args) != {n}:
-        return self._dispatch(args)
-    {unpack}
-    if {guards}:
-        return self._dispatch(args)
-    {checks}
-    try:
-        {capsules}
-        values = pack({values})
-    except Exception:  # the general path raises it with its context
-        return self._slow(args)
-    try:
-        area, code = pop_ret()
-    except IndexError:
-        area, code = new_ret()
-    rc = self._cfunc(values, codes, {n}, area, code)
-    if rc or code[0] != {null}:
-        return self._finish(rc, area, code, args)
-    push_ret((area, code))
-    return None
-"""
-
 
 def _fast_caller(plan: _Plan, outputs: tuple[int, ...]) -> Callable | None:
-    """Generate the fast caller for ``plan``'s signature, or None if it has none.
+    """The fast caller of ``plan``'s signature, or None if it has none.
 
     ``outputs`` are the NDArray positions the function writes; their arrays'
     ``writeable`` flags are checked on every call. Numpy arrays need no such
@@ -426,57 +350,21 @@ def _fast_caller(plan: _Plan, outputs: tuple[int, ...]) -> Callable | None:
     sends the call to the general path and its error. Strings and other DLPack
     tensors need per-call memory and take the general path.
     """
-    n = len(plan.types)
-    names = [f"a{i}" for i in range(n)]
-    namespace: dict[str, Any] = {
-        "pack": plan.pack,
-        "codes": plan.codes,
-        "pop_ret": _SPARE_RETS.pop,
-        "push_ret": _SPARE_RETS.append,
-        "new_ret": _new_ret,
-        "capsule_pointer": capsule_pointer,
-        "peek": c_void_p.from_address,
-    }
-    checks, capsules, values = [], [], []
-    for i, (kind, t, a) in enumerate(zip(plan.kinds, plan.types, names, strict=True)):
-        namespace[f"t{i}"] = t
+    recipes: list[fast_call.Recipe] = []
+    for i, (kind, t) in enumerate(zip(plan.kinds, plan.types, strict=True)):
         if kind is _TENSOR:
-            checks.append(f"if not {a}.flags.c_contiguous: return self._slow(args)")
-            capsules.append(f"c{i} = {a}.__dlpack__()")
-            values.append(_CAPSULE_POINTER.format(i=i))
+            recipes.append(("numpy", None))
         elif not isinstance(kind, tuple):
             return None
         elif kind is _SIMPLE_KINDS[NDArray]:
-            if i in outputs:
-                checks.append(
-                    f"if not {a}._arr.flags.writeable: return self._slow(args)"
-                )
-            values.append(f"{a}._handle")
+            recipes.append(("ndarray output" if i in outputs else "ndarray", None))
         elif t in (int, bool, float):
-            values.append(a)
+            recipes.append(("as is", None))
         elif t is type(None):
-            values.append("0")
+            recipes.append(("zero", None))
         else:
-            namespace[f"g{i}"] = kind[2]
-            values.append(f"g{i}({a})")
-    name = re.sub(r"\W", "_", "call_" + "_".join(t.__name__ for t in plan.types))
-    if not name.isidentifier():
-        name = "call"
-    source = _FAST_TEMPLATE.format(
-        name=name,
-        n=n,
-        unpack=f"({', '.join(names)},) = args" if n else "",
-        guards=" or ".join(f"type({a}) is not t{i}" for i, a in enumerate(names))
-        or "False",
-        checks="\n    ".join(checks),
-        capsules="\n        ".join(capsules),
-        values=", ".join(values),
-        null=_NULL,
-    )
-    exec(compile(source, f"<ember fast call {name}>", "exec"), namespace)
-    caller = namespace[name]
-    caller.source = source
-    return caller
+            recipes.append(("getter", kind[2]))
+    return fast_call.generate(plan.types, recipes, plan.pack, plan.codes)
 
 
 def _python_trampoline(pyfunc: Callable, name: str) -> Callable:
@@ -676,9 +564,9 @@ class PackedFunc:
         except _ReadOnlyOutput as e:
             raise EmberError(self._read_only_message(e.index)) from None
         try:
-            area, code = _SPARE_RETS.pop()
+            area, code = fast_call.SPARE_RETS.pop()
         except IndexError:
-            area, code = _new_ret()
+            area, code = fast_call.new_ret()
         rc = self._cfunc(values, plan.codes, len(args), area, code)  # pyright: ignore
         del keep
         return self._finish(rc, area, code, args)
@@ -702,7 +590,7 @@ class PackedFunc:
             return reader(ret.value)
         finally:
             code[0] = _NULL
-            _SPARE_RETS.append((area, code))
+            fast_call.SPARE_RETS.append((area, code))
 
     def _reraise_callback_error(self) -> None:
         """Raise again what a registered function called by this one raised."""

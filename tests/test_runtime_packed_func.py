@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ember import runtime as rt
-from ember.runtime import dlpack, packed_func
+from ember.runtime import dlpack, fast_call, packed_func
 from ember.runtime.packed_func import PACKED_FUNC_TYPE, EmberValue, TypeCode, describe
 
 
@@ -364,7 +364,7 @@ def test_fast_calls_keep_nothing(monkeypatch):
     for _ in range(10):  # warm up: the fast callers exist, the spare areas too
         f(a, b, c)
         g(x, x, c)
-    spares = len(packed_func._SPARE_RETS)
+    spares = len(fast_call.SPARE_RETS)
     general_path_forbidden(monkeypatch)
     tracemalloc.start()
     try:
@@ -376,7 +376,7 @@ def test_fast_calls_keep_nothing(monkeypatch):
     finally:
         tracemalloc.stop()
     assert after - before < 1024  # nothing per call stays allocated
-    assert len(packed_func._SPARE_RETS) == spares  # every return area came back
+    assert len(fast_call.SPARE_RETS) == spares  # every return area came back
 
 
 def test_fast_path_keeps_every_check():
@@ -414,7 +414,7 @@ def test_signatures_can_alternate():
 def test_fast_caller_with_the_capsule_api(monkeypatch):
     """Where a capsule's pointer cannot be read at its offset, the API is used."""
     monkeypatch.setattr(
-        packed_func, "_CAPSULE_POINTER", 'capsule_pointer(c{i}, b"dltensor")'
+        fast_call, "CAPSULE_POINTER", 'capsule_pointer(c{i}, b"dltensor")'
     )
     plan = packed_func._Plan((np.ndarray, np.ndarray))
     caller = packed_func._fast_caller(plan, ())
@@ -426,7 +426,7 @@ def test_fast_caller_with_the_capsule_api(monkeypatch):
         x.__array_interface__["data"][0],
         y.__array_interface__["data"][0],
     ]
-    assert packed_func._CAPSULE_POINTER_AT == 16  # CPython: the offset is used
+    assert fast_call.CAPSULE_POINTER_AT == 16  # CPython: the offset is used
 
 
 def test_nested_calls_get_their_own_return_areas():
@@ -624,3 +624,13 @@ def test_fast_path_errors_keep_their_context():
     Flaky.fail = True
     with pytest.raises(TypeError, match=r"^f: argument 0: no float today$"):
         f(Flaky(1.0))
+
+
+def test_fast_call_agrees_with_the_abi():
+    assert fast_call.NULL == TypeCode.NULL
+    assert ctypes.sizeof(fast_call.RetArea) == ctypes.sizeof(packed_func._Ret)
+    area, code = fast_call.new_ret()
+    ret = packed_func._Ret.from_buffer(area)
+    assert ret.code == TypeCode.NULL
+    code[0] = TypeCode.STR
+    assert ret.code == TypeCode.STR
