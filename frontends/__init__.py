@@ -1,0 +1,1 @@
+"""Model importers: ONNX models to graph IR (`ember.frontends.onnx`)."""
