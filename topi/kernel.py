@@ -1,0 +1,95 @@
+"""`Kernel`: what an operator builder in `ember.topi` returns.
+
+A kernel is one te function for one graph op (or one fusion group anchored on it):
+its output tensor, the placeholders it takes in call order, the numpy transforms
+that turn graph-layout params into the layouts its placeholders expect (applied
+once, at compile time), and its default schedule.
+
+    k = topi.conv2d(x, (64, 64, 3, 3), strides=(1, 1), padding=(1, 1, 1, 1),
+                    bias=True, epilogue=lambda v, idx: te.max(v, 0.0))
+    s = k.schedule()                       # the default CPU schedule
+    mod = ember.build(s, k.args, name="conv")
+    w_packed = k.transform("conv.weight", w_oihw)
+    mod(x_np, w_packed, k.transform("conv.bias", b), y)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ember import te
+from ember.schedule import Schedule
+
+# epilogue(value, indices) -> expr: applied to every output element of an anchor op;
+# `indices` are the op's logical output indices in the graph layout ((n, c, h, w)
+# for conv2d, (m, n) for dense).
+Epilogue = Callable[[te.Expr, tuple[te.Expr, ...]], te.Expr]
+
+
+@dataclass
+class Kernel:
+    """One compiled unit of the operator library.
+
+    Attributes:
+        output: the tensor the kernel writes, in the graph's layout.
+        placeholders: the kernel's inputs in call order: data inputs, then each
+            weight placeholder (packed layouts), then the epilogue's inputs.
+        weight_transforms: for each placeholder whose layout differs from the
+            graph param's, by placeholder name, a numpy function from the param
+            (graph layout, e.g. OIHW) to the placeholder's layout. Placeholders not
+            listed take the param as it is.
+        schedule_fn: applies the default schedule to a schedule of `output`.
+        attrs: free-form facts about the choice made (layout, tile sizes), for
+            tests, benchmarks and logs.
+    """
+
+    output: te.Tensor
+    placeholders: list[te.Tensor]
+    weight_transforms: dict[str, Callable[[np.ndarray], np.ndarray]] = field(
+        default_factory=dict
+    )
+    schedule_fn: Callable[[Schedule], None] | None = None
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def args(self) -> list[te.Tensor]:
+        """The arguments of the built function: placeholders, then the output."""
+        return [*self.placeholders, self.output]
+
+    def schedule(self, s: Schedule | None = None) -> Schedule:
+        """Apply the default schedule to `s` (a new schedule of `output` when None).
+
+        Returns:
+            The schedule.
+        """
+        if s is None:
+            s = te.create_schedule(self.output.op)
+        if self.schedule_fn is not None:
+            self.schedule_fn(s)
+        return s
+
+    def transform(self, name: str, value: np.ndarray) -> np.ndarray:
+        """The param `value` in the layout placeholder `name` expects."""
+        if not any(p.name == name for p in self.placeholders):
+            raise KeyError(
+                f"kernel '{self.output.name}' has no placeholder '{name}'; "
+                f"it has {', '.join(p.name for p in self.placeholders)}"
+            )
+        fn = self.weight_transforms.get(name)
+        out = value if fn is None else fn(value)
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def epilogue_inputs(epilogue_tensors: Sequence[te.Tensor] | None) -> list[te.Tensor]:
+    """The epilogue's extra input tensors as a list (None is no inputs)."""
+    return list(epilogue_tensors or ())
+
+
+def apply_epilogue(
+    epilogue: Epilogue | None, value: te.Expr, indices: tuple[te.Expr, ...]
+) -> te.Expr:
+    """`epilogue(value, indices)`, or `value` when there is no epilogue."""
+    return value if epilogue is None else epilogue(value, indices)
