@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.dialects import llvm, memref, vector
+from xdsl.dialects import arith, llvm, memref, vector
 from xdsl.dialects.builtin import (
     BFloat16Type,
     BytesAttr,
@@ -174,6 +174,43 @@ class _Accesses:
         Rewriter.insert_op(ops, InsertPoint.before(op))
         return ops[-1].results[0]
 
+    def view(self, op: memref.ViewOp) -> None:
+        """A typed view of an i8 buffer at a byte offset: a GEP of i8 by the offset.
+
+        The static memory plan of a model places every intermediate tensor at a
+        byte offset of one workspace buffer; a view is that tensor's bare pointer.
+        When the offset is a constant the view must lie inside its source (a plan
+        that overflows its workspace is a compiler bug, caught here rather than as
+        memory corruption at run time)."""
+        source = _buffer_type(op, op.source)
+        result = _buffer_type(op, op.result)
+        offset = _constant_index(op.byte_shift)
+        if offset is not None:
+            end = offset + _byte_size(result)
+            if offset < 0 or end > _byte_size(source):
+                raise cannot_lower(
+                    "convert-memref-to-llvm",
+                    op,
+                    f"expected the view's bytes [{offset}, {end}) inside the "
+                    f"{_byte_size(source)}-byte source, got {result} at byte "
+                    f"{offset}",
+                )
+        operands = [self.llvm_value(op.source), self.llvm_value(op.byte_shift)]
+        props = {**_GEP, "elem_type": IntegerType(8)}
+        gep = llvm.GEPOp.create(
+            operands=operands, result_types=[_PTR], properties=props
+        )
+        gep.results[0].name_hint = op.result.name_hint
+        Rewriter.insert_op(gep, InsertPoint.before(op))
+        if op.result.uses:
+            # Users not converted yet see a memref; accesses use the GEP itself.
+            back = UnrealizedConversionCastOp.get([gep.results[0]], [op.result.type])
+            Rewriter.insert_op(back, InsertPoint.before(op))
+            op.result.replace_all_uses_with(back.results[0])
+            self.values[back.results[0]] = gep.results[0]
+        op.detach()
+        op.erase()
+
     def memory(self, t: MemRefType) -> dict[str, Attribute]:
         """The properties of an aligned, non-atomic llvm.load/store of `t`'s elements."""
         size = element_bytes(t.element_type)
@@ -292,6 +329,19 @@ def _global(op: memref.GlobalOp) -> None:
     replace(op, [new], [])
 
 
+def _constant_index(value: SSAValue) -> int | None:
+    """The value of a constant index (`arith.constant`, or an `llvm.mlir.constant`
+    cast to index when arith was lowered first), or None if it is not one."""
+    op = value.owner
+    while isinstance(op, UnrealizedConversionCastOp) and len(op.inputs) == 1:
+        op = op.inputs[0].owner
+    if isinstance(op, arith.ConstantOp | llvm.ConstantOp) and isinstance(
+        op.value, IntegerAttr
+    ):
+        return op.value.value.data
+    return None
+
+
 def _get_global(op: memref.GetGlobalOp) -> None:
     _buffer_type(op, op.memref)
     address = llvm.AddressOfOp(op.name_, llvm.LLVMPointerType())
@@ -319,6 +369,12 @@ class ConvertMemRefToLLVMPass(ConvertToLLVMPass):
         %T = llvm.call @aligned_alloc(%c64, %c64) : (i64, i64) -> !llvm.ptr
         llvm.call @free(%T) : (!llvm.ptr) -> ()
 
+    A static `memref.view` of an i8 buffer is the buffer's pointer plus the byte
+    offset (the static memory plan's views of a model's workspace):
+
+        %v = memref.view %ws[%c128][] : memref<1024xi8> to memref<4x8xf32>
+        →  %v = llvm.getelementptr inbounds %ws[%c128] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+
     `memref.alloca` becomes an `llvm.alloca` aligned to 64 bytes at the top of the
     function's entry block, also when it was in a loop; `memref.global` /
     `memref.get_global` become `llvm.mlir.global` (a flat array) / `addressof`.
@@ -341,4 +397,5 @@ class ConvertMemRefToLLVMPass(ConvertToLLVMPass):
             memref.AllocaOp: _alloca,
             memref.GlobalOp: _global,
             memref.GetGlobalOp: _get_global,
+            memref.ViewOp: accesses.view,
         }  # type: ignore[dict-item]

@@ -56,3 +56,26 @@ func.func @subview(%A: memref<4x4xf32>) {
 }
 
 // CHECK: convert-memref-to-llvm: failed to convert 'memref.subview' to the llvm dialect
+
+// -----
+
+// A view at a constant offset must lie inside its source: a memory plan that
+// overflows its workspace is refused at compile time.
+
+func.func @view_past_end(%ws: memref<256xi8>) {
+  %c192 = arith.constant 192 : index
+  %t = memref.view %ws[%c192][] : memref<256xi8> to memref<4x8xf32>
+  func.return
+}
+
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.view' in @view_past_end: expected the view's bytes [192, 320) inside the 256-byte source, got memref<4x8xf32> at byte 192
+
+// -----
+
+func.func @view_dynamic(%ws: memref<256xi8>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %t = memref.view %ws[%c0][%n] : memref<256xi8> to memref<?xf32>
+  func.return
+}
+
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.view' in @view_dynamic: expected a static shape, got memref<?xf32>
