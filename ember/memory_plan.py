@@ -1,0 +1,160 @@
+"""The static memory plan of an ahead-of-time model: one workspace for every
+intermediate tensor, offsets reused by liveness.
+
+A model's kernels run in one fixed (topological) order, so the lifetime of each
+intermediate is known at compile time: from the step that writes it to the last
+step that reads it. Two tensors whose lifetimes intersect need disjoint bytes;
+the others may share. `plan_memory` places the tensors greedily by size, each at
+the lowest 64-byte aligned offset free of every already placed tensor it is live
+with (the "greedy by size" heuristic of TFLite's and TVM's planners), so the
+workspace is usually close to the peak of live bytes, never more than their sum.
+
+A tensor may alias another (a reshape or flatten of a contiguous tensor is the
+same bytes seen with another shape): it takes its root's offset, and the root
+lives as long as any of its aliases.
+
+    plan = plan_memory([
+        TensorLife("a", 4096, 0, 1),      # written by step 0, last read by step 1
+        TensorLife("b", 4096, 1, 2),
+        TensorLife("c", 4096, 2, 3),      # may reuse a's bytes
+    ])
+    plan.offsets == {"a": 0, "b": 4096, "c": 0}; plan.workspace_bytes == 8192
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALIGNMENT = 64
+"""Every tensor starts on a cache line (and a full AVX-512 vector)."""
+
+
+@dataclass(frozen=True)
+class TensorLife:
+    """One intermediate tensor: its size and the steps it is live in.
+
+    Attributes:
+        name: unique among the planned tensors.
+        nbytes: its size in bytes.
+        first: the step that writes it.
+        last: the last step that reads it (`>= first`; equal if nothing reads it).
+        alias_of: the name of a tensor whose bytes this one reuses (a reshape);
+            None for a tensor with storage of its own.
+    """
+
+    name: str
+    nbytes: int
+    first: int
+    last: int
+    alias_of: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Where each tensor lives in the workspace.
+
+    Attributes:
+        offsets: tensor name -> byte offset (aliases share their root's).
+        workspace_bytes: the workspace size (a multiple of `ALIGNMENT`).
+        total_bytes: what the tensors would take without reuse (for reports).
+    """
+
+    offsets: dict[str, int]
+    workspace_bytes: int
+    total_bytes: int
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGNMENT) * ALIGNMENT
+
+
+def _roots(tensors: list[TensorLife]) -> dict[str, str]:
+    """Each tensor's root: the tensor with storage that its alias chain ends in."""
+    by_name = {t.name: t for t in tensors}
+    if len(by_name) != len(tensors):
+        seen: set[str] = set()
+        duplicate = next(t.name for t in tensors if t.name in seen or seen.add(t.name))
+        raise ValueError(f"plan_memory: tensor '{duplicate}' is given twice")
+    roots: dict[str, str] = {}
+    for t in tensors:
+        chain = [t.name]
+        current = t
+        while current.alias_of is not None:
+            if current.alias_of not in by_name:
+                raise ValueError(
+                    f"plan_memory: tensor '{current.name}' aliases "
+                    f"'{current.alias_of}', which is not planned"
+                )
+            current = by_name[current.alias_of]
+            if current.name in chain:
+                raise ValueError(
+                    f"plan_memory: alias cycle {' -> '.join([*chain, current.name])}"
+                )
+            chain.append(current.name)
+        if t.nbytes > current.nbytes:
+            raise ValueError(
+                f"plan_memory: tensor '{t.name}' ({t.nbytes} bytes) cannot alias "
+                f"'{current.name}' ({current.nbytes} bytes)"
+            )
+        roots[t.name] = current.name
+    return roots
+
+
+def plan_memory(tensors: list[TensorLife]) -> MemoryPlan:
+    """Place `tensors` in one workspace, reusing the bytes of dead tensors.
+
+    Args:
+        tensors: the intermediates with their sizes and live steps.
+
+    Returns:
+        The offsets and the workspace size.
+
+    Raises:
+        ValueError: a bad lifetime, a duplicate name, or a bad alias.
+
+    Example:
+        >>> plan_memory([TensorLife("a", 100, 0, 1), TensorLife("b", 100, 2, 3)])
+        MemoryPlan(offsets={'a': 0, 'b': 0}, workspace_bytes=128, total_bytes=256)
+    """
+    for t in tensors:
+        if t.nbytes < 0 or t.last < t.first:
+            raise ValueError(
+                f"plan_memory: tensor '{t.name}': expected nbytes >= 0 and "
+                f"last >= first, got nbytes={t.nbytes}, first={t.first}, "
+                f"last={t.last}"
+            )
+    roots = _roots(tensors)
+    # A root lives from its first write to the last read of it or any alias.
+    spans: dict[str, tuple[int, int, int]] = {}
+    for t in tensors:
+        root = roots[t.name]
+        size, first, last = spans.get(root, (0, t.first, t.last))
+        own = t.nbytes if root == t.name else 0
+        spans[root] = (max(size, own), min(first, t.first), max(last, t.last))
+    order = sorted(spans, key=lambda r: (-spans[r][0], spans[r][1], r))
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
+    offsets: dict[str, int] = {}
+    for root in order:
+        size, first, last = spans[root]
+        size = _align(max(size, 1))
+        busy = sorted(
+            (start, end)
+            for start, end, f, la in placed
+            if f <= last and first <= la  # lifetimes intersect
+        )
+        offset = 0
+        for start, end in busy:
+            if offset + size <= start:
+                break
+            offset = max(offset, end)
+        offsets[root] = offset
+        placed.append((offset, offset + size, first, last))
+    workspace = max((end for _, end, _, _ in placed), default=0)
+    return MemoryPlan(
+        offsets={t.name: offsets[roots[t.name]] for t in tensors},
+        workspace_bytes=workspace,
+        total_bytes=sum(_align(t.nbytes) for t in tensors if t.alias_of is None),
+    )
+
+
+__all__ = ["ALIGNMENT", "MemoryPlan", "TensorLife", "plan_memory"]
