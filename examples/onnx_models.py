@@ -1,0 +1,539 @@
+"""ONNX models for ember's tests, demo and benchmarks, written with onnx.helper.
+
+Standard architectures with seeded random weights (numpy's default_rng), laid out as
+frameworks export them: convolutions without bias followed by unfused
+BatchNormalization, Clip(0, 6) as relu6, Gemm classifiers. Weights are scaled so that
+activations stay of order one through the whole network (He init before a
+rectifier, LeCun init before a linear output, batch-norm statistics near the true
+ones), which keeps a relative-error comparison against onnxruntime meaningful.
+
+    python examples/onnx_models.py mobilenet_v2 -o mobilenet_v2.onnx
+    python examples/onnx_models.py transformer_block --seq 32 --opset 18 -o t.onnx
+
+Every builder returns an onnx.ModelProto that passes onnx.checker; the input is
+named "input" and the output "output" unless the builder says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import sys
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSETS = range(13, 19)
+DEFAULT_OPSET = 17
+
+# t (expansion), c (output channels), n (repeats), s (first stride): MobileNetV2's table.
+MOBILENET_V2_SETTINGS = [
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+]
+
+
+class GraphBuilder:
+    """Accumulates nodes and initializers of one ONNX graph, naming values after
+    their node (``<node name>_output``) the way exporters do."""
+
+    def __init__(self, name: str, seed: int, opset: int):
+        if opset not in OPSETS:
+            raise ValueError(
+                f"expected an opset in {OPSETS.start}..{OPSETS.stop - 1}, got {opset}"
+            )
+        self.name = name
+        self.opset = opset
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self._constants: dict[tuple, str] = {}
+        # A rough second moment E[x^2] of each value, propagated layer by layer, so
+        # batch-norm statistics can be set near the ones training would have found.
+        self.moment: dict[str, float] = {}
+
+    # -- values --------------------------------------------------------------------
+
+    def initializer(self, name: str, array: np.ndarray) -> str:
+        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def constant(self, value, dtype=np.float32) -> str:
+        """A small literal initializer (a scalar, a shape, axes), shared by value."""
+        array = np.asarray(value, dtype=dtype)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        if key not in self._constants:
+            kind = "i" if array.dtype.kind == "i" else "f"
+            text = "_".join(str(v) for v in array.ravel().tolist()) or "empty"
+            name = f"const_{kind}{array.ndim}_{text}".replace("-", "m").replace(
+                ".", "p"
+            )
+            self._constants[key] = self.initializer(name, array)
+        return self._constants[key]
+
+    def node(
+        self,
+        op: str,
+        inputs: Sequence[str],
+        name: str,
+        moment: float | None = None,
+        **attrs,
+    ) -> str:
+        output = f"{name}_output"
+        self.nodes.append(helper.make_node(op, list(inputs), [output], name, **attrs))
+        if moment is None and op in ("Add", "Sub"):
+            moment = sum(self.moment_of(i) for i in inputs)
+        self.moment[output] = self.moment_of(inputs[0]) if moment is None else moment
+        return output
+
+    def moment_of(self, value: str) -> float:
+        return self.moment.get(value, 1.0)
+
+    def normal(self, shape: Sequence[int], std: float) -> np.ndarray:
+        return (self.rng.standard_normal(shape) * std).astype(np.float32)
+
+    def uniform(self, shape: Sequence[int], low: float, high: float) -> np.ndarray:
+        return self.rng.uniform(low, high, shape).astype(np.float32)
+
+    # -- layers --------------------------------------------------------------------
+
+    def conv(
+        self,
+        x: str,
+        cin: int,
+        cout: int,
+        kernel: int,
+        name: str,
+        stride: int = 1,
+        pad: int | None = None,
+        groups: int = 1,
+        gain: float = 2.0,
+        bias: bool = False,
+    ) -> str:
+        """A Conv whose weight has variance gain / fan_in (He init for gain 2)."""
+        fan_in = cin // groups * kernel * kernel
+        weight = self.normal(
+            (cout, cin // groups, kernel, kernel), math.sqrt(gain / fan_in)
+        )
+        inputs = [x, self.initializer(f"{name}.weight", weight)]
+        if bias:
+            inputs.append(self.initializer(f"{name}.bias", self.normal((cout,), 0.05)))
+        pad = kernel // 2 if pad is None else pad
+        return self.node(
+            "Conv",
+            inputs,
+            f"{name}/Conv",
+            moment=gain * self.moment_of(x),
+            kernel_shape=[kernel, kernel],
+            strides=[stride, stride],
+            pads=[pad] * 4,
+            dilations=[1, 1],
+            group=groups,
+        )
+
+    def batch_norm(self, x: str, channels: int, name: str, gamma=(0.8, 1.2)) -> str:
+        """Inference BatchNormalization whose statistics are near the input's
+        estimated ones (mean about 0, variance its second moment), so the normalised
+        values have a second moment of about gamma^2."""
+        m2 = self.moment_of(x)
+        params = [
+            self.uniform((channels,), *gamma),
+            self.normal((channels,), 0.05),
+            self.normal((channels,), 0.1 * math.sqrt(m2)),
+            self.uniform((channels,), 0.7 * m2, 1.3 * m2),
+        ]
+        suffixes = ["weight", "bias", "running_mean", "running_var"]
+        inputs = [x] + [
+            self.initializer(f"{name}.{s}", p)
+            for s, p in zip(suffixes, params, strict=True)
+        ]
+        moment = float(np.mean(np.square(gamma))) + 0.05**2
+        return self.node(
+            "BatchNormalization",
+            inputs,
+            f"{name}/BatchNormalization",
+            moment,
+            epsilon=1e-5,
+        )
+
+    def relu(self, x: str, name: str) -> str:
+        return self.node("Relu", [x], f"{name}/Relu", self.moment_of(x) / 2)
+
+    def relu6(self, x: str, name: str) -> str:
+        inputs = [x, self.constant(0.0), self.constant(6.0)]
+        return self.node("Clip", inputs, f"{name}/Clip", self.moment_of(x) / 2)
+
+    def gemm(self, x: str, k: int, n: int, name: str, gain: float = 1.0) -> str:
+        """A Gemm as exporters write a Linear layer: weight (n, k), transB=1, bias."""
+        weight = self.initializer(
+            f"{name}.weight", self.normal((n, k), math.sqrt(gain / k))
+        )
+        bias = self.initializer(f"{name}.bias", self.normal((n,), 0.05))
+        return self.node(
+            "Gemm", [x, weight, bias], f"{name}/Gemm", alpha=1.0, beta=1.0, transB=1
+        )
+
+    def linear(self, x: str, k: int, n: int, name: str, gain: float = 1.0) -> str:
+        """MatMul by a (k, n) weight then Add of a bias: a Linear on any rank."""
+        weight = self.initializer(
+            f"{name}.weight", self.normal((k, n), math.sqrt(gain / k))
+        )
+        y = self.node("MatMul", [x, weight], f"{name}/MatMul")
+        bias = self.initializer(f"{name}.bias", self.normal((n,), 0.05))
+        return self.node("Add", [y, bias], f"{name}/Add")
+
+    def reduce_mean(self, x: str, axes: Sequence[int], name: str) -> str:
+        """ReduceMean with keepdims, its axes an attribute before opset 18 and an
+        input from 18 on."""
+        if self.opset >= 18:
+            axes_input = self.constant(list(axes), np.int64)
+            return self.node(
+                "ReduceMean", [x, axes_input], f"{name}/ReduceMean", keepdims=1
+            )
+        return self.node(
+            "ReduceMean", [x], f"{name}/ReduceMean", axes=list(axes), keepdims=1
+        )
+
+    # -- the model -----------------------------------------------------------------
+
+    def model(
+        self,
+        inputs: Sequence[tuple[str, Sequence[int | str]]],
+        outputs: Sequence[tuple[str, str, Sequence[int | str]]],
+    ) -> onnx.ModelProto:
+        """Finish the graph: inputs as (name, shape), outputs as (value, name, shape);
+        each output value is renamed to its public name by an Identity-free rewrite."""
+        renames = {value: name for value, name, _ in outputs}
+        for node in self.nodes:
+            node.output[:] = [renames.get(o, o) for o in node.output]
+            node.input[:] = [renames.get(i, i) for i in node.input]
+        graph = helper.make_graph(
+            self.nodes,
+            self.name,
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+            [
+                helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                for _, n, s in outputs
+            ],
+            self.initializers,
+        )
+        opsets = [helper.make_opsetid("", self.opset)]
+        model = helper.make_model(
+            graph, opset_imports=opsets, producer_name="ember.examples"
+        )
+        model.ir_version = helper.find_min_ir_version_for(opsets)
+        onnx.checker.check_model(model, full_check=True)
+        return model
+
+
+# -- architectures ---------------------------------------------------------------------
+
+
+def mobilenet_v2(
+    batch: int = 1,
+    size: int = 224,
+    num_classes: int = 1000,
+    width: float = 1.0,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """MobileNetV2 (Sandler et al. 2018) as torchvision exports it: a 3x3 stride-2
+    stem, 17 inverted residual blocks, a 1x1 conv to 1280 channels, global average
+    pooling, a Reshape to (batch, 1280) and a Gemm classifier. `width` scales the
+    channel counts (rounded to multiples of 8) for small test models."""
+
+    def channels(c: float) -> int:
+        return max(8, int(c * width + 4) // 8 * 8)
+
+    g = GraphBuilder("mobilenet_v2", seed, opset)
+
+    def conv_bn(x, cin, cout, k, name, stride=1, groups=1, act=True):
+        gain = 2.0 if act else 1.0
+        y = g.conv(x, cin, cout, k, f"{name}.0", stride, groups=groups, gain=gain)
+        y = g.batch_norm(y, cout, f"{name}.1")
+        return g.relu6(y, name) if act else y
+
+    cin = channels(32)
+    x = conv_bn("input", 3, cin, 3, "features.0", stride=2)
+    index = 1
+    for t, c, n, s in MOBILENET_V2_SETTINGS:
+        cout = channels(c)
+        for i in range(n):
+            stride = s if i == 0 else 1
+            prefix = f"features.{index}.conv"
+            hidden = cin * t
+            y, j = x, 0
+            if t != 1:
+                y, j = conv_bn(y, cin, hidden, 1, f"{prefix}.{j}"), j + 1
+            y = conv_bn(y, hidden, hidden, 3, f"{prefix}.{j}", stride, groups=hidden)
+            y = g.conv(y, hidden, cout, 1, f"{prefix}.{j + 1}", gain=1.0)
+            # Residual branches start small, as in trained networks, so the sum
+            # of seven residual adds stays of order one.
+            y = g.batch_norm(y, cout, f"{prefix}.{j + 2}", gamma=(0.3, 0.6))
+            if stride == 1 and cin == cout:
+                y = g.node("Add", [x, y], f"features.{index}/Add")
+            x, cin = y, cout
+            index += 1
+    last = channels(1280) if width > 1.0 else 1280
+    x = conv_bn(x, cin, last, 1, f"features.{index}")
+    x = g.node("GlobalAveragePool", [x], "GlobalAveragePool")
+    x = g.node("Reshape", [x, g.constant([batch, -1], np.int64)], "Reshape")
+    x = g.gemm(x, last, num_classes, "classifier.1")
+    return g.model(
+        [("input", [batch, 3, size, size])], [(x, "output", [batch, num_classes])]
+    )
+
+
+def resnet18(
+    batch: int = 1,
+    size: int = 224,
+    num_classes: int = 1000,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """ResNet-18 (He et al. 2016) as torchvision exports it: a 7x7 stride-2 stem,
+    BatchNormalization, Relu, MaxPool 3x3 stride 2 pad 1, four stages of two basic
+    blocks (1x1 stride-2 downsample conv on stages 2-4), GlobalAveragePool, Flatten
+    and a Gemm classifier."""
+    g = GraphBuilder("resnet18", seed, opset)
+    x = g.conv("input", 3, 64, 7, "conv1", stride=2)
+    x = g.relu(g.batch_norm(x, 64, "bn1"), "relu")
+    # The max of nine rectified unit normals has a second moment near 2.5.
+    x = g.node(
+        "MaxPool",
+        [x],
+        "maxpool/MaxPool",
+        5 * g.moment_of(x),
+        kernel_shape=[3, 3],
+        strides=[2, 2],
+        pads=[1] * 4,
+    )
+    cin = 64
+    for stage, cout in enumerate([64, 128, 256, 512], start=1):
+        for block in range(2):
+            stride = 2 if stage > 1 and block == 0 else 1
+            name = f"layer{stage}.{block}"
+            y = g.conv(x, cin, cout, 3, f"{name}.conv1", stride)
+            y = g.relu(g.batch_norm(y, cout, f"{name}.bn1"), f"{name}/relu1")
+            y = g.conv(y, cout, cout, 3, f"{name}.conv2", gain=1.0)
+            y = g.batch_norm(y, cout, f"{name}.bn2", gamma=(0.3, 0.6))
+            if stride != 1 or cin != cout:
+                x = g.conv(x, cin, cout, 1, f"{name}.downsample.0", stride, gain=1.0)
+                x = g.batch_norm(x, cout, f"{name}.downsample.1")
+            x = g.relu(g.node("Add", [y, x], f"{name}/Add"), f"{name}/relu2")
+            cin = cout
+    x = g.node("GlobalAveragePool", [x], "avgpool/GlobalAveragePool")
+    x = g.node("Flatten", [x], "Flatten", axis=1)
+    x = g.gemm(x, 512, num_classes, "fc")
+    return g.model(
+        [("input", [batch, 3, size, size])], [(x, "output", [batch, num_classes])]
+    )
+
+
+def mlp(
+    batch: int = 8,
+    in_features: int = 64,
+    hidden: Sequence[int] = (128, 64),
+    num_classes: int = 10,
+    dynamic_batch: bool = False,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """A small multilayer perceptron: Gemm (transB=1) then MatMul + Add layers, each
+    followed by Relu (a Dropout, identity at inference, after the first), a last
+    linear layer and a Softmax over the classes. With `dynamic_batch` the batch
+    dimension is the symbol "N" (a shape override at import sets it)."""
+    g = GraphBuilder("mlp", seed, opset)
+    x, k = "input", in_features
+    for i, n in enumerate(hidden):
+        name = f"fc{i}"
+        x = g.gemm(x, k, n, name, gain=2.0) if i == 0 else g.linear(x, k, n, name, 2.0)
+        x = g.relu(x, name)
+        if i == 0:
+            x = g.node("Dropout", [x], f"{name}/Dropout")
+        k = n
+    x = g.linear(x, k, num_classes, "head")
+    x = g.node("Softmax", [x], "Softmax", axis=-1)
+    n = "N" if dynamic_batch else batch
+    return g.model([("input", [n, in_features])], [(x, "output", [n, num_classes])])
+
+
+def transformer_block(
+    batch: int = 1,
+    seq: int = 64,
+    d: int = 128,
+    heads: int = 4,
+    ffn: int | None = None,
+    layer_norm: str = "decomposed",
+    shape_ops: bool = False,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """A pre-norm transformer encoder block: x + attention(LN(x)), then
+    h + MLP(LN(h)) with a Gelu written out through Erf.
+
+    `layer_norm` is "decomposed" (ReduceMean, Sub, Mul, Add, Sqrt, Div, as older
+    exporters write it) or "onnx" (the opset-17 LayerNormalization op). With
+    `shape_ops` the head split's Reshape target is computed the way torch exports
+    it (Shape, Gather, Unsqueeze, Concat) instead of a constant.
+    """
+    if d % heads:
+        raise ValueError(f"expected d divisible by heads, got d={d}, heads={heads}")
+    if layer_norm not in ("decomposed", "onnx"):
+        raise ValueError(
+            f"expected layer_norm 'decomposed' or 'onnx', got {layer_norm!r}"
+        )
+    if layer_norm == "onnx" and opset < 17:
+        raise ValueError(f"LayerNormalization needs opset 17 or later, got {opset}")
+    ffn = 4 * d if ffn is None else ffn
+    dh = d // heads
+    g = GraphBuilder("transformer_block", seed, opset)
+
+    def norm(x: str, name: str) -> str:
+        gamma = g.initializer(f"{name}.weight", g.uniform((d,), 0.8, 1.2))
+        beta = g.initializer(f"{name}.bias", g.normal((d,), 0.05))
+        if layer_norm == "onnx":
+            return g.node(
+                "LayerNormalization",
+                [x, gamma, beta],
+                f"{name}/LayerNormalization",
+                axis=-1,
+                epsilon=1e-5,
+            )
+        mean = g.reduce_mean(x, [-1], f"{name}/mean")
+        centred = g.node("Sub", [x, mean], f"{name}/Sub")
+        square = g.node("Mul", [centred, centred], f"{name}/Mul")
+        var = g.reduce_mean(square, [-1], f"{name}/var")
+        std = g.node(
+            "Sqrt",
+            [g.node("Add", [var, g.constant(1e-5)], f"{name}/Add")],
+            f"{name}/Sqrt",
+        )
+        y = g.node("Div", [centred, std], f"{name}/Div")
+        return g.node(
+            "Add", [g.node("Mul", [y, gamma], f"{name}/Mul_1"), beta], f"{name}/Add_1"
+        )
+
+    def split_heads(x: str, name: str) -> str:
+        if shape_ops:
+            shape = g.node("Shape", [x], f"{name}/Shape")
+            dims = []
+            for axis in (0, 1):
+                dim = g.node(
+                    "Gather",
+                    [shape, g.constant(axis, np.int64)],
+                    f"{name}/Gather_{axis}",
+                    axis=0,
+                )
+                dims.append(
+                    g.node(
+                        "Unsqueeze",
+                        [dim, g.constant([0], np.int64)],
+                        f"{name}/Unsqueeze_{axis}",
+                    )
+                )
+            tail = g.constant([heads, dh], np.int64)
+            target = g.node("Concat", [*dims, tail], f"{name}/Concat", axis=0)
+        else:
+            target = g.constant([batch, seq, heads, dh], np.int64)
+        y = g.node("Reshape", [x, target], f"{name}/Reshape")
+        return g.node("Transpose", [y], f"{name}/Transpose", perm=[0, 2, 1, 3])
+
+    x = "input"
+    h = norm(x, "ln1")
+    q = split_heads(g.linear(h, d, d, "attn.q"), "attn.q")
+    k = split_heads(g.linear(h, d, d, "attn.k"), "attn.k")
+    v = split_heads(g.linear(h, d, d, "attn.v"), "attn.v")
+    kt = g.node("Transpose", [k], "attn/Transpose_k", perm=[0, 1, 3, 2])
+    scores = g.node("MatMul", [q, kt], "attn/MatMul_qk")
+    scores = g.node("Div", [scores, g.constant(math.sqrt(dh))], "attn/Div")
+    probs = g.node("Softmax", [scores], "attn/Softmax", axis=-1)
+    ctx = g.node("MatMul", [probs, v], "attn/MatMul_v")
+    ctx = g.node("Transpose", [ctx], "attn/Transpose_ctx", perm=[0, 2, 1, 3])
+    ctx = g.node(
+        "Reshape", [ctx, g.constant([batch, seq, d], np.int64)], "attn/Reshape"
+    )
+    x = g.node("Add", [x, g.linear(ctx, d, d, "attn.out")], "attn/Add")
+
+    h = norm(x, "ln2")
+    h = g.linear(h, d, ffn, "mlp.fc1", gain=2.0)
+    erf = g.node(
+        "Erf", [g.node("Div", [h, g.constant(math.sqrt(2.0))], "gelu/Div")], "gelu/Erf"
+    )
+    h = g.node(
+        "Mul", [h, g.node("Add", [erf, g.constant(1.0)], "gelu/Add")], "gelu/Mul"
+    )
+    h = g.node("Mul", [h, g.constant(0.5)], "gelu/Mul_1")
+    h = g.linear(h, ffn, d, "mlp.fc2")
+    x = g.node("Add", [x, h], "mlp/Add")
+    shape = [batch, seq, d]
+    return g.model([("input", shape)], [(x, "output", shape)])
+
+
+MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
+    "mobilenet_v2": mobilenet_v2,
+    "resnet18": resnet18,
+    "mlp": mlp,
+    "transformer_block": transformer_block,
+}
+
+
+def random_input(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
+    """Standard-normal float32 inputs for every graph input with a static shape."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        if any(not dim.HasField("dim_value") for dim in dims):
+            raise ValueError(f"input {value.name!r} has a symbolic dimension")
+        shape = [dim.dim_value for dim in dims]
+        feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Write one of ember's example ONNX models (seeded random weights)."
+    )
+    parser.add_argument("model", choices=sorted(MODELS))
+    parser.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    parser.add_argument("--opset", type=int, default=DEFAULT_OPSET)
+    parser.add_argument("--seed", type=int, default=0)
+    for option in ("batch", "size", "num-classes", "seq", "d", "heads", "ffn"):
+        parser.add_argument(f"--{option}", type=int)
+    parser.add_argument("--width", type=float, help="mobilenet_v2 channel multiplier")
+    parser.add_argument("--layer-norm", choices=["decomposed", "onnx"])
+    parser.add_argument("--shape-ops", action="store_true", default=None)
+    args = parser.parse_args(argv)
+
+    build = MODELS[args.model]
+    accepted = inspect.signature(build).parameters
+    kwargs = {}
+    for key, value in vars(args).items():
+        if key in ("model", "output") or value is None:
+            continue
+        if key not in accepted:
+            parser.error(f"--{key.replace('_', '-')} does not apply to {args.model}")
+        kwargs[key] = value
+    try:
+        model = build(**kwargs)
+    except ValueError as error:
+        parser.error(str(error))
+    onnx.save(model, args.output)
+    params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
+    print(
+        f"wrote {args.output}: {args.model}, {len(model.graph.node)} nodes, {params:,} parameters"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
