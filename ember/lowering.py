@@ -380,6 +380,8 @@ class _BodyEmitter:
             args = [self.emit(a) for a in e.args]
             if e.fn in ("max", "min"):
                 return self._binary(e.fn, e.dtype, *args)
+            if e.fn == "reinterpret":
+                return self.add(arith.BitcastOp(args[0], ir_type(e.dtype)))
             return self.add(_MATH[e.fn](args[0]))
         if isinstance(e, te.Cast):
             return self._cast(self.emit(e.value), e.value.dtype, e.dtype)

@@ -76,6 +76,7 @@ __all__ = [  # the API, the expression nodes included
     "sqrt",
     "tanh",
     "abs",
+    "reinterpret",
     "extern",
     "call_packed",
     "ExternOp",
@@ -488,6 +489,22 @@ log = _unary_math("log")
 sqrt = _unary_math("sqrt")
 tanh = _unary_math("tanh")
 abs = _unary_math("abs")  # noqa: A001
+
+_BITS = {"float16": 16, "float32": 32, "float64": 64, "int32": 32, "int64": 64}
+
+
+def reinterpret(dtype: str, value: ExprLike) -> Expr:
+    """The bits of `value` read as `dtype` of the same width (TVM's
+    `tir.reinterpret`), e.g. a float32's IEEE bits as an int32."""
+    value = _x.as_expr(value, "float32")
+    if _BITS.get(value.dtype) is None or _BITS.get(dtype) != _BITS[value.dtype]:
+        raise TypeError(
+            f"te.reinterpret: expected {value.dtype} and {dtype} of one bit width "
+            f"(float16/32/64, int32/64), got {value.dtype} -> {dtype}"
+        )
+    call = Call("reinterpret", [value])
+    call.dtype = dtype
+    return call
 
 
 def create_schedule(ops: Operation | Sequence[Operation]) -> Schedule:
