@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import fast_call
+from . import dlpack, fast_call
 from .dlpack import VERSIONED_TENSOR_OFFSET, capsule_pointer
 from .errors import EmberError
 from .ndarray import NDArray, from_dlpack
@@ -341,19 +341,76 @@ _NULL, _STR_CODE = int(TypeCode.NULL), int(TypeCode.STR)
 _CALLBACK_ERROR = -100  # a registered function it called failed (runtime.callbacks)
 
 
+# What the fast callers check of tensors filled through DLPack's exchange API,
+# by producer (the exact type's module and qualified name): an expression true
+# when a tensor must take the general path, before it is filled, and the dtypes
+# taken. A torch tensor that requires grad is refused by torch's __dlpack__ (the
+# filler does not check); is_contiguous() is torch's test of compact row-major
+# (~60 ns, against ~1 us to read the filled strides here); complex tensors may
+# carry the conjugate bit, which only __dlpack__ checks, so they take the
+# general path. torch never exports read-only memory (its versioned capsules
+# carry no read-only flag), so its tensors may be outputs, as they may on the
+# general path. Subclasses of a listed type (which may change __dlpack__ or
+# __torch_function__, e.g. torch.nn.Parameter) take the general path.
+_EXCHANGE_PRODUCERS: dict[tuple[str, str], tuple[str, frozenset[int]]] = {
+    ("torch", "Tensor"): (
+        "{a}.requires_grad or not {a}.is_contiguous()",
+        dlpack.REAL_DTYPE_WORDS,
+    ),
+}
+
+
+def _exchange_recipe(t: type, output: bool) -> "fast_call.Recipe | None":
+    """How a fast caller fills a ``t`` through the exchange API, or None.
+
+    Known producers (``_EXCHANGE_PRODUCERS``) are checked as listed there.
+    None where the type has no usable exchange API, for a subclass of a known
+    type, where a type overrides the ``__dlpack__`` of the class that offers
+    the API (its export may differ from the filler's), and for an output of an
+    unknown producer (its DLTensor cannot say whether the memory is read-only).
+    """
+    filler = dlpack.exchange_filler(t)
+    if filler is None:
+        return None
+    for i, base in enumerate(t.__mro__):
+        known = _EXCHANGE_PRODUCERS.get((base.__module__, base.__qualname__))
+        if known is None:
+            continue
+        if i:  # a subclass of a known type: its own rules are unknown
+            return None
+        refuse, dtypes = known
+        return ("exchange", fast_call.Exchange(filler.fill, refuse, True, dtypes))
+    owner = next(c for c in t.__mro__ if "__dlpack_c_exchange_api__" in vars(c))
+    if output or getattr(t, "__dlpack__", None) is not getattr(
+        owner, "__dlpack__", None
+    ):
+        return None
+    return (
+        "exchange",
+        fast_call.Exchange(filler.fill, None, False, dlpack.DTYPE_WORDS),
+    )
+
+
 def _fast_caller(plan: _Plan, outputs: tuple[int, ...]) -> Callable | None:
     """The fast caller of ``plan``'s signature, or None if it has none.
 
-    ``outputs`` are the NDArray positions the function writes; their arrays'
-    ``writeable`` flags are checked on every call. Numpy arrays need no such
-    check: numpy's (unversioned) DLPack export refuses read-only arrays, which
-    sends the call to the general path and its error. Strings and other DLPack
-    tensors need per-call memory and take the general path.
+    ``outputs`` are the NDArray and DLPack-tensor positions the function writes;
+    NDArray outputs' ``writeable`` flags are checked on every call. Numpy arrays
+    need no such check: numpy's (unversioned) DLPack export refuses read-only
+    arrays, which sends the call to the general path and its error. Tensors
+    with DLPack's C exchange API are filled into the call's area (see
+    ``_exchange_recipe``); strings and other DLPack tensors need per-call memory
+    and take the general path.
     """
     recipes: list[fast_call.Recipe] = []
     for i, (kind, t) in enumerate(zip(plan.kinds, plan.types, strict=True)):
         if kind is _TENSOR:
             recipes.append(("numpy", None))
+        elif kind is _DLPACK:
+            recipe = _exchange_recipe(t, i in outputs)
+            if recipe is None:
+                return None
+            recipes.append(recipe)
         elif not isinstance(kind, tuple):
             return None
         elif kind is _SIMPLE_KINDS[NDArray]:
@@ -519,9 +576,9 @@ class PackedFunc:
             plan = _plan_for(tuple(map(type, args)))
         except TypeError as e:
             raise _with_context(e, self.name) from None
-        ndarray = _SIMPLE_KINDS[NDArray]
+        tensors = (_SIMPLE_KINDS[NDArray], _DLPACK)
         outputs = tuple(
-            i for i in self._outputs if i < len(args) and plan.kinds[i] is ndarray
+            i for i in self._outputs if i < len(args) and plan.kinds[i] in tensors
         )
         try:
             fast = plan.fast[outputs]
@@ -571,8 +628,20 @@ class PackedFunc:
         del keep
         return self._finish(rc, area, code, args)
 
-    def _finish(self, rc: int, area, code, args: tuple) -> Any:
-        """The result of a call that returned ``rc``, its return area given back."""
+    def _finish(
+        self,
+        rc: int,
+        area,
+        code,
+        args: tuple,
+        give_back: Callable[[Any], None] | None = None,
+        item: Any = None,
+    ) -> Any:
+        """The result of a call that returned ``rc``, its return area given back.
+
+        The area goes back to ``fast_call.SPARE_RETS``, or, if ``give_back`` is
+        given, as ``give_back(item)`` (a call area of ``fast_call.new_area``).
+        """
         try:
             ret = _Ret.from_buffer(area)
             if rc:
@@ -590,7 +659,10 @@ class PackedFunc:
             return reader(ret.value)
         finally:
             code[0] = _NULL
-            fast_call.SPARE_RETS.append((area, code))
+            if give_back is None:
+                fast_call.SPARE_RETS.append((area, code))
+            else:
+                give_back(item)
 
     def _reraise_callback_error(self) -> None:
         """Raise again what a registered function called by this one raised."""
