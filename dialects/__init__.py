@@ -1,5 +1,6 @@
-"""ember's dialects, one file each: `te` (tensor expressions), `loop` (loop nests),
-and `llvm` (xDSL's llvm dialect with the instructions ember adds)."""
+"""ember's dialects, one file each: `graph` (operators on tensors), `te` (tensor
+expressions), `loop` (loop nests), and `llvm` (xDSL's llvm dialect with the
+instructions ember adds)."""
 
 from collections.abc import Callable
 
@@ -9,6 +10,11 @@ from xdsl.ir import Dialect
 
 def get_ember_dialects() -> dict[str, Callable[[], Dialect]]:
     """ember's dialects by name, imported only when first used."""
+
+    def graph() -> Dialect:
+        from ember.dialects.graph import Graph
+
+        return Graph
 
     def te() -> Dialect:
         from ember.dialects.te import TE
@@ -25,7 +31,7 @@ def get_ember_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return LLVM
 
-    return {"te": te, "loop": loop, "llvm": llvm}
+    return {"graph": graph, "te": te, "loop": loop, "llvm": llvm}
 
 
 def register_all_dialects(ctx: Context) -> Context:

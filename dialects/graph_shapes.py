@@ -1,0 +1,259 @@
+"""Shape inference for the `graph` dialect, on plain Python tuples.
+
+Each function takes the operand shapes and the op's attributes as Python values and
+returns the result shape, or raises `ShapeError` ("expected X, got Y") when the
+operands or attributes do not fit. The ops' verifiers and `build_inferred` builders
+(`dialects/graph.py`) share these, so what a builder accepts is what verifies.
+"""
+
+from collections.abc import Sequence
+from math import ceil, prod
+
+from xdsl.utils.exceptions import VerifyException
+
+Shape = tuple[int, ...]
+
+
+class ShapeError(VerifyException):
+    """Operands or attributes an op cannot take; the message says what was expected."""
+
+
+def _fmt(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+def _expect_len(name: str, values: Sequence[int], n: int) -> None:
+    if len(values) != n:
+        raise ShapeError(f"expected {n} values in '{name}', got {len(values)}")
+
+
+def expect_rank(what: str, shape: Shape, rank: int) -> None:
+    if len(shape) != rank:
+        raise ShapeError(f"expected {what} of rank {rank}, got {_fmt(shape)}")
+
+
+def _positive(name: str, values: Sequence[int]) -> None:
+    if any(v < 1 for v in values):
+        raise ShapeError(f"expected positive '{name}', got {list(values)}")
+
+
+def _non_negative(name: str, values: Sequence[int]) -> None:
+    if any(v < 0 for v in values):
+        raise ShapeError(f"expected non-negative '{name}', got {list(values)}")
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` in [-rank, rank) as a non-negative index."""
+    if not -rank <= axis < rank:
+        raise ShapeError(f"expected {what} in [{-rank}, {rank}), got {axis}")
+    return axis % rank
+
+
+def broadcast(*shapes: Shape) -> Shape:
+    """numpy's broadcasting of `shapes` (right-aligned, 1 stretches)."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            got = " and ".join(_fmt(s) for s in shapes)
+            raise ShapeError(f"expected broadcast-compatible shapes, got {got}")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def conv2d(
+    x: Shape,
+    w: Shape,
+    b: Shape | None,
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+) -> Shape:
+    expect_rank("data (NCHW)", x, 4)
+    expect_rank("weight (OIHW)", w, 4)
+    _expect_len("strides", strides, 2)
+    _expect_len("padding", padding, 4)
+    _expect_len("dilation", dilation, 2)
+    _positive("strides", strides)
+    _positive("dilation", dilation)
+    _non_negative("padding", padding)
+    if groups < 1:
+        raise ShapeError(f"expected positive groups, got {groups}")
+    n, c, h, wd = x
+    o, i, kh, kw = w
+    if c % groups:
+        raise ShapeError(
+            f"expected input channels divisible by groups {groups}, got {c}"
+        )
+    if o % groups:
+        raise ShapeError(
+            f"expected output channels divisible by groups {groups}, got {o}"
+        )
+    if i != c // groups:
+        raise ShapeError(
+            f"expected weight input channels {c // groups} (channels {c} / groups "
+            f"{groups}), got {i}"
+        )
+    if b is not None and b != (o,):
+        raise ShapeError(f"expected bias of shape {o}, got {_fmt(b)}")
+    t, left, bot, r = padding
+    oh = (h + t + bot - dilation[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd + left + r - dilation[1] * (kw - 1) - 1) // strides[1] + 1
+    if oh < 1 or ow < 1:
+        raise ShapeError(
+            f"expected a kernel {kh}x{kw} that fits the padded input {h}x{wd}, "
+            f"got an output of {oh}x{ow}"
+        )
+    return (n, o, oh, ow)
+
+
+def dense(x: Shape, w: Shape, b: Shape | None) -> Shape:
+    expect_rank("data (M, K)", x, 2)
+    expect_rank("weight (N, K)", w, 2)
+    if x[1] != w[1]:
+        raise ShapeError(f"expected weight with K = {x[1]}, got {_fmt(w)}")
+    if b is not None and b != (w[0],):
+        raise ShapeError(f"expected bias of shape {w[0]}, got {_fmt(b)}")
+    return (x[0], w[0])
+
+
+def matmul(a: Shape, b: Shape) -> Shape:
+    if not a or not b:
+        raise ShapeError(f"expected operands of rank >= 1, got {_fmt(a)} and {_fmt(b)}")
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise ShapeError(
+            f"expected the contraction dims to match, got {_fmt(a)} and {_fmt(b)}"
+        )
+    out = (*broadcast(a2[:-2], b2[:-2]), a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+def batch_matmul(a: Shape, b: Shape) -> Shape:
+    expect_rank("lhs (B, M, K)", a, 3)
+    expect_rank("rhs (B, K, N)", b, 3)
+    if a[2] != b[1]:
+        raise ShapeError(f"expected rhs with K = {a[2]}, got {_fmt(b)}")
+    if a[0] != b[0] and 1 not in (a[0], b[0]):
+        raise ShapeError(f"expected equal batch sizes, got {a[0]} and {b[0]}")
+    return (max(a[0], b[0]), a[1], b[2])
+
+
+def batch_norm(x: Shape, *channel_params: Shape) -> Shape:
+    if len(x) < 2:
+        raise ShapeError(f"expected data of rank >= 2, got {_fmt(x)}")
+    for name, p in zip(("gamma", "beta", "mean", "var"), channel_params, strict=True):
+        if p != (x[1],):
+            raise ShapeError(f"expected {name} of shape {x[1]}, got {_fmt(p)}")
+    return x
+
+
+def pool2d(
+    x: Shape,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    ceil_mode: bool,
+) -> Shape:
+    expect_rank("data (NCHW)", x, 4)
+    _expect_len("kernel", kernel, 2)
+    _expect_len("strides", strides, 2)
+    _expect_len("padding", padding, 4)
+    _expect_len("dilation", dilation, 2)
+    _positive("kernel", kernel)
+    _positive("strides", strides)
+    _positive("dilation", dilation)
+    _non_negative("padding", padding)
+    out = []
+    for d in range(2):
+        size = x[2 + d] + padding[d] + padding[d + 2]
+        span = dilation[d] * (kernel[d] - 1) + 1
+        steps = (size - span) / strides[d]
+        o = (ceil(steps) if ceil_mode else int(steps // 1)) + 1
+        # as ONNX and PyTorch: the last window must start inside the input or its
+        # leading padding
+        if ceil_mode and (o - 1) * strides[d] >= x[2 + d] + padding[d]:
+            o -= 1
+        if o < 1 or size < span:
+            raise ShapeError(
+                f"expected a window {kernel[0]}x{kernel[1]} that fits the padded "
+                f"input {x[2]}x{x[3]}, got an output of size {o} on axis {2 + d}"
+            )
+        out.append(o)
+    return (x[0], x[1], *out)
+
+
+def reshape(x: Shape, shape: Sequence[int]) -> Shape:
+    """ONNX's Reshape rule: one -1 is inferred, 0 copies the input's dim."""
+    dims = [x[i] if d == 0 and i < len(x) else d for i, d in enumerate(shape)]
+    if dims.count(-1) > 1 or any(d < -1 or d == 0 for d in dims):
+        raise ShapeError(
+            f"expected positive dims with at most one -1, got {list(shape)}"
+        )
+    total = prod(x)
+    if -1 in dims:
+        known = prod(d for d in dims if d != -1)
+        if total % known:
+            raise ShapeError(f"expected a shape dividing {total} elements, got {shape}")
+        dims[dims.index(-1)] = total // known
+    if prod(dims) != total:
+        raise ShapeError(
+            f"expected a shape of {total} elements, got {_fmt(dims)} ({prod(dims)})"
+        )
+    return tuple(dims)
+
+
+def flatten(x: Shape, axis: int) -> Shape:
+    if not -len(x) <= axis <= len(x):
+        raise ShapeError(f"expected axis in [{-len(x)}, {len(x)}], got {axis}")
+    if axis < 0:
+        axis += len(x)
+    return (prod(x[:axis]), prod(x[axis:]))
+
+
+def transpose(x: Shape, perm: Sequence[int]) -> Shape:
+    if sorted(perm) != list(range(len(x))):
+        raise ShapeError(f"expected a permutation of 0..{len(x) - 1}, got {list(perm)}")
+    return tuple(x[p] for p in perm)
+
+
+def concat(shapes: Sequence[Shape], axis: int) -> Shape:
+    if not shapes:
+        raise ShapeError("expected at least one operand, got none")
+    first = shapes[0]
+    axis = normalize_axis(axis, len(first))
+    for s in shapes[1:]:
+        if len(s) != len(first) or any(
+            a != b for i, (a, b) in enumerate(zip(s, first, strict=True)) if i != axis
+        ):
+            raise ShapeError(
+                f"expected shapes equal except on axis {axis}, got {_fmt(first)} "
+                f"and {_fmt(s)}"
+            )
+    return (*first[:axis], sum(s[axis] for s in shapes), *first[axis + 1 :])
+
+
+def pad(x: Shape, pads: Sequence[int]) -> Shape:
+    _expect_len("pads", pads, 2 * len(x))
+    _non_negative("pads", pads)
+    r = len(x)
+    return tuple(d + pads[i] + pads[i + r] for i, d in enumerate(x))
+
+
+def reduce(x: Shape, axes: Sequence[int], keepdims: bool) -> Shape:
+    """Reduces `axes`, every axis when it is empty."""
+    norm = [normalize_axis(a, len(x)) for a in axes] or list(range(len(x)))
+    if len(set(norm)) != len(norm):
+        raise ShapeError(f"expected distinct axes, got {list(axes)}")
+    if keepdims:
+        return tuple(1 if i in norm else d for i, d in enumerate(x))
+    return tuple(d for i, d in enumerate(x) if i not in norm)
