@@ -26,6 +26,7 @@ from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     Float16Type,
     Float32Type,
@@ -38,6 +39,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     SymbolRefAttr,
+    TensorType,
     UnitAttr,
     UnrealizedConversionCastOp,
     i8,
@@ -440,9 +442,10 @@ def packed_function(name: str, body: Region) -> llvm.FuncOp:
     return llvm.FuncOp(name, signature, llvm.LinkageAttr("external"), body=body)
 
 
-def _metadata(entries: dict[str, list[_Arg]]) -> list[Operation]:
-    """`__ember_metadata`: returns the JSON description of the entries (type 11)."""
-    document = {
+def _metadata(entries: dict[str, list[_Arg]], model: dict | None) -> list[Operation]:
+    """`__ember_metadata`: returns the JSON description of the entries (type 11),
+    with the `ember.model` description under "model" when there is one."""
+    document: dict = {
         "entry": next(iter(entries)) if len(entries) == 1 else None,
         "functions": {
             name: {
@@ -459,6 +462,8 @@ def _metadata(entries: dict[str, list[_Arg]]) -> list[Operation]:
             for name, args in entries.items()
         },
     }
+    if model is not None:
+        document["model"] = model
     text = _string("__ember_metadata.json", json.dumps(document))
     body = Region(Block(arg_types=[PTR, PTR, i32, PTR, PTR]))
     hints = ("args", "type_codes", "num_args", "ret", "ret_code")
@@ -504,11 +509,14 @@ class FuncPackedABIPass(ModulePass):
     name = "func-packed-abi"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        model = _model(op)
         entries: dict[str, list[_Arg]] = {}
         for f in list(op.ops):
             if not isinstance(f, func.FuncOp) or (args := _packed_args(f)) is None:
                 continue
             name = f.sym_name.data
+            if model is not None and name == MODEL_ENTRY:
+                args = _model_args(f, args, model)
             impl = f"{name}_impl"
             if SymbolTable.lookup_symbol(op, impl) is not None:
                 raise _fail(f, f"cannot rename it: @{impl} already exists")
@@ -529,8 +537,15 @@ class FuncPackedABIPass(ModulePass):
         for name, args in entries.items():
             if name not in called and any(a.output for a in args):
                 _mark_noalias(op, f"{name}_impl")
+        if model is not None:
+            if MODEL_ENTRY not in entries:
+                raise PassFailedException(
+                    f"func-packed-abi: the module has {MODEL_ATTR} but no public "
+                    f"@{MODEL_ENTRY} over static buffers to run the model"
+                )
+            op.body.block.add_ops(_model_globals(op, model))
         if SymbolTable.lookup_symbol(op, "__ember_metadata") is None:
-            op.body.block.add_ops(_metadata(entries))
+            op.body.block.add_ops(_metadata(entries, model))
         elif entries:
             raise PassFailedException(
                 "func-packed-abi: the module already has @__ember_metadata"
@@ -552,3 +567,139 @@ def _mark_noalias(module: ModuleOp, impl: str) -> None:
     f.arg_attrs = ArrayAttr(
         [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
     )
+
+
+MODEL_ATTR = "ember.model"
+"""The module attribute (a string of JSON) describing a compiled model."""
+MODEL_ENTRY = "default_run"
+"""The function that runs a whole model: inputs, outputs, workspace, params."""
+MODEL_GLOBALS = {
+    "workspace_bytes": "__ember_model_workspace_bytes",
+    "params_bytes": "__ember_model_params_bytes",
+}
+"""int64 constants a C host reads instead of the metadata's JSON."""
+MODEL_IO = "__ember_model_io"
+"""An int64 array describing the inputs and outputs for a C host: the number of
+inputs, the number of outputs, then for each input and each output its DLPack
+dtype code and bits, its ndim and its extents."""
+
+
+def _model(module: ModuleOp) -> dict | None:
+    """The parsed `ember.model` attribute, checked; None without one."""
+    attr = module.attributes.get(MODEL_ATTR)
+    if attr is None:
+        return None
+    where = f"func-packed-abi: {MODEL_ATTR}"
+    if not isinstance(attr, StringAttr):
+        raise PassFailedException(f"{where}: expected a string of JSON, got {attr}")
+    try:
+        model = json.loads(attr.data)
+    except ValueError as e:
+        raise PassFailedException(f"{where}: invalid JSON: {e}") from None
+    if not isinstance(model, dict):
+        raise PassFailedException(f"{where}: expected a JSON object")
+    for key in ("inputs", "outputs"):
+        tensors = model.get(key)
+        if not isinstance(tensors, list) or not all(
+            isinstance(t, dict)
+            and isinstance(t.get("name"), str)
+            and isinstance(t.get("shape"), list)
+            and all(type(n) is int and n >= 0 for n in t["shape"])
+            and t.get("dtype") in DTYPES
+            for t in tensors
+        ):
+            raise PassFailedException(
+                f'{where}: expected "{key}" to be a list of '
+                '{"name", "shape", "dtype"} objects'
+            )
+    for key in MODEL_GLOBALS:
+        value = model.get(key)
+        if type(value) is not int or value < 0:
+            raise PassFailedException(
+                f'{where}: expected "{key}" to be a non-negative integer, got {value!r}'
+            )
+    if not isinstance(model.get("params", {}), dict):
+        raise PassFailedException(f'{where}: expected "params" to be an object')
+    if not isinstance(model.get("params_embedded", False), bool):
+        raise PassFailedException(f'{where}: expected "params_embedded" to be a bool')
+    return model
+
+
+def _model_args(f: func.FuncOp, args: list[_Arg], model: dict) -> list[_Arg]:
+    """`default_run`'s arguments checked against the model: its inputs, its
+    outputs, then the workspace and params as uint8 buffers of their sizes."""
+    inputs, outputs = model["inputs"], model["outputs"]
+    expected = [
+        *((t, False) for t in inputs),
+        *((t, True) for t in outputs),
+        ({"name": "workspace", "shape": [model["workspace_bytes"]]}, None),
+        ({"name": "params", "shape": [model["params_bytes"]]}, False),
+    ]
+    if len(args) != len(expected):
+        raise _fail(
+            f,
+            f"expected {len(expected)} arguments for a model with "
+            f"{len(inputs)} input(s) and {len(outputs)} output(s) (inputs, "
+            f"outputs, workspace, params), got {len(args)}",
+        )
+    checked = []
+    for i, (arg, (tensor, output)) in enumerate(zip(args, expected, strict=True)):
+        what = tensor["name"]
+        dtype = tensor.get("dtype")
+        if dtype is None:  # the workspace and params: bytes
+            if arg.dtype not in ("int8", "uint8"):
+                raise _fail(
+                    f, f"argument {i} ({what}): expected an i8 buffer, got {arg.type}"
+                )
+            arg = _Arg(arg.name, arg.type, "uint8", arg.output)
+        elif dtype != arg.dtype:
+            raise _fail(f, f"argument {i} ({what}): expected {dtype}, got {arg.dtype}")
+        if list(arg.shape) != list(tensor["shape"]):
+            raise _fail(
+                f,
+                f"argument {i} ({what}): expected shape {tuple(tensor['shape'])} "
+                f"(from {MODEL_ATTR}), got {arg.shape}",
+            )
+        if output is not None and arg.output != output:
+            kind = "an output" if output else "not an output"
+            raise _fail(f, f"argument {i} ({what}): expected {kind} (ember.output)")
+        checked.append(arg)
+    return checked
+
+
+def _model_globals(module: ModuleOp, model: dict) -> list[Operation]:
+    """The int64 constants a C host reads: the workspace and params sizes and
+    the inputs' and outputs' dtypes and shapes (`MODEL_IO`)."""
+    io = [len(model["inputs"]), len(model["outputs"])]
+    for tensor in (*model["inputs"], *model["outputs"]):
+        code, bits = DTYPES[tensor["dtype"]]
+        io += [code, bits, len(tensor["shape"]), *tensor["shape"]]
+    globals_: list[Operation] = [
+        llvm.GlobalOp(
+            i64,
+            symbol,
+            "external",
+            constant=True,
+            value=IntegerAttr(model[key], i64),
+            alignment=8,
+        )
+        for key, symbol in MODEL_GLOBALS.items()
+    ]
+    array = llvm.LLVMArrayType(len(io), i64)
+    globals_.append(
+        llvm.GlobalOp(
+            array,
+            MODEL_IO,
+            "external",
+            constant=True,
+            value=DenseIntOrFPElementsAttr.from_list(TensorType(i64, [len(io)]), io),
+            alignment=8,
+        )
+    )
+    for g in globals_:
+        name = g.sym_name.data
+        if SymbolTable.lookup_symbol(module, name) is not None:
+            raise PassFailedException(
+                f"func-packed-abi: the module already has @{name}"
+            )
+    return globals_

@@ -19,9 +19,11 @@ from .errors import (
     LibraryNotFoundError,
     LinkError,
 )
+from .graph_module import GraphExecutor, GraphModule
 from .module import DSOModule, Module, load_module
 from .ndarray import Device, NDArray, array, cpu, device, empty, from_dlpack
 from .packed_func import PackedFunc, TypeCode
+from .params import load_param_dict, pack_params, param_layout, save_param_dict
 from .profiling import BenchmarkResult
 from .registry import (
     get_global_func,
@@ -43,6 +45,8 @@ __all__ = [
     "DSOModule",
     "Device",
     "EmberError",
+    "GraphExecutor",
+    "GraphModule",
     "Module",
     "NDArray",
     "PackedFunc",
@@ -55,6 +59,10 @@ __all__ = [
     "get_global_func",
     "list_global_func_names",
     "load_module",
+    "load_param_dict",
+    "pack_params",
+    "param_layout",
     "register_func",
     "remove_global_func",
+    "save_param_dict",
 ]

@@ -13,8 +13,10 @@ import re
 import tempfile
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from . import cc as _cc
-from . import elf
+from . import data_object, elf
 from .errors import ExportError
 
 if TYPE_CHECKING:
@@ -50,6 +52,9 @@ def export_library(
         "triple": objects[0].triple,
         "features": sorted({f for o in objects for f in o.features}),
     }
+    if "model" in objects[0].metadata:
+        document["model"] = objects[0].metadata["model"]
+    objects += _data_objects(modules, objects)
     metadata_object = module._metadata_object(document)
     if suffix == ".tar":
         manifest = {"triple": objects[0].triple, "metadata": document}
@@ -65,6 +70,37 @@ def export_library(
             f"cc='{machine}-linux-gnu-gcc', or export a .tar (no compiler needed)"
         )
     _link(path, objects, metadata_object, cc, options)
+
+
+def _data_objects(
+    modules: "list[Module]", objects: list["_cc.ObjectFile"]
+) -> list["_cc.ObjectFile"]:
+    """One ELF object per module with data blobs (``Module.add_data``), for
+    the module's own target, written without LLVM (see ``data_object``)."""
+    extra = []
+    for i, (module, o) in enumerate(zip(modules, objects, strict=True)):
+        blobs = module._data_blobs()
+        if not blobs:
+            continue
+        if not data_object.is_elf(o.code):
+            raise ExportError(
+                f"export_library: {_label(i, module)} carries data "
+                f"({', '.join(blobs)}) and is compiled for {o.triple}, whose "
+                "objects are not ELF; keep the params separate "
+                "(save_param_dict) for this target"
+            )
+        code = data_object.data_object(
+            o.code, {name: np.asarray(blob) for name, blob in blobs.items()}
+        )
+        extra.append(
+            _cc.ObjectFile(
+                name=f"__ember_data_{i}.o",
+                code=code,
+                triple=o.triple,
+                symbols=tuple(blobs),
+            )
+        )
+    return extra
 
 
 def module_tree(module: "Module") -> list["Module"]:

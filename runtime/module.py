@@ -16,6 +16,8 @@ import json
 import os
 import tempfile
 
+import numpy as np
+
 from . import callbacks, elf, parallel
 from . import cc as _cc
 from . import export as _export
@@ -27,6 +29,7 @@ from .errors import (
     LibraryLoadError,
     LibraryNotFoundError,
 )
+from .ndarray import NDArray, empty
 from .packed_func import PackedFunc
 
 METADATA_FUNCTION = "__ember_metadata"
@@ -35,6 +38,10 @@ METADATA_FUNCTION = "__ember_metadata"
 "output"}]}}}``; every key but ``functions`` is optional. A library written by
 ``export_library`` adds ``"triple"`` and ``"features"`` (the CPU features its
 code may use, which ``load_module`` checks)."""
+
+MODEL_FACTORY = "default"
+"""The function name a model library's factory has: ``lib["default"](dev)``
+makes the graph executor module (see ``ember.runtime.graph_module``)."""
 
 LIBRARY_SUFFIXES = _export.SUFFIXES
 """File suffixes ``load_module`` and ``export_library`` accept: a shared
@@ -66,6 +73,7 @@ class Module:
         self._functions: dict[str, PackedFunc] = {}
         self._imports: list[Module] = []
         self._metadata: dict | None = None
+        self._data: dict[str, NDArray] = {}
 
     def _function_address(self, name: str) -> int:
         """The address of the packed C function ``name``, or 0 if there is none."""
@@ -120,6 +128,11 @@ class Module:
             func = PackedFunc(address, name=name, owner=self, outputs=outputs)
             self._functions[name] = func
             return func
+        if name == MODEL_FACTORY and "model" in self.metadata:
+            from .graph_module import factory
+
+            func = self._functions[name] = factory(self)
+            return func
         if query_imports:
             for imported in self._imports:
                 func = imported._find(name, True)
@@ -171,6 +184,48 @@ class Module:
             for i, arg in enumerate(function.get("args", ()))
             if arg.get("output", False)
         }
+
+    def add_data(self, symbol: str, blob) -> None:
+        """Attach a read-only data blob that ``export_library`` writes into the
+        library as the global symbol ``symbol`` (64-byte aligned), e.g. a
+        model's embedded params ``__ember_params``.
+
+        Args:
+            symbol: the symbol's name.
+            blob: bytes, or a numpy array (its bytes, row-major).
+
+        Example:
+            >>> mod.add_data("__ember_params", blob)  # doctest: +SKIP
+        """
+        if not isinstance(symbol, str) or not symbol or "\0" in symbol:
+            raise ValueError(f"expected a symbol name, got {symbol!r}")
+        data = (
+            np.frombuffer(blob, np.uint8)
+            if not isinstance(blob, np.ndarray)
+            else (np.ascontiguousarray(blob).reshape(-1).view(np.uint8))
+        )
+        aligned = empty(data.shape, "uint8")
+        np.asarray(aligned)[:] = data
+        self._data[symbol] = aligned
+
+    def get_data(self, symbol: str, nbytes: int) -> NDArray | None:
+        """The data blob ``symbol`` (see ``add_data``) as a read-only uint8
+        NDArray of ``nbytes`` bytes, zero-copy; None if the module has none.
+
+        Raises:
+            EmberError: the blob is shorter than ``nbytes``.
+        """
+        data = self._data.get(symbol)
+        if data is not None and data.shape[0] != nbytes:
+            raise EmberError(
+                f"{self._describe()}: {symbol} holds {data.shape[0]} bytes, "
+                f"expected {nbytes}"
+            )
+        return data
+
+    def _data_blobs(self) -> dict[str, NDArray]:
+        """The blobs ``export_library`` writes into the library."""
+        return dict(self._data)
 
     def __getitem__(self, name: str) -> PackedFunc:
         if not isinstance(name, str):
@@ -357,6 +412,10 @@ def _check_metadata(document: object) -> dict:
                     f'{where}: argument {i}: "output" must be true or false, '
                     f"got {_json_type(arg['output'])}"
                 )
+    if "model" in document:
+        from .graph_module import check_model
+
+        check_model(document["model"])
     return document
 
 
@@ -422,6 +481,21 @@ class DSOModule(Module):
 
     def _describe(self) -> str:
         return self.path
+
+    def get_data(self, symbol: str, nbytes: int) -> NDArray | None:
+        """The library's data symbol ``symbol`` viewed zero-copy as ``nbytes``
+        read-only bytes (the library's own memory); None if it has none."""
+        address = self._function_address(symbol)
+        if not address:
+            return None
+        if address % 64:
+            raise EmberError(
+                f"{self.path}: {symbol} is at {address:#x}, not 64-byte aligned"
+            )
+        memory = (ctypes.c_uint8 * nbytes).from_address(address)
+        view = np.ctypeslib.as_array(memory)
+        view.flags.writeable = False
+        return NDArray(view)
 
     def function_names(self) -> list[str]:
         """The functions the library's metadata lists; empty without

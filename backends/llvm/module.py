@@ -3,10 +3,12 @@
 import ctypes
 import ctypes.util
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir
 from xdsl.dialects.builtin import ModuleOp
 
@@ -50,6 +52,9 @@ class LLVMModule(Module):
         module: an xDSL module in the llvm dialect, an llvmlite module, or LLVM IR.
         target: where the code runs (see `Target`).
         entry_name: the function `mod(...)` calls; by default the only one.
+        data: read-only blobs by symbol name that `export_library` writes into
+            the library beside the code (see `Module.add_data`), e.g. a
+            model's embedded params `{"__ember_params": blob}`.
 
     Example:
         >>> mod = LLVMModule(llvm_dialect_module, "llvm")
@@ -64,8 +69,11 @@ class LLVMModule(Module):
         module: ModuleOp | ir.Module | str,
         target: "str | dict | Target" = "llvm",
         entry_name: str | None = None,
+        data: "Mapping[str, bytes | np.ndarray] | None" = None,
     ):
         super().__init__(entry_name)
+        for symbol, blob in (data or {}).items():
+            self.add_data(symbol, blob)
         self.target = Target(target)
         tm = self.target.create_target_machine()
         if isinstance(module, ModuleOp):

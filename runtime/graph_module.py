@@ -1,0 +1,458 @@
+"""Running a compiled model: the graph executor, as TVM's graph executor offers it.
+
+A model library (the AOT compiler's output: JIT module, ``.so`` or ``.tar``)
+defines one packed function ``default_run(inputs..., outputs..., workspace,
+params)`` and describes the model under ``"model"`` in its metadata::
+
+    {"inputs": [{"name", "shape", "dtype"}], "outputs": [...],
+     "workspace_bytes": N, "params_bytes": M,
+     "params": {"name": {"offset", "shape", "dtype"}}, "params_embedded": bool}
+
+``lib["default"]`` is then a factory: ``lib["default"](dev)`` returns a
+``GraphExecutor`` module (type_key "graph_executor") that owns one NDArray per
+input and output, the workspace (``workspace_bytes``, 64-byte aligned, for the
+intermediates the compiler's static memory plan placed) and the params blob:
+the library's ``__ember_params`` viewed in place when the params are embedded,
+else zeros that ``load_params`` fills (running before every param is loaded is
+an error, not garbage). ``GraphModule`` wraps it with TVM's Python methods::
+
+    from ember.runtime import GraphModule, cpu, load_module
+    m = GraphModule(load_module("model.so")["default"](cpu()))
+    m.set_input("input", x)
+    m.run()
+    y = m.get_output(0).numpy()
+"""
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import params as _params
+from .errors import EmberError, FunctionNotFoundError
+from .module import Module
+from .ndarray import Device, NDArray, cpu, empty
+from .packed_func import PackedFunc
+from .profiling import BenchmarkResult
+
+RUN_FUNCTION = "default_run"
+"""The packed function a model library runs the whole model with."""
+PARAMS_SYMBOL = "__ember_params"
+"""The library symbol holding the packed params when they are embedded."""
+
+
+def check_model(model: object) -> None:
+    """Raise ValueError unless ``model`` has the shape of the metadata's
+    "model" object (see the module docstring)."""
+    if not isinstance(model, dict):
+        raise ValueError(f'"model" must be an object, got {type(model).__name__}')
+    for key in ("inputs", "outputs"):
+        tensors = model.get(key)
+        if not isinstance(tensors, list):
+            raise ValueError(f'model: "{key}" must be a list')
+        names = set()
+        for i, t in enumerate(tensors):
+            where = f"model: {key}[{i}]"
+            if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+                raise ValueError(f'{where} must be an object with a "name" string')
+            shape = t.get("shape")
+            if not isinstance(shape, list) or not all(
+                type(n) is int and n >= 0 for n in shape
+            ):
+                raise ValueError(f'{where}: "shape" must be a list of extents')
+            if t.get("dtype") not in _params.DTYPES:
+                raise ValueError(f"{where}: unknown dtype {t.get('dtype')!r}")
+            if t["name"] in names:
+                raise ValueError(f"{where}: name {t['name']!r} appears twice")
+            names.add(t["name"])
+    for key in ("workspace_bytes", "params_bytes"):
+        value = model.get(key)
+        if type(value) is not int or value < 0:
+            raise ValueError(
+                f'model: "{key}" must be a non-negative integer, got {value!r}'
+            )
+    if not isinstance(model.get("params_embedded"), bool):
+        raise ValueError('model: "params_embedded" must be true or false')
+    _params.check_layout(model.get("params"), model["params_bytes"])
+
+
+def factory(lib: Module) -> PackedFunc:
+    """``lib["default"]`` of a model library: ``f(dev)`` makes its executor."""
+
+    def create(dev: Device | None = None) -> GraphExecutor:
+        return GraphExecutor(lib, dev if dev is not None else cpu())
+
+    return PackedFunc(create, name="default")
+
+
+def _describe(shape, dtype) -> str:
+    return f"{dtype} {tuple(shape)}"
+
+
+def _as_numpy(value, what: str) -> np.ndarray:
+    if isinstance(value, NDArray):
+        return np.asarray(value)
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except (BufferError, TypeError, RuntimeError) as e:
+            raise EmberError(
+                f"{what}: cannot read a {type(value).__name__}: {e}"
+            ) from None
+    if isinstance(value, list | tuple | int | float):
+        return np.asarray(value)
+    raise TypeError(
+        f"{what}: expected a numpy array, NDArray or DLPack tensor, "
+        f"got {type(value).__name__}"
+    )
+
+
+class GraphExecutor(Module):
+    """A model library's state for running it: its inputs, outputs, workspace
+    and params, and the functions that use them (TVM's graph executor module).
+
+    Functions: ``set_input(name_or_index, value)``, ``run()``,
+    ``get_output(i[, out])``, ``get_input(name_or_index)``,
+    ``get_num_outputs()``, ``get_num_inputs()``, ``load_params(bytes)``,
+    ``get_input_index(name)``. Use it through ``GraphModule``.
+
+    Attributes:
+        lib: the model library.
+        model: its metadata's "model" object.
+    """
+
+    type_key = "graph_executor"
+
+    def __init__(self, lib: Module, dev: Device):
+        super().__init__()
+        if not isinstance(dev, Device):
+            raise TypeError(f"expected a Device such as cpu(), got {dev!r}")
+        if dev.device_type != cpu().device_type:
+            raise EmberError(f"compiled models run on the cpu; got {dev}")
+        self.lib = lib
+        self.device = dev
+        self.model = model = lib.metadata["model"]
+        try:
+            self._run = lib.get_function(RUN_FUNCTION)
+        except FunctionNotFoundError:
+            raise EmberError(
+                f"{lib._describe()} describes a model but defines no {RUN_FUNCTION}"
+            ) from None
+        self._input_names = [t["name"] for t in model["inputs"]]
+        self._output_names = [t["name"] for t in model["outputs"]]
+        self._inputs = [self._zeros(t) for t in model["inputs"]]
+        self._outputs = [self._zeros(t) for t in model["outputs"]]
+        self._workspace = empty((model["workspace_bytes"],), "uint8")
+        self._layout: dict[str, dict] = model["params"]
+        nbytes = model["params_bytes"]
+        self._missing: set[str] = set()
+        if model["params_embedded"]:
+            params = lib.get_data(PARAMS_SYMBOL, nbytes)
+            if params is None:
+                raise EmberError(
+                    f"{lib._describe()}: the metadata says the params are "
+                    f"embedded, but the library has no {PARAMS_SYMBOL}"
+                )
+            self._params = params
+        else:
+            self._params = empty((nbytes,), "uint8")
+            np.asarray(self._params)[:] = 0
+            self._missing = set(self._layout)
+        self._funcs = {
+            "set_input": self.set_input,
+            "run": self.run,
+            "get_output": self.get_output,
+            "get_input": self.get_input,
+            "get_num_outputs": self.get_num_outputs,
+            "get_num_inputs": self.get_num_inputs,
+            "load_params": self.load_params,
+            "get_input_index": self.get_input_index,
+        }
+
+    @staticmethod
+    def _zeros(tensor: dict) -> NDArray:
+        array = empty(tensor["shape"], tensor["dtype"])
+        np.asarray(array)[...] = 0
+        return array
+
+    def _find(self, name: str, query_imports: bool) -> PackedFunc | None:
+        func = self._functions.get(name)
+        if func is None and name in self._funcs:
+            func = self._functions[name] = PackedFunc(self._funcs[name], name=name)
+        return func
+
+    def function_names(self) -> list[str]:
+        return list(self._funcs)
+
+    def _describe(self) -> str:
+        return f"graph executor of {self.lib._describe()}"
+
+    def get_input_index(self, name: str) -> int:
+        """The position of the input ``name``, or -1 (as TVM)."""
+        return self._input_names.index(name) if name in self._input_names else -1
+
+    def _index(self, key, names: list[str], kind: str) -> int:
+        if isinstance(key, str):
+            if key in names:
+                return names.index(key)
+            raise EmberError(
+                f"model has no {kind} named {key!r}; its {kind}s are "
+                f"{', '.join(map(repr, names)) or 'none'}"
+            )
+        if isinstance(key, bool) or not isinstance(key, int | np.integer):
+            raise TypeError(f"{kind} must be a name or an index, got {key!r}")
+        if not 0 <= key < len(names):
+            raise EmberError(
+                f"{kind} index {key} is out of range: the model has "
+                f"{len(names)} {kind}(s)"
+            )
+        return int(key)
+
+    def set_input(self, key, value) -> None:
+        """Copy ``value`` into input ``key`` (a name or an index).
+
+        Raises:
+            EmberError: no such input (the message lists them), or a shape
+                or dtype other than the input's.
+        """
+        i = self._index(key, self._input_names, "input")
+        target = self._inputs[i]
+        what = f"set_input {self._input_names[i]!r}"
+        source = _as_numpy(value, what)
+        if source.shape != target.shape or source.dtype.name != target.dtype:
+            raise EmberError(
+                f"{what}: expected {_describe(target.shape, target.dtype)}, "
+                f"got {_describe(source.shape, source.dtype.name)}"
+            )
+        np.copyto(np.asarray(target), source)
+
+    def get_input(self, key) -> NDArray:
+        """The executor's own NDArray of input ``key`` (a name or an index)."""
+        return self._inputs[self._index(key, self._input_names, "input")]
+
+    def get_output(self, index, out=None) -> NDArray:
+        """Output ``index`` (or its name): the executor's own NDArray, which
+        the next ``run`` overwrites; with ``out`` (an NDArray or a writeable
+        numpy array of the output's shape and dtype), a copy into ``out``."""
+        i = self._index(index, self._output_names, "output")
+        output = self._outputs[i]
+        if out is None:
+            return output
+        what = f"get_output {self._output_names[i]!r}"
+        target = _as_numpy(out, what)
+        if target.shape != output.shape or target.dtype.name != output.dtype:
+            raise EmberError(
+                f"{what}: out must be {_describe(output.shape, output.dtype)}, "
+                f"got {_describe(target.shape, target.dtype.name)}"
+            )
+        np.copyto(target, np.asarray(output))
+        return out
+
+    def get_num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def get_num_inputs(self) -> int:
+        return len(self._inputs)
+
+    def run(self) -> None:
+        """Run the model on the current inputs.
+
+        Raises:
+            EmberError: params are still missing (a library without embedded
+                params, before ``load_params``).
+        """
+        if self._missing:
+            missing = sorted(self._missing)
+            shown = ", ".join(map(repr, missing[:8]))
+            more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+            raise EmberError(
+                f"run: params {shown}{more} are not loaded; the library keeps "
+                "its params separate: call load_params(...) first"
+            )
+        self._run(*self._inputs, *self._outputs, self._workspace, self._params)
+
+    def _writable_params(self) -> np.ndarray:
+        params = np.asarray(self._params)
+        if not params.flags.writeable:  # the library's own read-only bytes
+            copy = empty(params.shape, "uint8")
+            np.asarray(copy)[:] = params
+            self._params = copy
+            params = np.asarray(copy)
+        return params
+
+    def load_params(self, data) -> None:
+        """Load params: a param dict (``save_param_dict``'s bytes, or a dict of
+        arrays) whose entries are some of the model's params, each with its
+        (packed) shape and dtype; or the whole packed blob (``params_bytes``
+        raw bytes, as ``pack_params`` makes it).
+
+        Raises:
+            EmberError: a name the model has no param for (the message lists
+                some), a shape or dtype unlike the param's, or a raw blob of
+                the wrong size; ValueError for a corrupt param dict.
+        """
+        if isinstance(data, Mapping):
+            self._load_dict(data)
+            return
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"load_params: expected bytes or a dict of arrays, got "
+                f"{type(data).__name__}"
+            )
+        raw = memoryview(data).cast("B")
+        if bytes(raw[: len(_params.MAGIC)]) == _params.MAGIC:
+            self._load_dict(_params.load_param_dict(raw))
+            return
+        nbytes = self.model["params_bytes"]
+        if len(raw) != nbytes:
+            raise EmberError(
+                f"load_params: a packed params blob for this model has {nbytes} "
+                f"bytes, got {len(raw)} (and no param dict header)"
+            )
+        self._writable_params()[:] = np.frombuffer(raw, np.uint8)
+        self._missing.clear()
+
+    def _load_dict(self, params: Mapping) -> None:
+        unknown = [name for name in params if name not in self._layout]
+        if unknown:
+            known = list(self._layout)
+            shown = ", ".join(map(repr, known[:6])) + (
+                ", ..." if len(known) > 6 else ""
+            )
+            raise EmberError(
+                f"load_params: the model has no param {unknown[0]!r}"
+                + (f" (nor {len(unknown) - 1} others)" if len(unknown) > 1 else "")
+                + f"; its params are {shown or 'none'}"
+            )
+        arrays = {}
+        for name, value in params.items():
+            entry = self._layout[name]
+            array = _as_numpy(value, f"load_params {name!r}")
+            if (
+                list(array.shape) != entry["shape"]
+                or array.dtype.name != entry["dtype"]
+            ):
+                raise EmberError(
+                    f"load_params: param {name!r} must be "
+                    f"{_describe(entry['shape'], entry['dtype'])} (as the compiled "
+                    f"kernels read it), got {_describe(array.shape, array.dtype.name)}"
+                )
+            arrays[name] = array
+        blob = self._writable_params()
+        for name, array in arrays.items():
+            offset = self._layout[name]["offset"]
+            data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+            blob[offset : offset + data.nbytes] = data
+            self._missing.discard(name)
+
+
+class GraphModule:
+    """TVM's ``graph_executor.GraphModule`` for ember model libraries.
+
+    Args:
+        module: ``lib["default"](dev)``, a graph executor module.
+
+    Example:
+        >>> lib = load_module("model.so")  # doctest: +SKIP
+        >>> m = GraphModule(lib["default"](cpu()))  # doctest: +SKIP
+        >>> m.set_input("input", x); m.run()  # doctest: +SKIP
+        >>> y = m.get_output(0).numpy()  # doctest: +SKIP
+    """
+
+    def __init__(self, module: Module):
+        if not isinstance(module, GraphExecutor):
+            raise TypeError(
+                'GraphModule wraps a graph executor, lib["default"](dev); got '
+                f"{module!r}"
+            )
+        self.module = module
+        self._set_input = module["set_input"]
+        self._run = module["run"]
+        self._get_output = module["get_output"]
+        self._get_input = module["get_input"]
+        self._load_params = module["load_params"]
+
+    def set_input(self, key=None, value=None, **params) -> None:
+        """Set inputs: ``set_input("x", x)``, ``set_input(0, x)`` or
+        ``set_input(x=x, y=y)``; values are copied.
+
+        Raises:
+            EmberError: an unknown input name (the message lists the names),
+                or a shape or dtype other than the input's.
+        """
+        if key is not None:
+            if value is None:
+                raise TypeError(f"set_input({key!r}): no value given")
+            self._set_input(key, value)
+        for name, v in params.items():
+            self._set_input(name, v)
+
+    def run(self, **inputs) -> None:
+        """Run the model, after setting ``inputs`` (name=value) if given."""
+        if inputs:
+            self.set_input(**inputs)
+        self._run()
+
+    def get_output(self, index, out=None) -> NDArray:
+        """Output ``index``: the executor's NDArray, or a copy into ``out``."""
+        return self._get_output(index, out)
+
+    def get_input(self, index) -> NDArray:
+        """The executor's NDArray of input ``index`` (a name or an index)."""
+        return self._get_input(index)
+
+    def get_num_outputs(self) -> int:
+        return self.module.get_num_outputs()
+
+    def get_num_inputs(self) -> int:
+        return self.module.get_num_inputs()
+
+    def get_input_index(self, name: str) -> int:
+        return self.module.get_input_index(name)
+
+    def get_input_info(self) -> tuple[dict[str, tuple], dict[str, str]]:
+        """``(shapes, dtypes)`` of the inputs by name, as TVM returns them."""
+        inputs = self.module.model["inputs"]
+        return (
+            {t["name"]: tuple(t["shape"]) for t in inputs},
+            {t["name"]: t["dtype"] for t in inputs},
+        )
+
+    def get_output_info(self) -> tuple[dict[str, tuple], dict[str, str]]:
+        """``(shapes, dtypes)`` of the outputs by name."""
+        outputs = self.module.model["outputs"]
+        return (
+            {t["name"]: tuple(t["shape"]) for t in outputs},
+            {t["name"]: t["dtype"] for t in outputs},
+        )
+
+    def load_params(self, params) -> None:
+        """Load params: ``save_param_dict`` bytes, a dict of arrays, or the
+        packed blob (see ``GraphExecutor.load_params``)."""
+        self._load_params(params)
+
+    def benchmark(
+        self,
+        device: Device | None = None,
+        func_name: str = "run",
+        repeat: int = 5,
+        number: int = 5,
+        min_repeat_ms: float = 0,
+    ) -> BenchmarkResult:
+        """Time ``func_name`` (the whole model) with ``time_evaluator``.
+
+        Returns:
+            A ``BenchmarkResult`` (seconds per run: mean, median, min, ...).
+        """
+        timer = self.module.time_evaluator(
+            func_name,
+            device if device is not None else self.module.device,
+            number=number,
+            repeat=repeat,
+            min_repeat_ms=min_repeat_ms,
+        )
+        return timer()
+
+
+__all__ = ["GraphExecutor", "GraphModule", "check_model"]
