@@ -1,0 +1,458 @@
+"""conv2d for CPUs with wide SIMD: te computes and default schedules.
+
+    k = conv2d(x, (64, 64, 3, 3), strides=(1, 1), padding=(1, 1, 1, 1),
+               bias=True, epilogue=lambda v, idx: te.min(te.max(v, 0.0), 6.0))
+    mod = ember.build(k.schedule(), k.args, name="conv")
+    mod(x_np, k.transform("conv2d.weight", w_oihw), bias_np, y)
+
+`data` is NCHW, the weight OIHW (O, I/groups, KH, KW), the optional bias (O,), the
+output NCHW: the graph's layouts. Inside, one of three kernels:
+
+- **NCHWc** (groups == 1): the input is padded and packed to
+  (N, C/cb, H', W', cb) in one parallel stage; the convolution computes a register
+  tile of `ot` output-channel blocks x `yt` rows x `xt` columns of `ob` channels
+  each (AVX-512: 16 floats a register), the reduction outside the tile, the
+  channel block vectorized, the tile unrolled; every input element loaded is
+  broadcast to `ot` vectors, every weight vector used `yt * xt` times. The tile is
+  attached to the final stage, which writes NCHW with the bias and the epilogue:
+  no pass over memory between the convolution and its output. The weight is
+  packed at compile time to (O/ob, C/cb, KH, KW, cb, ob) (output channels padded
+  with zeros to a multiple of `ob`).
+- **depthwise** (groups == C == O): packed input as above, weights
+  (C/ob, KH, KW, ob), the per-channel sum vectorized over the channel block and
+  tiled over columns.
+- **direct** (any other groups or shapes): the definition, parallel over output
+  channels; correct, not fast.
+
+The epilogue is `epilogue(value, (n, c, h, w)) -> expr`; it may read other tensors
+given in `epilogue_inputs`, which become the last placeholders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ember import te
+from ember.topi.kernel import Epilogue, Kernel, apply_epilogue
+
+VECTOR = 16  # f32 lanes of an AVX-512 register
+TILE_REGISTERS = 24  # accumulators a register tile may hold (32 zmm in all)
+
+
+@dataclass(frozen=True)
+class Conv2dShape:
+    """The geometry of one convolution, checked and normalised."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    o: int
+    kh: int
+    kw: int
+    strides: tuple[int, int]
+    padding: tuple[int, int, int, int]  # top, left, bottom, right
+    dilation: tuple[int, int]
+    groups: int
+
+    @property
+    def oh(self) -> int:
+        pt, _, pb, _ = self.padding
+        return (
+            self.h + pt + pb - self.dilation[0] * (self.kh - 1) - 1
+        ) // self.strides[0] + 1
+
+    @property
+    def ow(self) -> int:
+        _, pl, _, pr = self.padding
+        return (
+            self.w + pl + pr - self.dilation[1] * (self.kw - 1) - 1
+        ) // self.strides[1] + 1
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return (self.n, self.o, self.oh, self.ow)
+
+    @property
+    def flops(self) -> int:
+        return (
+            2
+            * self.n
+            * self.o
+            * self.oh
+            * self.ow
+            * (self.c // self.groups)
+            * (self.kh * self.kw)
+        )
+
+
+def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2 or not all(isinstance(v, int) and v >= 1 for v in pair):
+        raise ValueError(f"conv2d: expected {what} as 2 positive ints, got {value!r}")
+    return pair  # type: ignore[return-value]
+
+
+def _padding(value: int | Sequence[int]) -> tuple[int, int, int, int]:
+    pads = (value,) * 4 if isinstance(value, int) else tuple(value)
+    if len(pads) == 2:
+        pads = (pads[0], pads[1], pads[0], pads[1])
+    if len(pads) != 4 or not all(isinstance(v, int) and v >= 0 for v in pads):
+        raise ValueError(
+            "conv2d: expected padding as [top, left, bottom, right] non-negative "
+            f"ints (or [h, w]), got {value!r}"
+        )
+    return pads  # type: ignore[return-value]
+
+
+def conv2d_shape(
+    data_shape: Sequence[int],
+    weight_shape: Sequence[int],
+    strides: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Conv2dShape:
+    """Check a convolution's shapes and attributes; raise ValueError naming what is
+    wrong ("expected X, got Y")."""
+    if len(data_shape) != 4:
+        raise ValueError(f"conv2d: expected NCHW data, got shape {tuple(data_shape)}")
+    if len(weight_shape) != 4:
+        raise ValueError(
+            f"conv2d: expected an OIHW weight, got shape {tuple(weight_shape)}"
+        )
+    n, c, h, w = data_shape
+    o, ig, kh, kw = weight_shape
+    if groups < 1 or c % groups or o % groups:
+        raise ValueError(
+            f"conv2d: expected groups dividing input channels {c} and output "
+            f"channels {o}, got {groups}"
+        )
+    if ig * groups != c:
+        raise ValueError(
+            f"conv2d: expected weight input channels {c // groups} (= {c} / groups "
+            f"{groups}), got {ig}"
+        )
+    shape = Conv2dShape(
+        n,
+        c,
+        h,
+        w,
+        o,
+        kh,
+        kw,
+        _pair(strides, "strides"),
+        _padding(padding),
+        _pair(dilation, "dilation"),
+        groups,
+    )
+    if shape.oh < 1 or shape.ow < 1:
+        raise ValueError(
+            f"conv2d: expected a kernel {kh}x{kw} (dilation {shape.dilation}) no "
+            f"larger than the padded input {h}x{w} (padding {shape.padding}), "
+            f"got output {shape.oh}x{shape.ow}"
+        )
+    return shape
+
+
+def conv2d(
+    data: te.Tensor,
+    weight_shape: Sequence[int],
+    *,
+    strides: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    bias: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "conv2d",
+) -> Kernel:
+    """A 2-D convolution kernel over NCHW data, with its default CPU schedule.
+
+    Args:
+        data: the input tensor, NCHW float32.
+        weight_shape: OIHW, (out channels, in channels / groups, KH, KW).
+        strides, dilation: (h, w) or one int.
+        padding: (top, left, bottom, right), (h, w) or one int; zeros.
+        groups: channel groups; groups == channels == out channels is depthwise.
+        bias: whether the kernel takes a bias (O,) added before the epilogue.
+        epilogue: applied to every output element, `(value, (n, c, h, w)) -> expr`.
+        epilogue_inputs: the tensors the epilogue reads.
+        name: the output tensor's name; placeholders are `<name>.weight` and
+            `<name>.bias`.
+
+    Returns:
+        The Kernel: placeholders [data, weight, (bias), *epilogue_inputs]; the
+        weight placeholder's layout depends on the kernel chosen, and
+        `weight_transforms` turns an OIHW array into it.
+    """
+    shape = conv2d_shape(data.shape, weight_shape, strides, padding, dilation, groups)
+    if data.dtype != "float32":
+        raise ValueError(f"conv2d '{name}': expected float32 data, got {data.dtype}")
+    if groups == 1:
+        builder = _nchwc
+    elif groups == shape.c == shape.o:
+        builder = _depthwise
+    else:
+        builder = _direct
+    kernel = builder(data, shape, bias, epilogue, name)
+    kernel.placeholders.extend(epilogue_inputs)
+    kernel.attrs["flops"] = shape.flops
+    return kernel
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
+
+
+def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
+    """Stage (N, C/cb, H', W', cb): data zero-padded and channel-blocked, H' x W'
+    only the rows and columns the convolution reads."""
+    pt, pl, _, _ = shape.padding
+    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
+    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+    h, w = shape.h, shape.w
+
+    def body(n, co, y, x, ci):
+        value = data[n, co * cb + ci, y - pt, x - pl]
+        conds = []
+        if pt:
+            conds.append(y >= pt)
+        if hp - pt > h:
+            conds.append(y < h + pt)
+        if pl:
+            conds.append(x >= pl)
+        if wp - pl > w:
+            conds.append(x < w + pl)
+        return te.if_then_else(te.all(*conds), value, 0.0) if conds else value
+
+    return te.compute(
+        (shape.n, shape.c // cb, hp, wp, cb), body, name=f"{name}.data_pack"
+    )
+
+
+def _tile(shape: Conv2dShape, ob: int, blocks: int) -> tuple[int, int, int]:
+    """(ot, yt, xt): output-channel blocks, rows and columns of the register tile.
+
+    Columns first (each weight vector reused xt times); where the row is short,
+    more rows or more channel blocks fill the accumulators."""
+    xt = _largest_divisor(shape.ow, 16)
+    if xt < 4 and shape.ow > 16:  # a prime-ish width: take a tile with a tail
+        xt = 8
+    room = TILE_REGISTERS // xt
+    ot = _largest_divisor(blocks, max(1, min(4, room)))
+    room //= ot
+    yt = _largest_divisor(shape.oh, room) if room >= 2 else 1
+    return ot, yt, xt
+
+
+def _nchwc(
+    data: te.Tensor,
+    shape: Conv2dShape,
+    bias: bool,
+    epilogue: Epilogue | None,
+    name: str,
+) -> Kernel:
+    cb = _largest_divisor(shape.c, VECTOR)
+    ob = 8 if shape.o % VECTOR and shape.o % 8 == 0 else VECTOR
+    op = -(-shape.o // ob) * ob
+    blocks = op // ob
+    packed = _padded_input(data, shape, cb, name)
+    weight = te.placeholder(
+        (blocks, shape.c // cb, shape.kh, shape.kw, cb, ob), name=f"{name}.weight"
+    )
+    rco = te.reduce_axis((0, shape.c // cb), name="rco")
+    rh = te.reduce_axis((0, shape.kh), name="rh")
+    rw = te.reduce_axis((0, shape.kw), name="rw")
+    rci = te.reduce_axis((0, cb), name="rci")
+    (sh, sw), (dh, dw) = shape.strides, shape.dilation
+    conv = te.compute(
+        (shape.n, blocks, shape.oh, shape.ow, ob),
+        lambda n, o, y, x, oi: te.sum(
+            packed[n, rco, y * sh + rh * dh, x * sw + rw * dw, rci]
+            * weight[o, rco, rh, rw, rci, oi],
+            axis=[rco, rh, rw, rci],
+        ),
+        name=f"{name}.conv",
+    )
+    b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
+    output = te.compute(shape.out_shape, _unpack(conv, ob, b, epilogue), name=name)
+    ot, yt, xt = _tile(shape, ob, blocks)
+
+    def schedule(s) -> None:
+        _schedule_pack(s, packed, cb)
+        local = s.cache_write(conv, "local")
+        n, o, y, x, oi = s[conv].op.axis
+        oo, oin = s[conv].split(o, factor=ot)
+        yo, yi = s[conv].split(y, factor=yt)
+        xo, xi = s[conv].split(x, factor=xt)
+        s[conv].reorder(n, oo, yo, xo, oin, yi, xi, oi)
+        s[conv].parallel(s[conv].fuse(n, oo, yo))
+        s[conv].vectorize(oi)
+        s[local].compute_at(s[conv], xo)
+        ln, lo, ly, lx, loi = s[local].op.axis
+        s[local].reorder(ln, *s[local].op.reduce_axis, lo, ly, lx, loi)
+        for axis in (lo, ly, lx):
+            s[local].unroll(axis)
+        s[local].vectorize(loi)
+        _schedule_unpack(s, output)
+
+    def pack_weight(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w, np.float32)
+        if op != shape.o:
+            w = np.concatenate([w, np.zeros((op - shape.o, *w.shape[1:]), w.dtype)])
+        blocked = w.reshape(blocks, ob, shape.c // cb, cb, shape.kh, shape.kw)
+        return np.ascontiguousarray(blocked.transpose(0, 2, 4, 5, 3, 1))
+
+    placeholders = [data, weight] + ([b] if b is not None else [])
+    return Kernel(
+        output,
+        placeholders,
+        {weight.name: pack_weight},
+        schedule,
+        {"kernel": "nchwc", "cb": cb, "ob": ob, "tile": (ot, yt, xt)},
+    )
+
+
+def _depthwise(
+    data: te.Tensor,
+    shape: Conv2dShape,
+    bias: bool,
+    epilogue: Epilogue | None,
+    name: str,
+) -> Kernel:
+    cb = VECTOR if shape.c % VECTOR == 0 else _largest_divisor(shape.c, VECTOR)
+    blocks = shape.c // cb
+    packed = _padded_input(data, shape, cb, name)
+    weight = te.placeholder((blocks, shape.kh, shape.kw, cb), name=f"{name}.weight")
+    rh = te.reduce_axis((0, shape.kh), name="rh")
+    rw = te.reduce_axis((0, shape.kw), name="rw")
+    (sh, sw), (dh, dw) = shape.strides, shape.dilation
+    conv = te.compute(
+        (shape.n, blocks, shape.oh, shape.ow, cb),
+        lambda n, c, y, x, ci: te.sum(
+            packed[n, c, y * sh + rh * dh, x * sw + rw * dw, ci]
+            * weight[c, rh, rw, ci],
+            axis=[rh, rw],
+        ),
+        name=f"{name}.conv",
+    )
+    b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
+    output = te.compute(shape.out_shape, _unpack(conv, cb, b, epilogue), name=name)
+    _, yt, xt = _tile(shape, cb, 1)
+
+    def schedule(s) -> None:
+        _schedule_pack(s, packed, cb)
+        local = s.cache_write(conv, "local")
+        n, c, y, x, ci = s[conv].op.axis
+        yo, yi = s[conv].split(y, factor=yt)
+        xo, xi = s[conv].split(x, factor=xt)
+        s[conv].reorder(n, c, yo, xo, yi, xi, ci)
+        s[conv].parallel(s[conv].fuse(n, c, yo))
+        s[conv].vectorize(ci)
+        s[local].compute_at(s[conv], xo)
+        ln, lc, ly, lx, lci = s[local].op.axis
+        s[local].reorder(ln, lc, *s[local].op.reduce_axis, ly, lx, lci)
+        s[local].unroll(ly)
+        s[local].unroll(lx)
+        s[local].vectorize(lci)
+        _schedule_unpack(s, output)
+
+    def pack_weight(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w, np.float32).reshape(blocks, cb, shape.kh, shape.kw)
+        return np.ascontiguousarray(w.transpose(0, 2, 3, 1))
+
+    placeholders = [data, weight] + ([b] if b is not None else [])
+    return Kernel(
+        output,
+        placeholders,
+        {weight.name: pack_weight},
+        schedule,
+        {"kernel": "depthwise", "cb": cb, "tile": (yt, xt)},
+    )
+
+
+def _unpack(conv: te.Tensor, ob: int, b: te.Tensor | None, epilogue: Epilogue | None):
+    """The body of the final stage: NCHW from the NCHWc result, bias, epilogue."""
+
+    def out(n, c, y, x):
+        v = conv[n, c // ob, y, x, c % ob]
+        if b is not None:
+            v = v + b[c]
+        return apply_epilogue(epilogue, v, (n, c, y, x))
+
+    return out
+
+
+def _schedule_pack(s, packed: te.Tensor, cb: int) -> None:
+    n, co, y, x, ci = s[packed].op.axis
+    s[packed].parallel(s[packed].fuse(n, co, y))
+    if cb > 1:
+        s[packed].vectorize(ci)
+
+
+def _schedule_unpack(s, output: te.Tensor) -> None:
+    n, c, y, x = s[output].op.axis
+    s[output].parallel(s[output].fuse(n, c))
+
+
+def _direct(
+    data: te.Tensor,
+    shape: Conv2dShape,
+    bias: bool,
+    epilogue: Epilogue | None,
+    name: str,
+) -> Kernel:
+    """The definition over a zero-padded copy of the input, any groups."""
+    pt, pl, _, _ = shape.padding
+    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
+    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+    h, w = shape.h, shape.w
+    padded = te.compute(
+        (shape.n, shape.c, hp, wp),
+        lambda n, c, y, x: te.if_then_else(
+            te.all(y >= pt, y < h + pt, x >= pl, x < w + pl),
+            data[n, c, y - pt, x - pl],
+            0.0,
+        ),
+        name=f"{name}.pad",
+    )
+    ig, og = shape.c // shape.groups, shape.o // shape.groups
+    weight = te.placeholder((shape.o, ig, shape.kh, shape.kw), name=f"{name}.weight")
+    b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
+    rc = te.reduce_axis((0, ig), name="rc")
+    rh = te.reduce_axis((0, shape.kh), name="rh")
+    rw = te.reduce_axis((0, shape.kw), name="rw")
+    (sh, sw), (dh, dw) = shape.strides, shape.dilation
+    conv = te.compute(
+        shape.out_shape,
+        lambda n, o, y, x: te.sum(
+            padded[n, o // og * ig + rc, y * sh + rh * dh, x * sw + rw * dw]
+            * weight[o, rc, rh, rw],
+            axis=[rc, rh, rw],
+        ),
+        name=f"{name}.conv",
+    )
+
+    def out(n, c, y, x):
+        v = conv[n, c, y, x]
+        if b is not None:
+            v = v + b[c]
+        return apply_epilogue(epilogue, v, (n, c, y, x))
+
+    output = te.compute(shape.out_shape, out, name=name)
+
+    def schedule(s) -> None:
+        n, c, y, x = s[padded].op.axis
+        s[padded].parallel(s[padded].fuse(n, c))
+        n, o, y, x = s[conv].op.axis
+        s[conv].parallel(s[conv].fuse(n, o))
+        n, c, y, x = s[output].op.axis
+        s[output].parallel(s[output].fuse(n, c))
+
+    placeholders = [data, weight] + ([b] if b is not None else [])
+    return Kernel(output, placeholders, {}, schedule, {"kernel": "direct"})
