@@ -3,7 +3,7 @@
 import ctypes
 import ctypes.util
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -55,6 +55,10 @@ class LLVMModule(Module):
         data: read-only blobs by symbol name that `export_library` writes into
             the library beside the code (see `Module.add_data`), e.g. a
             model's embedded params `{"__ember_params": blob}`.
+        objects: relocatable objects for the same target linked into the JIT
+            beside the module's code (an ahead-of-time model's kernels, which
+            the module calls); `export_library` does not see them, so a caller
+            exporting them imports a module per object.
 
     Example:
         >>> mod = LLVMModule(llvm_dialect_module, "llvm")
@@ -70,6 +74,7 @@ class LLVMModule(Module):
         target: "str | dict | Target" = "llvm",
         entry_name: str | None = None,
         data: "Mapping[str, bytes | np.ndarray] | None" = None,
+        objects: "Sequence[ObjectFile]" = (),
     ):
         super().__init__(entry_name)
         for symbol, blob in (data or {}).items():
@@ -92,10 +97,12 @@ class LLVMModule(Module):
         self._engine: llvm.ExecutionEngine | None = None
         if self.target.is_host:
             threads = _thread_count(compiled)
-            _resolve_externals(compiled)
+            _resolve_externals(compiled, {s for o in objects for s in o.symbols})
             self._engine = llvm.create_mcjit_compiler(
                 compiled, self.target.create_jit_target_machine()
             )
+            for o in objects:
+                self._engine.add_object_file(llvm.ObjectFileRef.from_data(o.code))
             self._engine.finalize_object()
             if threads is not None:
                 address = self._engine.get_global_value_address(NUM_THREADS_SYMBOL)
@@ -251,8 +258,11 @@ def _thread_count(module: llvm.ModuleRef) -> int | None:
     return num_threads_from_env()
 
 
-def _resolve_externals(module: llvm.ModuleRef) -> None:
-    """Make every external symbol of `module` resolvable in this process.
+def _resolve_externals(
+    module: llvm.ModuleRef, provided: "Collection[str]" = ()
+) -> None:
+    """Make every external symbol of `module` resolvable in this process, but
+    those that objects linked beside it provide.
 
     MCJIT aborts the process on a symbol it cannot find; finding them first turns
     that into an exception naming the symbol.
@@ -264,7 +274,7 @@ def _resolve_externals(module: llvm.ModuleRef) -> None:
     for value in (*module.functions, *module.global_variables):
         name = value.name
         if value.is_declaration and not name.startswith("llvm."):
-            if not _resolve(name):
+            if name not in provided and not _resolve(name):
                 raise EmberError(
                     f"compiled code uses {name!r}, which this process lacks"
                 )

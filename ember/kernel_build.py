@@ -1,0 +1,211 @@
+"""Kernels of an ahead-of-time model: te IR → object code, once per structure.
+
+Each kernel of a model is compiled on its own into a relocatable object whose
+one public symbol is the kernel's *bare-pointer* function (`@ember_<kind>_<hash>`:
+one `ptr` per buffer, no argument checks): the model's entry, `default_run`,
+has checked its own arguments and calls the kernels directly with views of its
+workspace and params. Kernels are cached by the sha256 of their te IR (see
+`ember.compile_cache`), so identical layers compile once, and a warm cache
+compiles nothing.
+
+The pipeline is `EMBER_CPU` without `func-packed-abi` (no packed entry, no
+metadata); every buffer is `noalias` (the memory plan never gives a kernel an
+output that overlaps another of its arguments), and `@__ember_num_threads` is an
+external declaration, defined once by the model's entry, so the objects link
+together (in the JIT and in a shared library) without duplicate symbols.
+
+Cache misses compile in a pool of worker processes, one per core, since the
+xDSL passes are Python and hold the GIL.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from ember.compile_cache import CompileCache
+
+HASHED_NAME = "kernel"
+"""The function name a kernel's te IR carries when it is hashed, so that the
+key depends on its structure only; it is renamed to its symbol afterwards."""
+
+
+def kernel_passes() -> tuple[str, ...]:
+    """`EMBER_CPU` without the packed entry: kernels keep bare-pointer symbols."""
+    from ember.passes.pipelines import EMBER_CPU
+
+    return tuple(p for p in EMBER_CPU if p != "func-packed-abi")
+
+
+@dataclass(frozen=True)
+class KernelJob:
+    """One kernel to compile: its te IR text (function `@kernel`), its symbol."""
+
+    text: str
+    symbol: str
+    key: str
+
+
+def compile_kernel(text: str, symbol: str, target: str) -> bytes:
+    """Compile a kernel's te IR to a relocatable object for `target`.
+
+    Args:
+        text: te IR of one function named `@kernel` (its schedule included).
+        symbol: the name the function gets in the object.
+        target: a target string.
+
+    Returns:
+        The object code, defining `symbol` with one pointer per buffer.
+    """
+    from xdsl.dialects import func, llvm
+    from xdsl.dialects.builtin import (
+        ArrayAttr,
+        DictionaryAttr,
+        StringAttr,
+        UnitAttr,
+        i32,
+    )
+    from xdsl.parser import Parser
+
+    from ember.backends.llvm import Target
+    from ember.backends.llvm.codegen import emit_object, optimize, parse
+    from ember.backends.llvm.translate import translate
+    from ember.passes import get_context, run
+    from ember.passes.pipelines import TE_TO_LOOP
+    from ember.runtime.parallel import NUM_THREADS_SYMBOL
+
+    ctx = get_context()
+    module = Parser(ctx, text, "<kernel>").parse_module()
+    # Declared, not defined: the model's entry defines it once.
+    module.body.block.add_op(llvm.GlobalOp(i32, NUM_THREADS_SYMBOL, "external"))
+    run(module, ",".join(TE_TO_LOOP), ctx)
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == HASHED_NAME:
+            op.sym_name = StringAttr(symbol)
+            old = (
+                op.arg_attrs.data
+                if op.arg_attrs
+                else [DictionaryAttr({})] * len(op.args)
+            )
+            op.arg_attrs = ArrayAttr(
+                [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
+            )
+    run(module, ",".join(kernel_passes()[len(TE_TO_LOOP) :]), ctx)
+    t = Target(target)
+    tm = t.create_target_machine()
+    ir = translate(module, triple=t.triple, data_layout=str(tm.target_data))
+    compiled = parse(str(ir))
+    optimize(compiled, tm, t.opt_level)
+    return emit_object(compiled, tm)
+
+
+def _compile_job(args: tuple[str, str, str]) -> bytes:
+    return compile_kernel(*args)
+
+
+def compile_kernels(
+    jobs: Sequence[KernelJob],
+    target: str,
+    cache: CompileCache,
+    workers: int | None = None,
+    progress: Callable[[int, int, str, bool], None] | None = None,
+) -> dict[str, bytes]:
+    """Object code for every job, from the cache or compiled (in parallel).
+
+    Args:
+        jobs: distinct kernels (by key).
+        target: the target string.
+        cache: where compiled kernels are looked up and stored.
+        workers: processes compiling misses; by default one per core (1: in
+            this process).
+        progress: called as `progress(done, total, symbol, cache_hit)` after
+            each kernel.
+
+    Returns:
+        symbol → object code.
+    """
+    objects: dict[str, bytes] = {}
+    misses: list[KernelJob] = []
+    total = len(jobs)
+    for job in jobs:
+        code = cache.get(job.key)
+        if code is None:
+            misses.append(job)
+            continue
+        objects[job.symbol] = code
+        if progress:
+            progress(len(objects), total, job.symbol, True)
+    if workers is None:
+        workers = min(len(misses), os.cpu_count() or 1)
+    if workers <= 1 or len(misses) <= 1:
+        done = (_compile_job((j.text, j.symbol, target)) for j in misses)
+        results = zip(misses, done, strict=True)
+        for job, code in results:
+            cache.put(job.key, code)
+            objects[job.symbol] = code
+            if progress:
+                progress(len(objects), total, job.symbol, False)
+        return objects
+    # Largest kernels first keeps both workers busy to the end.
+    misses.sort(key=lambda j: -len(j.text))
+    with ProcessPoolExecutor(workers, mp_context=_fork_context()) as pool:
+        futures = {
+            pool.submit(_compile_job, (j.text, j.symbol, target)): j for j in misses
+        }
+        for future in as_completed(futures):
+            job = futures[future]
+            code = future.result()
+            cache.put(job.key, code)
+            objects[job.symbol] = code
+            if progress:
+                progress(len(objects), total, job.symbol, False)
+    return objects
+
+
+def _fork_context():
+    import multiprocessing
+
+    # fork: workers inherit the imported compiler (spawn would import it again,
+    # ~1 s each); the parent has started no threads of its own that matter.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else None)
+
+
+def object_symbols(code: bytes) -> tuple[set[str], set[str]]:
+    """The global symbols an ELF64 little-endian object defines and those it
+    needs (undefined), read from its symbol table."""
+    if code[:4] != b"\x7fELF" or code[4] != 2 or code[5] != 1:
+        raise ValueError("expected a little-endian ELF64 object")
+    (shoff,) = struct.unpack_from("<Q", code, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", code, 0x3A)
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", code, shoff + i * shentsize)
+        for i in range(shnum)
+    ]
+    defined: set[str] = set()
+    needed: set[str] = set()
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[sh[6]]
+        strings = code[strtab[4] : strtab[4] + strtab[5]]
+        for offset in range(sh[4], sh[4] + sh[5], sh[9] or 24):
+            name, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", code, offset)
+            if info >> 4 not in (1, 2):  # STB_GLOBAL, STB_WEAK
+                continue
+            text = strings[name : strings.index(b"\0", name)].decode()
+            (needed if shndx == 0 else defined).add(text)
+    return defined, needed
+
+
+__all__ = [
+    "HASHED_NAME",
+    "KernelJob",
+    "compile_kernel",
+    "compile_kernels",
+    "kernel_passes",
+    "object_symbols",
+]
