@@ -204,9 +204,10 @@ class Module:
             if not isinstance(blob, np.ndarray)
             else (np.ascontiguousarray(blob).reshape(-1).view(np.uint8))
         )
-        aligned = empty(data.shape, "uint8")
-        np.asarray(aligned)[:] = data
-        self._data[symbol] = aligned
+        aligned = np.asarray(empty(data.shape, "uint8"))
+        aligned[:] = data
+        aligned.flags.writeable = False  # like the library's read-only section
+        self._data[symbol] = NDArray(aligned)
 
     def get_data(self, symbol: str, nbytes: int) -> NDArray | None:
         """The data blob ``symbol`` (see ``add_data``) as a read-only uint8
