@@ -1,0 +1,361 @@
+"""Elementwise operators with numpy broadcasting, and the injective schedule.
+
+Each graph op has a scalar form (`UNARY`, `BINARY`: te expression to te
+expression, for anchor epilogues) and a tensor form (`add(a, b)`, `relu(x)`:
+a `te.compute` over the broadcast shape). A fused chain of injective ops is
+written by composing tensor forms on placeholders, and `injective(out, inputs)`
+turns it into one kernel: `schedule_injective` inlines every intermediate stage,
+so the chain is one loop nest reading its inputs once and writing its output
+once.
+
+    x = te.placeholder((1, 64, 56, 56), name="x")
+    r = te.placeholder((1, 64, 56, 56), name="r")
+    b = te.placeholder((64, 1, 1), name="b")
+    k = injective(relu(add(add(x, b), r)), [x, b, r])
+    mod = ember.build(k.schedule(), k.args, name="add_relu")
+
+transcendental functions come from `fastmath` (polynomials that vectorize);
+`log` and non-integer `pow` stay libm calls (rare in models).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from ember import te
+from ember.schedule import Schedule, Stage
+from ember.te import Expr
+from ember.topi import fastmath
+from ember.topi.kernel import Kernel
+
+Operand = te.Tensor | float | int
+
+PARALLEL_MIN_WORK = 1 << 15
+"""Elements (weighted by the body's cost) below which a kernel runs on one
+thread: forking libgomp's team costs a few microseconds, as much as running
+~30k simple elements on one core."""
+
+CHUNK = 1024
+"""The inner chunk a long innermost axis is split into when the outer axes
+alone cannot feed the threads (a multiple of 16 lanes)."""
+
+MIN_PARALLEL_ITERATIONS = 8
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy's broadcast of `shapes` (aligned on the right; 1 stretches).
+
+    Raises:
+        ValueError: naming the shapes, when two extents differ and neither is 1.
+    """
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for d, extent in enumerate(shape, ndim - len(shape)):
+            if extent != out[d] and 1 not in (extent, out[d]):
+                raise ValueError(
+                    "expected shapes that broadcast, got "
+                    + " and ".join(str(tuple(s)) for s in shapes)
+                )
+            out[d] = max(out[d], extent) if extent != 1 else out[d]
+    return tuple(out)
+
+
+def broadcast_read(
+    t: Operand, indices: Sequence[Expr], out_shape: Sequence[int]
+) -> Expr | float:
+    """`t` at output position `indices` under broadcasting: `t`'s axes align
+    with the last of the output's, an axis of extent 1 reads index 0. A number
+    is itself."""
+    if not isinstance(t, te.Tensor):
+        return float(t)
+    offset = len(out_shape) - t.ndim
+    idx = [
+        0 if extent == 1 and out_shape[offset + d] != 1 else indices[offset + d]
+        for d, extent in enumerate(t.shape)
+    ]
+    return t[tuple(idx)]
+
+
+def _pow(x: Expr, y: Expr | float) -> Expr:
+    """x ** y as numpy: exact small integer exponents by multiplication, else
+    e^(y log|x|) with the sign of odd integer powers of negative x, NaN for
+    other negative bases, and x ** 0 = 1."""
+    if isinstance(y, float | int):
+        special = {1.0: lambda: x, 2.0: lambda: x * x, 3.0: lambda: x * x * x}
+        if float(y) in special:
+            return special[float(y)]()
+        if y == 0.5:
+            return te.sqrt(x)
+        if y == -1.0:
+            return 1.0 / x
+        if y == 0.0:
+            return te.const(1.0)
+        y = te.const(float(y))
+    magnitude = fastmath.exp(y * te.log(te.abs(x)))
+    whole = y.astype("int32")
+    is_int = whole.astype("float32") == y
+    odd = te.not_equal(whole % 2, 0)
+    negative = te.select(is_int, te.select(odd, 0.0 - magnitude, magnitude), math.nan)
+    result = te.select(x < 0.0, negative, magnitude)
+    return te.select(y == 0.0, 1.0, result)
+
+
+def _relu(x: Expr) -> Expr:
+    return te.max(x, 0.0)
+
+
+UNARY: dict[str, Callable[[Expr], Expr]] = {
+    "relu": _relu,
+    "sigmoid": fastmath.sigmoid,
+    "tanh": fastmath.tanh,
+    "exp": fastmath.exp,
+    "erf": fastmath.erf,
+    "gelu": fastmath.gelu,
+    "sqrt": te.sqrt,
+    "log": te.log,
+    "abs": te.abs,
+    "neg": lambda x: 0.0 - x,
+}
+"""Scalar forms of the unary graph ops, by graph op name (`graph.relu` -> "relu")."""
+
+BINARY: dict[str, Callable[[Expr, Expr | float], Expr]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "maximum": te.max,
+    "minimum": te.min,
+    "pow": _pow,
+}
+"""Scalar forms of the binary graph ops; the right operand may be a number,
+which `pow` specializes (2 -> x * x, 0.5 -> sqrt)."""
+
+
+def clip_expr(x: Expr, lo: float | None, hi: float | None) -> Expr:
+    """numpy.clip of a scalar (NaN stays NaN); a missing bound is no bound."""
+    if lo is not None:
+        x = te.max(x, float(lo))
+    if hi is not None:
+        x = te.min(x, float(hi))
+    return x
+
+
+def _name(op: str, name: str | None) -> str:
+    return name or op
+
+
+def map_unary(fn: Callable[[Expr], Expr], x: te.Tensor, name: str) -> te.Tensor:
+    """`fn` applied to every element of `x`."""
+    return te.compute(x.shape, lambda *i: fn(x[i]), name=name)
+
+
+def map_binary(
+    fn: Callable[[Expr, Expr | float], Expr], a: Operand, b: Operand, name: str
+) -> te.Tensor:
+    """`fn(a, b)` elementwise under numpy broadcasting; a number operand is a
+    constant (one side must be a tensor)."""
+    shapes = [t.shape for t in (a, b) if isinstance(t, te.Tensor)]
+    if not shapes:
+        raise TypeError(f"{name}: expected at least one tensor operand, got {a}, {b}")
+    shape = broadcast_shape(*shapes)
+
+    def element(*i: Expr) -> Expr:
+        x, y = broadcast_read(a, i, shape), broadcast_read(b, i, shape)
+        return fn(x if isinstance(x, Expr) else te.const(x), y)
+
+    return te.compute(shape, element, name=name)
+
+
+def _binary(op: str) -> Callable[..., te.Tensor]:
+    def apply(a: Operand, b: Operand, name: str | None = None) -> te.Tensor:
+        return map_binary(BINARY[op], a, b, _name(op, name))
+
+    apply.__name__ = op
+    apply.__doc__ = f"`{op}` of `a` and `b` with numpy broadcasting (graph.{op})."
+    return apply
+
+
+def _unary(op: str) -> Callable[..., te.Tensor]:
+    def apply(x: te.Tensor, name: str | None = None) -> te.Tensor:
+        return map_unary(UNARY[op], x, _name(op, name))
+
+    apply.__name__ = op
+    apply.__doc__ = f"`{op}` of every element of `x` (graph.{op})."
+    return apply
+
+
+add, sub, mul, div = (_binary(op) for op in ("add", "sub", "mul", "div"))
+maximum, minimum, power = (_binary(op) for op in ("maximum", "minimum", "pow"))
+relu, sigmoid, tanh, exp = (_unary(op) for op in ("relu", "sigmoid", "tanh", "exp"))
+erf, gelu, sqrt, log = (_unary(op) for op in ("erf", "gelu", "sqrt", "log"))
+negative, absolute = _unary("neg"), _unary("abs")
+
+
+def clip(
+    x: te.Tensor, lo: float | None, hi: float | None, name: str | None = None
+) -> te.Tensor:
+    """Every element of `x` clipped to [lo, hi] (graph.clip; relu6 is 0..6)."""
+    return map_unary(lambda v: clip_expr(v, lo, hi), x, _name("clip", name))
+
+
+def batch_norm(
+    x: te.Tensor,
+    gamma: te.Tensor,
+    beta: te.Tensor,
+    mean: te.Tensor,
+    var: te.Tensor,
+    epsilon: float = 1e-5,
+    name: str | None = None,
+) -> te.Tensor:
+    """Inference batch norm over channel axis 1 (graph.batch_norm when it was
+    not folded): (x - mean) / sqrt(var + eps) * gamma + beta, per channel."""
+    channels = x.shape[1]
+    for t in (gamma, beta, mean, var):
+        if t.shape != (channels,):
+            raise ValueError(
+                f"batch_norm: expected ({channels},) statistics for "
+                f"{x.shape}, got {t.name} of {t.shape}"
+            )
+
+    def element(*i: Expr) -> Expr:
+        c = i[1]
+        scale = gamma[c] / te.sqrt(var[c] + float(epsilon))
+        return (x[i] - mean[c]) * scale + beta[c]
+
+    return te.compute(x.shape, element, name=_name("batch_norm", name))
+
+
+# --- schedules ----------------------------------------------------------------
+
+
+def inline_injective(s: Schedule, keep: Sequence[te.Tensor] = ()) -> None:
+    """Inline every compute stage of `s` that is not an output, not in `keep`
+    and not a reduction, into its readers."""
+    kept = {id(t.op) for t in keep} | {id(op) for op in s.outputs}
+    for stage in list(s.stages.values()):
+        op = stage.op
+        if type(op) is te.ComputeOp and id(op) not in kept and not op.reduce_axis:
+            stage.compute_inline()
+
+
+def body_cost(t: te.Tensor) -> int:
+    """A rough per-element cost of computing `t` with its injective producers
+    inlined: polynomial math counts as ~20 simple ops."""
+    cost, seen, stack = 0, set(), [t]
+    while stack:
+        cur = stack.pop()
+        if id(cur) in seen or not isinstance(cur.op, te.ComputeOp):
+            continue
+        seen.add(id(cur))
+        for e in te.walk(cur.op.body):
+            cost += 1
+            if isinstance(e, te.Read):
+                stack.append(e.tensor)
+    return max(1, cost // 4)
+
+
+def schedule_elementwise(stage: Stage, shape: Sequence[int], cost: int = 1) -> None:
+    """The default CPU schedule of one stage over `shape` (row-major): the
+    innermost axis vectorized (`loop-vectorize` strip-mines it into 16-lane
+    pieces), the outer axes fused and run in parallel when the work pays for
+    the threads. A long innermost axis under few outer iterations is split
+    into chunks so the threads still get work."""
+    axes = list(stage.op.axis)
+    numel = math.prod(shape)
+    inner = axes[-1]
+    outer_iterations = numel // shape[-1]
+    parallel = numel * cost >= PARALLEL_MIN_WORK
+    if parallel and outer_iterations < MIN_PARALLEL_ITERATIONS and shape[-1] > CHUNK:
+        chunk, inner = stage.split(inner, factor=CHUNK)
+        axes = [*axes[:-1], chunk]
+    else:
+        axes = axes[:-1]
+    if shape[-1] > 1:
+        stage.vectorize(inner)
+    if parallel and axes:
+        outer = axes[0] if len(axes) == 1 else stage.fuse(*axes)
+        stage.parallel(outer)
+
+
+def schedule_injective(s: Schedule, output: te.Tensor) -> None:
+    """The default schedule of an injective kernel: intermediates inlined, the
+    output scheduled by `schedule_elementwise`."""
+    inline_injective(s)
+    schedule_elementwise(s[output], output.shape, body_cost(output))
+
+
+def injective(output: te.Tensor, placeholders: Sequence[te.Tensor]) -> Kernel:
+    """The kernel computing `output`, a chain of injective ops (elementwise,
+    broadcast, transform ops) over `placeholders`, as one loop nest.
+
+    Args:
+        output: the last tensor of the chain.
+        placeholders: the kernel's inputs in call order; every placeholder the
+            chain reads must be among them.
+
+    Returns:
+        The kernel; its default schedule is `schedule_injective`.
+    """
+    missing = [
+        t.name
+        for t in _placeholders_of(output)
+        if all(t is not p for p in placeholders)
+    ]
+    if missing:
+        raise ValueError(
+            f"kernel '{output.name}': expected every input among the placeholders, "
+            f"got reads of {', '.join(missing)} that are not"
+        )
+    unique_stage_names(output)
+    return Kernel(
+        output,
+        list(placeholders),
+        schedule_fn=lambda s: schedule_injective(s, output),
+        attrs={"pattern": "injective"},
+    )
+
+
+def unique_stage_names(output: te.Tensor) -> None:
+    """Rename the compute stages feeding `output` so no two share a name (a
+    schedule names stages): the second `add` becomes `add.1`, and so on."""
+    taken: set[str] = set()
+    for op in _computes_of(output):
+        name, n = op.name, 1
+        while name in taken:
+            name, n = f"{op.name}.{n}", n + 1
+        op.name = name
+        taken.add(name)
+
+
+def _computes_of(t: te.Tensor) -> list[te.ComputeOp]:
+    """The compute ops `t` depends on, producers first."""
+    order: list[te.ComputeOp] = []
+    seen: set[int] = set()
+
+    def visit(cur: te.Tensor) -> None:
+        if id(cur.op) in seen or not isinstance(cur.op, te.ComputeOp):
+            return
+        seen.add(id(cur.op))
+        for t in cur.op.input_tensors():
+            visit(t)
+        order.append(cur.op)
+
+    visit(t)
+    return order
+
+
+def _placeholders_of(t: te.Tensor) -> list[te.Tensor]:
+    found: dict[int, te.Tensor] = {}
+    stack, seen = [t], set()
+    while stack:
+        cur = stack.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        if isinstance(cur.op, te.PlaceholderOp):
+            found[id(cur)] = cur
+        elif isinstance(cur.op, te.ComputeOp):
+            stack.extend(cur.op.input_tensors())
+    return list(found.values())

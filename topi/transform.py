@@ -1,0 +1,168 @@
+"""Data movement: reshape, flatten, transpose, concat and pad, as injective
+computes (they join fused chains; `elementwise.injective` makes them a kernel).
+
+    x = te.placeholder((1, 32, 14, 14), name="x")
+    y = pad(x, [0, 0, 1, 1, 0, 0, 1, 1])           # (1, 32, 16, 16), zeros around
+    k = injective(transpose(y, (0, 2, 3, 1)), [x])   # NHWC copy
+
+A reshape or flatten of a row-major tensor moves no data: the ahead-of-time
+compiler may alias its output to its input instead of running the copy kernel
+made here (which exists for chains that mix a reshape with other ops).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ember import te
+from ember.te import Expr
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    strides, acc = [], 1
+    for extent in reversed(shape):
+        strides.append(acc)
+        acc *= extent
+    return strides[::-1]
+
+
+def reshape_shape(shape: Sequence[int], new_shape: Sequence[int]) -> tuple[int, ...]:
+    """`new_shape` with ONNX's conventions resolved: 0 copies the input's
+    extent, -1 takes what is left.
+
+    Raises:
+        ValueError: the element counts differ, or more than one -1.
+    """
+    out = [
+        shape[d] if e == 0 and d < len(shape) else e for d, e in enumerate(new_shape)
+    ]
+    if out.count(-1) > 1:
+        raise ValueError(f"reshape: expected at most one -1, got {tuple(new_shape)}")
+    known = math.prod(e for e in out if e != -1)
+    if -1 in out and known and math.prod(shape) % known == 0:
+        out[out.index(-1)] = math.prod(shape) // known
+    if math.prod(out) != math.prod(shape) or any(e <= 0 for e in out):
+        raise ValueError(
+            f"reshape: expected a shape of {math.prod(shape)} elements for "
+            f"{tuple(shape)}, got {tuple(new_shape)}"
+        )
+    return tuple(out)
+
+
+def reshape(x: te.Tensor, new_shape: Sequence[int], name: str = "reshape") -> te.Tensor:
+    """`x`'s elements in row-major order, in `new_shape` (graph.reshape)."""
+    shape = reshape_shape(x.shape, new_shape)
+    out_strides, in_strides = _strides(shape), _strides(x.shape)
+
+    def element(*i: Expr) -> Expr:
+        flat: Expr | int = 0
+        for idx, stride in zip(i, out_strides, strict=True):
+            flat = idx * stride + flat if stride != 1 else idx + flat
+        index = [
+            (flat // stride) % extent if extent != 1 else 0
+            for stride, extent in zip(in_strides, x.shape, strict=True)
+        ]
+        return x[tuple(index)]
+
+    return te.compute(shape, element, name=name)
+
+
+def flatten(x: te.Tensor, axis: int = 1, name: str = "flatten") -> te.Tensor:
+    """`x` as 2-D: the axes before `axis` and from `axis` on each become one
+    (graph.flatten, ONNX Flatten)."""
+    if axis < 0:
+        axis += x.ndim
+    if not 0 <= axis <= x.ndim:
+        raise ValueError(f"flatten: expected an axis in [0, {x.ndim}], got {axis}")
+    shape = (math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
+    return reshape(x, shape, name=name)
+
+
+def transpose(
+    x: te.Tensor, perm: Sequence[int] | None = None, name: str = "transpose"
+) -> te.Tensor:
+    """`x` with its axes permuted: output axis k is input axis perm[k]
+    (graph.transpose; no perm reverses the axes)."""
+    perm = list(reversed(range(x.ndim))) if perm is None else list(perm)
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError(
+            f"transpose: expected a permutation of 0..{x.ndim - 1}, got {perm}"
+        )
+    shape = tuple(x.shape[p] for p in perm)
+
+    def element(*i: Expr) -> Expr:
+        index: list[Expr] = [i[0]] * x.ndim
+        for k, p in enumerate(perm):
+            index[p] = i[k]
+        return x[tuple(index)]
+
+    return te.compute(shape, element, name=name)
+
+
+def concat(tensors: Sequence[te.Tensor], axis: int, name: str = "concat") -> te.Tensor:
+    """`tensors` joined along `axis` (graph.concat); the other extents must match."""
+    if not tensors:
+        raise ValueError("concat: expected at least one tensor")
+    ndim = tensors[0].ndim
+    if axis < 0:
+        axis += ndim
+    if not 0 <= axis < ndim:
+        raise ValueError(f"concat: expected an axis in [0, {ndim}), got {axis}")
+    for t in tensors:
+        rest = [e for d, e in enumerate(t.shape) if d != axis]
+        first = [e for d, e in enumerate(tensors[0].shape) if d != axis]
+        if t.ndim != ndim or rest != first:
+            raise ValueError(
+                f"concat: expected shapes equal but for axis {axis}, got "
+                + ", ".join(str(u.shape) for u in tensors)
+            )
+    offsets = [0]
+    for t in tensors:
+        offsets.append(offsets[-1] + t.shape[axis])
+    shape = tuple(
+        offsets[-1] if d == axis else e for d, e in enumerate(tensors[0].shape)
+    )
+
+    def element(*i: Expr) -> Expr:
+        def read(k: int) -> Expr:
+            index = list(i)
+            index[axis] = i[axis] - offsets[k] if offsets[k] else i[axis]
+            return tensors[k][tuple(index)]
+
+        value = read(len(tensors) - 1)
+        for k in range(len(tensors) - 2, -1, -1):
+            value = te.if_then_else(i[axis] < offsets[k + 1], read(k), value)
+        return value
+
+    return te.compute(shape, element, name=name)
+
+
+def pad(
+    x: te.Tensor, pads: Sequence[int], value: float = 0.0, name: str = "pad"
+) -> te.Tensor:
+    """`x` with `pads = [begin..., end...]` elements of `value` around it
+    (graph.pad, constant mode); a negative pad crops."""
+    if len(pads) != 2 * x.ndim:
+        raise ValueError(
+            f"pad: expected {2 * x.ndim} pads (begin..., end...) for {x.shape}, "
+            f"got {len(pads)}"
+        )
+    begin, end = pads[: x.ndim], pads[x.ndim :]
+    shape = tuple(n + b + e for n, b, e in zip(x.shape, begin, end, strict=True))
+    if any(e <= 0 for e in shape):
+        raise ValueError(f"pad: pads {list(pads)} leave nothing of {x.shape}")
+
+    def element(*i: Expr) -> Expr:
+        inside: list[Expr] = []
+        for idx, n, b, e in zip(i, x.shape, begin, end, strict=True):
+            if b > 0:
+                inside.append(idx >= b)
+            if e > 0:
+                inside.append(idx < n + b)
+        read = x[tuple(idx - b if b else idx for idx, b in zip(i, begin, strict=True))]
+        if not inside:
+            return read
+        return te.if_then_else(te.all(*inside), read, float(value))
+
+    return te.compute(shape, element, name=name)
