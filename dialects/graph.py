@@ -32,8 +32,10 @@ the declared result type is the inferred one.
 from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
+import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
@@ -41,6 +43,8 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
+    f64,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
@@ -76,6 +80,12 @@ __all__ = ["ShapeError", "Graph", "infer_type"]
 
 _REQUIRED = object()
 i1 = IntegerType(1)
+_NUMPY_TYPES: dict[str, Attribute] = {
+    "float32": f32,
+    "float64": f64,
+    "int32": i32,
+    "int64": i64,
+}
 
 
 def _encode(kind: str, value: Any) -> Attribute:
@@ -304,6 +314,27 @@ class ConstantOp(IRDLOperation):
     def __init__(self, value: DenseIntOrFPElementsAttr):
         super().__init__(properties={"value": value}, result_types=[value.type])
 
+    @classmethod
+    def from_numpy(cls, array: "np.ndarray") -> "ConstantOp":
+        """A constant holding `array` (float32, float64, int32 or int64)."""
+        array = np.asarray(array)
+        if array.dtype.name not in _NUMPY_TYPES:
+            raise ValueError(
+                f"expected a float32, float64, int32 or int64 array, got {array.dtype}"
+            )
+        element = _NUMPY_TYPES[array.dtype.name]
+        data = np.ascontiguousarray(array, array.dtype.newbyteorder("<")).tobytes()
+        return cls(
+            DenseIntOrFPElementsAttr(TensorType(element, array.shape), BytesAttr(data))
+        )
+
+    def numpy(self) -> "np.ndarray":
+        """The value as a numpy array (a fresh copy)."""
+        t = self.value.type
+        dtype = next(k for k, v in _NUMPY_TYPES.items() if v == t.element_type)
+        flat = np.frombuffer(self.value.data.data, np.dtype(dtype).newbyteorder("<"))
+        return flat.astype(dtype).reshape(t.get_shape())
+
     def verify_(self) -> None:
         if self.value.type != self.result.type:
             raise VerifyException(f"expected {self.value.type}, got {self.result.type}")
@@ -447,7 +478,7 @@ class BatchNormOp(GraphOp):
 
     name = "graph.batch_norm"
     ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"epsilon": ("float", 1e-5)}
-    PATTERN: ClassVar[str] = "injective"
+    PATTERN: ClassVar[str] = "broadcast"
 
     data = operand_def(TensorType)
     gamma = operand_def(TensorType)

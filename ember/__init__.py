@@ -17,6 +17,7 @@ _LAZY = {
     "lower": ("ember.lowering", "lower"),
     "Target": ("ember.backends.llvm", "Target"),
     "register_func": ("ember.runtime", "register_func"),
+    "PassContext": ("ember.pass_context", "PassContext"),
 }
 _SUBMODULES = ("te", "runtime", "passes", "dialects", "backends", "tools")
 

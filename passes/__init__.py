@@ -13,6 +13,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 _EMBER_PASSES = (
+    "graph-fold-constants",
+    "graph-fold-batch-norm",
+    "graph-fuse-ops",
     "convert-te-to-loop",
     "loop-simplify",
     "loop-outline-parallel",
@@ -75,6 +78,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     for name in _PRIMITIVE_PASSES:
         passes[name] = _loader(name, "ember.passes.te_primitives")
     passes["ember-cpu"] = _loader("ember-cpu", "ember.passes.pipelines")
+    passes["ember-graph"] = _loader("ember-graph", "ember.passes.pipelines")
     return passes
 
 

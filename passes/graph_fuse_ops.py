@@ -1,0 +1,175 @@
+"""`graph-fuse-ops`: TVM's FuseOps on the graph dialect.
+
+Each graph op of a function body ends up in exactly one `graph.fused` op, a fusion
+group that compiles to one kernel. Groups form by the ops' `PATTERN`s, in program
+order:
+
+- an anchor (conv2d, dense, matmul, batch_matmul: "out-elemwise-fusable") opens a
+  group that takes its chain of elementwise and broadcast consumers as an epilogue,
+  as long as each link is the only reader of the value before it and keeps the
+  anchor's output shape (a residual add reading another tensor is fine: that
+  tensor becomes an extra input of the group);
+- elementwise, broadcast and injective ops (reshape, flatten, transpose, pad,
+  concat) with no anchor to join form injective chains, on the same single-reader
+  rule (an injective op never joins an anchor's group: the epilogue works on the
+  anchor's output elements in place);
+- reductions, pooling and softmax are groups of their own.
+
+A group's operands are the values its ops read from outside (inputs, params, other
+groups' results); literal `graph.constant`s are copied into the region. Groups are
+named after their ops and numbered in program order.
+
+    %y = graph.conv2d %x, %w, %b {...} : (...) -> tensor<1x16x8x8xf32>
+    %r = graph.relu %y : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+becomes
+    %r = graph.fused "fused_conv2d_relu_0" (%x, %w, %b) ({
+    ^bb0(%x_1: tensor<1x3x8x8xf32>, %w_1: tensor<16x3x3x3xf32>, %b_1: tensor<16xf32>):
+      %y = graph.conv2d %x_1, %w_1, %b_1 {...} : (...) -> tensor<1x16x8x8xf32>
+      %r_1 = graph.relu %y : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+      graph.yield %r_1 : tensor<1x16x8x8xf32>
+    }) : (...) -> tensor<1x16x8x8xf32>
+"""
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from ember.dialects import graph
+from ember.passes.graph_fold_constants import erase_dead_ops
+
+_ELEMENTWISE = ("elemwise", "broadcast")
+_CHAINABLE = (*_ELEMENTWISE, "injective")
+
+
+@dataclass
+class _Group:
+    kind: str  # "anchor", "injective" or "closed"
+    ops: list[Operation] = field(default_factory=list)
+
+    @property
+    def output(self) -> SSAValue:
+        return self.ops[-1].results[0]
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return tuple(value.type.get_shape())  # type: ignore[attr-defined]
+
+
+def _can_join(group: _Group, value: SSAValue, op: graph.GraphOp, limit: int) -> bool:
+    if value is not group.output or not value.has_one_use() or len(group.ops) >= limit:
+        return False
+    if group.kind == "anchor":
+        return op.PATTERN in _ELEMENTWISE and _shape(op.results[0]) == _shape(value)
+    return group.kind == "injective" and op.PATTERN in _CHAINABLE
+
+
+def partition(block: Block, max_group_size: int = 256) -> list[_Group]:
+    """The fusion groups of the graph ops of `block`, in program order of their
+    last op."""
+    groups: list[_Group] = []
+    group_of: dict[Operation, _Group] = {}
+    for op in block.ops:
+        if not isinstance(op, graph.GraphOp):
+            continue
+        target = None
+        for value in op.operands:
+            owner = value.owner
+            if isinstance(owner, Operation) and owner in group_of:
+                if _can_join(group_of[owner], value, op, max_group_size):
+                    target = group_of[owner]
+                    break
+        if target is None:
+            kind = {
+                "out-elemwise-fusable": "anchor",
+                "elemwise": "injective",
+                "broadcast": "injective",
+                "injective": "injective",
+            }.get(op.PATTERN, "closed")
+            target = _Group(kind)
+            groups.append(target)
+        target.ops.append(op)
+        group_of[op] = target
+    return sorted(groups, key=lambda g: block.get_operation_index(g.ops[-1]))
+
+
+def _group_name(group: _Group, index: int) -> str:
+    parts = [op.name.removeprefix("graph.") for op in group.ops]
+    if len(parts) > 6:
+        parts = [*parts[:5], "etc"]
+    return "fused_" + "_".join(parts) + f"_{index}"
+
+
+def _outline(block: Block, group: _Group, name: str) -> graph.FusedOp:
+    members = set(group.ops)
+    inputs: list[SSAValue] = []
+    constants: list[graph.ConstantOp] = []
+    for op in group.ops:
+        for value in op.operands:
+            owner = value.owner
+            if owner in members or value in inputs:
+                continue
+            if isinstance(owner, graph.ConstantOp):
+                if owner not in constants:
+                    constants.append(owner)
+            else:
+                inputs.append(value)
+    body = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for value, arg in zip(inputs, body.args, strict=True):
+        arg.name_hint = value.name_hint
+        mapping[value] = arg
+    for const in constants:
+        body.add_op(copy := const.clone())
+        mapping[const.result] = copy.result
+    for op in group.ops:
+        body.add_op(op.clone(mapping))
+    body.add_op(graph.YieldOp(mapping[group.output]))
+    fused = graph.FusedOp(name, inputs, [group.output.type], Region(body))
+    block.insert_op_before(fused, group.ops[-1])
+    fused.outputs[0].name_hint = group.output.name_hint
+    group.output.replace_all_uses_with(fused.outputs[0])
+    for op in reversed(group.ops):
+        block.erase_op(op)
+    return fused
+
+
+def fuse_ops(module: ModuleOp, max_group_size: int = 256) -> list[graph.FusedOp]:
+    """Put every graph op of `module`'s functions into a `graph.fused` group.
+
+    Returns:
+        The fused ops, in program order.
+    """
+    fused: list[graph.FusedOp] = []
+    for fn in [op for op in module.walk() if isinstance(op, func.FuncOp)]:
+        if not fn.body.blocks:
+            continue
+        block = fn.body.block
+        for group in partition(block, max_group_size):
+            fused.append(_outline(block, group, _group_name(group, len(fused))))
+        erase_dead_ops(block)
+    return fused
+
+
+@dataclass(frozen=True)
+class GraphFuseOps(ModulePass):
+    """Group graph ops into `graph.fused` kernels (anchor + epilogue, injective
+    chains, one group per reduction).
+
+    ember-opt model.mlir -p 'graph-fuse-ops{max-group-size=64}'
+    """
+
+    name = "graph-fuse-ops"
+
+    max_group_size: int = 256
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.max_group_size < 1:
+            raise ValueError(
+                f"graph-fuse-ops: expected a positive max-group-size, got "
+                f"{self.max_group_size}"
+            )
+        fuse_ops(op, self.max_group_size)
