@@ -250,6 +250,49 @@ typedef int32_t (*EmberCallPackedHook)(const char* name, EmberValue* args,
                                        int32_t* ret_type_code);
 #define EMBER_CALL_PACKED_SYMBOL "__ember_call_packed"
 
+/* ------------------------------------------------------------------------ */
+/* Compiled models                                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A model compiled ahead of time (ember-compile, ember.compile_model) is one
+ * packed function that runs the whole graph:
+ *
+ *   default_run(inputs..., outputs..., workspace, params)
+ *
+ * Inputs and outputs are DLTensors in the model's shapes and dtypes, in the
+ * order the metadata's "model" object lists them. `workspace` is a 1-D uint8
+ * DLTensor ({kDLUInt, 8, 1}) of __ember_model_workspace_bytes bytes that holds
+ * every intermediate tensor at the offset the compiler's static memory plan
+ * gave it: the caller allocates it (64-byte aligned), the model overwrites it
+ * on every call, and two concurrent calls need two workspaces. `params` is a
+ * 1-D uint8 DLTensor of __ember_model_params_bytes bytes holding every weight
+ * (already in the layouts the kernels read) at 64-byte aligned offsets; it is
+ * only read. Outputs and the workspace must not overlap any other argument.
+ *
+ * Symbols of a model library (all `const`, read them with dlsym):
+ *   __ember_model_workspace_bytes  int64_t: the workspace size
+ *   __ember_model_params_bytes     int64_t: the params blob size
+ *   __ember_model_io               int64_t[]: num_inputs, num_outputs, then
+ *                                  for each input and each output: DLPack
+ *                                  dtype code, bits, ndim, ndim extents
+ *   __ember_params                 the params blob (64-byte aligned,
+ *                                  __ember_model_params_bytes long), only in
+ *                                  libraries compiled with embedded params;
+ *                                  otherwise the host loads the blob (as
+ *                                  ember.runtime.pack_params writes it)
+ * The metadata's "model" object says the same in JSON, with names and each
+ * param's offset, shape and dtype. examples/deploy_c/run_model.c is a whole
+ * host.
+ */
+#define EMBER_MODEL_RUN_SYMBOL "default_run"
+#define EMBER_MODEL_WORKSPACE_BYTES_SYMBOL "__ember_model_workspace_bytes"
+#define EMBER_MODEL_PARAMS_BYTES_SYMBOL "__ember_model_params_bytes"
+#define EMBER_MODEL_IO_SYMBOL "__ember_model_io"
+#define EMBER_PARAMS_SYMBOL "__ember_params"
+/* Alignment of the workspace, the params blob and every offset in them. */
+#define EMBER_MODEL_ALIGNMENT 64
+
 /*
  * A host that links a library directly (cc host.c m.so) instead of opening
  * it with dlopen can have these symbols declared by defining

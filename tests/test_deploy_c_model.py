@@ -1,0 +1,285 @@
+"""examples/deploy_c/run_model.c: a C host runs a model library without Python
+and agrees with the Python GraphModule, and refuses what it must."""
+
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import handmade_model as hm
+import numpy as np
+import pytest
+
+import ember
+from ember.runtime import GraphModule, cpu, load_module, pack_params
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "deploy_c"
+INCLUDE = ROOT / "runtime" / "include"
+PARAMS = hm.random_params()
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+
+
+def _compile(out: Path, *flags: str) -> Path:
+    subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-pedantic",
+            "-Werror",
+            *flags,
+            f"-I{INCLUDE}",
+            str(EXAMPLE / "run_model.c"),
+            "-o",
+            str(out),
+            "-ldl",
+        ],
+        check=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory) -> Path:
+    return _compile(tmp_path_factory.mktemp("run_model") / "run_model")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("c_models")
+    embedded, separate = root / "embedded.so", root / "separate.so"
+    hm.build(PARAMS).export_library(embedded)
+    hm.build().export_library(separate)
+    blob = root / "params.bin"
+    blob.write_bytes(pack_params(PARAMS, hm.LAYOUT, hm.PARAMS_BYTES))
+    return {"embedded": embedded, "separate": separate, "params": blob}
+
+
+def _python_output(library: Path, x: np.ndarray, params=None) -> np.ndarray:
+    m = GraphModule(load_module(library)["default"](cpu()))
+    if params is not None:
+        m.load_params(params)
+    m.run(x=x)
+    return m.get_output(0).numpy()
+
+
+def _run(runner: Path, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(runner), *map(str, args)], capture_output=True, text=True, env={}
+    )
+
+
+def test_embedded_params_match_the_python_runtime(runner, models, tmp_path):
+    x = np.random.default_rng(3).standard_normal((1, hm.K)).astype("float32")
+    x.tofile(tmp_path / "x.bin")
+    done = _run(
+        runner,
+        "--repeat",
+        5,
+        models["embedded"],
+        tmp_path / "x.bin",
+        tmp_path / "y.bin",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "params 896 bytes, embedded" in done.stdout
+    assert "input 0: dtype (2, 32), shape (1, 8), 32 bytes" in done.stdout
+    assert "output 0: dtype (2, 32), shape (1, 4), 16 bytes" in done.stdout
+    assert "latency: median" in done.stdout
+    y = np.fromfile(tmp_path / "y.bin", "float32").reshape(1, hm.N)
+    np.testing.assert_array_equal(y, _python_output(models["embedded"], x))
+    np.testing.assert_allclose(y, hm.reference(x, PARAMS), rtol=1e-5, atol=1e-5)
+
+
+def test_separate_params_from_a_blob_file(runner, models, tmp_path):
+    x = np.ones((1, hm.K), "float32")
+    x.tofile(tmp_path / "x.bin")
+    done = _run(runner, models["separate"], tmp_path / "x.bin", tmp_path / "y.bin")
+    assert done.returncode == 2
+    assert "keeps its params separate: pass --params PARAMS.bin" in done.stderr
+    done = _run(
+        runner,
+        "--params",
+        models["params"],
+        models["separate"],
+        tmp_path / "x.bin",
+        tmp_path / "y.bin",
+    )
+    assert done.returncode == 0, done.stderr
+    y = np.fromfile(tmp_path / "y.bin", "float32").reshape(1, hm.N)
+    expected = _python_output(models["separate"], x, models["params"].read_bytes())
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_refusals(runner, models, tmp_path):
+    (tmp_path / "short.bin").write_bytes(bytes(12))
+    np.zeros((1, hm.K), "float32").tofile(tmp_path / "x.bin")
+    cases = [
+        (
+            (models["embedded"], tmp_path / "short.bin", tmp_path / "y.bin"),
+            "has 12 bytes, expected 32",
+        ),
+        (
+            (models["embedded"], tmp_path / "x.bin"),
+            "give 2 file(s) after the library, got 1",
+        ),
+        (
+            (models["embedded"], tmp_path / "none.bin", tmp_path / "y.bin"),
+            "cannot open",
+        ),
+        (
+            ("--repeat", "x", models["embedded"]),
+            "--repeat must be a non-negative integer",
+        ),
+        (("--bogus", "1", models["embedded"]), "unknown option --bogus"),
+        ((tmp_path / "x.bin",), "cannot open"),
+        (
+            (
+                "--params",
+                tmp_path / "short.bin",
+                models["separate"],
+                tmp_path / "x.bin",
+                tmp_path / "y.bin",
+            ),
+            "has 12 bytes, expected 896",
+        ),
+        ((), "usage: run_model"),
+    ]
+    for args, message in cases:
+        done = _run(runner, *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert message in done.stderr, (args, done.stderr)
+
+
+def test_a_kernel_library_is_not_a_model(runner, tmp_path):
+    from ember import te
+
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1, name="B")
+    ember.build(te.create_schedule(B.op), [A, B], name="inc").export_library(
+        tmp_path / "k.so"
+    )
+    done = _run(runner, tmp_path / "k.so")
+    assert done.returncode == 2
+    assert "defines no default_run: not an ember model" in done.stderr
+
+
+def test_the_model_refusing_the_call_is_exit_1(runner, models, tmp_path):
+    """A library whose workspace size global disagrees with its entry (a
+    broken build): the host allocates that size, and the entry's own check
+    refuses the call with its message."""
+    if shutil.which("nm") is None:
+        pytest.skip("needs nm")
+    symbols = subprocess.run(
+        ["nm", "-D", str(models["embedded"])],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    address = next(
+        int(line.split()[0], 16)
+        for line in symbols.splitlines()
+        if line.endswith(" __ember_model_workspace_bytes")
+    )
+    data = bytearray(models["embedded"].read_bytes())
+    offset = _file_offset(data, address)
+    assert int.from_bytes(data[offset : offset + 8], "little") == hm.WORKSPACE_BYTES
+    data[offset : offset + 8] = (128).to_bytes(8, "little")
+    (tmp_path / "bad.so").write_bytes(bytes(data))
+    np.zeros((1, hm.K), "float32").tofile(tmp_path / "x.bin")
+    done = _run(runner, tmp_path / "bad.so", tmp_path / "x.bin", tmp_path / "y.bin")
+    assert done.returncode == 1
+    assert (
+        "default_run failed (code -4): default_run: argument 2 (workspace): "
+        "expected uint8 tensor of shape (64,)" in done.stderr
+    )
+
+
+def _file_offset(data: bytes, address: int) -> int:
+    """The file offset of a virtual address, from the program headers."""
+    (phoff,) = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
+            "<IIQQQQ", data, phoff + i * phentsize
+        )
+        if p_type == 1 and p_vaddr <= address < p_vaddr + p_filesz:
+            return address - p_vaddr + p_offset
+    raise AssertionError(f"address {address:#x} is in no PT_LOAD segment")
+
+
+def test_under_sanitizers(models, tmp_path):
+    runner = tmp_path / "run_model_asan"
+    try:
+        _compile(
+            runner, "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"
+        )
+    except subprocess.CalledProcessError:
+        pytest.skip("the C compiler cannot build with sanitizers here")
+    x = np.random.default_rng(5).standard_normal((1, hm.K)).astype("float32")
+    x.tofile(tmp_path / "x.bin")
+    done = _run(
+        runner,
+        "--repeat",
+        3,
+        models["embedded"],
+        tmp_path / "x.bin",
+        tmp_path / "y.bin",
+    )
+    assert done.returncode == 0, done.stderr
+    y = np.fromfile(tmp_path / "y.bin", "float32").reshape(1, hm.N)
+    np.testing.assert_allclose(y, hm.reference(x, PARAMS), rtol=1e-5, atol=1e-5)
+
+
+def test_makefile_builds_run_model(tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("needs make")
+    copy = tmp_path / "deploy_c"
+    shutil.copytree(
+        EXAMPLE, copy, ignore=shutil.ignore_patterns("*.so", "deploy_c", "run_model")
+    )
+    done = subprocess.run(
+        ["make", "-C", str(copy), "run_model", f"ROOT={ROOT}"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (copy / "run_model").exists()
+
+
+def test_a_compiled_model_matches_the_python_runtime(runner, tmp_path):
+    """Once the AOT compiler is there: an ONNX MLP compiled by ember, run from C."""
+    try:
+        compile_model = ember.compile_model
+    except AttributeError:
+        pytest.skip("ember.compile_model has not landed yet")
+    import sys
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import onnx_models
+    finally:
+        sys.path.pop(0)
+    model = onnx_models.mlp()
+    mod = compile_model(model)
+    mod.export_library(tmp_path / "mlp.so")
+    lib = load_module(tmp_path / "mlp.so")
+    info = lib.metadata["model"]
+    inputs = onnx_models.random_input(model)
+    files = []
+    m = GraphModule(lib["default"](cpu()))
+    for i, tensor in enumerate(info["inputs"]):
+        value = inputs[tensor["name"]]
+        value.tofile(tmp_path / f"in{i}.bin")
+        files.append(tmp_path / f"in{i}.bin")
+        m.set_input(tensor["name"], value)
+    m.run()
+    outs = [tmp_path / f"out{i}.bin" for i in range(len(info["outputs"]))]
+    done = _run(runner, tmp_path / "mlp.so", *files, *outs)
+    assert done.returncode == 0, done.stderr
+    for i, tensor in enumerate(info["outputs"]):
+        got = np.fromfile(outs[i], tensor["dtype"]).reshape(tensor["shape"])
+        np.testing.assert_array_equal(got, m.get_output(i).numpy())
