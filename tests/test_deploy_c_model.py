@@ -283,3 +283,20 @@ def test_a_compiled_model_matches_the_python_runtime(runner, tmp_path):
     for i, tensor in enumerate(info["outputs"]):
         got = np.fromfile(outs[i], tensor["dtype"]).reshape(tensor["shape"])
         np.testing.assert_array_equal(got, m.get_output(i).numpy())
+
+
+def test_header_names_the_symbols_the_compiler_emits():
+    from ember.passes import func_packed_abi as abi
+    from ember.runtime import graph_module
+
+    text = (INCLUDE / "ember_runtime.h").read_text()
+    expected = {
+        "EMBER_MODEL_RUN_SYMBOL": graph_module.RUN_FUNCTION,
+        "EMBER_MODEL_WORKSPACE_BYTES_SYMBOL": abi.MODEL_GLOBALS["workspace_bytes"],
+        "EMBER_MODEL_PARAMS_BYTES_SYMBOL": abi.MODEL_GLOBALS["params_bytes"],
+        "EMBER_MODEL_IO_SYMBOL": abi.MODEL_IO,
+        "EMBER_PARAMS_SYMBOL": graph_module.PARAMS_SYMBOL,
+    }
+    for macro, symbol in expected.items():
+        assert f'#define {macro} "{symbol}"' in text
+    assert abi.MODEL_ENTRY == graph_module.RUN_FUNCTION
