@@ -30,6 +30,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from ember.dialects import graph
 from ember.passes.graph_fold_constants import Params, fold_constants
@@ -63,7 +64,7 @@ def _scale_shift(bn: graph.BatchNormOp, build: _Builder) -> tuple[SSAValue, SSAV
     assert isinstance(var_type, TensorType)
     dtype = {"f32": np.float32, "f64": np.float64}.get(str(var_type.element_type))
     if dtype is None:
-        raise ValueError(
+        raise DiagnosticException(
             f"graph-fold-batch-norm: expected f32 or f64 statistics, got {var_type}"
         )
     eps = graph.ConstantOp.from_numpy(np.asarray(bn.config["epsilon"], dtype))

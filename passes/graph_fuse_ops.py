@@ -6,7 +6,8 @@ order:
 
 - an anchor (conv2d, dense, matmul, batch_matmul: "out-elemwise-fusable") opens a
   group that takes its chain of elementwise and broadcast consumers as an epilogue,
-  as long as each link is the only reader of the value before it and keeps the
+  as long as each link is the only reader of the value before it (x * x reads
+  it once) and keeps the
   anchor's output shape (a residual add reading another tensor is fine: that
   tensor becomes an extra input of the group);
 - elementwise, broadcast and injective ops (reshape, flatten, transpose, pad,
@@ -37,6 +38,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from ember.dialects import graph
 from ember.passes.graph_fold_constants import erase_dead_ops
@@ -60,7 +62,10 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 
 def _can_join(group: _Group, value: SSAValue, op: graph.GraphOp, limit: int) -> bool:
-    if value is not group.output or not value.has_one_use() or len(group.ops) >= limit:
+    if value is not group.output or len(group.ops) >= limit:
+        return False
+    # the joining op must be the value's only reader (it may read it twice: x * x)
+    if any(use.operation is not op for use in value.uses):
         return False
     if group.kind == "anchor":
         return op.PATTERN in _ELEMENTWISE and _shape(op.results[0]) == _shape(value)
@@ -168,7 +173,7 @@ class GraphFuseOps(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.max_group_size < 1:
-            raise ValueError(
+            raise DiagnosticException(
                 f"graph-fuse-ops: expected a positive max-group-size, got "
                 f"{self.max_group_size}"
             )
