@@ -1,0 +1,368 @@
+"""ONNX models to graph IR (TVM's `relay.frontend.from_onnx`).
+
+    mod, params = from_onnx("mobilenet_v2.onnx", shape={"input": (1, 3, 224, 224)})
+
+`mod` is a builtin.module holding `func.func @main` over statically shaped f32
+tensors (inputs named after the ONNX inputs in `ember.name` argument attributes,
+outputs likewise in result attributes); `params` maps each `graph.param` name to its
+numpy array. The import runs in three steps:
+
+1. load and validate: a path or a ModelProto; a file that is not ONNX, a model the
+   checker rejects, or an opset outside 13..20 is refused with a message naming it;
+2. check the whole graph: every op type ember cannot convert, every unsupported
+   attribute value (Pad mode='reflect', auto_pad='XYZ', ...) and every shape input
+   computed at run time are collected into one `UnsupportedOperatorError` before
+   any IR is built;
+3. convert node by node in topological order (`frontends/onnx_ops.py`): shape
+   computations whose inputs are known at import time (Shape, Gather, Unsqueeze,
+   Concat, Cast, Constant, ...) fold to numpy arrays; everything else becomes graph
+   ops built with the dialect's shape-inferring builders.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import numpy_helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from ember.dialects import graph as G
+from ember.frontends import onnx_ops
+from ember.frontends.onnx_ops import ConversionError, NodeContext
+from ember.runtime.errors import EmberError
+
+__all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
+
+SUPPORTED_OPSETS = range(13, 21)
+"""Opsets whose semantics the converters follow. 19 and 20 change none of the
+converted ops beyond what the attribute checks refuse (Pad's 'wrap' mode,
+AveragePool's dilations); 20 brings Gelu."""
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+class OnnxImportError(EmberError):
+    """The model cannot be imported: not an ONNX file, an invalid model, an opset
+    outside the supported range, or a node that does not convert."""
+
+
+class UnsupportedOperatorError(OnnxImportError):
+    """The model uses operators (or attribute values) ember does not convert.
+
+    `unsupported` maps each op type, with the attribute values at fault where the
+    op itself is supported ("Pad (mode='reflect')"), to the names of its nodes.
+    """
+
+    def __init__(self, model: str, unsupported: Mapping[str, Sequence[str]]):
+        self.unsupported = {key: list(nodes) for key, nodes in unsupported.items()}
+        lines = [
+            f"  {key}: {', '.join(nodes)}"
+            for key, nodes in sorted(self.unsupported.items())
+        ]
+        count = len(self.unsupported)
+        kinds = "operator" if count == 1 else "operators"
+        super().__init__(
+            f"{model}: {count} unsupported ONNX {kinds} (op type: node names):\n"
+            + "\n".join(lines)
+        )
+
+
+def load_model(
+    model: onnx.ModelProto | str | os.PathLike,
+) -> tuple[onnx.ModelProto, str]:
+    """The ModelProto and a label naming it in messages; a path is read with its
+    external data. Raises OnnxImportError for anything that is not a valid model."""
+    if isinstance(model, onnx.ModelProto):
+        label = f"ONNX model '{model.graph.name or 'unnamed'}'"
+    else:
+        path = Path(model)
+        label = f"'{path}'"
+        if not path.is_file():
+            raise OnnxImportError(f"{label}: no such file")
+        try:
+            model = onnx.load_model(str(path))
+        except (
+            DecodeError,
+            ValueError,
+            RuntimeError,
+            OSError,
+            UnicodeDecodeError,
+        ) as e:
+            raise OnnxImportError(
+                f"{label} is not an ONNX model (it does not decode as one: {e})"
+            ) from None
+        # protobuf decodes some arbitrary bytes to an empty or near-empty message
+        if not model.HasField("graph") or model.ir_version <= 0:
+            raise OnnxImportError(
+                f"{label} is not an ONNX model (no graph or IR version in it)"
+            )
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        first = str(e).strip().splitlines()[0]
+        raise OnnxImportError(f"{label} is not a valid ONNX model: {first}") from None
+    return model, label
+
+
+def _opset(model: onnx.ModelProto, label: str) -> int:
+    versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
+    if not versions:
+        raise OnnxImportError(f"{label}: expected an import of the default ONNX opset")
+    opset = versions[0]
+    first, last = SUPPORTED_OPSETS.start, SUPPORTED_OPSETS.stop - 1
+    if opset < first:
+        raise OnnxImportError(
+            f"{label}: expected opset {first}..{last}, got {opset}; convert it with "
+            f"onnx.version_converter.convert_version(model, {first}) first"
+        )
+    if opset > last:
+        raise OnnxImportError(f"{label}: expected opset {first}..{last}, got {opset}")
+    return opset
+
+
+def _key(node: onnx.NodeProto) -> str:
+    if node.domain in _DEFAULT_DOMAINS:
+        return node.op_type
+    return f"{node.domain}.{node.op_type}"
+
+
+def _node_name(node: onnx.NodeProto, index: int) -> str:
+    if node.name:
+        return node.name
+    return f"#{index} (output '{node.output[0]}')" if node.output else f"#{index}"
+
+
+def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
+    """Raise one UnsupportedOperatorError listing every node that cannot convert."""
+    known = {t.name for t in graph.initializer}
+    unsupported: dict[str, list[str]] = {}
+    for index, node in enumerate(graph.node):
+        key = _key(node)
+        problems: list[str] = []
+        if key not in onnx_ops.CONVERTERS:
+            unsupported.setdefault(key, []).append(_node_name(node, index))
+            continue
+        problems += onnx_ops.unsupported_attributes(key, node, opset)
+        inputs = list(node.input)
+        present = [name for name in inputs if name]
+        folds = node.op_type == "Shape" or (
+            key in onnx_ops.FOLDERS and all(name in known for name in present)
+        )
+        if key == "Constant" or folds:
+            known.update(node.output)
+        elif key in onnx_ops.SHAPE_ONLY:
+            problems.append("on a tensor computed by the model")
+        elif key == "Cast" and node.attribute[0].i != onnx.TensorProto.FLOAT:
+            to = onnx.helper.tensor_dtype_to_np_dtype(node.attribute[0].i)
+            problems.append(f"a cast to {to} of a computed tensor")
+        for i, what in onnx_ops.CONST_INPUTS.get(key, []):
+            if i < len(inputs) and inputs[i] and inputs[i] not in known:
+                problems.append(f"{what} computed by the model")
+        if problems:
+            entry = f"{key} ({', '.join(problems)})"
+            unsupported.setdefault(entry, []).append(_node_name(node, index))
+    if unsupported:
+        raise UnsupportedOperatorError(label, unsupported)
+
+
+def _input_shapes(
+    graph: onnx.GraphProto,
+    shape: Mapping[str, Sequence[int]] | None,
+    dtype: str | Mapping[str, str],
+    label: str,
+) -> dict[str, tuple[int, ...]]:
+    initializers = {t.name for t in graph.initializer}
+    inputs = [v for v in graph.input if v.name not in initializers]
+    names = [v.name for v in inputs]
+    overrides = dict(shape or {})
+    unknown = sorted(set(overrides) - set(names))
+    if unknown:
+        raise OnnxImportError(
+            f"{label}: expected shapes for inputs among {names}, got {unknown}"
+        )
+    result = {}
+    for value in inputs:
+        want = dtype if isinstance(dtype, str) else dtype.get(value.name, "float32")
+        if want != "float32":
+            raise OnnxImportError(
+                f"{label}: expected dtype float32 for input '{value.name}', got {want}"
+            )
+        tensor = value.type.tensor_type
+        if tensor.elem_type != onnx.TensorProto.FLOAT:
+            got = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+            raise OnnxImportError(
+                f"{label}: expected a float32 input '{value.name}', got {got}"
+            )
+        declared = list(tensor.shape.dim)
+        if value.name in overrides:
+            dims = tuple(int(d) for d in overrides[value.name])
+            if tensor.HasField("shape") and len(dims) != len(declared):
+                raise OnnxImportError(
+                    f"{label}: expected a shape of rank {len(declared)} for input "
+                    f"'{value.name}', got {list(dims)}"
+                )
+            if any(d < 1 for d in dims):
+                raise OnnxImportError(
+                    f"{label}: expected positive dims for input '{value.name}', "
+                    f"got {list(dims)}"
+                )
+        else:
+            if not tensor.HasField("shape"):
+                raise OnnxImportError(
+                    f"{label}: input '{value.name}' has no shape; pass "
+                    f"shape={{'{value.name}': (...)}}"
+                )
+            for axis, dim in enumerate(declared):
+                if not dim.HasField("dim_value"):
+                    symbol = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
+                    raise OnnxImportError(
+                        f"{label}: input '{value.name}' has a dynamic dimension "
+                        f"{symbol} at axis {axis}; pass shape={{'{value.name}': (...)}}"
+                    )
+            dims = tuple(d.dim_value for d in declared)
+        result[value.name] = dims
+    return result
+
+
+class _Importer:
+    def __init__(self, graph: onnx.GraphProto, opset: int, label: str):
+        self.graph = graph
+        self.opset = opset
+        self.label = label
+        self.block = Block()
+        self.params: dict[str, np.ndarray] = {}
+        self.initializers = {t.name for t in graph.initializer}
+        self.env: dict[str, SSAValue | np.ndarray] = {
+            t.name: numpy_helper.to_array(t) for t in graph.initializer
+        }
+        self.materialized: dict[str, SSAValue] = {}
+
+    def materialize(self, name: str, array: np.ndarray) -> SSAValue:
+        """An import-time array as a tensor operand: a graph.param bound to `name`
+        (initializers, and folded values past a few elements) or a literal."""
+        if name in self.materialized:
+            return self.materialized[name]
+        if array.dtype != np.float32:
+            raise ConversionError(
+                f"expected a float32 tensor for '{name}', got {array.dtype} (only "
+                "shape computations may use other types)"
+            )
+        small = array.size <= 1 or (
+            name not in self.initializers
+            and array.size <= onnx_ops.MAX_LITERAL_ELEMENTS
+        )
+        if small:
+            op = G.ConstantOp(onnx_ops.literal(array))
+        else:
+            self.params[name] = array
+            op = G.ParamOp(name, TensorType(f32, array.shape))
+        self.block.add_op(op)
+        self.materialized[name] = op.results[0]
+        return op.results[0]
+
+    def convert(self, index: int, node: onnx.NodeProto) -> None:
+        inputs = [self.env[name] if name else None for name in node.input]
+        context = NodeContext(node, self.opset, inputs, self.block, self.materialize)
+        try:
+            folded = onnx_ops.fold(context)
+            if folded is not None:
+                outputs = [folded]
+            else:
+                outputs = onnx_ops.CONVERTERS[_key(node)](context)
+        except (ConversionError, VerifyException) as e:
+            raise OnnxImportError(
+                f"{self.label}: {node.op_type} node '{_node_name(node, index)}': {e}"
+            ) from None
+        for name, value in zip(node.output, outputs, strict=False):
+            if name:
+                self.env[name] = value
+
+    def output(self, name: str) -> SSAValue:
+        value = self.env[name]
+        if isinstance(value, np.ndarray):
+            try:
+                return self.materialize(name, value)
+            except ConversionError as e:
+                raise OnnxImportError(f"{self.label}: output '{name}': {e}") from None
+        return value
+
+
+def from_onnx(
+    model: onnx.ModelProto | str | os.PathLike,
+    shape: Mapping[str, Sequence[int]] | None = None,
+    dtype: str | Mapping[str, str] = "float32",
+) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """Import an ONNX model as graph IR and its params.
+
+    Args:
+        model: an onnx.ModelProto or the path of a .onnx file.
+        shape: input name -> shape, for inputs with dynamic dimensions (or to
+            override the declared ones).
+        dtype: the inputs' dtype ("float32", the one supported), or one per input.
+
+    Returns:
+        (module, params): a builtin.module with `func.func @main`, and the
+        `graph.param` values by name.
+
+    Raises:
+        OnnxImportError: the file is not an ONNX model, the opset is outside
+            13..20, an input has an unknown dimension, or a node does not convert.
+        UnsupportedOperatorError: the model uses ops or attribute values ember
+            does not support (every one is listed, with its nodes).
+
+    Example:
+        >>> mod, params = from_onnx("resnet18.onnx")  # doctest: +SKIP
+    """
+    model, label = load_model(model)
+    opset = _opset(model, label)
+    graph = model.graph
+    _check_graph(graph, opset, label)
+    shapes = _input_shapes(graph, shape, dtype, label)
+
+    importer = _Importer(graph, opset, label)
+    args = [
+        importer.block.insert_arg(TensorType(f32, s), i)
+        for i, s in enumerate(shapes.values())
+    ]
+    for name, arg in zip(shapes, args, strict=True):
+        importer.env[name] = arg
+    for index, node in enumerate(graph.node):
+        importer.convert(index, node)
+    results = [importer.output(v.name) for v in graph.output]
+    importer.block.add_op(func.ReturnOp(*results))
+
+    def names(values: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
+        return ArrayAttr(
+            [DictionaryAttr({"ember.name": StringAttr(n)}) for n in values]
+        )
+
+    main = func.FuncOp(
+        "main",
+        ([a.type for a in args], [r.type for r in results]),
+        Region(importer.block),
+        arg_attrs=names(list(shapes)),
+        res_attrs=names([v.name for v in graph.output]),
+    )
+    module = ModuleOp([main])
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise OnnxImportError(
+            f"{label}: the imported graph does not verify: {e}"
+        ) from e
+    return module, importer.params

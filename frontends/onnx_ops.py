@@ -1,0 +1,673 @@
+"""ONNX operators to graph ops: one converter per ONNX op type, the attribute checks
+that run over the whole model before anything is built, and the numpy evaluators
+that fold shape computations (Shape, Gather, Unsqueeze, Concat, ...) at import time.
+
+A converter receives a `NodeContext` and returns the node's outputs, each an
+`SSAValue` (a graph op's result) or an `np.ndarray` (a value known at import time).
+It builds ops with the graph dialect's shape-inferring builders and never computes a
+result shape itself; what it normalises are ONNX's attributes (auto_pad to explicit
+padding, axes as attributes or inputs by opset, Gemm's flags).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
+from xdsl.ir import Block, SSAValue
+
+from ember.dialects import graph as G
+
+Value = SSAValue | np.ndarray
+Converter = Callable[["NodeContext"], Sequence[Value]]
+
+# Import-time values this small become graph.constant literals, larger ones params.
+MAX_LITERAL_ELEMENTS = 16
+# Float constants larger than this are not folded at import: the graph op is built
+# on params and graph-fold-constants decides.
+MAX_FOLDED_ELEMENTS = 4096
+
+
+class ConversionError(Exception):
+    """A node cannot be converted; the importer adds the node's name and type."""
+
+
+class NodeContext:
+    """One node during conversion: its attributes, its inputs (as import-time
+    arrays or as SSA values) and a way to append graph ops."""
+
+    def __init__(
+        self,
+        node: onnx.NodeProto,
+        opset: int,
+        inputs: list[Value | None],
+        block: Block,
+        materialize: Callable[[str, np.ndarray], SSAValue],
+    ):
+        self.node = node
+        self.opset = opset
+        self.inputs = inputs
+        self.block = block
+        self._materialize = materialize
+        self.attrs = {a.name: _attribute(a) for a in node.attribute}
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def has(self, i: int) -> bool:
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def is_const(self, i: int) -> bool:
+        return isinstance(self.inputs[i], np.ndarray)
+
+    def const(self, i: int, what: str) -> np.ndarray:
+        """Input `i`, which must be known at import time (an initializer, a Constant
+        or a folded shape computation)."""
+        value = self.inputs[i]
+        if not isinstance(value, np.ndarray):
+            raise ConversionError(
+                f"expected {what} (input {i}, '{self.node.input[i]}') known at import "
+                "time, got a tensor computed by the model"
+            )
+        return value
+
+    def value(self, i: int) -> SSAValue:
+        """Input `i` as an SSA value; import-time arrays become params or literals."""
+        value = self.inputs[i]
+        if value is None:
+            raise ConversionError(f"expected input {i}, got none")
+        if isinstance(value, np.ndarray):
+            value = self._materialize(self.node.input[i], value)
+            self.inputs[i] = value
+        return value
+
+    def constant(self, value: float | np.ndarray) -> SSAValue:
+        """A float32 graph.constant (a scalar or a small literal)."""
+        return self.emit_op(G.ConstantOp(literal(np.asarray(value, np.float32))))
+
+    def emit(self, op: type[G.GraphOp], *operands: SSAValue, **attrs: Any) -> SSAValue:
+        """Append `op` built on `operands` with `attrs`, its type inferred."""
+        return self.emit_op(op.build_inferred(*operands, **attrs))
+
+    def emit_op(self, op) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape())
+
+
+def literal(array: np.ndarray) -> DenseIntOrFPElementsAttr:
+    if array.dtype != np.float32:
+        raise ConversionError(f"expected a float32 tensor, got {array.dtype}")
+    values = [float(v) for v in array.ravel()]
+    return DenseIntOrFPElementsAttr.from_list(TensorType(f32, array.shape), values)
+
+
+def _attribute(attr: onnx.AttributeProto) -> Any:
+    value = onnx.helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    return value
+
+
+# -- checks before building -----------------------------------------------------------
+
+AttributeCheck = Callable[[dict[str, Any], int], list[str]]
+
+
+def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
+    return {a.name: _attribute(a) for a in node.attribute}
+
+
+def _one_of(name: str, allowed: Sequence[Any], default: Any) -> AttributeCheck:
+    def check(attrs: dict[str, Any], _opset: int) -> list[str]:
+        value = attrs.get(name, default)
+        return [] if value in allowed else [f"{name}={value!r}"]
+
+    return check
+
+
+def _all(*checks: AttributeCheck) -> AttributeCheck:
+    return lambda attrs, opset: [p for c in checks for p in c(attrs, opset)]
+
+
+def _spatial_2d(attrs: dict[str, Any], _opset: int) -> list[str]:
+    kernel = attrs.get("kernel_shape")
+    if kernel is not None and len(kernel) != 2:
+        return [f"kernel_shape={list(kernel)} (only 2-D)"]
+    return []
+
+
+_AUTO_PAD = _one_of(
+    "auto_pad", ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"], "NOTSET"
+)
+
+
+def _unit_dilations(attrs: dict[str, Any], _opset: int) -> list[str]:
+    dilations = attrs.get("dilations")
+    if dilations is not None and any(d != 1 for d in dilations):
+        return [f"dilations={list(dilations)}"]
+    return []
+
+
+def _constant_attrs(attrs: dict[str, Any], _opset: int) -> list[str]:
+    kinds = {"value", "value_float", "value_floats", "value_int", "value_ints"}
+    return [f"{name} attribute" for name in attrs if name not in kinds]
+
+
+CHECKS: dict[str, AttributeCheck] = {
+    "Conv": _all(_AUTO_PAD, _spatial_2d),
+    "MaxPool": _all(_AUTO_PAD, _spatial_2d),
+    "AveragePool": _all(_AUTO_PAD, _spatial_2d, _unit_dilations),
+    "BatchNormalization": _one_of("training_mode", [0], 0),
+    "Pad": _one_of("mode", ["constant"], "constant"),
+    "Gelu": _one_of("approximate", ["none"], "none"),
+    "com.microsoft.Gelu": lambda attrs, opset: [],
+    "Reshape": _one_of("allowzero", [0], 0),
+    "Constant": _constant_attrs,
+}
+
+
+def unsupported_attributes(key: str, node: onnx.NodeProto, opset: int) -> list[str]:
+    """What in `node`'s attributes ember cannot convert (empty when all is fine)."""
+    check = CHECKS.get(key)
+    return check(_attr_values(node), opset) if check else []
+
+
+# -- folding at import time -----------------------------------------------------------
+
+
+def _fold_shape(c: NodeContext, data: Any) -> np.ndarray:
+    shape = np.array(shape_of(data) if isinstance(data, SSAValue) else data.shape)
+    start, end = c.attr("start", 0), c.attr("end", None)
+    return shape[start:end].astype(np.int64)
+
+
+def _axes(c: NodeContext, i: int) -> list[int] | None:
+    """Axes from the attribute (older opsets) or input `i`, None when absent."""
+    if "axes" in c.attrs:
+        return list(c.attrs["axes"])
+    if c.has(i):
+        return [int(a) for a in c.const(i, "axes")]
+    return None
+
+
+def _fold_slice(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
+    starts, ends = c.const(1, "starts"), c.const(2, "ends")
+    axes = c.const(3, "axes") if c.has(3) else range(len(starts))
+    steps = c.const(4, "steps") if c.has(4) else [1] * len(starts)
+    index = [slice(None)] * data.ndim
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        index[int(axis)] = slice(int(start), int(end), int(step))
+    return data[tuple(index)]
+
+
+def _fold_cast(c: NodeContext, data: np.ndarray) -> np.ndarray:
+    return data.astype(onnx.helper.tensor_dtype_to_np_dtype(c.attr("to")))
+
+
+def _fold_reshape(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
+    target = c.const(1, "shape")
+    dims = [data.shape[i] if d == 0 else int(d) for i, d in enumerate(target)]
+    return data.reshape(dims)
+
+
+def _fold_unsqueeze(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
+    axes = _axes(c, 1) or []
+    rank = data.ndim + len(axes)
+    return np.expand_dims(data, tuple(sorted(a % rank for a in axes)))
+
+
+def _fold_squeeze(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
+    axes = _axes(c, 1)
+    return np.squeeze(data, None if axes is None else tuple(axes))
+
+
+def _fold_constant_of_shape(c: NodeContext, shape: np.ndarray) -> np.ndarray:
+    value = c.attr("value", np.zeros(1, np.float32))
+    return np.full([int(d) for d in shape], value.ravel()[0], value.dtype)
+
+
+_BINARY_NUMPY = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Max": np.maximum,
+    "Min": np.minimum,
+}
+
+
+def _flatten_axis(c: NodeContext, x: np.ndarray) -> int:
+    axis = c.attr("axis", 1)
+    return axis + x.ndim if axis < 0 else axis
+
+
+def _numpy_binary(f: Callable[[np.ndarray, np.ndarray], np.ndarray]):
+    return lambda c, a, b: f(a, b).astype(np.result_type(a, b))
+
+
+def _fold_div(_c: NodeContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        return np.trunc(a / b).astype(a.dtype)  # ONNX's integer Div truncates
+    return a / b
+
+
+FOLDERS: dict[str, Callable[..., np.ndarray]] = {
+    "Identity": lambda c, x: x,
+    "Dropout": lambda c, x, *rest: x,
+    "Shape": _fold_shape,
+    "Gather": lambda c, x, i: np.take(x, i, axis=c.attr("axis", 0)),
+    "Unsqueeze": _fold_unsqueeze,
+    "Squeeze": _fold_squeeze,
+    "Cast": _fold_cast,
+    "Concat": lambda c, *xs: np.concatenate(xs, axis=c.attr("axis")),
+    "Reshape": _fold_reshape,
+    "Flatten": lambda c, x: x.reshape(math.prod(x.shape[: _flatten_axis(c, x)]), -1),
+    "Transpose": lambda c, x: np.transpose(x, c.attr("perm")),
+    "Slice": _fold_slice,
+    "ConstantOfShape": _fold_constant_of_shape,
+    "Range": lambda c, start, limit, delta: np.arange(
+        start.item(), limit.item(), delta.item(), dtype=start.dtype
+    ),
+    "Neg": lambda c, x: -x,
+    "Div": _fold_div,
+    **{op: _numpy_binary(f) for op, f in _BINARY_NUMPY.items()},
+}
+"""numpy evaluators of ops whose inputs are all known at import time."""
+
+SHAPE_ONLY = {"Shape", "Gather", "Slice", "ConstantOfShape", "Range"}
+"""Ops converted only by folding: their inputs must be known at import time (Shape
+needs only its input's static shape)."""
+
+# Inputs that must be import-time constants, by op: (index, what).
+CONST_INPUTS: dict[str, list[tuple[int, str]]] = {
+    "Reshape": [(1, "the target shape")],
+    "Pad": [(1, "pads"), (2, "the padding value"), (3, "axes")],
+    "Clip": [(1, "min"), (2, "max")],
+    "Unsqueeze": [(1, "axes")],
+    "Squeeze": [(1, "axes")],
+    "ReduceSum": [(1, "axes")],
+    "ReduceMean": [(1, "axes")],
+    "ReduceMax": [(1, "axes")],
+    "Dropout": [(2, "training_mode")],
+}
+
+
+def fold(c: NodeContext) -> np.ndarray | None:
+    """The node's value computed with numpy, or None when it is not folded: not
+    every input is known at import time, or a float computation is large enough
+    to leave to graph-fold-constants."""
+    op = c.node.op_type
+    if op not in FOLDERS or c.node.domain not in ("", "ai.onnx"):
+        return None
+    present = [x for x in c.inputs if x is not None]
+    if op == "Shape":
+        return _fold_shape(c, present[0])
+    if not all(isinstance(x, np.ndarray) for x in present):
+        return None
+    arrays: list[np.ndarray] = present  # type: ignore[assignment]
+    big_float = any(
+        a.dtype.kind == "f" and a.size > MAX_FOLDED_ELEMENTS for a in arrays
+    )
+    if big_float and op not in SHAPE_ONLY | {"Cast", "Identity", "Dropout"}:
+        return None
+    return np.asarray(FOLDERS[op](c, *arrays))
+
+
+# -- converters -----------------------------------------------------------------------
+
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converter(*keys: str):
+    def register(fn: Converter) -> Converter:
+        for key in keys:
+            CONVERTERS[key] = fn
+        return fn
+
+    return register
+
+
+def _same_padding(
+    c: NodeContext, spatial: Sequence[int], kernel: Sequence[int]
+) -> list[int]:
+    """ONNX's explicit padding [top, left, bottom, right] from auto_pad and pads."""
+    auto_pad = c.attr("auto_pad", "NOTSET")
+    if auto_pad == "NOTSET":
+        return list(c.attr("pads", [0, 0, 0, 0]))
+    if auto_pad == "VALID":
+        return [0, 0, 0, 0]
+    strides = c.attr("strides", [1, 1])
+    dilations = c.attr("dilations", [1, 1])
+    begin, end = [], []
+    for size, k, s, d in zip(spatial, kernel, strides, dilations, strict=True):
+        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+        small, large = total // 2, total - total // 2
+        upper = auto_pad == "SAME_UPPER"
+        begin.append(small if upper else large)
+        end.append(large if upper else small)
+    return begin + end
+
+
+def _data_4d(c: NodeContext) -> SSAValue:
+    x = c.value(0)
+    if len(shape_of(x)) != 4:
+        raise ConversionError(f"expected 4-D NCHW data, got shape {shape_of(x)}")
+    return x
+
+
+@converter("Conv")
+def _conv(c: NodeContext):
+    x, w = _data_4d(c), c.value(1)
+    kernel = c.attr("kernel_shape") or shape_of(w)[2:]
+    operands = [x, w] + ([c.value(2)] if c.has(2) else [])
+    y = c.emit(
+        G.Conv2DOp,
+        *operands,
+        strides=c.attr("strides", [1, 1]),
+        padding=_same_padding(c, shape_of(x)[2:], kernel),
+        dilation=c.attr("dilations", [1, 1]),
+        groups=c.attr("group", 1),
+    )
+    return [y]
+
+
+@converter("Gemm")
+def _gemm(c: NodeContext):
+    alpha, beta = c.attr("alpha", 1.0), c.attr("beta", 1.0)
+    a = c.value(0)
+    if c.attr("transA", 0):
+        a = c.emit(G.TransposeOp, a, perm=[1, 0])
+    trans_b = c.attr("transB", 0)
+    b_is_weight = c.is_const(1)
+    b = c.value(1)
+    bias = None
+    if c.has(2) and beta != 0.0:
+        bias = c.value(2)
+        if beta != 1.0:
+            bias = c.emit(G.MulOp, bias, c.constant(beta))
+    if trans_b or b_is_weight:
+        # dense takes the weight as (N, K); a constant (K, N) weight's transpose
+        # folds into a new param in graph-fold-constants
+        w = b if trans_b else c.emit(G.TransposeOp, b, perm=[1, 0])
+        if bias is not None and alpha == 1.0 and shape_of(bias) == (shape_of(w)[0],):
+            return [c.emit(G.DenseOp, a, w, bias)]
+        y = c.emit(G.DenseOp, a, w)
+    else:
+        y = c.emit(G.MatmulOp, a, b)
+    if alpha != 1.0:
+        y = c.emit(G.MulOp, y, c.constant(alpha))
+    if bias is not None:
+        y = c.emit(G.AddOp, y, bias)
+    return [y]
+
+
+@converter("MatMul")
+def _matmul(c: NodeContext):
+    return [c.emit(G.MatmulOp, c.value(0), c.value(1))]
+
+
+@converter("BatchNormalization")
+def _batch_norm(c: NodeContext):
+    if any(name for name in c.node.output[1:]):
+        raise ConversionError(
+            "expected only the inference output, got training outputs"
+        )
+    operands = [c.value(i) for i in range(5)]
+    return [c.emit(G.BatchNormOp, *operands, epsilon=c.attr("epsilon", 1e-5))]
+
+
+_BINARY = {
+    "Add": G.AddOp,
+    "Sub": G.SubOp,
+    "Mul": G.MulOp,
+    "Div": G.DivOp,
+    "Pow": G.PowOp,
+    "Max": G.MaximumOp,
+    "Min": G.MinimumOp,
+}
+
+
+@converter(*_BINARY)
+def _binary(c: NodeContext):
+    op = _BINARY[c.node.op_type]
+    y = c.value(0)
+    for i in range(1, len(c.inputs)):  # Max and Min are variadic
+        y = c.emit(op, y, c.value(i))
+    return [y]
+
+
+_UNARY = {
+    "Relu": G.ReluOp,
+    "Sigmoid": G.SigmoidOp,
+    "Tanh": G.TanhOp,
+    "Exp": G.ExpOp,
+    "Sqrt": G.SqrtOp,
+    "Erf": G.ErfOp,
+    "Gelu": G.GeluOp,
+    "com.microsoft.Gelu": G.GeluOp,
+    "Neg": G.NegOp,
+    "Abs": G.AbsOp,
+    "Log": G.LogOp,
+}
+
+
+@converter(*_UNARY)
+def _unary(c: NodeContext):
+    key = (
+        c.node.op_type
+        if c.node.domain in ("", "ai.onnx")
+        else (f"{c.node.domain}.{c.node.op_type}")
+    )
+    return [c.emit(_UNARY[key], c.value(0))]
+
+
+def _bound(c: NodeContext, i: int, what: str, infinite: float) -> float | None:
+    if not c.has(i):
+        return None
+    value = c.const(i, what)
+    if value.size != 1:
+        raise ConversionError(f"expected a scalar {what}, got shape {value.shape}")
+    bound = float(value.ravel()[0])
+    return None if bound == infinite else bound
+
+
+@converter("Clip")
+def _clip(c: NodeContext):
+    x = c.value(0)
+    lo = _bound(c, 1, "min", -math.inf)
+    hi = _bound(c, 2, "max", math.inf)
+    if lo is None and hi is None:
+        return [x]
+    if lo == 0.0 and hi is None:
+        return [c.emit(G.ReluOp, x)]
+    return [c.emit(G.ClipOp, x, min=lo, max=hi)]
+
+
+def _pool(c: NodeContext, op: type[G.GraphOp], **extra: Any) -> SSAValue:
+    if len(c.node.output) > 1 and c.node.output[1]:
+        raise ConversionError("expected no Indices output, got one")
+    x = _data_4d(c)
+    kernel = c.attr("kernel_shape")
+    return c.emit(
+        op,
+        x,
+        kernel=kernel,
+        strides=c.attr("strides", [1, 1]),
+        padding=_same_padding(c, shape_of(x)[2:], kernel),
+        ceil_mode=bool(c.attr("ceil_mode", 0)),
+        **extra,
+    )
+
+
+@converter("MaxPool")
+def _max_pool(c: NodeContext):
+    return [_pool(c, G.MaxPool2DOp, dilation=c.attr("dilations", [1, 1]))]
+
+
+@converter("AveragePool")
+def _avg_pool(c: NodeContext):
+    include = bool(c.attr("count_include_pad", 0))
+    return [_pool(c, G.AvgPool2DOp, count_include_pad=include)]
+
+
+@converter("GlobalAveragePool")
+def _global_avg_pool(c: NodeContext):
+    return [c.emit(G.GlobalAvgPool2DOp, _data_4d(c))]
+
+
+@converter("GlobalMaxPool")
+def _global_max_pool(c: NodeContext):
+    return [c.emit(G.ReduceMaxOp, _data_4d(c), axes=[2, 3], keepdims=True)]
+
+
+@converter("Softmax")
+def _softmax(c: NodeContext):
+    return [c.emit(G.SoftmaxOp, c.value(0), axis=c.attr("axis", -1))]
+
+
+@converter("Reshape")
+def _reshape(c: NodeContext):
+    target = [int(d) for d in c.const(1, "the target shape")]
+    return [c.emit(G.ReshapeOp, c.value(0), shape=target)]
+
+
+@converter("Flatten")
+def _flatten(c: NodeContext):
+    return [c.emit(G.FlattenOp, c.value(0), axis=c.attr("axis", 1))]
+
+
+@converter("Transpose")
+def _transpose(c: NodeContext):
+    x = c.value(0)
+    perm = c.attr("perm") or list(reversed(range(len(shape_of(x)))))
+    return [c.emit(G.TransposeOp, x, perm=perm)]
+
+
+@converter("Concat")
+def _concat(c: NodeContext):
+    operands = [c.value(i) for i in range(len(c.inputs))]
+    return [c.emit(G.ConcatOp, *operands, axis=c.attr("axis"))]
+
+
+@converter("Unsqueeze", "Squeeze")
+def _squeeze(c: NodeContext):
+    # With static shapes both are reshapes; the result shape is numpy's rule.
+    x = c.value(0)
+    probe = np.empty(shape_of(x), dtype=np.bool_)
+    shape = (_fold_unsqueeze if c.node.op_type == "Unsqueeze" else _fold_squeeze)(
+        c, probe
+    ).shape
+    return [c.emit(G.ReshapeOp, x, shape=list(shape))]
+
+
+@converter("Pad")
+def _pad(c: NodeContext):
+    x = c.value(0)
+    rank = len(shape_of(x))
+    pads = [int(p) for p in c.const(1, "pads")]
+    if any(p < 0 for p in pads):
+        raise ConversionError(f"expected non-negative pads, got {pads}")
+    value = 0.0
+    if c.has(2):
+        value = float(c.const(2, "the padding value").ravel()[0])
+    if c.has(3):
+        axes = [int(a) % rank for a in c.const(3, "axes")]
+        full = [0] * (2 * rank)
+        for j, axis in enumerate(axes):
+            full[axis], full[rank + axis] = pads[j], pads[len(axes) + j]
+        pads = full
+    return [c.emit(G.PadOp, x, pads=pads, value=value)]
+
+
+_REDUCE = {
+    "ReduceSum": G.ReduceSumOp,
+    "ReduceMean": G.ReduceMeanOp,
+    "ReduceMax": G.ReduceMaxOp,
+}
+
+
+@converter(*_REDUCE)
+def _reduce(c: NodeContext):
+    x = c.value(0)
+    axes = _axes(c, 1) or []
+    if not axes and c.attr("noop_with_empty_axes", 0):
+        return [x]
+    keepdims = bool(c.attr("keepdims", 1))
+    return [c.emit(_REDUCE[c.node.op_type], x, axes=axes, keepdims=keepdims)]
+
+
+@converter("Identity")
+def _identity(c: NodeContext):
+    return [c.value(0)]
+
+
+@converter("Dropout")
+def _dropout(c: NodeContext):
+    if c.has(2) and bool(c.const(2, "training_mode").ravel()[0]):
+        raise ConversionError("expected inference (training_mode false), got training")
+    if len(c.node.output) > 1 and c.node.output[1]:
+        raise ConversionError("expected no mask output, got one")
+    return [c.value(0)]
+
+
+@converter("Cast")
+def _cast(c: NodeContext):
+    to = onnx.helper.tensor_dtype_to_np_dtype(c.attr("to"))
+    if to != np.float32:
+        raise ConversionError(
+            f"expected a cast to float32 of a computed tensor, got {to}"
+        )
+    return [c.value(0)]
+
+
+@converter("Constant")
+def _constant(c: NodeContext):
+    for name in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if name in c.attrs:
+            value = c.attrs[name]
+            dtype = np.float32 if name.startswith("value_f") else None
+            dtype = np.int64 if name.startswith("value_i") else dtype
+            return [np.asarray(value, dtype)]
+    raise ConversionError("expected a value attribute, got none")
+
+
+@converter("LayerNormalization")
+def _layer_norm(c: NodeContext):
+    """Written out as reductions: (x - mean) / sqrt(var + eps) * scale + bias."""
+    if any(name for name in c.node.output[1:]):
+        raise ConversionError("expected only the normalised output, got Mean/InvStdDev")
+    x = c.value(0)
+    rank = len(shape_of(x))
+    axes = list(range(c.attr("axis", -1) % rank, rank))
+    mean = c.emit(G.ReduceMeanOp, x, axes=axes, keepdims=True)
+    centred = c.emit(G.SubOp, x, mean)
+    square = c.emit(G.MulOp, centred, centred)
+    var = c.emit(G.ReduceMeanOp, square, axes=axes, keepdims=True)
+    eps = c.constant(c.attr("epsilon", 1e-5))
+    y = c.emit(G.DivOp, centred, c.emit(G.SqrtOp, c.emit(G.AddOp, var, eps)))
+    y = c.emit(G.MulOp, y, c.value(1))
+    if c.has(2):
+        y = c.emit(G.AddOp, y, c.value(2))
+    return [y]
+
+
+def _fold_only(c: NodeContext):
+    raise ConversionError(
+        "expected inputs known at import time (it is folded, never computed), "
+        "got a tensor computed by the model"
+    )
+
+
+for _op in SHAPE_ONLY:
+    CONVERTERS.setdefault(_op, _fold_only)
