@@ -1,0 +1,287 @@
+"""Pooling over NCHW: max and average pooling with asymmetric padding, ceil
+mode, dilation (max) and count_include_pad (average), and global average
+pooling. Each builder returns a `Kernel` taking `x` (and the epilogue's
+inputs) and writing the pooled tensor.
+
+    x = te.placeholder((1, 64, 112, 112), name="x")
+    k = max_pool2d(x, kernel=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))
+    mod = ember.build(k.schedule(), k.args, name="pool")
+
+Padding never materializes: a window element outside the input is -inf for
+max (so NaN inputs still propagate, as numpy's max does) and is skipped by
+average pooling's sum; the divisor follows ONNX and PyTorch: with
+count_include_pad it counts the window clipped to the padded input (the part a
+ceil_mode window hangs past the padding is not counted), without it only the
+elements inside the input.
+
+Schedule: rows of output (n, c, oh) fused and run in parallel when large; in
+each row the window loops run outside the output column loop `ow`, which is
+vectorized, so every window tap is one vector operation over a row of outputs
+(strided taps gather lane by lane).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ember import te
+from ember.schedule import Schedule
+from ember.te import Expr
+from ember.topi.elementwise import (
+    PARALLEL_MIN_WORK,
+    inline_injective,
+    unique_stage_names,
+)
+from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
+
+
+def pool_output_size(
+    size: int,
+    kernel: int,
+    stride: int,
+    pad_begin: int,
+    pad_end: int,
+    dilation: int = 1,
+    ceil_mode: bool = False,
+) -> int:
+    """Output extent of one pooled axis, ONNX/PyTorch rules: with ceil_mode the
+    last window must still start inside the input or the begin padding."""
+    span = dilation * (kernel - 1) + 1
+    room = size + pad_begin + pad_end - span
+    if room < 0:
+        raise ValueError(
+            f"pool: a window of {span} does not fit {size} with padding "
+            f"({pad_begin}, {pad_end})"
+        )
+    out = (-(-room // stride) if ceil_mode else room // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
+def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2 or any(not isinstance(v, int) or v <= 0 for v in pair):
+        raise ValueError(f"pool: expected two positive {what}, got {value!r}")
+    return pair  # type: ignore[return-value]
+
+
+def _check_input(x: te.Tensor, what: str) -> None:
+    if x.ndim != 4:
+        raise ValueError(f"{what}: expected NCHW input, got shape {x.shape}")
+
+
+def _window_count(
+    o: Expr, stride: int, begin: int, kernel: int, low: int, high: int
+) -> Expr:
+    """How many positions of the window at output `o` lie in [low, high)."""
+    start = o * stride - begin
+    end = start + kernel
+    start = te.select(start < low, low, start)
+    end = te.select(end > high, high, end)
+    return end - start
+
+
+def _pool(
+    x: te.Tensor,
+    kind: str,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    epilogue: Epilogue | None,
+    epilogue_tensors: Sequence[te.Tensor] | None,
+    name: str,
+) -> Kernel:
+    _check_input(x, f"{kind}_pool2d")
+    (kh, kw), (sh, sw) = _pair(kernel, "kernel sizes"), _pair(strides, "strides")
+    (dh, dw) = _pair(dilation, "dilations")
+    if len(padding) != 4 or any(p < 0 for p in padding):
+        raise ValueError(
+            f"{kind}_pool2d: expected padding [top, left, bottom, right] >= 0, "
+            f"got {list(padding)}"
+        )
+    if kind == "avg" and (dh, dw) != (1, 1):
+        raise ValueError(f"avg_pool2d: expected no dilation, got {(dh, dw)}")
+    top, left, bottom, right = padding
+    n, c, h, w = x.shape
+    oh = pool_output_size(h, kh, sh, top, bottom, dh, ceil_mode)
+    ow = pool_output_size(w, kw, sw, left, right, dw, ceil_mode)
+    rh, rw = te.reduce_axis((0, kh), "rh"), te.reduce_axis((0, kw), "rw")
+
+    def tap(i: Expr, j: Expr, b: Expr, d: Expr, fill: float) -> Expr:
+        ih, iw = i * sh + rh * dh - top, j * sw + rw * dw - left
+        inside = []
+        if top or (oh - 1) * sh + (kh - 1) * dh - top >= h:
+            inside += [ih >= 0, ih < h] if top else [ih < h]
+        if left or (ow - 1) * sw + (kw - 1) * dw - left >= w:
+            inside += [iw >= 0, iw < w] if left else [iw < w]
+        read = x[b, d, ih, iw]
+        return te.if_then_else(te.all(*inside), read, fill) if inside else read
+
+    shape = (n, c, oh, ow)
+    if kind == "max":
+        pooled = te.compute(
+            shape,
+            lambda b, d, i, j: te.max(tap(i, j, b, d, -math.inf), axis=[rh, rw]),
+            name=name,
+        )
+        if epilogue is not None:
+            pooled.op.name = f"{name}.pool"
+            out = te.compute(
+                shape,
+                lambda *i: apply_epilogue(epilogue, pooled[i], i),
+                name=name,
+            )
+        else:
+            out = pooled
+    else:
+        total = te.compute(
+            shape,
+            lambda b, d, i, j: te.sum(tap(i, j, b, d, 0.0), axis=[rh, rw]),
+            name=f"{name}.sum",
+        )
+
+        def average(b: Expr, d: Expr, i: Expr, j: Expr) -> Expr:
+            # The padded input spans [-top, h + bottom); the input [0, h).
+            lo_h, hi_h = (-top, h + bottom) if count_include_pad else (0, h)
+            lo_w, hi_w = (-left, w + right) if count_include_pad else (0, w)
+            rows = _window_count(i, sh, top, kh, lo_h, hi_h)
+            cols = _window_count(j, sw, left, kw, lo_w, hi_w)
+            count = (rows * cols).astype("float32")
+            value = total[b, d, i, j] / count
+            return apply_epilogue(epilogue, value, (b, d, i, j))
+
+        out = te.compute(shape, average, name=name)
+    unique_stage_names(out)
+    return Kernel(
+        out,
+        [x, *epilogue_inputs(epilogue_tensors)],
+        schedule_fn=lambda s: schedule_pool(s, out, kh * kw),
+        attrs={"pattern": "pool", "kind": kind, "output": shape},
+    )
+
+
+def schedule_pool(s: Schedule, out: te.Tensor, window: int) -> None:
+    """Rows of the output in parallel (when large), window loops outside the
+    vectorized output columns; a reduction stage feeding `out` (the average's
+    sum, the max before an epilogue) is computed per row inside it."""
+    inline_injective(s)
+    n, c, oh, ow = out.shape
+    stage = s[out]
+    b, d, i, j = stage.op.axis
+    row = stage.fuse(b, d, i)
+    stage.vectorize(j)
+    if n * c * oh * ow * window >= PARALLEL_MIN_WORK:
+        stage.parallel(row)
+    for t in out.op.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and t.op.reduce_axis:
+            inner = s[t]
+            inner.compute_at(stage, row)
+            _, _, _, col = inner.op.axis
+            rh, rw = inner.op.reduce_axis
+            inner.reorder(rh, rw, col)
+            inner.vectorize(col)
+    if isinstance(out.op, te.ComputeOp) and out.op.reduce_axis:
+        rh, rw = out.op.reduce_axis
+        stage.reorder(rh, rw, j)
+
+
+def max_pool2d(
+    x: te.Tensor,
+    kernel: int | Sequence[int],
+    strides: int | Sequence[int] = 1,
+    padding: Sequence[int] = (0, 0, 0, 0),
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: Sequence[te.Tensor] | None = None,
+    name: str = "max_pool2d",
+) -> Kernel:
+    """graph.max_pool2d: the largest element of each window; padding is -inf.
+
+    Args:
+        x: NCHW input.
+        kernel, strides, dilation: per axis (h, w), or one int for both.
+        padding: [top, left, bottom, right].
+        ceil_mode: round the output size up (windows may overhang the padding).
+        epilogue: applied to each pooled value with its (n, c, oh, ow) indices.
+        epilogue_tensors: tensors the epilogue reads (kernel inputs after x).
+    """
+    return _pool(
+        x, "max", kernel, strides, padding, dilation, ceil_mode, False,
+        epilogue, epilogue_tensors, name,
+    )  # fmt: skip
+
+
+def avg_pool2d(
+    x: te.Tensor,
+    kernel: int | Sequence[int],
+    strides: int | Sequence[int] = 1,
+    padding: Sequence[int] = (0, 0, 0, 0),
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: Sequence[te.Tensor] | None = None,
+    name: str = "avg_pool2d",
+) -> Kernel:
+    """graph.avg_pool2d: the mean of each window (see the module docstring for
+    the divisor); arguments as `max_pool2d`'s."""
+    return _pool(
+        x, "avg", kernel, strides, padding, 1, ceil_mode, count_include_pad,
+        epilogue, epilogue_tensors, name,
+    )  # fmt: skip
+
+
+def global_avg_pool2d(
+    x: te.Tensor,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: Sequence[te.Tensor] | None = None,
+    name: str = "global_avg_pool2d",
+) -> Kernel:
+    """graph.global_avg_pool2d: the mean over H and W, shape (N, C, 1, 1).
+
+    Two stages: column sums over H for each channel (vectorized over W), then
+    the sum of the W column sums times 1 / (H W).
+    """
+    _check_input(x, "global_avg_pool2d")
+    n, c, h, w = x.shape
+    rh = te.reduce_axis((0, h), "rh")
+    cols = te.compute(
+        (n, c, w), lambda b, d, j: te.sum(x[b, d, rh, j], axis=rh), name=f"{name}.cols"
+    )
+    rw = te.reduce_axis((0, w), "rw")
+    total = te.compute(
+        (n, c), lambda b, d: te.sum(cols[b, d, rw], axis=rw), name=f"{name}.sum"
+    )
+    scale = 1.0 / (h * w)
+    out = te.compute(
+        (n, c, 1, 1),
+        lambda b, d, i, j: apply_epilogue(epilogue, total[b, d] * scale, (b, d, i, j)),
+        name=name,
+    )
+    unique_stage_names(out)
+
+    def schedule(s: Schedule) -> None:
+        inline_injective(s)
+        stage = s[out]
+        b, d, i, j = stage.op.axis
+        channel = stage.fuse(b, d)
+        if n * c * h * w >= PARALLEL_MIN_WORK * 2:
+            stage.parallel(channel)
+        s[total].compute_at(stage, channel)
+        s[cols].compute_at(stage, channel)
+        col_rh = s[cols].op.reduce_axis[0]
+        col = s[cols].op.axis[2]
+        s[cols].reorder(col_rh, col)
+        s[cols].vectorize(col)
+
+    return Kernel(
+        out,
+        [x, *epilogue_inputs(epilogue_tensors)],
+        schedule_fn=schedule,
+        attrs={"pattern": "pool", "kind": "global_avg"},
+    )

@@ -1,0 +1,384 @@
+"""Reductions: reduce_sum / reduce_mean / reduce_max, softmax, and a fused
+layer norm (mean and variance over the last axes).
+
+    x = te.placeholder((4, 64, 64), name="x")
+    k = softmax(x, axis=-1)
+    mod = ember.build(k.schedule(), k.args, name="softmax")
+
+A reduction's loop cannot be vectorized (its iterations depend on each other),
+so the schedules vectorize across independent sums instead:
+
+- when the innermost input axis is kept, the reduction loops run outside the
+  vectorized innermost output axis (one vector of sums per row);
+- when it is reduced, the row is reduced in two stages: `lanes` partial results,
+  lane l combining the elements l, l + 16, l + 32, ... (vectorized over l,
+  guarded where 16 does not divide the row), then the 16 partials. Summation
+  order differs from numpy's pairwise order by a few ulp.
+
+Softmax is numerically stable (max, exp of the difference, sum, divide): a row
+of large values does not overflow; a row that is all -inf gives NaN as numpy's
+formula does. Its exp is `fastmath.exp`. The input of every builder may be a
+chain of injective computes over placeholders (the layer-norm pattern after
+import: `reduce_mean(pow(x - mean, 2))`); pass the kernel's `placeholders`, and
+the chain is inlined into the reduction's read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from ember import te
+from ember.schedule import Schedule
+from ember.te import Expr
+from ember.topi import fastmath
+from ember.topi.elementwise import (
+    PARALLEL_MIN_WORK,
+    inline_injective,
+    unique_stage_names,
+)
+from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
+
+LANES = 16
+"""float32 lanes of an AVX-512 vector: the partial results of a row reduction."""
+
+_COMBINERS: dict[str, tuple[Callable[..., Expr], float]] = {
+    "sum": (te.sum, 0.0),
+    "mean": (te.sum, 0.0),
+    "max": (te.max, -math.inf),
+}
+
+
+def normalize_axes(axes: Sequence[int] | None, ndim: int, what: str) -> list[int]:
+    """`axes` as sorted non-negative axes (None is every axis)."""
+    if axes is None:
+        return list(range(ndim))
+    out = sorted({a + ndim if a < 0 else a for a in axes})
+    if any(not 0 <= a < ndim for a in out) or len(out) != len(list(axes)):
+        raise ValueError(
+            f"{what}: expected distinct axes in [{-ndim}, {ndim}), got {list(axes)}"
+        )
+    return out
+
+
+def _inputs(x: te.Tensor, placeholders: Sequence[te.Tensor] | None) -> list[te.Tensor]:
+    if placeholders is not None:
+        return list(placeholders)
+    if not isinstance(x.op, te.PlaceholderOp):
+        raise ValueError(
+            f"'{x.name}' is computed: pass the kernel's placeholders= as well"
+        )
+    return [x]
+
+
+def _row_reduce(
+    read: Callable[[tuple[Expr, ...], Expr, list[te.Var]], Expr],
+    rows: tuple[int, ...],
+    length: int,
+    kind: str,
+    name: str,
+    extra: Sequence[int] = (),
+) -> tuple[te.Tensor, te.Tensor]:
+    """(partials, total): `kind` of read(row, k, extra_vars) over `k` in
+    [0, length) and the `extra` reduction axes, for each row, through `LANES`
+    vectorizable partial results."""
+    combine, identity = _COMBINERS[kind]
+    lanes = min(LANES, length)
+    ko = te.reduce_axis((0, -(-length // lanes)), "ko")
+    others = [te.reduce_axis((0, e), f"r{n}") for n, e in enumerate(extra)]
+
+    def partial(*idx: Expr) -> Expr:
+        *row, lane = idx
+        k = ko * lanes + lane
+        value = read(tuple(row), k, others)
+        if length % lanes:
+            value = te.if_then_else(k < length, value, identity)
+        return combine(value, axis=[*others, ko])
+
+    partials = te.compute((*rows, lanes), partial, name=f"{name}.partial")
+    rl = te.reduce_axis((0, lanes), "rl")
+    total = te.compute(
+        rows, lambda *row: combine(partials[(*row, rl)], axis=rl), name=f"{name}.total"
+    )
+    return partials, total
+
+
+def _schedule_partials(s: Schedule, partials: te.Tensor, at, loop) -> None:
+    """The partial results computed inside `loop` of stage `at` (at the root
+    when `loop` is None), the lanes innermost and vectorized."""
+    stage = s[partials]
+    if loop is not None:
+        stage.compute_at(at, loop)
+    lane = stage.op.axis[-1]
+    stage.reorder(*stage.op.reduce_axis, lane)
+    stage.vectorize(lane)
+
+
+def reduce(
+    x: te.Tensor,
+    kind: str,
+    axes: Sequence[int] | None = None,
+    keepdims: bool = True,
+    placeholders: Sequence[te.Tensor] | None = None,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: Sequence[te.Tensor] | None = None,
+    name: str | None = None,
+) -> Kernel:
+    """graph.reduce_sum / reduce_mean / reduce_max over `axes`.
+
+    Args:
+        x: the input, a placeholder or an injective chain over `placeholders`.
+        kind: "sum", "mean" or "max".
+        axes: the reduced axes (negative from the end; None: all).
+        keepdims: keep reduced axes as extent 1 (ONNX's default).
+        placeholders: the kernel's data inputs when `x` is computed.
+        epilogue: applied to each result with its output indices.
+        epilogue_tensors: tensors the epilogue reads.
+    """
+    if kind not in _COMBINERS:
+        raise ValueError(f"reduce: expected sum, mean or max, got '{kind}'")
+    name = name or f"reduce_{kind}"
+    reduced = normalize_axes(axes, x.ndim, f"reduce_{kind}")
+    kept = [d for d in range(x.ndim) if d not in reduced]
+    count = math.prod(x.shape[d] for d in reduced)
+    out_shape = tuple(
+        1 if d in reduced else e for d, e in enumerate(x.shape) if keepdims or d in kept
+    )
+    combine, _ = _COMBINERS[kind]
+    last_reduced = reduced[-1] == x.ndim - 1 if reduced else False
+
+    def finish(value: Expr, idx: tuple[Expr, ...]) -> Expr:
+        if kind == "mean":
+            value = value * (1.0 / count)
+        return apply_epilogue(epilogue, value, idx)
+
+    def kept_indices(idx: tuple[Expr, ...]) -> list[Expr]:
+        return [idx[d] for d in kept] if keepdims else list(idx)
+
+    if last_reduced:
+        # Rows: the kept axes; k: the last axis; the other reduced axes fold
+        # into the partial results' reduction.
+        outer = reduced[:-1]
+
+        def read(row: tuple[Expr, ...], k: Expr, extra: list[te.Var]) -> Expr:
+            index: list[Expr] = [k] * x.ndim
+            for d, v in zip([*kept, *outer], [*row[: len(kept)], *extra], strict=True):
+                index[d] = v
+            return x[tuple(index)]
+
+        partials, total = _row_reduce(
+            read,
+            tuple(x.shape[d] for d in kept) or (1,),
+            x.shape[-1],
+            kind,
+            name,
+            [x.shape[d] for d in outer],
+        )
+    else:
+        raxes = [te.reduce_axis((0, x.shape[d]), f"r{d}") for d in reduced]
+
+        def body(*idx: Expr) -> Expr:
+            index: list[Expr] = [idx[0]] * x.ndim
+            for d, v in zip([*kept, *reduced], [*idx, *raxes], strict=True):
+                index[d] = v
+            return combine(x[tuple(index)], axis=raxes)
+
+        total = te.compute(tuple(x.shape[d] for d in kept), body, name=f"{name}.total")
+        partials = None
+    out = te.compute(
+        out_shape,
+        lambda *idx: finish(total[tuple(kept_indices(idx)) or (0,)], idx),
+        name=name,
+    )
+    unique_stage_names(out)
+
+    def schedule(s: Schedule) -> None:
+        inline_injective(s)
+        stage = s[out]
+        axes_ = list(stage.op.axis)
+        work = math.prod(x.shape)
+        if partials is not None and not axes_:  # a scalar result
+            _schedule_partials(s, partials, stage, None)
+            return
+        if partials is not None:
+            row = axes_[0] if len(axes_) == 1 else stage.fuse(*axes_)
+            if work >= PARALLEL_MIN_WORK and math.prod(out_shape) > 1:
+                stage.parallel(row)
+            s[total].compute_at(stage, row)
+            _schedule_partials(s, partials, stage, row)
+            return
+        # The innermost axis is kept: reduction loops outside it, vectorized.
+        inner = s[total]
+        *outer_axes, last = inner.op.axis
+        inner.reorder(*inner.op.reduce_axis, last)
+        inner.vectorize(last)
+        if outer_axes and work >= PARALLEL_MIN_WORK:
+            fused = outer_axes[0] if len(outer_axes) == 1 else inner.fuse(*outer_axes)
+            inner.parallel(fused)
+        *o_axes, o_last = axes_
+        stage.vectorize(o_last)
+
+    return Kernel(
+        out,
+        [*_inputs(x, placeholders), *epilogue_inputs(epilogue_tensors)],
+        schedule_fn=schedule,
+        attrs={"pattern": "reduce", "kind": kind},
+    )
+
+
+def softmax(
+    x: te.Tensor,
+    axis: int = -1,
+    placeholders: Sequence[te.Tensor] | None = None,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: Sequence[te.Tensor] | None = None,
+    name: str = "softmax",
+) -> Kernel:
+    """graph.softmax: exp(x - max) / sum(exp(x - max)) along `axis`.
+
+    Stages per row: the max (vectorized partials), e = exp(x - max) stored
+    once, its sum (partials), the quotient; all computed row by row inside the
+    output's row loop, so a row stays in L1.
+    """
+    axis = normalize_axes([axis], x.ndim, "softmax")[0]
+    length = x.shape[axis]
+    rows = tuple(e for d, e in enumerate(x.shape) if d != axis)
+
+    def full(row: tuple[Expr, ...], k: Expr) -> tuple[Expr, ...]:
+        index = list(row)
+        index.insert(axis, k)
+        return tuple(index)
+
+    def row_of(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return tuple(v for d, v in enumerate(idx) if d != axis)
+
+    _, peak = _row_reduce(
+        lambda r, k, _: x[full(r, k)], rows, length, "max", f"{name}.max"
+    )
+    e = te.compute(
+        x.shape,
+        lambda *idx: fastmath.exp(x[idx] - peak[row_of(idx)]),
+        name=f"{name}.exp",
+    )
+    _, total = _row_reduce(
+        lambda r, k, _: e[full(r, k)], rows, length, "sum", f"{name}.sum"
+    )
+    out = te.compute(
+        x.shape,
+        lambda *idx: apply_epilogue(epilogue, e[idx] / total[row_of(idx)], idx),
+        name=name,
+    )
+    unique_stage_names(out)
+
+    def schedule(s: Schedule) -> None:
+        inline_injective(s, keep=[e])
+        _schedule_rows(s, out, axis, [peak, e, total], x.shape)
+
+    return Kernel(
+        out,
+        [*_inputs(x, placeholders), *epilogue_inputs(epilogue_tensors)],
+        schedule_fn=schedule,
+        attrs={"pattern": "softmax", "axis": axis},
+    )
+
+
+def _schedule_rows(
+    s: Schedule,
+    out: te.Tensor,
+    axis: int,
+    stages: Sequence[te.Tensor],
+    shape: Sequence[int],
+) -> None:
+    """`out` row by row along `axis` (the last axis: rows fused, in parallel
+    when large; stages computed inside each row). Another axis: stages at the
+    root, reductions outside the vectorized last axis."""
+    stage = s[out]
+    if axis == len(shape) - 1:
+        *outer, last = stage.op.axis
+        row = outer[0] if len(outer) == 1 else stage.fuse(*outer) if outer else None
+        stage.vectorize(last)
+        if row is None:
+            return
+        if math.prod(shape) >= PARALLEL_MIN_WORK // 4:
+            stage.parallel(row)
+        for t in stages:
+            _attach_with_partials(s, t, stage, row)
+        return
+    for t in stages:
+        sub = s[t]
+        if sub.op.reduce_axis and isinstance(sub.op.body, te.Reduce):
+            for p in sub.op.input_tensors():
+                if p.name.endswith(".partial"):
+                    _schedule_partials(s, p, sub, sub.op.axis[-1])
+        if not sub.op.reduce_axis:
+            sub.vectorize(sub.op.axis[-1])
+    stage.vectorize(stage.op.axis[-1])
+
+
+def _attach_with_partials(s: Schedule, t: te.Tensor, at, loop) -> None:
+    s[t].compute_at(at, loop)
+    if s[t].op.reduce_axis:
+        for p in t.op.input_tensors():
+            if p.name.endswith(".partial"):
+                _schedule_partials(s, p, at, loop)
+    else:
+        s[t].vectorize(s[t].op.axis[-1])
+
+
+def layer_norm(
+    x: te.Tensor,
+    gamma: te.Tensor | None = None,
+    beta: te.Tensor | None = None,
+    epsilon: float = 1e-5,
+    name: str = "layer_norm",
+) -> Kernel:
+    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis: the
+    layer-norm pattern fused into one kernel (mean and variance per row, two
+    passes over the row for an exact variance).
+
+    Args:
+        x: the input; its last axis is normalized.
+        gamma, beta: optional scale and shift of the last axis's extent.
+    """
+    length = x.shape[-1]
+    rows = x.shape[:-1]
+    for t in (gamma, beta):
+        if t is not None and t.shape != (length,):
+            raise ValueError(
+                f"layer_norm: expected ({length},) scale/shift, got {t.name} of {t.shape}"
+            )
+    _, total = _row_reduce(
+        lambda r, k, _: x[(*r, k)], rows, length, "sum", f"{name}.mean"
+    )
+    _, sq = _row_reduce(
+        lambda r, k, _: _square(x[(*r, k)] - total[r] * (1.0 / length)),
+        rows,
+        length,
+        "sum",
+        f"{name}.var",
+    )
+
+    def element(*idx: Expr) -> Expr:
+        row = idx[:-1]
+        mean = total[row] * (1.0 / length)
+        inv = 1.0 / te.sqrt(sq[row] * (1.0 / length) + float(epsilon))
+        value = (x[idx] - mean) * inv
+        if gamma is not None:
+            value = value * gamma[idx[-1]]
+        if beta is not None:
+            value = value + beta[idx[-1]]
+        return value
+
+    out = te.compute(x.shape, element, name=name)
+    unique_stage_names(out)
+    inputs = [x, *(t for t in (gamma, beta) if t is not None)]
+    return Kernel(
+        out,
+        inputs,
+        schedule_fn=lambda s: _schedule_rows(s, out, x.ndim - 1, [total, sq], x.shape),
+        attrs={"pattern": "layer_norm"},
+    )
+
+
+def _square(v: Expr) -> Expr:
+    return v * v
