@@ -151,16 +151,18 @@ def data_object(template: bytes, blobs: Mapping[str, object]) -> bytes:
             ehsize, 0, 0, shentsize, len(sections), 4,
         )  # fmt: skip
 
-    out = bytearray(headers_at + len(section_headers))
-    out[: len(header)] = header
-    for name, view in views.items():
-        start = data_at + offsets[name]
-        out[start : start + len(view)] = view
-    out[symtab_at:strtab_at] = symtab
-    out[strtab_at:shstrtab_at] = strtab
-    out[shstrtab_at : shstrtab_at + len(shstrtab)] = shstrtab
-    out[headers_at:] = section_headers
-    return bytes(out)
+    parts: list = [header, bytes(data_at - len(header))]
+    for view in views.values():
+        parts += [view, bytes(-len(view) % ALIGNMENT)]
+    parts += [
+        bytes(symtab_at - data_at - size),
+        symtab,
+        strtab,
+        shstrtab,
+        bytes(headers_at - shstrtab_at - len(shstrtab)),
+        section_headers,
+    ]
+    return b"".join(parts)  # the one copy of the blobs
 
 
 __all__ = ["ALIGNMENT", "data_object", "is_elf"]

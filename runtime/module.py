@@ -204,10 +204,13 @@ class Module:
             if not isinstance(blob, np.ndarray)
             else (np.ascontiguousarray(blob).reshape(-1).view(np.uint8))
         )
-        aligned = np.asarray(empty(data.shape, "uint8"))
-        aligned[:] = data
-        aligned.flags.writeable = False  # like the library's read-only section
-        self._data[symbol] = NDArray(aligned)
+        if data.ctypes.data % 64:
+            aligned = np.asarray(empty(data.shape, "uint8"))
+            aligned[:] = data
+            data = aligned
+        view = data.view()  # kept as given when aligned: no copy of big blobs
+        view.flags.writeable = False  # like the library's read-only section
+        self._data[symbol] = NDArray(view)
 
     def get_data(self, symbol: str, nbytes: int) -> NDArray | None:
         """The data blob ``symbol`` (see ``add_data``) as a read-only uint8
