@@ -98,11 +98,16 @@ class LLVMModule(Module):
         if self.target.is_host:
             threads = _thread_count(compiled)
             _resolve_externals(compiled, {s for o in objects for s in o.symbols})
-            self._engine = llvm.create_mcjit_compiler(
-                compiled, self.target.create_jit_target_machine()
-            )
-            for o in objects:
-                self._engine.add_object_file(llvm.ObjectFileRef.from_data(o.code))
+            jit = self.target.create_jit_target_machine()
+            if objects:
+                # MCJIT misplaces data references of a module it compiles itself
+                # (JIT code model) once objects are linked beside it; loaded as
+                # one more object, the module links like the others.
+                self._engine = llvm.create_mcjit_compiler(parse(""), jit)
+                for code in (self.object_code(), *(o.code for o in objects)):
+                    self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+            else:
+                self._engine = llvm.create_mcjit_compiler(compiled, jit)
             self._engine.finalize_object()
             if threads is not None:
                 address = self._engine.get_global_value_address(NUM_THREADS_SYMBOL)
