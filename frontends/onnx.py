@@ -96,6 +96,10 @@ def load_model(
             raise OnnxImportError(f"{label}: no such file")
         try:
             model = onnx.load_model(str(path))
+        except onnx.checker.ValidationError as e:  # external data missing or unsafe
+            raise OnnxImportError(
+                f"{label}: cannot load its external data: {e}"
+            ) from None
         except (
             DecodeError,
             ValueError,
@@ -147,6 +151,10 @@ def _node_name(node: onnx.NodeProto, index: int) -> str:
     return f"#{index} (output '{node.output[0]}')" if node.output else f"#{index}"
 
 
+def _cast_target(node: onnx.NodeProto) -> int:
+    return next(a.i for a in node.attribute if a.name == "to")
+
+
 def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
     """Raise one UnsupportedOperatorError listing every node that cannot convert."""
     known = {t.name for t in graph.initializer}
@@ -167,8 +175,8 @@ def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
             known.update(node.output)
         elif key in onnx_ops.SHAPE_ONLY:
             problems.append("on a tensor computed by the model")
-        elif key == "Cast" and node.attribute[0].i != onnx.TensorProto.FLOAT:
-            to = onnx.helper.tensor_dtype_to_np_dtype(node.attribute[0].i)
+        elif key == "Cast" and _cast_target(node) != onnx.TensorProto.FLOAT:
+            to = onnx.helper.tensor_dtype_to_np_dtype(_cast_target(node))
             problems.append(f"a cast to {to} of a computed tensor")
         for i, what in onnx_ops.CONST_INPUTS.get(key, []):
             if i < len(inputs) and inputs[i] and inputs[i] not in known:

@@ -821,6 +821,19 @@ def test_missing_file_and_directory(tmp_path):
         assert str(path) in str(info.value)
 
 
+def test_external_data(tmp_path):
+    path = tmp_path / "mlp.onnx"
+    model = onnx_models.mlp()
+    weight = numpy_helper.to_array(model.graph.initializer[0])
+    # onnx.save moves the tensors of the model it saves out to the data file
+    onnx.save(model, str(path), save_as_external_data=True, location="mlp.data")
+    _, params = from_onnx(path)
+    np.testing.assert_array_equal(params[model.graph.initializer[0].name], weight)
+    (tmp_path / "mlp.data").unlink()
+    with pytest.raises(OnnxImportError, match="cannot load its external data"):
+        from_onnx(path)
+
+
 def test_a_model_the_checker_rejects():
     model = make_model([node("Relu", ["x"])], {"x": (2,)}, ["y"])
     model.graph.node[0].input[0] = "undefined"
