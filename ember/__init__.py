@@ -18,6 +18,7 @@ _LAZY = {
     "Target": ("ember.backends.llvm", "Target"),
     "register_func": ("ember.runtime", "register_func"),
     "PassContext": ("ember.pass_context", "PassContext"),
+    "compile_model": ("ember.aot", "compile_model"),
 }
 _SUBMODULES = ("te", "runtime", "passes", "dialects", "backends", "tools")
 

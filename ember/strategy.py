@@ -300,40 +300,36 @@ _ANCHOR_CALLS: dict[str, tuple[tuple[int, ...], tuple[int, ...], Callable]] = {
     "graph.batch_matmul": ((0, 1), (), _topi("batch_matmul")),
 }
 
-_OTHER: dict[str, tuple[tuple[int, ...], tuple[int, ...], Callable]] = {}
-"""Non-injective ops with a topi builder taking an epilogue (pooling, softmax,
-reductions): filled by `_register_other` from what topi offers."""
+
+def _other(module: str, name: str, **fixed) -> Callable[..., Kernel]:
+    """A topi builder of a non-injective op taking the graph op's attributes
+    (its `config`) as keywords, and an epilogue."""
+
+    def call(op, data, epilogue, epilogue_inputs) -> Kernel:
+        builder = getattr(import_module(f"ember.topi.{module}"), name)
+        return builder(
+            *data,
+            **fixed,
+            **op.config,
+            epilogue=epilogue,
+            epilogue_tensors=epilogue_inputs,
+            name=op.name.removeprefix("graph."),
+        )
+
+    return call
 
 
-def _register_other() -> None:
-    topi = import_module("ember.topi")
-
-    def attrs_call(name: str):
-        def call(op, data, epilogue, epilogue_inputs) -> Kernel:
-            return getattr(topi, name)(
-                *data,
-                **op.config,
-                epilogue=epilogue,
-                epilogue_inputs=epilogue_inputs,
-                name=name,
-            )
-
-        return call
-
-    for op_name in (
-        "max_pool2d",
-        "avg_pool2d",
-        "global_avg_pool2d",
-        "softmax",
-        "reduce_sum",
-        "reduce_mean",
-        "reduce_max",
-    ):
-        if hasattr(topi, op_name):
-            _OTHER[f"graph.{op_name}"] = ((0,), (), attrs_call(op_name))
-
-
-_register_other()
+_OTHER: dict[str, tuple[tuple[int, ...], tuple[int, ...], Callable]] = {
+    "graph.max_pool2d": ((0,), (), _other("pool", "max_pool2d")),
+    "graph.avg_pool2d": ((0,), (), _other("pool", "avg_pool2d")),
+    "graph.global_avg_pool2d": ((0,), (), _other("pool", "global_avg_pool2d")),
+    "graph.softmax": ((0,), (), _other("reduce", "softmax")),
+    "graph.reduce_sum": ((0,), (), _other("reduce", "reduce", kind="sum")),
+    "graph.reduce_mean": ((0,), (), _other("reduce", "reduce", kind="mean")),
+    "graph.reduce_max": ((0,), (), _other("reduce", "reduce", kind="max")),
+}
+"""Non-injective ops (pooling, softmax, reductions): topi builders taking the
+group's elementwise tail as their epilogue."""
 
 
 def _tensor_form(op: Operation, args: list[te.Tensor | float]) -> te.Tensor:
