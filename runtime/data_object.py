@@ -51,7 +51,7 @@ def is_elf(code: bytes) -> bool:
 def _as_bytes(blob) -> memoryview:
     if isinstance(blob, np.ndarray):
         blob = np.ascontiguousarray(blob)
-        return memoryview(blob.reshape(-1).view(np.uint8))
+        return blob.reshape(-1).view(np.uint8).data
     return memoryview(blob).cast("B")
 
 

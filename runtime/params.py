@@ -280,7 +280,12 @@ def check_layout(layout: object, nbytes: int | None = None) -> None:
             entry.get("shape"),
             entry.get("dtype"),
         )
-        if not _is_int(offset) or offset < 0 or offset % ALIGNMENT:
+        if (
+            not isinstance(offset, int)
+            or isinstance(offset, bool)
+            or offset < 0
+            or offset % ALIGNMENT
+        ):
             raise ValueError(
                 f'{where}: "offset" must be a non-negative multiple of '
                 f"{ALIGNMENT}, got {offset!r}"
