@@ -383,7 +383,7 @@ def compile_model(
     timings: dict[str, float] = {}
     start = time.perf_counter()
     module, params = _load(model, params, shape)
-    _main(module)
+    _check_params(_main(module), params)
     params = _optimize_graph(module, params, opt_level, disabled_pass)
     main = _main(module)
     timings["graph"] = time.perf_counter() - start
@@ -481,8 +481,8 @@ def _load(
 
         from ember.passes import get_context
 
-        module = Parser(get_context(), model, "<model>").parse_module()
         try:
+            module = Parser(get_context(), model, "<model>").parse_module()
             module.verify()
         except Exception as e:
             raise ModelCompileError(f"invalid graph IR: {e}") from None
@@ -493,6 +493,21 @@ def _load(
         str(model) if isinstance(model, Path) else model, shape=shape
     )
     return module, {**onnx_params, **(params or {})}
+
+
+def _check_params(main: func.FuncOp, params: Mapping[str, np.ndarray]) -> None:
+    missing = sorted(
+        {
+            op.param_name.data
+            for op in main.walk()
+            if isinstance(op, graph.ParamOp) and op.param_name.data not in params
+        }
+    )
+    if missing:
+        raise ModelCompileError(
+            f"expected a value for every graph.param, got none for "
+            f"{', '.join(missing)} ({len(params)} params given)"
+        )
 
 
 def _main(module: ModuleOp) -> func.FuncOp:
