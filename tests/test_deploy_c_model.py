@@ -250,39 +250,50 @@ def test_makefile_builds_run_model(tmp_path):
     assert (copy / "run_model").exists()
 
 
-def test_a_compiled_model_matches_the_python_runtime(runner, tmp_path):
-    """Once the AOT compiler is there: an ONNX MLP compiled by ember, run from C."""
-    try:
-        compile_model = ember.compile_model
-    except AttributeError:
-        pytest.skip("ember.compile_model has not landed yet")
-    import sys
+SMALL_CNN = """
+func.func @main(%x: tensor<1x3x16x16xf32> {ember.name = "image"}) -> tensor<1x8xf32> {
+  %w = graph.param "conv.weight" : tensor<8x3x3x3xf32>
+  %b = graph.param "conv.bias" : tensor<8xf32>
+  %c = graph.conv2d %x, %w, %b {strides = [1, 1], padding = [1, 1, 1, 1]} : (tensor<1x3x16x16xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x16x16xf32>
+  %r = graph.relu %c : (tensor<1x8x16x16xf32>) -> tensor<1x8x16x16xf32>
+  %g = graph.global_avg_pool2d %r : (tensor<1x8x16x16xf32>) -> tensor<1x8x1x1xf32>
+  %f = graph.flatten %g {axis = 1} : (tensor<1x8x1x1xf32>) -> tensor<1x8xf32>
+  %s = graph.softmax %f {axis = 1} : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  func.return %s : tensor<1x8xf32>
+}
+"""
 
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import onnx_models
-    finally:
-        sys.path.pop(0)
-    model = onnx_models.mlp()
-    mod = compile_model(model)
-    mod.export_library(tmp_path / "mlp.so")
-    lib = load_module(tmp_path / "mlp.so")
-    info = lib.metadata["model"]
-    inputs = onnx_models.random_input(model)
-    files = []
+
+@pytest.mark.parametrize("embed_params", [True, False])
+def test_a_compiled_model_matches_the_python_runtime(runner, tmp_path, embed_params):
+    """A graph compiled by ember.compile_model (packed conv weights, workspace
+    plan, several kernels), run from C and from Python."""
+    rng = np.random.default_rng(0)
+    params = {
+        "conv.weight": rng.standard_normal((8, 3, 3, 3)).astype("float32"),
+        "conv.bias": rng.standard_normal(8).astype("float32"),
+    }
+    mod = ember.compile_model(SMALL_CNN, params, embed_params=embed_params)
+    mod.export_library(tmp_path / "cnn.so")
+    lib = load_module(tmp_path / "cnn.so")
+    model = lib.metadata["model"]
+    x = rng.standard_normal((1, 3, 16, 16)).astype("float32")
+    x.tofile(tmp_path / "x.bin")
     m = GraphModule(lib["default"](cpu()))
-    for i, tensor in enumerate(info["inputs"]):
-        value = inputs[tensor["name"]]
-        value.tofile(tmp_path / f"in{i}.bin")
-        files.append(tmp_path / f"in{i}.bin")
-        m.set_input(tensor["name"], value)
-    m.run()
-    outs = [tmp_path / f"out{i}.bin" for i in range(len(info["outputs"]))]
-    done = _run(runner, tmp_path / "mlp.so", *files, *outs)
+    args = []
+    if not embed_params:
+        packed = pack_params(mod.params, model["params"], model["params_bytes"])
+        (tmp_path / "params.bin").write_bytes(packed)
+        m.load_params(packed)
+        args = ["--params", tmp_path / "params.bin"]
+    m.run(image=x)
+    done = _run(
+        runner, *args, tmp_path / "cnn.so", tmp_path / "x.bin", tmp_path / "y.bin"
+    )
     assert done.returncode == 0, done.stderr
-    for i, tensor in enumerate(info["outputs"]):
-        got = np.fromfile(outs[i], tensor["dtype"]).reshape(tensor["shape"])
-        np.testing.assert_array_equal(got, m.get_output(i).numpy())
+    y = np.fromfile(tmp_path / "y.bin", "float32").reshape(1, 8)
+    np.testing.assert_array_equal(y, m.get_output(0).numpy())
+    np.testing.assert_allclose(y.sum(), 1.0, rtol=1e-5)
 
 
 def test_header_names_the_symbols_the_compiler_emits():
