@@ -1,0 +1,219 @@
+"""The machinery the computing ops of the `graph` dialect share: an attribute
+schema (`ATTRS`), shape inference through `dialects/graph_shapes.py`, the
+verifier that checks the declared result type, and one custom syntax
+(`%y = graph.op %a, %b {attrs} : (types) -> type`, i64 integers printed bare).
+"""
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Self
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    f32,
+    f64,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from ember.dialects.graph_shapes import Shape, ShapeError
+
+REQUIRED = object()
+i1 = IntegerType(1)
+NUMPY_TYPES: dict[str, Attribute] = {
+    "float32": f32,
+    "float64": f64,
+    "int32": i32,
+    "int64": i64,
+}
+
+
+def _encode(kind: str, value: Any) -> Attribute:
+    if kind == "ints":
+        return ArrayAttr([IntegerAttr(int(v), i64) for v in value])
+    if kind == "int":
+        return IntegerAttr(int(value), i64)
+    if kind == "float":
+        return FloatAttr(float(value), f32)
+    if kind == "bool":
+        return IntegerAttr(int(bool(value)), i1)
+    raise AssertionError(kind)
+
+
+def _decode(kind: str, attr: Attribute) -> Any:
+    if kind == "ints":
+        assert isinstance(attr, ArrayAttr)
+        return tuple(a.value.data for a in attr.data)  # type: ignore[union-attr]
+    if kind == "float":
+        assert isinstance(attr, FloatAttr)
+        return float(attr.value.data)
+    assert isinstance(attr, IntegerAttr)
+    return bool(attr.value.data) if kind == "bool" else int(attr.value.data)
+
+
+def static_tensor(value: SSAValue, what: str) -> TensorType:
+    t = value.type
+    if not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()):
+        raise VerifyException(
+            f"expected a statically shaped tensor for {what}, got {t}"
+        )
+    return t
+
+
+def _print_value(printer: Printer, attr: Attribute) -> None:
+    # i64 integers print bare (`[2, 2]`, `1`), as MLIR does, not `2 : i64`
+    if isinstance(attr, IntegerAttr) and attr.type == i64:
+        printer.print_string(str(attr.value.data))
+    elif isinstance(attr, ArrayAttr) and all(
+        isinstance(a, IntegerAttr) and a.type == i64 for a in attr.data
+    ):
+        printer.print_string(
+            "[" + ", ".join(str(a.value.data) for a in attr.data) + "]"  # type: ignore[union-attr]
+        )
+    else:
+        printer.print_attribute(attr)
+
+
+def _print_attrs(printer: Printer, attrs: dict[str, Attribute]) -> None:
+    if not attrs:
+        return
+    printer.print_string(" {")
+    for i, (key, value) in enumerate(attrs.items()):
+        printer.print_string(", " if i else "")
+        printer.print_identifier_or_string_literal(key)
+        printer.print_string(" = ")
+        _print_value(printer, value)
+    printer.print_string("}")
+
+
+class GraphOp(IRDLOperation):
+    """A computing graph op: custom syntax, attributes schema, shape inference.
+
+    `ATTRS` maps each attribute to its kind ("ints", "int", "float", "bool") and
+    default (`REQUIRED` when it has none); subclasses define `_infer`.
+    """
+
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {}
+    PATTERN: ClassVar[str] = "opaque"
+
+    @classmethod
+    def _infer(cls, shapes_: list[Shape], cfg: dict[str, Any]) -> Shape:
+        raise NotImplementedError
+
+    @classmethod
+    def _config(cls, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(attrs) - set(cls.ATTRS)
+        if unknown:
+            raise ShapeError(
+                f"expected attributes of {cls.name} among {sorted(cls.ATTRS)}, "
+                f"got {sorted(unknown)}"
+            )
+        cfg = {}
+        for key, (kind, default) in cls.ATTRS.items():
+            value = attrs.get(key, default)
+            if value is REQUIRED:
+                raise ShapeError(f"expected attribute '{key}' of {cls.name}, got none")
+            cfg[key] = tuple(value) if kind == "ints" and value is not None else value
+        return cfg
+
+    @classmethod
+    def infer_type(cls, operand_types: Sequence[Attribute], **attrs: Any) -> TensorType:
+        """The result type for operands of `operand_types` and attributes `attrs`."""
+        tensors = []
+        for i, t in enumerate(operand_types):
+            if not isinstance(t, TensorType):
+                raise ShapeError(f"expected a tensor for operand {i}, got {t}")
+            tensors.append(t)
+        cfg = cls._config(attrs)
+        shape = cls._infer([tuple(t.get_shape()) for t in tensors], cfg)
+        return TensorType(tensors[0].element_type, shape)
+
+    @classmethod
+    def build_inferred(cls, *operands: SSAValue | Operation, **attrs: Any) -> Self:
+        """The op on `operands` with attributes `attrs`, its result type inferred."""
+        values = [SSAValue.get(o) for o in operands]
+        result = cls.infer_type([v.type for v in values], **attrs)
+        cfg = cls._config(attrs)
+        props = {
+            k: _encode(cls.ATTRS[k][0], v) for k, v in cfg.items() if v is not None
+        }
+        return cls.create(operands=values, result_types=[result], properties=props)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The attributes as Python values, defaults filled in."""
+        cfg = {}
+        for key, (kind, default) in self.ATTRS.items():
+            attr = self.properties.get(key)
+            cfg[key] = default if attr is None else _decode(kind, attr)
+        return cfg
+
+    def _expected_type(self) -> TensorType:
+        operand_types = [
+            static_tensor(v, f"operand {i}") for i, v in enumerate(self.operands)
+        ]
+        elements = {t.element_type for t in operand_types}
+        if len(elements) > 1:
+            got = ", ".join(str(t.element_type) for t in operand_types)
+            raise VerifyException(f"expected operands of one element type, got {got}")
+        return self.infer_type(operand_types, **self.config)
+
+    def verify_(self) -> None:
+        expected = self._expected_type()
+        got = self.results[0].type
+        if got != expected:
+            raise VerifyException(f"expected {expected}, got {got}")
+
+    def print(self, printer: Printer) -> None:
+        if self.operands:
+            printer.print_string(" ")
+            printer.print_list(self.operands, printer.print_ssa_value)
+        _print_attrs(printer, {**self.properties, **self.attributes})
+        printer.print_string(" : ")
+        printer.print_operation_type(self)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operands = []
+        if (first := parser.parse_optional_unresolved_operand()) is not None:
+            operands.append(first)
+            while parser.parse_optional_punctuation(","):
+                operands.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ftype = parser.parse_function_type()
+        if len(ftype.inputs) != len(operands):
+            parser.raise_error(
+                f"expected {len(operands)} operand types, got {len(ftype.inputs)}",
+                pos,
+                parser.pos,
+            )
+        values = [
+            parser.resolve_operand(o, t)
+            for o, t in zip(operands, ftype.inputs, strict=True)
+        ]
+        props = {}
+        for key, (kind, _) in cls.ATTRS.items():
+            if key in attrs:
+                attr = attrs.pop(key)
+                # `epsilon = 1.0e-05` parses as f64; the op keeps f32
+                if kind == "float" and isinstance(attr, FloatAttr):
+                    attr = FloatAttr(attr.value.data, f32)
+                props[key] = attr
+        return cls.create(
+            operands=values,
+            result_types=list(ftype.outputs),
+            properties=props,
+            attributes=attrs,
+        )

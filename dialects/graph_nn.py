@@ -1,0 +1,275 @@
+"""`graph` dialect ops of neural networks: conv2d, dense, matmul, batch_matmul,
+batch_norm, pooling and softmax (the dialect is assembled in `graph.py`)."""
+
+from typing import Any, ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+)
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import (
+    Pure,
+)
+
+from ember.dialects import graph_shapes as shapes
+from ember.dialects.graph_base import REQUIRED, GraphOp
+from ember.dialects.graph_shapes import Shape, ShapeError
+
+# ---------------------------------------------------------------- anchors
+
+
+@irdl_op_definition
+class Conv2DOp(GraphOp):
+    """2-D convolution, NCHW data and OIHW weight (O, C/groups, kh, kw), bias (O).
+
+    %y = graph.conv2d %x, %w, %b {strides = [1, 1], padding = [1, 1, 1, 1],
+           dilation = [1, 1], groups = 1} : (...) -> tensor<1x16x8x8xf32>
+    `padding` is [top, left, bottom, right].
+    """
+
+    name = "graph.conv2d"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "strides": ("ints", (1, 1)),
+        "padding": ("ints", (0, 0, 0, 0)),
+        "dilation": ("ints", (1, 1)),
+        "groups": ("int", 1),
+    }
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    strides = opt_prop_def(ArrayAttr[IntegerAttr])
+    padding = opt_prop_def(ArrayAttr[IntegerAttr])
+    dilation = opt_prop_def(ArrayAttr[IntegerAttr])
+    groups = opt_prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if len(s) not in (2, 3):
+            raise ShapeError(f"expected 2 or 3 operands, got {len(s)}")
+        return shapes.conv2d(s[0], s[1], s[2] if len(s) == 3 else None, **cfg)
+
+
+Conv2dOp = Conv2DOp
+
+
+@irdl_op_definition
+class DenseOp(GraphOp):
+    """y = x wᵀ + b: x (M, K), weight (N, K), optional bias (N).
+
+    %y = graph.dense %x, %w, %b : (tensor<1x64xf32>, tensor<10x64xf32>,
+           tensor<10xf32>) -> tensor<1x10xf32>
+    """
+
+    name = "graph.dense"
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if len(s) not in (2, 3):
+            raise ShapeError(f"expected 2 or 3 operands, got {len(s)}")
+        return shapes.dense(s[0], s[1], s[2] if len(s) == 3 else None)
+
+
+@irdl_op_definition
+class MatmulOp(GraphOp):
+    """numpy's matmul (batch dims broadcast, 1-D operands promoted then dropped).
+
+    %y = graph.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    """
+
+    name = "graph.matmul"
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        return shapes.matmul(s[0], s[1])
+
+
+@irdl_op_definition
+class BatchMatmulOp(GraphOp):
+    """(B, M, K) x (B, K, N) -> (B, M, N); a batch of 1 broadcasts.
+
+    %y = graph.batch_matmul %a, %b : (tensor<2x4x8xf32>, tensor<2x8x3xf32>)
+           -> tensor<2x4x3xf32>
+    """
+
+    name = "graph.batch_matmul"
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        return shapes.batch_matmul(s[0], s[1])
+
+
+@irdl_op_definition
+class BatchNormOp(GraphOp):
+    """Inference batch norm on axis 1: (x - mean) / sqrt(var + epsilon) * gamma + beta.
+
+    %y = graph.batch_norm %x, %gamma, %beta, %mean, %var {epsilon = 1.0e-05 : f32}
+           : (tensor<1x16x8x8xf32>, tensor<16xf32>, ...) -> tensor<1x16x8x8xf32>
+    """
+
+    name = "graph.batch_norm"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"epsilon": ("float", 1e-5)}
+    PATTERN: ClassVar[str] = "broadcast"
+
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    var = operand_def(TensorType)
+    epsilon = opt_prop_def(FloatAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if cfg["epsilon"] < 0:
+            raise ShapeError(f"expected a non-negative epsilon, got {cfg['epsilon']}")
+        return shapes.batch_norm(s[0], *s[1:])
+
+
+# ---------------------------------------------------------------- pooling, softmax
+
+
+class _Pool2DOp(GraphOp):
+    PATTERN: ClassVar[str] = "comm-reduce"
+
+    input = operand_def(TensorType)
+    kernel = prop_def(ArrayAttr[IntegerAttr])
+    strides = opt_prop_def(ArrayAttr[IntegerAttr])
+    padding = opt_prop_def(ArrayAttr[IntegerAttr])
+    ceil_mode = opt_prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class MaxPool2DOp(_Pool2DOp):
+    """Max over windows of NCHW data; padding never wins.
+
+    %y = graph.max_pool2d %x {kernel = [3, 3], strides = [2, 2], padding = [1, 1, 1, 1],
+           dilation = [1, 1], ceil_mode = false} : (...) -> tensor<1x64x56x56xf32>
+    """
+
+    name = "graph.max_pool2d"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "kernel": ("ints", REQUIRED),
+        "strides": ("ints", (1, 1)),
+        "padding": ("ints", (0, 0, 0, 0)),
+        "dilation": ("ints", (1, 1)),
+        "ceil_mode": ("bool", False),
+    }
+
+    dilation = opt_prop_def(ArrayAttr[IntegerAttr])
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        return shapes.pool2d(s[0], **cfg)
+
+
+@irdl_op_definition
+class AvgPool2DOp(_Pool2DOp):
+    """Mean over windows of NCHW data; `count_include_pad` counts padding in the
+    divisor.
+
+    %y = graph.avg_pool2d %x {kernel = [2, 2], strides = [2, 2], padding = [0, 0, 0, 0],
+           ceil_mode = false, count_include_pad = false} : (...) -> tensor<1x8x4x4xf32>
+    """
+
+    name = "graph.avg_pool2d"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "kernel": ("ints", REQUIRED),
+        "strides": ("ints", (1, 1)),
+        "padding": ("ints", (0, 0, 0, 0)),
+        "ceil_mode": ("bool", False),
+        "count_include_pad": ("bool", False),
+    }
+
+    count_include_pad = opt_prop_def(IntegerAttr)
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        cfg = {k: v for k, v in cfg.items() if k != "count_include_pad"}
+        return shapes.pool2d(s[0], dilation=(1, 1), **cfg)
+
+
+@irdl_op_definition
+class GlobalAvgPool2DOp(GraphOp):
+    """Mean over H and W of NCHW data.
+
+    %y = graph.global_avg_pool2d %x : (tensor<1x1280x7x7xf32>) -> tensor<1x1280x1x1xf32>
+    """
+
+    name = "graph.global_avg_pool2d"
+    PATTERN: ClassVar[str] = "comm-reduce"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        shapes.expect_rank("data (NCHW)", s[0], 4)
+        return (*s[0][:2], 1, 1)
+
+
+@irdl_op_definition
+class SoftmaxOp(GraphOp):
+    """exp(x - max) / sum(exp(x - max)) along `axis`.
+
+    %y = graph.softmax %x {axis = -1} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+    """
+
+    name = "graph.softmax"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"axis": ("int", -1)}
+    PATTERN: ClassVar[str] = "opaque"
+
+    input = operand_def(TensorType)
+    axis = opt_prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        shapes.normalize_axis(cfg["axis"], len(s[0]))
+        return s[0]
