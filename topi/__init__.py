@@ -29,6 +29,15 @@ the tensors it reads in `epilogue_inputs`:
 """
 
 from ember.topi.conv2d import conv2d, conv2d_shape
+from ember.topi.dense import batch_matmul, dense, matmul, matmul_shape
 from ember.topi.kernel import Kernel
 
-__all__ = ["Kernel", "conv2d", "conv2d_shape"]
+__all__ = [
+    "Kernel",
+    "batch_matmul",
+    "conv2d",
+    "conv2d_shape",
+    "dense",
+    "matmul",
+    "matmul_shape",
+]

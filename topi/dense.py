@@ -1,0 +1,242 @@
+"""dense, matmul and batch_matmul for CPUs with wide SIMD: te computes and default
+schedules.
+
+    k = dense(x, (1000, 1280), bias=True)          # y = x w^T + b
+    mod = ember.build(k.schedule(), k.args, name="fc")
+    mod(x_np, k.transform("dense.weight", w), b, y)
+
+All three compute a register tile of `mt` rows x `nb` columns (`nb / 16` AVX-512
+vectors) with the reduction over K outside the tile, the rows unrolled and the
+columns vectorized: each loaded element of the left operand is broadcast to
+`nb / 16` vectors, each vector of the right operand used `mt` times. The tile is
+computed inside the output's tile loop, whose copy-out adds the bias and applies
+the epilogue: the output is written once. Outer tiles run in parallel.
+
+- `dense` packs the weight (N, K) at compile time to (N'/nb, K, nb) (N' = N
+  rounded up to nb, zeros), so a tile reads its weights sequentially. With M = 1
+  (a classifier head) it is a matrix-vector product bound by reading the weight:
+  nb = 64 columns a tile, four independent accumulators.
+- `matmul` has numpy's semantics (1-D operands, batch dimensions broadcast); its
+  right operand is a tensor of the graph, read in place: a row of it is already
+  `nb` contiguous floats.
+- `batch_matmul` is (B, M, K) x (B, K, N), TVM's, as a matmul.
+
+The epilogue is `epilogue(value, indices)`, indices (m, n) for dense, the output's
+(..., m, n) for matmul; the tensors it reads go in `epilogue_inputs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ember import te
+from ember.topi.kernel import Epilogue, Kernel, apply_epilogue
+
+VECTOR = 16
+
+
+def _rows(m: int) -> int:
+    """Rows of the register tile: a divisor of M up to 6, so no tail."""
+    return max(d for d in range(1, min(m, 6) + 1) if m % d == 0)
+
+
+def _schedule_gemm(s, z: te.Tensor, output: te.Tensor, mt: int, nb: int) -> None:
+    """Tile (..., M, N) by (mt, nb); compute z's tile at each output tile (k
+    outside, rows unrolled, columns vectorized); copy out with columns vectorized."""
+    *batch, m, n = s[output].op.axis
+    mo, mi = s[output].split(m, factor=mt)
+    no, ni = s[output].split(n, factor=nb)
+    s[output].reorder(*batch, mo, no, mi, ni)
+    outer = [*batch, mo] if batch else [mo]
+    par = s[output].fuse(*outer) if len(outer) > 1 else mo
+    if output.shape[-2] // mt < 4:  # too few row tiles to share out: add columns
+        par = s[output].fuse(par, no)
+        attach = par
+    else:
+        attach = no
+    s[output].parallel(par)
+    s[output].unroll(mi)
+    s[output].vectorize(ni)
+    s[z].compute_at(s[output], attach)
+    *zb, zm, zn = s[z].op.axis
+    s[z].reorder(*zb, *s[z].op.reduce_axis, zm, zn)
+    s[z].unroll(zm)
+    s[z].vectorize(zn)
+
+
+def dense(
+    data: te.Tensor,
+    weight_shape: Sequence[int],
+    *,
+    bias: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "dense",
+) -> Kernel:
+    """y = data . weight^T (+ bias), then the epilogue; data (M, K), weight (N, K).
+
+    Returns:
+        The Kernel: placeholders [data, <name>.weight (packed (N'/nb, K, nb)),
+        (<name>.bias (N,)), *epilogue_inputs].
+    """
+    if data.ndim != 2 or len(weight_shape) != 2:
+        raise ValueError(
+            f"dense '{name}': expected data (M, K) and weight (N, K), got "
+            f"{tuple(data.shape)} and {tuple(weight_shape)}"
+        )
+    m, k = data.shape
+    n, kw = weight_shape
+    if k != kw:
+        raise ValueError(
+            f"dense '{name}': expected weight (N, {k}) to match data's K, got "
+            f"{tuple(weight_shape)}"
+        )
+    nb = 4 * VECTOR if m == 1 else 2 * VECTOR
+    nb = min(nb, -(-n // VECTOR) * VECTOR)
+    blocks = -(-n // nb)
+    weight = te.placeholder((blocks, k, nb), name=f"{name}.weight")
+    b = te.placeholder((n,), name=f"{name}.bias") if bias else None
+    rk = te.reduce_axis((0, k), name="rk")
+    z = te.compute(
+        (m, blocks * nb),
+        lambda i, j: te.sum(data[i, rk] * weight[j // nb, rk, j % nb], axis=rk),
+        name=f"{name}.gemm",
+    )
+
+    def out(i, j):
+        v = z[i, j]
+        if b is not None:
+            v = v + b[j]
+        return apply_epilogue(epilogue, v, (i, j))
+
+    output = te.compute((m, n), out, name=name)
+    mt = _rows(m)
+
+    def pack_weight(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w, np.float32)
+        if blocks * nb != n:
+            w = np.concatenate([w, np.zeros((blocks * nb - n, k), np.float32)])
+        return np.ascontiguousarray(w.reshape(blocks, nb, k).transpose(0, 2, 1))
+
+    placeholders = [data, weight, *([b] if b is not None else []), *epilogue_inputs]
+    return Kernel(
+        output,
+        placeholders,
+        {weight.name: pack_weight},
+        lambda s: _schedule_gemm(s, z, output, mt, nb),
+        {"kernel": "dense", "tile": (mt, nb), "flops": 2 * m * n * k},
+    )
+
+
+def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """numpy's matmul result shape; ValueError naming the mismatch."""
+    if not a or not b:
+        raise ValueError("matmul: expected operands of at least 1 dimension")
+    a2 = (1, *a) if len(a) == 1 else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else tuple(b)
+    if a2[-1] != b2[-2]:
+        raise ValueError(
+            f"matmul: expected the left operand's K {a2[-1]} to equal the right "
+            f"operand's {b2[-2]}, got shapes {tuple(a)} and {tuple(b)}"
+        )
+    batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    shape = (*batch, a2[-2], b2[-1])
+    if len(a) == 1:
+        shape = shape[:-2] + shape[-1:]
+    if len(b) == 1:
+        shape = shape[:-1]
+    return shape
+
+
+def matmul(
+    a: te.Tensor,
+    b: te.Tensor,
+    *,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "matmul",
+) -> Kernel:
+    """numpy's `a @ b` (batch dimensions broadcast), then the epilogue.
+
+    Returns:
+        The Kernel: placeholders [a, b, *epilogue_inputs] (those that are
+        placeholders), no weight transforms.
+    """
+    result = matmul_shape(a.shape, b.shape)
+    if a.ndim == 1 and b.ndim == 1:
+        raise ValueError(
+            f"matmul '{name}': expected a matrix operand, got two vectors (a dot "
+            "product: a reduction)"
+        )
+    a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    m = 1 if a_vec else a.shape[-2]
+    n = 1 if b_vec else b.shape[-1]
+    k = a.shape[-1]
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    full = (*batch, m, n)  # the computation's shape, vectors as 1-row matrices
+    rk = te.reduce_axis((0, k), name="rk")
+
+    def operand(t: te.Tensor, idx: tuple, tail: tuple):
+        lead = idx[len(idx) - (t.ndim - len(tail)) :] if t.ndim > len(tail) else ()
+        lead = tuple(0 if d == 1 else i for d, i in zip(t.shape, lead, strict=False))
+        return t[(*lead, *tail)]
+
+    def body(*idx):
+        *bi, i, j = idx
+        left = a[rk] if a_vec else operand(a, tuple(bi), (i, rk))
+        right = b[rk] if b_vec else operand(b, tuple(bi), (rk, j))
+        return te.sum(left * right, axis=rk)
+
+    z = te.compute(full, body, name=f"{name}.gemm")
+
+    def out(*idx):
+        *bi, i, j = idx
+        zi = (*bi, 0 if a_vec else i, 0 if b_vec else j)
+        return apply_epilogue(epilogue, z[zi], tuple(idx))
+
+    def out_result(*idx):
+        # drop the unit dimensions numpy drops for 1-D operands
+        idx = list(idx)
+        if b_vec:
+            idx.append(0)
+        if a_vec:
+            idx.insert(len(idx) - 1, 0)
+        return out(*idx)
+
+    output = te.compute(result, out_result, name=name)
+    mt = _rows(m)
+    nb = 2 * VECTOR if n >= 2 * VECTOR else VECTOR
+
+    def schedule(s) -> None:
+        if a_vec or b_vec:  # a matrix-vector product: parallel rows, nothing more
+            s[output].parallel(s[output].op.axis[0])
+            return
+        _schedule_gemm(s, z, output, mt, nb)
+
+    inputs = [t for t in (a, b) if isinstance(t.op, te.PlaceholderOp)]
+    return Kernel(
+        output,
+        [*inputs, *epilogue_inputs],
+        {},
+        schedule,
+        {"kernel": "matmul", "tile": (mt, nb), "flops": 2 * int(np.prod(full)) * k},
+    )
+
+
+def batch_matmul(
+    a: te.Tensor,
+    b: te.Tensor,
+    *,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "batch_matmul",
+) -> Kernel:
+    """(B, M, K) x (B, K, N) -> (B, M, N), then the epilogue."""
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
+        raise ValueError(
+            f"batch_matmul '{name}': expected (B, M, K) and (B, K, N), got "
+            f"{tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    return matmul(a, b, epilogue=epilogue, epilogue_inputs=epilogue_inputs, name=name)
