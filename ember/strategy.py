@@ -243,7 +243,12 @@ def _anchored(g: _Group, head: Operation, tail: list[Operation]) -> KernelSpec:
     ]
     weights = [i for i in weight_operands if i < len(head.operands)]
     reads = _Reads(g.known, first=len(data))
-    kernel = call(head, data, _epilogue(g, head, tail, reads), reads.tensors)
+    try:
+        kernel = call(head, data, _epilogue(g, head, tail, reads), reads.tensors)
+    except ImportError as e:  # a builder topi does not have (yet)
+        raise StrategyError(
+            f"{g.label}: no strategy for '{head.name}' on this target ({e})"
+        ) from None
     operands = [g.outside(head.operands[i]) for i in (*data_operands, *weights)]
     return KernelSpec(kernel, [*operands, *reads.values])
 

@@ -1,0 +1,137 @@
+"""ember-compile: ONNX file to library, progress and one-line errors."""
+
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from ember.runtime import GraphModule, cpu, load_module
+from ember.tools.ember_compile import UsageError, main, parse_shapes
+
+
+def _conv_model(path, op="Relu"):
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(
+        (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype("float32"), "w"
+    )
+    nodes = [
+        helper.make_node("Conv", ["data", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node(op, ["c"], ["r"], name="act"),
+        helper.make_node("GlobalAveragePool", ["r"], ["out"], name="gap"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "small",
+        [helper.make_tensor_value_info("data", TensorProto.FLOAT, ["N", 3, 8, 8])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 8, 1, 1])],
+        [w],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8
+    )
+    onnx.save(model, path)
+    return model
+
+
+def _ember_compile(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "ember.tools.ember_compile", *map(str, args)],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_compiles_runs_and_matches_onnxruntime(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    onnxruntime = pytest.importorskip("onnxruntime")
+    model = _conv_model(tmp_path / "m.onnx")
+    lib = tmp_path / "m.so"
+    run = _ember_compile(
+        tmp_path / "m.onnx", "-o", lib, "--input-shape", "data:2,3,8,8"
+    )
+    assert run.returncode == 0, run.stderr
+    assert "kernels 2/2 (0 cached)" in run.stderr and f"wrote {lib}" in run.stderr
+    x = np.random.default_rng(1).standard_normal((2, 3, 8, 8)).astype("float32")
+    gm = GraphModule(load_module(str(lib))["default"](cpu()))
+    gm.set_input("data", x)
+    gm.run()
+    want = onnxruntime.InferenceSession(model.SerializeToString()).run(
+        None, {"data": x}
+    )
+    np.testing.assert_allclose(gm.get_output(0).numpy(), want[0], rtol=1e-4, atol=1e-5)
+    again = _ember_compile(
+        tmp_path / "m.onnx", "-o", lib, "--input-shape", "data:2,3,8,8"
+    )
+    assert "kernels 2/2 (2 cached)" in again.stderr
+
+
+def test_params_separate(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    _conv_model(tmp_path / "m.onnx")
+    lib, params = tmp_path / "m.tar", tmp_path / "m.params"
+    code = main(
+        [
+            str(tmp_path / "m.onnx"),
+            "-o",
+            str(lib),
+            "--input-shape",
+            "data:1,3,8,8",
+            "--params-separate",
+            str(params),
+            "-q",
+        ]
+    )
+    assert code == 0 and params.stat().st_size > 8 * 27 * 4
+    mod = load_module(str(lib))
+    assert mod.metadata["model"]["params_embedded"] is False
+    gm = GraphModule(mod["default"](cpu()))
+    gm.load_params(params.read_bytes())
+    gm.set_input(0, np.ones((1, 3, 8, 8), "float32"))
+    gm.run()
+    assert gm.get_output(0).shape == (1, 8, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("setup", "args", "status", "message"),
+    [
+        (lambda p: p.write_text("not a model"), [], 1, "is not an ONNX model"),
+        (None, [], 1, "no such model file"),
+        (
+            lambda p: _conv_model(p, op="Relu"),
+            ["--input-shape", "data:1,x"],
+            2,
+            "NAME:D0",
+        ),
+        (lambda p: _conv_model(p, op="Relu"), ["--opt-level", "7"], 2, "expected 0..3"),
+        (lambda p: _conv_model(p, op="Hardmax"), [], 1, "Hardmax"),
+    ],
+)
+def test_errors_are_one_line(tmp_path, capsys, setup, args, status, message):
+    path = tmp_path / "m.onnx"
+    if setup is not None:
+        setup(path)
+    code = main([str(path), "-o", str(tmp_path / "m.so"), "-q", *args])
+    err = capsys.readouterr().err
+    assert code == status
+    assert message in err and "Traceback" not in err
+    assert err.startswith("ember-compile: error: ")
+
+
+def test_wrong_output_suffix(tmp_path, capsys):
+    _conv_model(tmp_path / "m.onnx")
+    assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.dll")]) == 2
+    assert "expected a .so or .tar" in capsys.readouterr().err
+
+
+def test_parse_shapes():
+    assert parse_shapes(["data:1,3,224,224", "mask:1,8"]) == {
+        "data": (1, 3, 224, 224),
+        "mask": (1, 8),
+    }
+    assert parse_shapes(["a:b:2"]) == {"a:b": (2,)}
+    for bad in ("1,2", "x:", "x:0,2", "x:a"):
+        with pytest.raises(UsageError):
+            parse_shapes([bad])
