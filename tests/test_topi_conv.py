@@ -1,0 +1,235 @@
+"""ember.topi.conv2d against a direct numpy convolution: every form MobileNetV2 and
+ResNet-18 use (small shapes), epilogues, packed weights, and random shapes."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember import te, topi
+
+
+def conv_reference(
+    x, w, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1
+):
+    """The definition in float64: a sum over (kh, kw) of strided windows."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, c, h, wd = x.shape
+    o, ig, kh, kw = w.shape
+    pt, pl, pb, pr = padding
+    (sh, sw), (dh, dw) = strides, dilation
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    y = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                window = xp[
+                    :,
+                    g * ig : (g + 1) * ig,
+                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+                ]
+                y[:, g * og : (g + 1) * og] += np.einsum(
+                    "nchw,oc->nohw", window, w[g * og : (g + 1) * og, :, i, j]
+                )
+    return y
+
+
+def run_conv(xs, ws, *, bias=False, epilogue=None, extra=(), **attrs):
+    """Build the kernel, run it on random data; return (kernel, y, x, w, b, extras)."""
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    x_t = te.placeholder(xs, name="x")
+    extra_t = [te.placeholder(shape, name=f"e{i}") for i, shape in enumerate(extra)]
+    k = topi.conv2d(
+        x_t,
+        ws,
+        bias=bias,
+        epilogue=None if epilogue is None else epilogue(*extra_t),
+        epilogue_inputs=extra_t,
+        name="conv",
+        **attrs,
+    )
+    mod = ember.build(k.schedule(), k.args, name="conv")
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
+    extras = [rng.uniform(-1, 1, shape).astype(np.float32) for shape in extra]
+    y = np.full(k.output.shape, np.nan, np.float32)
+    args = [x, k.transform("conv.weight", w)] + ([b] if bias else []) + extras
+    mod(*args, y)
+    return k, y, x, w, b, extras
+
+
+def check(y, expected):
+    assert y.shape == expected.shape
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+
+
+FORMS = [
+    # (data, weight, attrs, kernel expected)
+    ((1, 16, 10, 10), (32, 16, 3, 3), {"padding": 1}, "nchwc"),  # 3x3 s1
+    ((1, 16, 11, 11), (32, 16, 3, 3), {"padding": 1, "strides": 2}, "nchwc"),  # s2
+    ((1, 32, 8, 8), (16, 32, 1, 1), {}, "nchwc"),  # pointwise
+    ((1, 16, 9, 9), (32, 16, 1, 1), {"strides": 2}, "nchwc"),  # 1x1 s2 downsample
+    ((1, 3, 19, 19), (16, 3, 7, 7), {"padding": 3, "strides": 2}, "nchwc"),  # stem
+    ((1, 3, 16, 16), (32, 3, 3, 3), {"padding": 1, "strides": 2}, "nchwc"),  # mnv2
+    ((1, 24, 7, 7), (24, 24, 1, 1), {}, "nchwc"),  # 24 channels: blocks of 8
+    ((1, 16, 6, 6), (20, 16, 3, 3), {"padding": 1}, "nchwc"),  # O padded to 32
+    ((1, 32, 12, 12), (32, 1, 3, 3), {"padding": 1, "groups": 32}, "depthwise"),
+    (
+        (1, 32, 13, 13),
+        (32, 1, 3, 3),
+        {"padding": 1, "strides": 2, "groups": 32},
+        "depthwise",
+    ),
+    ((1, 24, 7, 7), (24, 1, 3, 3), {"padding": 1, "groups": 24}, "depthwise"),
+    ((1, 8, 9, 9), (12, 4, 3, 3), {"padding": 1, "groups": 2}, "direct"),
+    ((1, 8, 9, 9), (8, 2, 3, 3), {"padding": 1, "groups": 4}, "direct"),
+    ((1, 8, 11, 11), (16, 8, 3, 3), {"padding": 2, "dilation": 2}, "nchwc"),
+    (
+        (1, 8, 9, 11),
+        (16, 8, 3, 3),
+        {"padding": (0, 1, 2, 1), "strides": (2, 1)},
+        "nchwc",
+    ),
+    ((2, 8, 6, 6), (16, 8, 3, 3), {"padding": 1}, "nchwc"),  # batch 2
+]
+
+
+@pytest.mark.parametrize("xs, ws, attrs, kind", FORMS)
+def test_conv2d_forms_match_numpy(xs, ws, attrs, kind):
+    k, y, x, w, _, _ = run_conv(xs, ws, **attrs)
+    assert k.attrs["kernel"] == kind
+    norm = topi.conv2d_shape(xs, ws, **attrs)
+    expected = conv_reference(
+        x, w, norm.strides, norm.padding, norm.dilation, norm.groups
+    )
+    check(y, expected)
+
+
+@pytest.mark.parametrize(
+    "xs, ws, attrs",
+    [
+        ((1, 16, 8, 8), (32, 16, 1, 1), {}),
+        ((1, 32, 9, 9), (32, 1, 3, 3), {"padding": 1, "groups": 32}),
+        ((1, 8, 6, 6), (8, 4, 3, 3), {"padding": 1, "groups": 2}),
+    ],
+)
+def test_bias_and_relu6_epilogue(xs, ws, attrs):
+    def relu6():
+        return lambda v, idx: te.min(te.max(v, 0.0), 6.0)
+
+    _, y, x, w, b, _ = run_conv(xs, ws, bias=True, epilogue=relu6, **attrs)
+    norm = topi.conv2d_shape(xs, ws, **attrs)
+    ref = conv_reference(x, w, norm.strides, norm.padding, groups=norm.groups)
+    check(y, np.clip(ref + b[None, :, None, None], 0, 6))
+
+
+def test_residual_add_epilogue_reads_another_tensor():
+    xs, ws = (1, 16, 7, 7), (16, 16, 3, 3)
+
+    def residual(r):
+        return lambda v, idx: te.max(v + r[idx], 0.0)
+
+    k, y, x, w, b, (r,) = run_conv(
+        xs, ws, bias=True, epilogue=residual, extra=[(1, 16, 7, 7)], padding=1
+    )
+    assert [p.name for p in k.placeholders] == ["x", "conv.weight", "conv.bias", "e0"]
+    ref = conv_reference(x, w, padding=(1, 1, 1, 1)) + b[None, :, None, None] + r
+    check(y, np.maximum(ref, 0))
+
+
+def test_epilogue_sees_nchw_indices():
+    """A per-channel scale indexed by the epilogue's c (folded batch norm)."""
+    xs, ws = (1, 8, 5, 5), (24, 8, 1, 1)
+
+    def scale(s):
+        return lambda v, idx: v * s[idx[1]]
+
+    _, y, x, w, _, (s,) = run_conv(xs, ws, epilogue=scale, extra=[(24,)])
+    check(y, conv_reference(x, w) * s[None, :, None, None])
+
+
+def test_weight_transform_packs_oihw():
+    x = te.placeholder((1, 32, 8, 8), name="x")
+    k = topi.conv2d(x, (48, 32, 3, 3), padding=1, name="c")
+    w = np.arange(48 * 32 * 9, dtype=np.float32).reshape(48, 32, 3, 3)
+    packed = k.transform("c.weight", w)
+    assert packed.shape == tuple(k.placeholders[1].shape) == (3, 2, 3, 3, 16, 16)
+    # packed[ob, cb, kh, kw, ci, oi] = w[ob*16 + oi, cb*16 + ci, kh, kw]
+    assert packed[2, 1, 0, 2, 3, 5] == w[2 * 16 + 5, 16 + 3, 0, 2]
+    with pytest.raises(KeyError, match="no placeholder 'c.bias'"):
+        k.transform("c.bias", w)
+
+
+@pytest.mark.parametrize(
+    "xs, ws, attrs, message",
+    [
+        ((1, 8, 5, 5), (8, 3, 3, 3), {}, "expected weight input channels 8"),
+        ((1, 8, 5, 5), (8, 8, 3, 3), {"groups": 3}, "expected groups dividing"),
+        ((1, 8, 2, 2), (8, 8, 3, 3), {}, "no larger than the padded input"),
+        ((8, 5, 5), (8, 8, 3, 3), {}, "expected NCHW data"),
+        ((1, 8, 5, 5), (8, 8, 3, 3), {"padding": (1, 2, 3)}, "expected padding"),
+        ((1, 8, 5, 5), (8, 8, 3, 3), {"strides": 0}, "expected strides"),
+    ],
+)
+def test_invalid_shapes_are_refused(xs, ws, attrs, message):
+    with pytest.raises(ValueError, match=message):
+        topi.conv2d(te.placeholder(xs, name="x"), ws, **attrs)
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    st.data(),
+    st.sampled_from([1, 2, 4, "dw"]),
+    st.integers(1, 3),
+    st.integers(1, 2),
+    st.integers(1, 2),
+)
+def test_random_convolutions_match_numpy(data, groups, k, stride, dilation):
+    cg = data.draw(st.sampled_from([1, 3, 4, 8]), label="in channels per group")
+    og = data.draw(st.sampled_from([1, 5, 8, 16]), label="out channels per group")
+    if groups == "dw":
+        groups, cg, og = data.draw(st.sampled_from([8, 16, 24]), label="dw"), 1, 1
+    c, o = cg * groups, og * groups
+    span = dilation * (k - 1) + 1
+    h = data.draw(st.integers(max(span - 2, 1), 9), label="h")
+    w = data.draw(st.integers(max(span - 2, 1), 9), label="w")
+    pads = tuple(data.draw(st.integers(0, 2), label=f"pad{i}") for i in range(4))
+    if h + pads[0] + pads[2] < span or w + pads[1] + pads[3] < span:
+        pads = (2, 2, 2, 2)
+    attrs = {
+        "strides": stride,
+        "padding": pads,
+        "dilation": dilation,
+        "groups": groups,
+    }
+    _, y, x, wt, b, _ = run_conv((1, c, h, w), (o, cg, k, k), bias=True, **attrs)
+    ref = conv_reference(x, wt, (stride,) * 2, pads, (dilation,) * 2, groups)
+    check(y, ref + b[None, :, None, None])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "xs, ws, attrs",
+    [
+        ((1, 64, 56, 56), (64, 64, 3, 3), {"padding": 1}),
+        ((1, 3, 224, 224), (64, 3, 7, 7), {"padding": 3, "strides": 2}),
+        ((1, 96, 112, 112), (96, 1, 3, 3), {"padding": 1, "strides": 2, "groups": 96}),
+        ((1, 16, 112, 112), (96, 16, 1, 1), {}),
+        ((1, 320, 7, 7), (1280, 320, 1, 1), {}),
+    ],
+)
+def test_model_sized_layers(xs, ws, attrs):
+    _, y, x, w, b, _ = run_conv(xs, ws, bias=True, **attrs)
+    norm = topi.conv2d_shape(xs, ws, **attrs)
+    ref = conv_reference(x, w, norm.strides, norm.padding, groups=norm.groups)
+    check(y, ref + b[None, :, None, None])
