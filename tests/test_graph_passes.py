@@ -327,3 +327,39 @@ def test_optimize_graph_disabled_fold_keeps_weights_as_params():
     with PassContext(opt_level=2, disabled_pass=["graph-fold-batch-norm"]):
         params = optimize_graph(module, net.params)
     assert set(params) == set(net.params)
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18", "transformer_block"])
+def test_imported_models_keep_onnxruntime_numerics_after_the_graph_pipeline(name):
+    """The real networks (examples/onnx_models.py through the ONNX frontend): after
+    opt_level 3 no batch norm is left, every op is in a group, and the reference
+    semantics of the optimized graph still match onnxruntime."""
+    import importlib.util
+    from pathlib import Path
+
+    import onnxruntime as ort
+
+    from ember.frontends.onnx import from_onnx
+
+    path = Path(__file__).parent.parent / "examples" / "onnx_models.py"
+    spec = importlib.util.spec_from_file_location("onnx_models", path)
+    assert spec is not None and spec.loader is not None
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    model = getattr(models, name)()
+    feeds = models.random_input(model)
+    session = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    expected = session.run(None, feeds)
+    module, params = from_onnx(model)
+    with PassContext(opt_level=3):
+        folded = optimize_graph(module, params)
+    ops = list(_main(module).body.block.ops)
+    assert not any(isinstance(op, graph.GraphOp) for op in ops)
+    inner = [op for f in _fused(module) for op in f.body.block.ops]
+    assert not any(isinstance(op, graph.BatchNormOp) for op in inner)
+    assert len(folded) < len(params) or name == "transformer_block"
+    got = run_graph(_main(module), list(feeds.values()), folded)
+    for g, e in zip(got, expected, strict=True):
+        assert np.abs(g - e).max() <= 1e-4 * np.abs(e).max()
