@@ -1,0 +1,137 @@
+"""ember.topi dense / matmul / batch_matmul against numpy, with epilogues."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember import te, topi
+
+
+def build_run(k, inputs):
+    mod = ember.build(k.schedule(), k.args, name="f")
+    y = np.full(k.output.shape, np.nan, np.float32)
+    mod(*inputs, y)
+    return y
+
+
+def rand(rng, shape):
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "m, n, k",
+    [(1, 1000, 512), (1, 10, 7), (5, 33, 17), (64, 128, 128), (3, 16, 1)],
+)
+def test_dense_bias_relu_matches_numpy(m, n, k):
+    rng = np.random.default_rng(m * n * k)
+    x_t = te.placeholder((m, k), name="x")
+    kern = topi.dense(
+        x_t, (n, k), bias=True, epilogue=lambda v, idx: te.max(v, 0.0), name="fc"
+    )
+    x, w, b = rand(rng, (m, k)), rand(rng, (n, k)), rand(rng, n)
+    y = build_run(kern, [x, kern.transform("fc.weight", w), b])
+    np.testing.assert_allclose(y, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_dense_weight_is_packed_in_column_panels():
+    kern = topi.dense(te.placeholder((1, 4), name="x"), (70, 4), name="fc")
+    w = np.arange(280, dtype=np.float32).reshape(70, 4)
+    packed = kern.transform("fc.weight", w)
+    nb = packed.shape[2]
+    assert packed.shape == (-(-70 // nb), 4, nb)
+    assert packed[1, 3, 2] == w[nb + 2, 3]
+    assert packed[-1, 0, -1] == 0.0  # padding columns are zeros
+
+
+def test_dense_epilogue_reads_a_residual_with_mn_indices():
+    rng = np.random.default_rng(1)
+    x_t, r_t = te.placeholder((4, 8), name="x"), te.placeholder((4, 24), name="r")
+    kern = topi.dense(
+        x_t, (24, 8), epilogue=lambda v, idx: v + r_t[idx], epilogue_inputs=[r_t]
+    )
+    x, w, r = rand(rng, (4, 8)), rand(rng, (24, 8)), rand(rng, (4, 24))
+    y = build_run(kern, [x, kern.transform("dense.weight", w), r])
+    np.testing.assert_allclose(y, x @ w.T + r, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "sa, sb",
+    [
+        ((64, 128), (128, 128)),
+        ((4, 64, 128), (4, 128, 128)),  # the transformer block's batch
+        ((2, 1, 5, 7), (3, 7, 9)),  # batch broadcasting
+        ((4, 6, 8), (8, 40)),  # a batch against one matrix
+        ((7,), (3, 7, 5)),  # 1-D left operand
+        ((3, 4, 7), (7,)),  # 1-D right operand
+    ],
+)
+def test_matmul_has_numpy_semantics(sa, sb):
+    rng = np.random.default_rng(len(sa) * 10 + len(sb))
+    a_t, b_t = te.placeholder(sa, name="a"), te.placeholder(sb, name="b")
+    kern = topi.matmul(a_t, b_t)
+    a, b = rand(rng, sa), rand(rng, sb)
+    assert kern.output.shape == np.matmul(a, b).shape == topi.matmul_shape(sa, sb)
+    np.testing.assert_allclose(build_run(kern, [a, b]), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_matmul_with_gelu_like_epilogue():
+    rng = np.random.default_rng(3)
+    a_t, b_t = (
+        te.placeholder((2, 16, 32), name="a"),
+        te.placeholder((2, 32, 48), name="b"),
+    )
+
+    def epilogue(v, idx):  # gelu, tanh form
+        return 0.5 * v * (1.0 + te.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+    kern = topi.batch_matmul(a_t, b_t, epilogue=epilogue)
+    a, b = rand(rng, (2, 16, 32)), rand(rng, (2, 32, 48))
+    z = (a @ b).astype(np.float64)
+    gelu = 0.5 * z * (1 + np.tanh(0.7978845608 * (z + 0.044715 * z**3)))
+    np.testing.assert_allclose(build_run(kern, [a, b]), gelu, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: topi.dense(te.placeholder((2, 3), name="x"), (4, 5)),
+            "match data's K",
+        ),
+        (lambda: topi.dense(te.placeholder((2, 3, 1), name="x"), (4, 3)), "(M, K)"),
+        (
+            lambda: topi.matmul(
+                te.placeholder((2, 3), name="a"), te.placeholder((4, 5), name="b")
+            ),
+            "K 3 to equal",
+        ),
+        (
+            lambda: topi.batch_matmul(
+                te.placeholder((2, 3, 4), name="a"), te.placeholder((3, 4, 5), name="b")
+            ),
+            "expected \\(B, M, K\\)",
+        ),
+        (
+            lambda: topi.matmul(
+                te.placeholder((3,), name="a"), te.placeholder((3,), name="b")
+            ),
+            "two vectors",
+        ),
+    ],
+)
+def test_invalid_operands_are_refused(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 40), st.integers(1, 20), st.booleans())
+def test_random_dense_shapes(m, n, k, bias):
+    rng = np.random.default_rng(m + 7 * n + 31 * k)
+    kern = topi.dense(te.placeholder((m, k), name="x"), (n, k), bias=bias, name="d")
+    x, w, b = rand(rng, (m, k)), rand(rng, (n, k)), rand(rng, n)
+    args = [x, kern.transform("d.weight", w)] + ([b] if bias else [])
+    expected = x @ w.T + (b if bias else 0)
+    np.testing.assert_allclose(build_run(kern, args), expected, rtol=1e-4, atol=1e-4)
