@@ -21,7 +21,9 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $@ $(VENV)/.installed
 
-demo: $(VENV)/.installed
+# MobileNetV2 from ONNX, compiled ahead of time, raced against onnxruntime (the
+# dev extra brings it), then te kernels against numpy.
+demo: $(VENV)/.installed-dev
 	$(BIN)/python examples/demo.py
 
 pytest: $(VENV)/.installed-dev
@@ -41,6 +43,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/matmul.py
 	$(BIN)/python benchmarks/conv2d.py
 	$(BIN)/python benchmarks/call_overhead.py
+	$(BIN)/python benchmarks/models.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,284 @@
+"""Whole models side by side: ember vs onnxruntime vs PyTorch eager vs apache-tvm.
+
+    .venv/bin/python benchmarks/models.py            # MobileNetV2 and ResNet-18, 224x224
+    .venv/bin/python benchmarks/models.py --quick    # MobileNetV2 at 96x96, short timing
+    .venv/bin/python benchmarks/models.py --model resnet18
+
+Each model is the ONNX file `examples/onnx_models.py` writes (batch 1, fp32, seeded
+random weights), fed the same input to every implementation in one process:
+
+    onnxruntime   InferenceSession.run, default options (all graph optimizations)
+    ember         ember.compile_model, then GraphModule.run (the AOT default_run);
+                  the note gives the compile time with a cold and a warm kernel cache
+    PyTorch eager the ONNX graph executed node by node with torch.nn.functional
+                  ops on tensors made once from the same weights (what a model's
+                  forward does in eager mode), under torch.inference_mode
+    apache-tvm    relax's ONNX frontend, tvm.compile(target llvm -mcpu=<host>),
+                  run by the Relax VM (TVM's default build, no tuning)
+
+Every row is checked against onnxruntime's output (allclose, rtol = atol = 1e-4)
+before it is timed; the table gives the median latency and the ratio to
+onnxruntime, then the targets: ember faster than PyTorch eager and at most 2.5x
+onnxruntime's latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+import common  # noqa: E402
+import onnx_models  # noqa: E402
+from common import Impl, Prepared  # noqa: E402
+
+ORT = "onnxruntime"
+EMBER = "ember"
+TORCH = "PyTorch eager"
+TVM = "apache-tvm default build"
+
+
+def onnxruntime_impl(model, inputs):
+    def setup() -> Prepared:
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        out: list = []
+
+        def run():
+            out[:] = session.run(None, inputs)
+
+        return Prepared(run, lambda: out[0], f"onnxruntime {onnxruntime.__version__}")
+
+    return Impl(ORT, setup, lambda: "default")
+
+
+def ember_impl(model, inputs):
+    def setup() -> Prepared:
+        import ember
+        from ember.compile_cache import CompileCache
+        from ember.runtime import GraphModule, cpu
+
+        with tempfile.TemporaryDirectory() as cache_dir:
+            start = time.perf_counter()
+            ember.compile_model(model, cache=CompileCache(Path(cache_dir)))
+            cold = time.perf_counter() - start
+            start = time.perf_counter()
+            mod = ember.compile_model(model, cache=CompileCache(Path(cache_dir)))
+            warm = time.perf_counter() - start
+        gm = GraphModule(mod["default"](cpu()))
+        for name, value in inputs.items():
+            gm.set_input(name, value)
+        stats = mod.compile_stats
+        note = (
+            f"compile {cold:.1f} s cold, {warm:.2f} s warm; {stats.kernels} kernels "
+            f"for {stats.calls} calls"
+        )
+        return Prepared(
+            gm.run,
+            lambda: gm.get_output(0).numpy(),
+            note,
+            {"cold": cold, "warm": warm},
+        )
+
+    return Impl(EMBER, setup, common.ember_threads)
+
+
+def torch_impl(model, inputs):
+    def setup() -> Prepared:
+        import torch
+
+        run = _torch_forward(model, inputs)
+        out: list = []
+
+        def call():
+            with torch.inference_mode():
+                out[:] = [run()]
+
+        return Prepared(call, lambda: out[0].numpy(), f"torch {torch.__version__}")
+
+    def threads() -> str:
+        import torch
+
+        return str(torch.get_num_threads())
+
+    return Impl(TORCH, setup, threads)
+
+
+def _torch_forward(model, inputs):
+    """The ONNX graph as eager PyTorch: each node one torch op on tensors made
+    once from the initializers (the ops these models use)."""
+    import torch
+    import torch.nn.functional as F
+    from onnx import helper, numpy_helper
+
+    values = {
+        t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+        for t in model.graph.initializer
+    }
+    feeds = {k: torch.from_numpy(v) for k, v in inputs.items()}
+    nodes = [
+        (n, {a.name: helper.get_attribute_value(a) for a in n.attribute})
+        for n in model.graph.node
+    ]
+    output = model.graph.output[0].name
+
+    def pads(a):
+        p = a.get("pads", [0, 0, 0, 0])
+        if p[0] != p[2] or p[1] != p[3]:
+            raise NotImplementedError("asymmetric padding")
+        return (p[0], p[1])
+
+    def node(op, a, x):
+        if op == "Conv":
+            return F.conv2d(
+                x[0],
+                x[1],
+                x[2] if len(x) > 2 else None,
+                a.get("strides", 1),
+                pads(a),
+                a.get("dilations", 1),
+                a.get("group", 1),
+            )
+        if op == "BatchNormalization":
+            return F.batch_norm(
+                x[0], x[3], x[4], x[1], x[2], False, 0.0, a.get("epsilon", 1e-5)
+            )
+        if op == "Relu":
+            return F.relu(x[0])
+        if op == "Clip":
+            return torch.clamp(x[0], float(x[1]), float(x[2]))
+        if op == "Add":
+            return x[0] + x[1]
+        if op == "MaxPool":
+            return F.max_pool2d(x[0], a["kernel_shape"], a.get("strides", 1), pads(a))
+        if op == "GlobalAveragePool":
+            return F.adaptive_avg_pool2d(x[0], 1)
+        if op == "Flatten":
+            return torch.flatten(x[0], a.get("axis", 1))
+        if op == "Reshape":
+            return torch.reshape(x[0], [int(d) for d in x[1]])
+        if op == "Gemm":
+            return F.linear(
+                x[0],
+                x[1] if a.get("transB", 0) else x[1].T,
+                x[2] if len(x) > 2 else None,
+            )
+        raise NotImplementedError(f"PyTorch forward: no {op}")
+
+    def forward():
+        env = {**values, **feeds}
+        for n, a in nodes:
+            env[n.output[0]] = node(n.op_type, a, [env[i] for i in n.input])
+        return env[output]
+
+    return forward
+
+
+def tvm_impl(model, inputs):
+    def setup() -> Prepared:
+        import tvm
+        from tvm import relax
+        from tvm.relax.frontend.onnx import from_onnx
+
+        start = time.perf_counter()
+        mod = from_onnx(model, keep_params_in_input=False)
+        mod = relax.transform.DecomposeOpsForInference()(mod)
+        target = tvm.target.Target(common.tvm_target())
+        exe = tvm.compile(mod, target=target)
+        compile_s = time.perf_counter() - start
+        dev = tvm.cpu()
+        vm = relax.VirtualMachine(exe, dev)
+        args = [tvm.runtime.tensor(v, dev) for v in inputs.values()]
+        out: list = []
+
+        def run():
+            out[:] = [vm["main"](*args)]
+
+        def fetch():
+            result = out[0]
+            return (
+                result[0] if isinstance(result, tvm.ir.Array | list | tuple) else result
+            ).numpy()
+
+        return Prepared(run, fetch, f"tvm {tvm.__version__}, compile {compile_s:.1f} s")
+
+    def threads() -> str:
+        import tvm
+
+        return str(tvm.runtime.num_threads())
+
+    return Impl(TVM, setup, threads)
+
+
+def bench(name: str, size: int, timing: dict, skip_tvm: bool) -> list:
+    model = getattr(onnx_models, name)(size=size)
+    inputs = onnx_models.random_input(model)
+    import onnxruntime
+
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(
+        None, inputs
+    )[0]
+    print(f"\n{name}, batch 1, 3x{size}x{size}, fp32")
+    impls = [
+        onnxruntime_impl(model, inputs),
+        ember_impl(model, inputs),
+        torch_impl(model, inputs),
+    ]
+    if not skip_tvm:
+        impls.append(tvm_impl(model, inputs))
+    rows = common.run_all(
+        impls, expected, 1.0, ORT, table=common.print_latency_table, **timing
+    )
+    ember = next(r for r in rows if r.name == EMBER)
+    ort = next(r for r in rows if r.name == ORT)
+    torch_row = next(r for r in rows if r.name == TORCH)
+    if ember.status == "ok" and ort.status == "ok":
+        ratio = ember.timing.median / ort.timing.median
+        print(
+            f"  ember <= 2.5x onnxruntime: {'met' if ratio <= 2.5 else 'NOT met'} ({ratio:.2f}x)"
+        )
+    if ember.status == "ok" and torch_row.status == "ok":
+        faster = ember.timing.median < torch_row.timing.median
+        print(
+            f"  ember faster than PyTorch eager: {'met' if faster else 'NOT met'} ({torch_row.timing.median / ember.timing.median:.2f}x)"
+        )
+    if ember.status == "ok":
+        cold, warm = ember.extra["cold"], ember.extra["warm"]
+        print(
+            f"  compile < 60 s cold, < 5 s warm: {'met' if cold < 60 and warm < 5 else 'NOT met'} ({cold:.1f} s, {warm:.2f} s)"
+        )
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="MobileNetV2 at 96x96, short timing"
+    )
+    parser.add_argument(
+        "--model", choices=["mobilenet_v2", "resnet18"], action="append"
+    )
+    parser.add_argument("--no-tvm", action="store_true", help="skip the apache-tvm row")
+    common.add_timing_options(parser)
+    opts = parser.parse_args(argv)
+    timing = common.timing_options(opts)
+    print(common.describe_machine())
+    print(common.threads_note())
+    models = opts.model or (
+        ["mobilenet_v2"] if opts.quick else ["mobilenet_v2", "resnet18"]
+    )
+    for name in models:
+        bench(name, 96 if opts.quick else 224, timing, opts.no_tvm or opts.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
