@@ -31,6 +31,7 @@ NUMPY = {"sum": np.sum, "mean": np.mean, "max": np.max}
         ((2, 3, 5, 37), [1, 3], False),  # innermost and another
         ((3, 5), None, False),  # everything: a scalar
         ((6,), [0], True),
+        ((2, 1030), [-1], False),  # a long row: 64 partials, 6 guarded
     ],
 )
 def test_reduce_matches_numpy(kind, shape, axes, keepdims):
@@ -73,7 +74,7 @@ def test_reduce_with_computed_input_the_layer_norm_pattern():
 
 @pytest.mark.parametrize(
     ("shape", "axis"),
-    [((4, 64, 64), -1), ((2, 10, 3, 3), 1), ((3, 37), 1), ((5, 4), 0)],
+    [((4, 64, 64), -1), ((2, 10, 3, 3), 1), ((3, 37), 1), ((5, 4), 0), ((2, 1500), -1)],
 )
 def test_softmax_matches_numpy(shape, axis):
     a = rand(*shape) * 10

@@ -102,8 +102,20 @@ def _pow(x: Expr, y: Expr | float) -> Expr:
     return te.select(y == 0.0, 1.0, result)
 
 
+def nan_max(a: Expr, b: Expr | float) -> Expr:
+    """The larger of a and b, NaN if either is NaN (numpy's maximum but for
+    the sign of a zero result): compares and a blend, where `te.max`'s
+    `arith.maximumf` expands on x86 to twice the instructions and latency
+    (it also orders -0 below +0)."""
+    return te.select((a < b) | te.not_equal(b, b), b, a)
+
+
+MAX_REDUCER = te.comm_reducer(nan_max, lambda t: -math.inf, "nanmax")
+"""`nan_max` as a reducer: `MAX_REDUCER(expr, axis=k)` like `te.max`."""
+
+
 def _relu(x: Expr) -> Expr:
-    return te.max(x, 0.0)
+    return te.select(x < 0.0, 0.0, x)  # NaN is not < 0: it stays
 
 
 UNARY: dict[str, Callable[[Expr], Expr]] = {
@@ -125,7 +137,7 @@ BINARY: dict[str, Callable[[Expr, Expr | float], Expr]] = {
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b,
-    "maximum": te.max,
+    "maximum": nan_max,
     "minimum": te.min,
     "pow": _pow,
 }
@@ -136,9 +148,9 @@ which `pow` specializes (2 -> x * x, 0.5 -> sqrt)."""
 def clip_expr(x: Expr, lo: float | None, hi: float | None) -> Expr:
     """numpy.clip of a scalar (NaN stays NaN); a missing bound is no bound."""
     if lo is not None:
-        x = te.max(x, float(lo))
+        x = te.select(x < float(lo), float(lo), x)
     if hi is not None:
-        x = te.min(x, float(hi))
+        x = te.select(x > float(hi), float(hi), x)
     return x
 
 

@@ -14,10 +14,12 @@ count_include_pad it counts the window clipped to the padded input (the part a
 ceil_mode window hangs past the padding is not counted), without it only the
 elements inside the input.
 
-Schedule: rows of output (n, c, oh) fused and run in parallel when large; in
-each row the window loops run outside the output column loop `ow`, which is
-vectorized, so every window tap is one vector operation over a row of outputs
-(strided taps gather lane by lane).
+Pooling is separable: a column pass combines the kh window rows for each
+input column (contiguous vector loads), a window pass combines kw of those
+column results for each output (strided reads, but from L1 and kw instead of
+kh * kw of them). Schedule: output rows (n, c, oh) fused, in parallel when
+large; each row runs both passes with the reduction loops outside the
+vectorized innermost axis.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ember import te
 from ember.schedule import Schedule
 from ember.te import Expr
 from ember.topi.elementwise import (
+    MAX_REDUCER,
     PARALLEL_MIN_WORK,
     inline_injective,
     unique_stage_names,
@@ -110,40 +113,43 @@ def _pool(
     n, c, h, w = x.shape
     oh = pool_output_size(h, kh, sh, top, bottom, dh, ceil_mode)
     ow = pool_output_size(w, kw, sw, left, right, dw, ceil_mode)
+    combine, fill = (MAX_REDUCER, -math.inf) if kind == "max" else (te.sum, 0.0)
+    # Pooling is separable: first each column of the window rows (contiguous
+    # along the input row, so vector loads), then each window along that
+    # row of column results, which lives in L1. `span` columns cover every
+    # window; column p is input column p - left, `fill` outside the input.
+    span = (ow - 1) * sw + (kw - 1) * dw + 1
     rh, rw = te.reduce_axis((0, kh), "rh"), te.reduce_axis((0, kw), "rw")
 
-    def tap(i: Expr, j: Expr, b: Expr, d: Expr, fill: float) -> Expr:
-        ih, iw = i * sh + rh * dh - top, j * sw + rw * dw - left
+    def column(b: Expr, d: Expr, i: Expr, p: Expr) -> Expr:
+        ih, iw = i * sh + rh * dh - top, p - left
         inside = []
-        if top or (oh - 1) * sh + (kh - 1) * dh - top >= h:
-            inside += [ih >= 0, ih < h] if top else [ih < h]
-        if left or (ow - 1) * sw + (kw - 1) * dw - left >= w:
-            inside += [iw >= 0, iw < w] if left else [iw < w]
+        if top:
+            inside.append(ih >= 0)
+        if (oh - 1) * sh + (kh - 1) * dh - top >= h:
+            inside.append(ih < h)
+        if left:
+            inside.append(iw >= 0)
+        if span - left > w:
+            inside.append(iw < w)
         read = x[b, d, ih, iw]
-        return te.if_then_else(te.all(*inside), read, fill) if inside else read
+        value = te.if_then_else(te.all(*inside), read, fill) if inside else read
+        return combine(value, axis=rh)
 
+    columns = te.compute((n, c, oh, span), column, name=f"{name}.columns")
     shape = (n, c, oh, ow)
+    pooled = te.compute(
+        shape,
+        lambda b, d, i, j: combine(columns[b, d, i, j * sw + rw * dw], axis=rw),
+        name=name if kind == "max" and epilogue is None else f"{name}.window",
+    )
     if kind == "max":
-        pooled = te.compute(
-            shape,
-            lambda b, d, i, j: te.max(tap(i, j, b, d, -math.inf), axis=[rh, rw]),
-            name=name,
-        )
+        out = pooled
         if epilogue is not None:
-            pooled.op.name = f"{name}.pool"
             out = te.compute(
-                shape,
-                lambda *i: apply_epilogue(epilogue, pooled[i], i),
-                name=name,
+                shape, lambda *i: apply_epilogue(epilogue, pooled[i], i), name=name
             )
-        else:
-            out = pooled
     else:
-        total = te.compute(
-            shape,
-            lambda b, d, i, j: te.sum(tap(i, j, b, d, 0.0), axis=[rh, rw]),
-            name=f"{name}.sum",
-        )
 
         def average(b: Expr, d: Expr, i: Expr, j: Expr) -> Expr:
             # The padded input spans [-top, h + bottom); the input [0, h).
@@ -152,7 +158,7 @@ def _pool(
             rows = _window_count(i, sh, top, kh, lo_h, hi_h)
             cols = _window_count(j, sw, left, kw, lo_w, hi_w)
             count = (rows * cols).astype("float32")
-            value = total[b, d, i, j] / count
+            value = pooled[b, d, i, j] / count
             return apply_epilogue(epilogue, value, (b, d, i, j))
 
         out = te.compute(shape, average, name=name)
@@ -166,28 +172,41 @@ def _pool(
 
 
 def schedule_pool(s: Schedule, out: te.Tensor, window: int) -> None:
-    """Rows of the output in parallel (when large), window loops outside the
-    vectorized output columns; a reduction stage feeding `out` (the average's
-    sum, the max before an epilogue) is computed per row inside it."""
+    """Rows of the output (n, c, oh) fused, in parallel when large; in each
+    row the column pass and the window pass run (reduction loops outside the
+    vectorized innermost axis), then whatever follows them."""
     inline_injective(s)
     n, c, oh, ow = out.shape
     stage = s[out]
     b, d, i, j = stage.op.axis
     row = stage.fuse(b, d, i)
-    stage.vectorize(j)
     if n * c * oh * ow * window >= PARALLEL_MIN_WORK:
         stage.parallel(row)
-    for t in out.op.input_tensors():
-        if isinstance(t.op, te.ComputeOp) and t.op.reduce_axis:
-            inner = s[t]
+    for t in _reductions_feeding(out):
+        inner = s[t]
+        if t is not out:
             inner.compute_at(stage, row)
-            _, _, _, col = inner.op.axis
-            rh, rw = inner.op.reduce_axis
-            inner.reorder(rh, rw, col)
-            inner.vectorize(col)
-    if isinstance(out.op, te.ComputeOp) and out.op.reduce_axis:
-        rh, rw = out.op.reduce_axis
-        stage.reorder(rh, rw, j)
+        inner.reorder(*inner.op.reduce_axis, inner.op.axis[-1])
+    for t in _reductions_feeding(out):
+        s[t].vectorize(s[t].op.axis[-1])
+    if not out.op.reduce_axis:
+        stage.vectorize(j)
+
+
+def _reductions_feeding(out: te.Tensor) -> list[te.Tensor]:
+    """`out` and the stages before it that reduce, producers first."""
+    found: list[te.Tensor] = []
+
+    def visit(t: te.Tensor) -> None:
+        if not isinstance(t.op, te.ComputeOp) or any(t is f for f in found):
+            return
+        for u in t.op.input_tensors():
+            visit(u)
+        if t.op.reduce_axis:
+            found.append(t)
+
+    visit(out)
+    return found
 
 
 def max_pool2d(

@@ -33,8 +33,10 @@ from ember.schedule import Schedule
 from ember.te import Expr
 from ember.topi import fastmath
 from ember.topi.elementwise import (
+    MAX_REDUCER,
     PARALLEL_MIN_WORK,
     inline_injective,
+    nan_max,
     unique_stage_names,
 )
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
@@ -42,10 +44,22 @@ from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
 LANES = 16
 """float32 lanes of an AVX-512 vector: the partial results of a row reduction."""
 
+LONG_ROW = 1024
+"""Rows at least this long keep 4 x LANES partial results."""
+
 _COMBINERS: dict[str, tuple[Callable[..., Expr], float]] = {
     "sum": (te.sum, 0.0),
     "mean": (te.sum, 0.0),
-    "max": (te.max, -math.inf),
+    "max": (MAX_REDUCER, -math.inf),
+    # NaN-dropping max (x86's vmaxps, one instruction; te.max's NaN-propagating
+    # maximumf expands to several): for softmax, whose NaN spreads through
+    # exp(x - max) and the sum anyway.
+    "fastmax": (
+        te.comm_reducer(
+            lambda a, b: te.select(a > b, a, b), lambda t: -math.inf, "fastmax"
+        ),
+        -math.inf,
+    ),
 }
 
 
@@ -83,7 +97,9 @@ def _row_reduce(
     [0, length) and the `extra` reduction axes, for each row, through `LANES`
     vectorizable partial results."""
     combine, identity = _COMBINERS[kind]
-    lanes = min(LANES, length)
+    # Long rows: four vectors of partials, four independent dependency chains
+    # (one chain waits on the combine's latency every step).
+    lanes = 4 * LANES if length >= LONG_ROW else min(LANES, length)
     ko = te.reduce_axis((0, -(-length // lanes)), "ko")
     others = [te.reduce_axis((0, e), f"r{n}") for n, e in enumerate(extra)]
 
@@ -96,10 +112,22 @@ def _row_reduce(
         return combine(value, axis=[*others, ko])
 
     partials = te.compute((*rows, lanes), partial, name=f"{name}.partial")
-    rl = te.reduce_axis((0, lanes), "rl")
-    total = te.compute(
-        rows, lambda *row: combine(partials[(*row, rl)], axis=rl), name=f"{name}.total"
-    )
+    # The lanes in a short tree (four chains of four): one chain of 16
+    # dependent adds per row would dominate short rows.
+    ways = 4 if lanes % 4 == 0 else 1
+    rl = te.reduce_axis((0, lanes // ways), "rl")
+    pair = {
+        "max": nan_max,
+        "fastmax": lambda a, b: te.select(a > b, a, b),
+    }.get(kind, lambda a, b: a + b)
+
+    def lanes_combined(*row: Expr) -> Expr:
+        parts = [partials[(*row, rl + q * (lanes // ways))] for q in range(ways)]
+        while len(parts) > 1:
+            parts = [pair(a, b) for a, b in zip(parts[::2], parts[1::2], strict=True)]
+        return combine(parts[0], axis=rl)
+
+    total = te.compute(rows, lanes_combined, name=f"{name}.total")
     return partials, total
 
 
@@ -253,7 +281,7 @@ def softmax(
         return tuple(v for d, v in enumerate(idx) if d != axis)
 
     _, peak = _row_reduce(
-        lambda r, k, _: x[full(r, k)], rows, length, "max", f"{name}.max"
+        lambda r, k, _: x[full(r, k)], rows, length, "fastmax", f"{name}.max"
     )
     e = te.compute(
         x.shape,
