@@ -84,9 +84,11 @@ def _rel_err(got, want):
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
 
 
-@pytest.fixture
-def cache(tmp_path):
-    return CompileCache(tmp_path / "cache")
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One kernel cache for the module's tests (identical kernels compile once);
+    the cache's own behaviour is tested on fresh directories."""
+    return CompileCache(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
