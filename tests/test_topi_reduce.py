@@ -30,6 +30,7 @@ NUMPY = {"sum": np.sum, "mean": np.mean, "max": np.max}
         ((2, 3, 5, 7), [2, 3], True),  # spatial, as global pooling
         ((2, 3, 5, 37), [1, 3], False),  # innermost and another
         ((3, 5), None, False),  # everything: a scalar
+        ((2, 3, 4), [], True),  # [] is every axis, as graph.reduce_* says
         ((6,), [0], True),
         ((2, 1030), [-1], False),  # a long row: 64 partials, 6 guarded
     ],
@@ -38,7 +39,7 @@ def test_reduce_matches_numpy(kind, shape, axes, keepdims):
     a = rand(*shape)
     x = te.placeholder(shape, name="x")
     k = rd.reduce(x, kind, axes, keepdims)
-    axis = None if axes is None else tuple(axes)
+    axis = tuple(axes) if axes else None
     expected = NUMPY[kind](a.astype("float64"), axis=axis, keepdims=keepdims)
     assert k.output.shape == expected.shape
     close(run_kernel(k, a), expected.astype("float32"))

@@ -64,8 +64,9 @@ _COMBINERS: dict[str, tuple[Callable[..., Expr], float]] = {
 
 
 def normalize_axes(axes: Sequence[int] | None, ndim: int, what: str) -> list[int]:
-    """`axes` as sorted non-negative axes (None is every axis)."""
-    if axes is None:
+    """`axes` as sorted non-negative axes (None or none given: every axis, as
+    ONNX's empty axes and graph.reduce_* `axes = []`)."""
+    if axes is None or len(axes) == 0:
         return list(range(ndim))
     out = sorted({a + ndim if a < 0 else a for a in axes})
     if any(not 0 <= a < ndim for a in out) or len(out) != len(list(axes)):
@@ -157,7 +158,7 @@ def reduce(
     Args:
         x: the input, a placeholder or an injective chain over `placeholders`.
         kind: "sum", "mean" or "max".
-        axes: the reduced axes (negative from the end; None: all).
+        axes: the reduced axes (negative from the end; None or []: all).
         keepdims: keep reduced axes as extent 1 (ONNX's default).
         placeholders: the kernel's data inputs when `x` is computed.
         epilogue: applied to each result with its output indices.
