@@ -913,3 +913,172 @@ def test_folding_slices_ranges_and_filled_tensors():
     assert params == {}
     outputs = main_func(module).function_type.outputs.data
     assert outputs[1].get_shape() == (2, 1, 2, 30)
+
+
+# -- compiled: imported op mixes through ember.compile_model --------------------------
+
+
+def _conv_mix():
+    return make_model(
+        [
+            node(
+                "Conv",
+                ["x", "w1", "b1"],
+                ["a"],
+                "conv_same_lower",
+                auto_pad="SAME_LOWER",
+                strides=[2, 2],
+            ),
+            node("Relu", ["a"], ["b"], "relu"),
+            node(
+                "Conv",
+                ["b", "w2"],
+                ["c"],
+                "depthwise",
+                group=8,
+                pads=[0, 1, 2, 1],
+                dilations=[2, 2],
+            ),
+            node("Clip", ["c", "lo", "hi"], ["d"], "clip"),
+            node("Conv", ["d", "w3"], ["e"], "grouped", group=2, pads=[1, 1, 1, 1]),
+            node(
+                "MaxPool",
+                ["e"],
+                ["f"],
+                "max_pool",
+                kernel_shape=[3, 3],
+                strides=[2, 2],
+                ceil_mode=1,
+            ),
+            node(
+                "AveragePool",
+                ["f"],
+                ["y"],
+                "avg_pool",
+                kernel_shape=[2, 2],
+                pads=[1, 0, 0, 1],
+                count_include_pad=1,
+            ),
+            node("GlobalMaxPool", ["e"], ["z"], "global_max"),
+        ],
+        {"x": (1, 4, 13, 11)},
+        ["y", "z"],
+        {
+            "w1": rand(8, 4, 4, 4, seed=2) * 0.3,
+            "b1": rand(8, seed=3),
+            "w2": rand(8, 1, 3, 3, seed=4) * 0.5,
+            "lo": np.float32(-1.0),
+            "hi": np.float32(1.0),
+            "w3": rand(6, 4, 3, 3, seed=5) * 0.3,
+        },
+    )
+
+
+def _dense_mix():
+    return make_model(
+        [
+            node(
+                "Gemm", ["a", "B", "C"], ["g"], "gemm_kn", alpha=0.5, beta=2.0, transA=1
+            ),
+            node("Tanh", ["g"], ["t"], "tanh"),
+            node("Gemm", ["t", "W", "bias"], ["h"], "gemm_nk", transB=1),
+            node("Sigmoid", ["h"], ["s"], "sigmoid"),
+            node("MatMul", ["s", "M"], ["m"], "matmul"),
+            node("Max", ["m", "floor", "t2"], ["mx"], "max3"),
+            node("Pow", ["mx", "two"], ["p"], "pow"),
+            node("Softmax", ["p"], ["y"], "softmax", axis=0),
+        ],
+        {"a": (7, 3)},
+        ["y"],
+        {
+            "B": rand(7, 6, seed=2),
+            "C": rand(6, seed=3),
+            "W": rand(5, 6, seed=4),
+            "bias": rand(5, seed=5),
+            "M": rand(5, 6, seed=6),
+            "floor": np.float32(-0.5),
+            "t2": rand(3, 6, seed=7),
+            "two": np.float32(2.0),
+        },
+    )
+
+
+def _shape_mix():
+    return make_model(
+        [
+            node("Shape", ["x"], ["s"], "shape"),
+            node("Gather", ["s", "zero"], ["n"], "gather", axis=0),
+            node("Unsqueeze", ["n", "axes0"], ["n1"], "unsqueeze"),
+            node("Concat", ["n1", "minus_one"], ["target"], "concat_shape", axis=0),
+            node("Reshape", ["x", "target"], ["flat"], "reshape"),
+            node("Transpose", ["x"], ["xt"], "transpose", perm=[0, 3, 1, 2]),
+            node("Pad", ["xt", "pads", "pad_value"], ["xp"], "pad"),
+            node("ReduceSum", ["xp", "axis1"], ["rs"], "reduce_sum", keepdims=0),
+            node("ReduceMax", ["x"], ["rm"], "reduce_max", axes=[2, 3], keepdims=1),
+            node("Flatten", ["rm"], ["rmf"], "flatten", axis=1),
+            node("Concat", ["flat", "rmf"], ["cat"], "concat", axis=1),
+            node("LayerNormalization", ["cat", "gamma", "beta"], ["ln"], "layer_norm"),
+            node("Squeeze", ["rs", "axes0"], ["sq"], "squeeze"),
+            node("Exp", ["sq"], ["ex"], "exp"),
+            node("Log", ["ex"], ["lg"], "log"),
+            node("Abs", ["lg"], ["ab"], "abs"),
+            node("Sqrt", ["ab"], ["sr"], "sqrt"),
+            node("Neg", ["sr"], ["ng"], "neg"),
+            node("ReduceMean", ["ng"], ["y2"], "reduce_mean", axes=[-1], keepdims=0),
+        ],
+        {"x": (1, 3, 4, 5)},
+        ["ln", "y2"],
+        {
+            "zero": np.array(0, np.int64),
+            "axes0": np.array([0], np.int64),
+            "minus_one": np.array([-1], np.int64),
+            "pads": np.array([0, 1, 0, 2, 0, 0, 1, 1], np.int64),
+            "pad_value": np.float32(0.25),
+            "axis1": np.array([1], np.int64),
+            "gamma": rand(63, seed=2),
+            "beta": rand(63, seed=3),
+        },
+        opset=17,
+    )
+
+
+def _gelu_mix():
+    return make_model(
+        [node("Gelu", ["x"], ["g"], "gelu"), node("Erf", ["g"], ["y"], "erf")],
+        {"x": (4, 33)},
+        ["y"],
+        opset=20,
+    )
+
+
+@pytest.fixture(scope="module")
+def kernel_cache(tmp_path_factory):
+    from ember.compile_cache import CompileCache
+
+    return CompileCache(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.mark.parametrize("build", [_conv_mix, _dense_mix, _shape_mix, _gelu_mix])
+def test_compiled_op_mixes_match_onnxruntime(build, kernel_cache):
+    from ember.aot import compile_model
+    from ember.runtime import GraphModule, cpu
+
+    model = build()
+    feeds = {
+        v.name: rand(*[d.dim_value for d in v.type.tensor_type.shape.dim], seed=9)
+        for v in model.graph.input
+    }
+    session = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    expected = session.run(None, feeds)
+    module = GraphModule(compile_model(model, cache=kernel_cache)["default"](cpu()))
+    for name, value in feeds.items():
+        module.set_input(name, value)
+    module.run()
+    assert module.get_num_outputs() == len(expected)
+    for i, want in enumerate(expected):
+        got = module.get_output(i).numpy()
+        assert got.shape == want.shape
+        error = np.abs(got - want).max() / np.abs(want).max()
+        assert error <= 1e-4, (model.graph.output[i].name, error)
