@@ -8,10 +8,11 @@ fp32): ember's topi kernels beside onnxruntime and PyTorch, one layer at a time.
 Each layer is a convolution with a bias (onnxruntime: a single-node ONNX `Conv` or
 `Gemm` with its weights as initializers; torch: `F.conv2d` / `F.linear`; ember: the
 kernel `ember.topi.conv2d` / `dense` chooses, its weights packed at compile time,
-outside the timed call). ember's result is checked against onnxruntime's (numpy's
-float64 result when onnxruntime is not installed) before it is timed. A row shows
+outside the timed call). every result is checked against numpy's float64 result
+before it is timed (a wrong one is not timed). A row shows
 the median ms of each, ember's GFLOPS, the ratios ember / onnxruntime and ember /
-torch (times: above 1 is slower), the kernel chosen and ember's build time. The
+torch (times: above 1 is slower), the kernel chosen and ember's build time. Each runtime runs all its layers before the
+next starts (their thread pools spin after a call and would slow each other). The
 summary weighs each layer by how often the model holds it: the models' conv and
 dense time in each runtime, the goal being ember <= 2.5 x onnxruntime and below
 torch (`--target-ratio`).
@@ -253,33 +254,46 @@ def ember_run(layer: Layer, x, w, b):
     return (lambda: mod(x, wp, b, y)), y, build_s, f"{kernel.attrs['kernel']} {note}"
 
 
-def bench_layer(layer: Layer, timing: dict) -> dict:
-    rng = np.random.default_rng(0)
-    x, w, b = inputs(layer, rng)
+def bench_ember(layer: Layer, timing: dict) -> dict:
+    """Build, check against numpy's float64 result, then time ember's kernel."""
+    x, w, b = inputs(layer, np.random.default_rng(0))
     row: dict = {"layer": layer}
-    try:
-        run, y = onnxruntime_run(layer, x, w, b)
-        run()
-        expected = y.copy()
-        row["ort"] = measure(run, **timing).median
-    except ImportError:
-        expected = reference(layer, x, w, b)
-    try:
-        row["torch"] = measure(torch_run(layer, x, w, b), **timing).median
-    except ImportError:
-        pass
     try:
         run, y, row["build"], row["note"] = ember_run(layer, x, w, b)
         run()
     except Exception as exc:  # a failed layer is a row, not a crash
         row["status"] = f"failed: {type(exc).__name__}: {exc}"[:120]
         return row
+    expected = reference(layer, x, w, b)
     if not np.allclose(y, expected, rtol=1e-4, atol=1e-4):
         row["status"] = f"WRONG: max |error| {np.abs(y - expected).max():.3g}"
         return row
     row["status"] = "ok"
     row["ember"] = measure(run, **timing).median
     return row
+
+
+def bench_other(row: dict, key: str, timing: dict) -> None:
+    """Time onnxruntime ("ort") or torch on the row's layer, checked like ember."""
+    layer = row["layer"]
+    x, w, b = inputs(layer, np.random.default_rng(0))
+    try:
+        if key == "ort":
+            run, y = onnxruntime_run(layer, x, w, b)
+            fetch = lambda: y  # noqa: E731
+        else:
+            call = torch_run(layer, x, w, b)
+            out = {}
+
+            def run():
+                out["y"] = call()
+
+            fetch = lambda: out["y"].numpy()  # noqa: E731
+        run()
+    except ImportError:
+        return
+    if np.allclose(fetch(), reference(layer, x, w, b), rtol=1e-4, atol=1e-4):
+        row[key] = measure(run, **timing).median
 
 
 def _ms(seconds: float | None) -> str:
@@ -361,10 +375,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print("conv2d / dense layers of MobileNetV2 and ResNet-18, batch 1, fp32, bias")
     print(describe_machine())
     print(threads_note())
+    # one runtime at a time: the thread pools of onnxruntime, torch and libgomp
+    # spin after their work, and on a small machine two spinning pools slow each
+    # other by a scheduler period a call
     rows = []
     for layer in layers:
-        print(f"  {layer.name} ({layer.describe()}) ...", flush=True)
-        rows.append(bench_layer(layer, timing))
+        print(f"  ember {layer.name} ({layer.describe()}) ...", flush=True)
+        rows.append(bench_ember(layer, timing))
+    for key in ("ort", "torch"):
+        time.sleep(0.5)
+        print(f"  {key} ...", flush=True)
+        for row in rows:
+            bench_other(row, key, timing)
     print()
     print_rows(rows)
     summarize(rows, opts.target_ratio)

@@ -135,3 +135,23 @@ def test_random_dense_shapes(m, n, k, bias):
     args = [x, kern.transform("d.weight", w)] + ([b] if bias else [])
     expected = x @ w.T + (b if bias else 0)
     np.testing.assert_allclose(build_run(kern, args), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_layers_benchmark_quick_runs_and_checks():
+    """benchmarks/layers.py builds, checks and times a layer (the classifier head)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).parent.parent / "benchmarks"
+    out = subprocess.run(
+        [sys.executable, "layers.py", "--quick", "--only", "fc", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=bench,
+    ).stdout
+    row = next(line for line in out.splitlines() if line.startswith("m.fc "))
+    assert "dense 1280->1000" in row and "dense tile=(1, 64)" in row, out
+    assert "WRONG" not in out and "failed" not in out, out
