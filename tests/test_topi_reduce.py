@@ -75,7 +75,14 @@ def test_reduce_with_computed_input_the_layer_norm_pattern():
 
 @pytest.mark.parametrize(
     ("shape", "axis"),
-    [((4, 64, 64), -1), ((2, 10, 3, 3), 1), ((3, 37), 1), ((5, 4), 0), ((2, 1500), -1)],
+    [
+        ((4, 64, 64), -1),
+        ((2, 10, 3, 3), 1),
+        ((3, 37), 1),
+        ((5, 4), 0),
+        ((2, 1500), -1),
+        ((37,), 0),
+    ],
 )
 def test_softmax_matches_numpy(shape, axis):
     a = rand(*shape) * 10

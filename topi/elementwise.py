@@ -242,6 +242,14 @@ def batch_norm(
 # --- schedules ----------------------------------------------------------------
 
 
+def compute_of(x: Stage | te.Tensor) -> te.ComputeOp:
+    """The compute op of a stage or computed tensor (schedules only touch those)."""
+    op = x.op
+    if not isinstance(op, te.ComputeOp):
+        raise TypeError(f"expected a computed tensor, got '{op.name}'")
+    return op
+
+
 def inline_injective(s: Schedule, keep: Sequence[te.Tensor] = ()) -> None:
     """Inline every compute stage of `s` that is not an output, not in `keep`
     and not a reduction, into its readers."""
@@ -274,7 +282,7 @@ def schedule_elementwise(stage: Stage, shape: Sequence[int], cost: int = 1) -> N
     pieces), the outer axes fused and run in parallel when the work pays for
     the threads. A long innermost axis under few outer iterations is split
     into chunks so the threads still get work."""
-    axes = list(stage.op.axis)
+    axes = list(compute_of(stage).axis)
     numel = math.prod(shape)
     inner = axes[-1]
     outer_iterations = numel // shape[-1]

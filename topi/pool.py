@@ -33,6 +33,7 @@ from ember.te import Expr
 from ember.topi.elementwise import (
     MAX_REDUCER,
     PARALLEL_MIN_WORK,
+    compute_of,
     inline_injective,
     unique_stage_names,
 )
@@ -89,10 +90,10 @@ def _window_count(
 def _pool(
     x: te.Tensor,
     kind: str,
-    kernel: Sequence[int],
-    strides: Sequence[int],
+    kernel: int | Sequence[int],
+    strides: int | Sequence[int],
     padding: Sequence[int],
-    dilation: Sequence[int],
+    dilation: int | Sequence[int],
     ceil_mode: bool,
     count_include_pad: bool,
     epilogue: Epilogue | None,
@@ -178,7 +179,7 @@ def schedule_pool(s: Schedule, out: te.Tensor, window: int) -> None:
     inline_injective(s)
     n, c, oh, ow = out.shape
     stage = s[out]
-    b, d, i, j = stage.op.axis
+    b, d, i, j = compute_of(stage).axis
     row = stage.fuse(b, d, i)
     if n * c * oh * ow * window >= PARALLEL_MIN_WORK:
         stage.parallel(row)
@@ -186,10 +187,10 @@ def schedule_pool(s: Schedule, out: te.Tensor, window: int) -> None:
         inner = s[t]
         if t is not out:
             inner.compute_at(stage, row)
-        inner.reorder(*inner.op.reduce_axis, inner.op.axis[-1])
+        inner.reorder(*compute_of(inner).reduce_axis, compute_of(inner).axis[-1])
     for t in _reductions_feeding(out):
-        s[t].vectorize(s[t].op.axis[-1])
-    if not out.op.reduce_axis:
+        s[t].vectorize(compute_of(s[t]).axis[-1])
+    if not compute_of(out).reduce_axis:
         stage.vectorize(j)
 
 
@@ -200,9 +201,9 @@ def _reductions_feeding(out: te.Tensor) -> list[te.Tensor]:
     def visit(t: te.Tensor) -> None:
         if not isinstance(t.op, te.ComputeOp) or any(t is f for f in found):
             return
-        for u in t.op.input_tensors():
+        for u in compute_of(t).input_tensors():
             visit(u)
-        if t.op.reduce_axis:
+        if compute_of(t).reduce_axis:
             found.append(t)
 
     visit(out)
@@ -287,14 +288,14 @@ def global_avg_pool2d(
     def schedule(s: Schedule) -> None:
         inline_injective(s)
         stage = s[out]
-        b, d, i, j = stage.op.axis
+        b, d, i, j = compute_of(stage).axis
         channel = stage.fuse(b, d)
         if n * c * h * w >= PARALLEL_MIN_WORK * 2:
             stage.parallel(channel)
         s[total].compute_at(stage, channel)
         s[cols].compute_at(stage, channel)
-        col_rh = s[cols].op.reduce_axis[0]
-        col = s[cols].op.axis[2]
+        col_rh = compute_of(s[cols]).reduce_axis[0]
+        col = compute_of(s[cols]).axis[2]
         s[cols].reorder(col_rh, col)
         s[cols].vectorize(col)
 

@@ -35,6 +35,7 @@ from ember.topi import fastmath
 from ember.topi.elementwise import (
     MAX_REDUCER,
     PARALLEL_MIN_WORK,
+    compute_of,
     inline_injective,
     nan_max,
     unique_stage_names,
@@ -138,8 +139,8 @@ def _schedule_partials(s: Schedule, partials: te.Tensor, at, loop) -> None:
     stage = s[partials]
     if loop is not None:
         stage.compute_at(at, loop)
-    lane = stage.op.axis[-1]
-    stage.reorder(*stage.op.reduce_axis, lane)
+    lane = compute_of(stage).axis[-1]
+    stage.reorder(*compute_of(stage).reduce_axis, lane)
     stage.vectorize(lane)
 
 
@@ -224,7 +225,7 @@ def reduce(
     def schedule(s: Schedule) -> None:
         inline_injective(s)
         stage = s[out]
-        axes_ = list(stage.op.axis)
+        axes_ = list(compute_of(stage).axis)
         work = math.prod(x.shape)
         if partials is not None and not axes_:  # a scalar result
             _schedule_partials(s, partials, stage, None)
@@ -238,8 +239,8 @@ def reduce(
             return
         # The innermost axis is kept: reduction loops outside it, vectorized.
         inner = s[total]
-        *outer_axes, last = inner.op.axis
-        inner.reorder(*inner.op.reduce_axis, last)
+        *outer_axes, last = compute_of(inner).axis
+        inner.reorder(*compute_of(inner).reduce_axis, last)
         inner.vectorize(last)
         if outer_axes and work >= PARALLEL_MIN_WORK:
             fused = outer_axes[0] if len(outer_axes) == 1 else inner.fuse(*outer_axes)
@@ -281,7 +282,7 @@ def softmax(
     def row_of(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
         return tuple(v for d, v in enumerate(idx) if d != axis)
 
-    _, peak = _row_reduce(
+    peak_partials, peak = _row_reduce(
         lambda r, k, _: x[full(r, k)], rows, length, "fastmax", f"{name}.max"
     )
     e = te.compute(
@@ -289,7 +290,7 @@ def softmax(
         lambda *idx: fastmath.exp(x[idx] - peak[row_of(idx)]),
         name=f"{name}.exp",
     )
-    _, total = _row_reduce(
+    total_partials, total = _row_reduce(
         lambda r, k, _: e[full(r, k)], rows, length, "sum", f"{name}.sum"
     )
     out = te.compute(
@@ -301,7 +302,9 @@ def softmax(
 
     def schedule(s: Schedule) -> None:
         inline_injective(s, keep=[e])
-        _schedule_rows(s, out, axis, [peak, e, total], x.shape)
+        _schedule_rows(
+            s, out, axis, [(peak, peak_partials), (e, None), (total, total_partials)]
+        )
 
     return Kernel(
         out,
@@ -315,43 +318,36 @@ def _schedule_rows(
     s: Schedule,
     out: te.Tensor,
     axis: int,
-    stages: Sequence[te.Tensor],
-    shape: Sequence[int],
+    stages: Sequence[tuple[te.Tensor, te.Tensor | None]],
 ) -> None:
-    """`out` row by row along `axis` (the last axis: rows fused, in parallel
-    when large; stages computed inside each row). Another axis: stages at the
-    root, reductions outside the vectorized last axis."""
+    """`out` row by row along `axis`. `stages` are the tensors before it, each
+    with its lane partials when it is a row reduction.
+
+    The last axis: rows fused (in parallel when large), every stage computed
+    inside the row loop. Another axis: the stages at the root, the partials
+    inside their reduction's innermost row loop (the lanes then gather along
+    the strided axis)."""
     stage = s[out]
-    if axis == len(shape) - 1:
-        *outer, last = stage.op.axis
-        row = outer[0] if len(outer) == 1 else stage.fuse(*outer) if outer else None
-        stage.vectorize(last)
-        if row is None:
-            return
+    shape = out.shape
+    *outer, last = compute_of(stage).axis
+    stage.vectorize(last)
+    if axis == len(shape) - 1 and outer:
+        row = outer[0] if len(outer) == 1 else stage.fuse(*outer)
         if math.prod(shape) >= PARALLEL_MIN_WORK // 4:
             stage.parallel(row)
-        for t in stages:
-            _attach_with_partials(s, t, stage, row)
+        for t, partials in stages:
+            s[t].compute_at(stage, row)
+            if partials is not None:
+                _schedule_partials(s, partials, stage, row)
+            else:
+                s[t].vectorize(compute_of(t).axis[-1])
         return
-    for t in stages:
-        sub = s[t]
-        if sub.op.reduce_axis and isinstance(sub.op.body, te.Reduce):
-            for p in sub.op.input_tensors():
-                if p.name.endswith(".partial"):
-                    _schedule_partials(s, p, sub, sub.op.axis[-1])
-        if not sub.op.reduce_axis:
-            sub.vectorize(sub.op.axis[-1])
-    stage.vectorize(stage.op.axis[-1])
-
-
-def _attach_with_partials(s: Schedule, t: te.Tensor, at, loop) -> None:
-    s[t].compute_at(at, loop)
-    if s[t].op.reduce_axis:
-        for p in t.op.input_tensors():
-            if p.name.endswith(".partial"):
-                _schedule_partials(s, p, at, loop)
-    else:
-        s[t].vectorize(s[t].op.axis[-1])
+    for t, partials in stages:
+        axes = compute_of(t).axis
+        if partials is not None:
+            _schedule_partials(s, partials, s[t], axes[-1] if axes else None)
+        elif axes:
+            s[t].vectorize(axes[-1])
 
 
 def layer_norm(
@@ -376,10 +372,10 @@ def layer_norm(
             raise ValueError(
                 f"layer_norm: expected ({length},) scale/shift, got {t.name} of {t.shape}"
             )
-    _, total = _row_reduce(
+    mean_partials, total = _row_reduce(
         lambda r, k, _: x[(*r, k)], rows, length, "sum", f"{name}.mean"
     )
-    _, sq = _row_reduce(
+    sq_partials, sq = _row_reduce(
         lambda r, k, _: _square(x[(*r, k)] - total[r] * (1.0 / length)),
         rows,
         length,
@@ -404,7 +400,9 @@ def layer_norm(
     return Kernel(
         out,
         inputs,
-        schedule_fn=lambda s: _schedule_rows(s, out, x.ndim - 1, [total, sq], x.shape),
+        schedule_fn=lambda s: _schedule_rows(
+            s, out, x.ndim - 1, [(total, mean_partials), (sq, sq_partials)]
+        ),
         attrs={"pattern": "layer_norm"},
     )
 
