@@ -13,7 +13,8 @@ numpy array. The import runs in three steps:
    attribute value (Pad mode='reflect', auto_pad='XYZ', ...) and every shape input
    computed at run time are collected into one `UnsupportedOperatorError` before
    any IR is built;
-3. convert node by node in topological order (`frontends/onnx_ops.py`): shape
+3. convert node by node in topological order (`frontends/onnx_ops.py`,
+   `frontends/onnx_fold.py`): shape
    computations whose inputs are known at import time (Shape, Gather, Unsqueeze,
    Concat, Cast, Constant, ...) fold to numpy arrays; everything else becomes graph
    ops built with the dialect's shape-inferring builders.
@@ -42,7 +43,7 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph as G
-from ember.frontends import onnx_ops
+from ember.frontends import onnx_fold, onnx_ops
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
@@ -169,11 +170,11 @@ def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
         inputs = list(node.input)
         present = [name for name in inputs if name]
         folds = node.op_type == "Shape" or (
-            key in onnx_ops.FOLDERS and all(name in known for name in present)
+            key in onnx_fold.FOLDERS and all(name in known for name in present)
         )
         if key == "Constant" or folds:
             known.update(node.output)
-        elif key in onnx_ops.SHAPE_ONLY:
+        elif key in onnx_fold.SHAPE_ONLY:
             problems.append("on a tensor computed by the model")
         elif key == "Cast" and _cast_target(node) != onnx.TensorProto.FLOAT:
             to = onnx.helper.tensor_dtype_to_np_dtype(_cast_target(node))
@@ -287,7 +288,7 @@ class _Importer:
         inputs = [self.env[name] if name else None for name in node.input]
         context = NodeContext(node, self.opset, inputs, self.block, self.materialize)
         try:
-            folded = onnx_ops.fold(context)
+            folded = onnx_fold.fold(context)
             if folded is not None:
                 outputs = [folded]
             else:

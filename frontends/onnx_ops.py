@@ -1,6 +1,6 @@
-"""ONNX operators to graph ops: one converter per ONNX op type, the attribute checks
-that run over the whole model before anything is built, and the numpy evaluators
-that fold shape computations (Shape, Gather, Unsqueeze, Concat, ...) at import time.
+"""ONNX operators to graph ops: one converter per ONNX op type and the attribute
+checks that run over the whole model before anything is built (the numpy
+evaluators that fold shape computations at import time are in `onnx_fold.py`).
 
 A converter receives a `NodeContext` and returns the node's outputs, each an
 `SSAValue` (a graph op's result) or an `np.ndarray` (a value known at import time).
@@ -22,15 +22,19 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
 from xdsl.ir import Block, SSAValue
 
 from ember.dialects import graph as G
+from ember.frontends.onnx_fold import (
+    SHAPE_ONLY,
+    axes_of,
+    fold_squeeze,
+    fold_unsqueeze,
+    shape_of,
+)
 
 Value = SSAValue | np.ndarray
 Converter = Callable[["NodeContext"], Sequence[Value]]
 
 # Import-time values this small become graph.constant literals, larger ones params.
 MAX_LITERAL_ELEMENTS = 16
-# Float constants larger than this are not folded at import: the graph op is built
-# on params and graph-fold-constants decides.
-MAX_FOLDED_ELEMENTS = 4096
 
 
 class ConversionError(Exception):
@@ -97,11 +101,6 @@ class NodeContext:
     def emit_op(self, op) -> SSAValue:
         self.block.add_op(op)
         return op.results[0]
-
-
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return tuple(value.type.get_shape())
 
 
 def literal(array: np.ndarray) -> DenseIntOrFPElementsAttr:
@@ -178,117 +177,6 @@ CHECKS: dict[str, AttributeCheck] = {
 }
 
 
-def unsupported_attributes(key: str, node: onnx.NodeProto, opset: int) -> list[str]:
-    """What in `node`'s attributes ember cannot convert (empty when all is fine)."""
-    check = CHECKS.get(key)
-    return check(_attr_values(node), opset) if check else []
-
-
-# -- folding at import time -----------------------------------------------------------
-
-
-def _fold_shape(c: NodeContext, data: Any) -> np.ndarray:
-    shape = np.array(shape_of(data) if isinstance(data, SSAValue) else data.shape)
-    start, end = c.attr("start", 0), c.attr("end", None)
-    return shape[start:end].astype(np.int64)
-
-
-def _axes(c: NodeContext, i: int) -> list[int] | None:
-    """Axes from the attribute (older opsets) or input `i`, None when absent."""
-    if "axes" in c.attrs:
-        return list(c.attrs["axes"])
-    if c.has(i):
-        return [int(a) for a in c.const(i, "axes")]
-    return None
-
-
-def _fold_slice(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
-    starts, ends = c.const(1, "starts"), c.const(2, "ends")
-    axes = c.const(3, "axes") if c.has(3) else range(len(starts))
-    steps = c.const(4, "steps") if c.has(4) else [1] * len(starts)
-    index = [slice(None)] * data.ndim
-    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
-        index[int(axis)] = slice(int(start), int(end), int(step))
-    return data[tuple(index)]
-
-
-def _fold_cast(c: NodeContext, data: np.ndarray) -> np.ndarray:
-    return data.astype(onnx.helper.tensor_dtype_to_np_dtype(c.attr("to")))
-
-
-def _fold_reshape(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
-    target = c.const(1, "shape")
-    dims = [data.shape[i] if d == 0 else int(d) for i, d in enumerate(target)]
-    return data.reshape(dims)
-
-
-def _fold_unsqueeze(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
-    axes = _axes(c, 1) or []
-    rank = data.ndim + len(axes)
-    return np.expand_dims(data, tuple(sorted(a % rank for a in axes)))
-
-
-def _fold_squeeze(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
-    axes = _axes(c, 1)
-    return np.squeeze(data, None if axes is None else tuple(axes))
-
-
-def _fold_constant_of_shape(c: NodeContext, shape: np.ndarray) -> np.ndarray:
-    value = c.attr("value", np.zeros(1, np.float32))
-    return np.full([int(d) for d in shape], value.ravel()[0], value.dtype)
-
-
-_BINARY_NUMPY = {
-    "Add": np.add,
-    "Sub": np.subtract,
-    "Mul": np.multiply,
-    "Max": np.maximum,
-    "Min": np.minimum,
-}
-
-
-def _flatten_axis(c: NodeContext, x: np.ndarray) -> int:
-    axis = c.attr("axis", 1)
-    return axis + x.ndim if axis < 0 else axis
-
-
-def _numpy_binary(f: Callable[[np.ndarray, np.ndarray], np.ndarray]):
-    return lambda c, a, b: f(a, b).astype(np.result_type(a, b))
-
-
-def _fold_div(_c: NodeContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind in "iu":
-        return np.trunc(a / b).astype(a.dtype)  # ONNX's integer Div truncates
-    return a / b
-
-
-FOLDERS: dict[str, Callable[..., np.ndarray]] = {
-    "Identity": lambda c, x: x,
-    "Dropout": lambda c, x, *rest: x,
-    "Shape": _fold_shape,
-    "Gather": lambda c, x, i: np.take(x, i, axis=c.attr("axis", 0)),
-    "Unsqueeze": _fold_unsqueeze,
-    "Squeeze": _fold_squeeze,
-    "Cast": _fold_cast,
-    "Concat": lambda c, *xs: np.concatenate(xs, axis=c.attr("axis")),
-    "Reshape": _fold_reshape,
-    "Flatten": lambda c, x: x.reshape(math.prod(x.shape[: _flatten_axis(c, x)]), -1),
-    "Transpose": lambda c, x: np.transpose(x, c.attr("perm")),
-    "Slice": _fold_slice,
-    "ConstantOfShape": _fold_constant_of_shape,
-    "Range": lambda c, start, limit, delta: np.arange(
-        start.item(), limit.item(), delta.item(), dtype=start.dtype
-    ),
-    "Neg": lambda c, x: -x,
-    "Div": _fold_div,
-    **{op: _numpy_binary(f) for op, f in _BINARY_NUMPY.items()},
-}
-"""numpy evaluators of ops whose inputs are all known at import time."""
-
-SHAPE_ONLY = {"Shape", "Gather", "Slice", "ConstantOfShape", "Range"}
-"""Ops converted only by folding: their inputs must be known at import time (Shape
-needs only its input's static shape)."""
-
 # Inputs that must be import-time constants, by op: (index, what).
 CONST_INPUTS: dict[str, list[tuple[int, str]]] = {
     "Reshape": [(1, "the target shape")],
@@ -303,25 +191,10 @@ CONST_INPUTS: dict[str, list[tuple[int, str]]] = {
 }
 
 
-def fold(c: NodeContext) -> np.ndarray | None:
-    """The node's value computed with numpy, or None when it is not folded: not
-    every input is known at import time, or a float computation is large enough
-    to leave to graph-fold-constants."""
-    op = c.node.op_type
-    if op not in FOLDERS or c.node.domain not in ("", "ai.onnx"):
-        return None
-    present = [x for x in c.inputs if x is not None]
-    if op == "Shape":
-        return _fold_shape(c, present[0])
-    if not all(isinstance(x, np.ndarray) for x in present):
-        return None
-    arrays: list[np.ndarray] = present  # type: ignore[assignment]
-    big_float = any(
-        a.dtype.kind == "f" and a.size > MAX_FOLDED_ELEMENTS for a in arrays
-    )
-    if big_float and op not in SHAPE_ONLY | {"Cast", "Identity", "Dropout"}:
-        return None
-    return np.asarray(FOLDERS[op](c, *arrays))
+def unsupported_attributes(key: str, node: onnx.NodeProto, opset: int) -> list[str]:
+    """What in `node`'s attributes ember cannot convert (empty when all is fine)."""
+    check = CHECKS.get(key)
+    return check(_attr_values(node), opset) if check else []
 
 
 # -- converters -----------------------------------------------------------------------
@@ -565,7 +438,7 @@ def _squeeze(c: NodeContext):
     # With static shapes both are reshapes; the result shape is numpy's rule.
     x = c.value(0)
     probe = np.empty(shape_of(x), dtype=np.bool_)
-    shape = (_fold_unsqueeze if c.node.op_type == "Unsqueeze" else _fold_squeeze)(
+    shape = (fold_unsqueeze if c.node.op_type == "Unsqueeze" else fold_squeeze)(
         c, probe
     ).shape
     return [c.emit(G.ReshapeOp, x, shape=list(shape))]
@@ -600,7 +473,7 @@ _REDUCE = {
 @converter(*_REDUCE)
 def _reduce(c: NodeContext):
     x = c.value(0)
-    axes = _axes(c, 1) or []
+    axes = axes_of(c, 1) or []
     if not axes and c.attr("noop_with_empty_axes", 0):
         return [x]
     keepdims = bool(c.attr("keepdims", 1))
