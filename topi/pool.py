@@ -181,7 +181,7 @@ def schedule_pool(s: Schedule, out: te.Tensor, window: int) -> None:
     stage = s[out]
     b, d, i, j = compute_of(stage).axis
     row = stage.fuse(b, d, i)
-    if n * c * oh * ow * window >= PARALLEL_MIN_WORK:
+    if n * c * oh * ow * (window + 2) >= PARALLEL_MIN_WORK:
         stage.parallel(row)
     for t in _reductions_feeding(out):
         inner = s[t]
@@ -290,7 +290,7 @@ def global_avg_pool2d(
         stage = s[out]
         b, d, i, j = compute_of(stage).axis
         channel = stage.fuse(b, d)
-        if n * c * h * w >= PARALLEL_MIN_WORK * 2:
+        if n * c * h * w * 3 >= PARALLEL_MIN_WORK:
             stage.parallel(channel)
         s[total].compute_at(stage, channel)
         s[cols].compute_at(stage, channel)

@@ -232,7 +232,7 @@ def reduce(
             return
         if partials is not None:
             row = axes_[0] if len(axes_) == 1 else stage.fuse(*axes_)
-            if work >= PARALLEL_MIN_WORK and math.prod(out_shape) > 1:
+            if work * 3 >= PARALLEL_MIN_WORK and math.prod(out_shape) > 1:
                 stage.parallel(row)
             s[total].compute_at(stage, row)
             _schedule_partials(s, partials, stage, row)
@@ -242,7 +242,7 @@ def reduce(
         *outer_axes, last = compute_of(inner).axis
         inner.reorder(*compute_of(inner).reduce_axis, last)
         inner.vectorize(last)
-        if outer_axes and work >= PARALLEL_MIN_WORK:
+        if outer_axes and work * 3 >= PARALLEL_MIN_WORK:
             fused = outer_axes[0] if len(outer_axes) == 1 else inner.fuse(*outer_axes)
             inner.parallel(fused)
         *o_axes, o_last = axes_
@@ -333,7 +333,7 @@ def _schedule_rows(
     stage.vectorize(last)
     if axis == len(shape) - 1 and outer:
         row = outer[0] if len(outer) == 1 else stage.fuse(*outer)
-        if math.prod(shape) >= PARALLEL_MIN_WORK // 4:
+        if math.prod(shape) * 16 >= PARALLEL_MIN_WORK:  # exp per element
             stage.parallel(row)
         for t, partials in stages:
             s[t].compute_at(stage, row)
