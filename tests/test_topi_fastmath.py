@@ -89,3 +89,20 @@ def test_horner_is_the_polynomial():
     np.testing.assert_allclose(
         got, 1 - 2 * a + 0.5 * a**2 + 3 * a**3, rtol=1e-6, atol=1e-6
     )
+
+
+def test_reinterpret_reads_the_bits():
+    # te.reinterpret (arith.bitcast) is how exp builds 2^n in the exponent bits
+    a = np.array([1.0, -2.5, 0.0, np.inf], "float32")
+    x = te.placeholder(a.shape, name="x")
+    bits = te.compute(
+        a.shape, lambda i: te.reinterpret("int32", x[i]) + (1 << 23), name="b"
+    )
+    k = ew.injective(
+        te.compute(a.shape, lambda i: te.reinterpret("float32", bits[i]), name="f"), [x]
+    )
+    np.testing.assert_array_equal(
+        run_kernel(k, a), (a.view("int32") + (1 << 23)).view("float32")
+    )
+    with pytest.raises(TypeError, match="expected float32 and int64 of one bit width"):
+        te.reinterpret("int64", x[0])
