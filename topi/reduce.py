@@ -295,7 +295,9 @@ def softmax(
     )
     out = te.compute(
         x.shape,
-        lambda *idx: apply_epilogue(epilogue, e[idx] / total[row_of(idx)], idx),
+        lambda *idx: apply_epilogue(
+            epilogue, e[idx] * (1.0 / total[row_of(idx)]), idx
+        ),  # one division per row
         name=name,
     )
     unique_stage_names(out)
