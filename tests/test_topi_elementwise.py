@@ -186,6 +186,18 @@ def test_duplicate_stage_names_are_made_unique():
     close(run_kernel(k, np.arange(8, dtype="float32")), np.arange(8) + 3.0)
 
 
+def test_scalar_results_and_placeholder_outputs():
+    x = te.placeholder((1,), name="x")
+    scalar = te.compute((), lambda: ew.UNARY["exp"](x[0]), name="s")
+    close(
+        run_kernel(ew.injective(scalar, [x]), np.array([0.5], "float32")), np.exp(0.5)
+    )
+    with pytest.raises(
+        ValueError, match="expected a computed output, got the placeholder 'x'"
+    ):
+        ew.injective(x, [x])
+
+
 def test_missing_placeholder_is_named():
     x, y = te.placeholder((4,), name="x"), te.placeholder((4,), name="y")
     with pytest.raises(ValueError, match="reads of y"):

@@ -285,6 +285,8 @@ def schedule_elementwise(stage: Stage, shape: Sequence[int], cost: int = 1) -> N
     the threads. A long innermost axis under few outer iterations is split
     into chunks so the threads still get work."""
     axes = list(compute_of(stage).axis)
+    if not axes:  # a scalar: nothing to split
+        return
     numel = math.prod(shape)
     inner = axes[-1]
     outer_iterations = numel // shape[-1]
@@ -320,6 +322,11 @@ def injective(output: te.Tensor, placeholders: Sequence[te.Tensor]) -> Kernel:
     Returns:
         The kernel; its default schedule is `schedule_injective`.
     """
+    if not isinstance(output.op, te.ComputeOp):
+        raise ValueError(
+            f"kernel: expected a computed output, got the placeholder "
+            f"'{output.name}'; copy it with te.compute"
+        )
     missing = [
         t.name
         for t in _placeholders_of(output)
