@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from topi_util import close, rand, run_kernel
 
 from ember import te
@@ -182,3 +184,41 @@ def test_bad_pool_arguments_are_named():
         pool._pool(x, "avg", 2, 1, (0,) * 4, 2, False, False, None, None, "p")
     with pytest.raises(ValueError, match="expected NCHW input"):
         pool.global_avg_pool2d(te.placeholder((4, 4), name="y"))
+
+
+@st.composite
+def pool_cases(draw):
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    kind = draw(st.sampled_from(["max", "avg"]))
+    dh, dw = (
+        (draw(st.integers(1, 2)), draw(st.integers(1, 2))) if kind == "max" else (1, 1)
+    )
+    pads = tuple(draw(st.integers(0, k - 1)) for k in (kh, kw, kh, kw))
+    h = draw(st.integers(dh * (kh - 1) + 1, 9))
+    w = draw(st.integers(dw * (kw - 1) + 1, 9))
+    return (
+        kind,
+        (1, 2, h, w),
+        (kh, kw),
+        (sh, sw),
+        pads,
+        (dh, dw),
+        draw(st.booleans()),
+        draw(st.booleans()),
+    )
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pool_cases())
+def test_property_pooling_matches_reference(case):
+    kind, shape, k, s, pads, d, ceil_mode, include_pad = case
+    a = rand(*shape)
+    x = te.placeholder(shape, name="x")
+    if kind == "max":
+        kern = pool.max_pool2d(x, k, s, pads, d, ceil_mode)
+    else:
+        kern = pool.avg_pool2d(x, k, s, pads, ceil_mode, include_pad)
+    close(
+        run_kernel(kern, a), reference(a, kind, k, s, pads, d, ceil_mode, include_pad)
+    )
