@@ -9,6 +9,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from topi_util import close, rand, run_kernel
 
 import ember
@@ -144,3 +146,27 @@ def test_bad_axes_are_named():
         rd.reduce(x, "sum", [2])
     with pytest.raises(ValueError, match="expected sum, mean or max, got 'prod'"):
         rd.reduce(x, "prod", [0])
+
+
+@st.composite
+def reduce_cases(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 40), min_size=1, max_size=4)))
+    axes = draw(
+        st.lists(
+            st.integers(-len(shape), len(shape) - 1),
+            unique_by=lambda a: a % len(shape),
+            max_size=len(shape),
+        )
+    )
+    return shape, axes, draw(st.booleans()), draw(st.sampled_from(sorted(NUMPY)))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reduce_cases())
+def test_property_reductions_match_numpy(case):
+    shape, axes, keepdims, kind = case
+    a = rand(*shape)
+    x = te.placeholder(shape, name="x")
+    axis = tuple(axes) if axes else None
+    expected = NUMPY[kind](a.astype("float64"), axis=axis, keepdims=keepdims)
+    close(run_kernel(rd.reduce(x, kind, axes, keepdims), a), expected.astype("float32"))
