@@ -121,6 +121,12 @@ def test_clip_relu6_and_nan_propagation():
     close(got, np.clip(a, 0.0, 6.0))
     got = run_kernel(ew.injective(ew.relu(x), [x]), a)
     close(got, np.maximum(a, 0.0))
+    b = a[::-1].copy()
+    y = te.placeholder(b.shape, name="y")
+    for fn, ref in ((ew.maximum, np.maximum), (ew.minimum, np.minimum)):
+        close(
+            run_kernel(ew.injective(fn(x, y), [x, y]), a, b), ref(a, b)
+        )  # NaN both sides
 
 
 def test_special_values_of_transcendentals():

@@ -112,6 +112,11 @@ def nan_max(a: Expr, b: Expr | float) -> Expr:
     return te.select((a < b) | te.not_equal(b, b), b, a)
 
 
+def nan_min(a: Expr, b: Expr | float) -> Expr:
+    """The smaller of a and b, NaN if either is NaN (see `nan_max`)."""
+    return te.select((b < a) | te.not_equal(b, b), b, a)
+
+
 MAX_REDUCER = te.comm_reducer(nan_max, lambda t: -math.inf, "nanmax")
 """`nan_max` as a reducer: `MAX_REDUCER(expr, axis=k)` like `te.max`."""
 
@@ -140,7 +145,7 @@ BINARY: dict[str, Callable[[Expr, Expr | float], Expr]] = {
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b,
     "maximum": nan_max,
-    "minimum": te.min,
+    "minimum": nan_min,
     "pow": _pow,
 }
 """Scalar forms of the binary graph ops; the right operand may be a number,
