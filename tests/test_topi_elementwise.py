@@ -176,6 +176,15 @@ def test_small_tensors_stay_on_one_thread():
     assert "te.parallel" not in text and "te.vectorize" in text
 
 
+def test_trailing_unit_axes_leave_the_channels_vectorized():
+    x = te.placeholder((1, 1280, 1, 1), name="x")
+    k = ew.injective(ew.sigmoid(x), [x])
+    text = str(ember.lower(k.schedule(), k.args, name="f"))
+    assert 'te.vectorize "sigmoid" "j"' in text
+    a = rand(1, 1280, 1, 1)
+    close(run_kernel(k, a), 1 / (1 + np.exp(-a.astype("float64"))))
+
+
 def test_long_rows_are_chunked_for_threads():
     x = te.placeholder((2, 40000), name="x")
     k = ew.injective(ew.tanh(x), [x])

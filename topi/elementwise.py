@@ -292,16 +292,19 @@ def schedule_elementwise(stage: Stage, shape: Sequence[int], cost: int = 1) -> N
     axes = list(compute_of(stage).axis)
     if not axes:  # a scalar: nothing to split
         return
+    # The innermost axis of extent > 1 is contiguous when the axes after it
+    # are all 1 ((1, 1280, 1, 1) vectorizes its channels).
+    last = max((d for d, e in enumerate(shape) if e > 1), default=len(shape) - 1)
     numel = math.prod(shape)
-    inner = axes[-1]
-    outer_iterations = numel // shape[-1]
+    inner = axes[last]
+    outer_iterations = numel // shape[last]
     parallel = numel * cost >= PARALLEL_MIN_WORK
-    if parallel and outer_iterations < MIN_PARALLEL_ITERATIONS and shape[-1] > CHUNK:
+    if parallel and outer_iterations < MIN_PARALLEL_ITERATIONS and shape[last] > CHUNK:
         chunk, inner = stage.split(inner, factor=CHUNK)
-        axes = [*axes[:-1], chunk]
+        axes = [*axes[:last], chunk]
     else:
-        axes = axes[:-1]
-    if shape[-1] > 1:
+        axes = axes[:last]
+    if shape[last] > 1:
         stage.vectorize(inner)
     if parallel and axes:
         outer = axes[0] if len(axes) == 1 else stage.fuse(*axes)
