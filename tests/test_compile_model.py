@@ -244,8 +244,7 @@ def test_small_models_match_onnxruntime(name, cache):
     _onnx_case(name, cache)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18"])
-def test_cnn_models_match_onnxruntime(name):
-    mod = _onnx_case(name, None)
+def test_cnn_models_match_onnxruntime(name, cache):
+    mod = _onnx_case(name, cache)
     assert mod.compile_stats.kernels < mod.compile_stats.calls
