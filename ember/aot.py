@@ -181,7 +181,10 @@ class _Lowering:
         self.alias: dict[SSAValue, SSAValue] = {}
         self.consts: dict[SSAValue, np.ndarray] = {}
         self.param_names: dict[SSAValue, str] = {}
+        self.constants = 0
         self.packed: dict[str, np.ndarray] = {}
+        """The params blob's entries by name: every param or constant some
+        kernel reads as it is, and every packed form a kernel reads."""
         self.calls: list[_Call] = []
         self.jobs: dict[str, KernelJob] = {}
         self.stats = CompileStats()
@@ -286,20 +289,27 @@ class _Lowering:
         return self.storage.setdefault(root, _Work(id(root)))
 
     def _param_name(self, value: SSAValue) -> str:
-        if value in self.param_names:
-            return self.param_names[value]
-        owner = value.owner
-        array = self.constant_of(value)
-        assert array is not None
-        if isinstance(owner, graph.ParamOp):
-            name = owner.param_name.data
-        else:
-            name = (
-                f"constant{len([n for n in self.packed if n.startswith('constant')])}"
-            )
-        self.param_names[value] = name
-        self.packed.setdefault(name, np.ascontiguousarray(array))
+        """The name of a param or constant a kernel reads as it is, which puts
+        its value into the blob."""
+        name = self._base_name(value)
+        if name not in self.packed:
+            array = self.constant_of(value)
+            assert array is not None
+            self.packed[name] = np.ascontiguousarray(array)
         return name
+
+    def _base_name(self, value: SSAValue) -> str:
+        """The name of a param or constant (`constant<i>` for literals), without
+        putting it into the blob: a param only read packed stays out of it."""
+        if value not in self.param_names:
+            owner = value.owner
+            if isinstance(owner, graph.ParamOp):
+                name = owner.param_name.data
+            else:
+                name = f"constant{self.constants}"
+                self.constants += 1
+            self.param_names[value] = name
+        return self.param_names[value]
 
     def _call(
         self,
@@ -329,7 +339,7 @@ class _Lowering:
                     "param or constant (it is packed at compile time), got a "
                     "value computed at run time"
                 )
-            base = self._param_name(self.root(value))
+            base = self._base_name(self.root(value))
             name = f"{base}.packed.{key[:8]}"
             if name not in self.packed:
                 self.packed[name] = kernel.transform(placeholder.name, array)
@@ -363,7 +373,10 @@ def compile_model(
             fuse, 2+: everything); by default the current `PassContext`'s.
         embed_params: put the params blob into the library (`__ember_params`);
             otherwise `mod.params` holds them for `save_param_dict` and
-            `GraphModule.load_params`.
+            `GraphModule.load_params`. As with TVM's build, those are the
+            params the library expects, not the model's originals: packed
+            weights under their own names (`conv.weight.packed.<hash>`), folded
+            params, and only what some kernel reads.
         disabled_pass: graph passes to skip by name.
         cache: the kernel cache (the process-wide one by default).
         progress: called as work advances (see `Progress`).
@@ -372,7 +385,8 @@ def compile_model(
     Returns:
         The compiled module: `mod["default"](dev)` makes the graph executor,
         `mod.export_library("m.so")` writes the library, `mod.params` is the
-        packed param dict, `mod.compile_stats` what was done.
+        param dict the library reads (its blob's entries by name: what
+        `load_params` takes), `mod.compile_stats` what was done.
 
     Raises:
         ModelCompileError: an op no strategy covers, a missing param, ...
