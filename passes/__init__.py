@@ -1,8 +1,15 @@
-"""ember's passes: one pass per file, registered lazily by name.
+"""ember's passes: one pass per file, registered lazily by name, and the pass API.
 
 A pass is a frozen-dataclass `ModulePass`; its file is its name with underscores
 (`convert-te-to-loop` lives in `convert_te_to_loop.py`). Nothing is imported until a
 pass is asked for, so listing passes stays cheap.
+
+Passes of your own (`passes/api.py`, `docs/tutorial_custom_pass.md`):
+
+    from ember.passes import ModulePass, PatternPass, register_pass, run
+
+    register_pass(MyPass)                  # or @register_pass on the class
+    run(module, "my-pass{opt=3},cse")
 """
 
 from collections.abc import Callable
@@ -10,7 +17,33 @@ from importlib import import_module
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
+from xdsl.passes import ModulePass
+
+from ember.passes.api import (
+    PassPluginError,
+    PatternPass,
+    load_pass_plugin,
+    parse_pipeline,
+    pattern_pass,
+    register_pass,
+    registered_passes,
+    unregister_pass,
+)
+
+__all__ = [
+    "ModulePass",
+    "PassPluginError",
+    "PatternPass",
+    "builtin_passes",
+    "get_all_passes",
+    "get_context",
+    "load_pass_plugin",
+    "parse_pipeline",
+    "pattern_pass",
+    "register_pass",
+    "run",
+    "unregister_pass",
+]
 
 _EMBER_PASSES = (
     "graph-fold-constants",
@@ -69,7 +102,13 @@ def _loader(name: str, module: str) -> Callable[[], type[ModulePass]]:
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Every pass ember-opt knows: xDSL's upstream passes, then ember's own."""
+    """Every pass ember-opt knows: xDSL's upstream passes, ember's own, then those
+    registered with `register_pass`, plugins and `ember.passes` entry points."""
+    return {**builtin_passes(), **registered_passes()}
+
+
+def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """xDSL's upstream passes, then ember's own."""
     from xdsl.transforms import get_all_passes as xdsl_passes
 
     passes = dict(xdsl_passes())
@@ -104,8 +143,10 @@ def run(module: ModuleOp, pipeline: str, ctx: Context | None = None) -> ModuleOp
 
     Returns:
         The same module, transformed.
+
+    Raises:
+        ValueError: a malformed pipeline, an unknown pass or a bad option; the
+            message names the closest passes or the option and its type.
     """
-    PassPipeline.parse_spec(get_all_passes(), pipeline).apply(
-        ctx or get_context(), module
-    )
+    parse_pipeline(pipeline).apply(ctx or get_context(), module)
     return module
