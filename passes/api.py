@@ -39,7 +39,16 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType, NoneType, UnionType
-from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Any,
+    ClassVar,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -133,8 +142,20 @@ def pattern_pass(
 # ---------------------------------------------------------------- registering
 
 
+@overload
 def register_pass(
-    pass_: P | None = None, *, name: str | None = None, override: bool = False
+    pass_: P, *, name: str | None = None, override: bool = False
+) -> P: ...
+
+
+@overload
+def register_pass(
+    pass_: None = None, *, name: str | None = None, override: bool = False
+) -> Callable[[P], P]: ...
+
+
+def register_pass(
+    pass_: Any = None, *, name: str | None = None, override: bool = False
 ) -> Any:
     """Register a pass under its name, for `run`, `get_all_passes` and `ember-opt`.
 

@@ -65,9 +65,9 @@ class SimplifyLayoutPattern(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         new = next(filter(None, (rule(op) for rule in self.rules)), None)
         if isinstance(new, Operation):
-            rewriter.replace_matched_op(new)
+            rewriter.replace(op, new)
         elif new is not None:
-            rewriter.replace_matched_op([], [new])
+            rewriter.replace(op, [], [new])
 
 
 @register_pass
