@@ -457,7 +457,15 @@ def check(case: Case, o: Outcome) -> None:
 
 def _fuzz(data_randoms: random.Random, path: Path) -> None:
     case = random_case(data_randoms)
-    check(case, run_in_process(case, path))
+    o = run_in_process(case, path)
+    check(case, o)
+    # An internal error is a one-line diagnostic, but one raised in ember's own
+    # code is a bug to fix; xDSL's are reported upstream.
+    if o.rc == 2 and "internal error" in o.stderr:
+        where = _where(case, path)
+        assert not where.startswith("ember"), (
+            f"internal error at {where}\n{case.repro()}\n{o.stderr}"
+        )
 
 
 def _given(examples: int):
@@ -538,8 +546,13 @@ def test_in_process_runs_catch_hangs(
 # ---------------------------------------------------------------- the catalogue
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
 def _where(case: Case, path: Path) -> str:
-    """The innermost ember or xDSL frame of the exception behind an internal error."""
+    """The innermost ember or xDSL frame (`ember file:line function`, or `xdsl
+    ...`) of the exception behind an internal error, found by running the case
+    again with EMBER_TRACEBACK=1."""
     import traceback
 
     path.write_bytes(case.text.encode() if isinstance(case.text, str) else case.text)
@@ -551,12 +564,13 @@ def _where(case: Case, path: Path) -> str:
         ):
             ember_opt_main([str(path), *case.args])
     except Exception as e:
-        frames = [
-            f"{Path(f.filename).name}:{f.lineno} {f.name}"
-            for f in traceback.extract_tb(e.__traceback__)
-            if "site-packages/xdsl" in f.filename or "/work/" in f.filename
-        ]
-        return frames[-1] if frames else "?"
+        for f in reversed(traceback.extract_tb(e.__traceback__)):
+            where = f"{Path(f.filename).name}:{f.lineno} {f.name}"
+            if "site-packages/xdsl/" in f.filename:
+                return f"xdsl {where}"
+            if f.filename.startswith(str(REPO)) and "site-packages" not in f.filename:
+                return f"ember {where}"
+        return "?"
     except BaseException:
         return "?"
     finally:
@@ -564,12 +578,15 @@ def _where(case: Case, path: Path) -> str:
     return "-"
 
 
-def catalogue(examples: int, seed_value: int, subprocess_every: int = 0) -> int:
+def catalogue(
+    examples: int, seed_value: int, subprocess_every: int = 0, show: str = ""
+) -> int:
     """Run `examples` cases, print what happened; returns the number that broke
     the oracle."""
     r = random.Random(seed_value)
     tally: Counter[str] = Counter()
     internal: dict[str, tuple[int, Case, str]] = {}
+    unplaced: Counter[str] = Counter()  # diagnostics without a file:line:col
     broken = 0
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
@@ -579,18 +596,26 @@ def catalogue(examples: int, seed_value: int, subprocess_every: int = 0) -> int:
             sub = subprocess_every and i % subprocess_every == 0
             o = (run_subprocess if sub else run_in_process)(case, path)
             why = verdict(o)
+            if show and re.search(show, o.stderr):
+                print(f"SHOWN:\n{case.repro()}\n{o.stderr[-2000:]}\n")
             if why:
                 broken += 1
                 print(f"BROKEN ({why}):\n{case.repro()}\n{o.stderr[-2000:]}\n")
-            tally[
-                {0: "ok", 1: "diagnostic", 2: "usage or internal"}.get(o.rc, "?")
-            ] += 1
+            tally[{0: "ok", 1: "diagnostic", 2: "usage/internal"}.get(o.rc, "?")] += 1
+            tally["ok as LLVM IR"] += o.rc == 0 and "llvm" in case.args
+            tally["in a process"] += bool(sub)
+            if o.rc and not o.stderr.lstrip().startswith(str(path)):
+                first = o.stderr.strip().splitlines()[0] if o.stderr.strip() else ""
+                unplaced[re.sub(r"\d+", "N", first)[:160]] += 1
             if o.rc == 2 and "internal error" in o.stderr:
                 key = o.stderr.strip().splitlines()[-1][:160]
                 n, first, where = internal.get(key, (0, case, ""))
                 internal[key] = (n + 1, first, where or _where(case, path))
     print(f"{examples} cases, seed {seed_value}, {time.perf_counter() - start:.0f} s")
     print(dict(tally), f"broken: {broken}, internal errors: {len(internal)} kinds")
+    print("\ndiagnostics without a location:")
+    for key, n in unplaced.most_common():
+        print(f"  [{n}x] {key}")
     for key, (n, case, where) in sorted(internal.items(), key=lambda kv: -kv[1][0]):
         print(f"\n[{n}x] at {where}\n  {key}\n  {case.repro()[:1500]}")
     return broken
@@ -603,5 +628,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--subprocess-every", type=int, default=0, help="every Nth case in a process"
     )
+    parser.add_argument(
+        "--show", default="", help="print the cases whose stderr matches"
+    )
     a = parser.parse_args()
-    sys.exit(1 if catalogue(a.examples, a.seed, a.subprocess_every) else 0)
+    sys.exit(1 if catalogue(a.examples, a.seed, a.subprocess_every, a.show) else 0)
