@@ -91,6 +91,9 @@ def _diagnostic(e: Exception) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run ember-opt; returns the process exit status."""
     try:
+        from ember.passes.api import load_plugins_from_argv
+
+        argv = load_plugins_from_argv(argv)  # --load-pass-plugin, before passes list
         EmberOptMain(description="ember's modular optimizer driver", args=argv).run()
     except (DiagnosticException, ParseError) as e:
         print(_diagnostic(e), file=sys.stderr)
