@@ -329,6 +329,20 @@ _FLAGS = (
     "--split-input-file", "--verify-diagnostics", "--print-op-generic",
     "--allow-unregistered-dialect", "--print-between-passes",
     "--parsing-diagnostics", "--print-debuginfo", "--print-no-properties",
+    "--time-passes", "--print-ir-after-all", "--print-ir-before-all",
+    "--no-implicit-module",
+)  # fmt: skip
+_VALUED_FLAGS = (
+    "--emit", "--print-ir-after", "--print-ir-before", "--opt-level", "--mcpu",
+    "--mlir-elide-elementsattrs-if-larger",
+)  # fmt: skip
+_FLAG_VALUES = (
+    "graph", "te", "loop", "llvm", "llvm-ir", "asm", "obj", "bogus", "0", "3", "-1",
+    "cse", "convert-te-to-loop", "loop-vectorize,cse", "znver5", "",
+)  # fmt: skip
+_TARGETS = (
+    "mlir", "dot", "bogus", "llvm{x=1}", "", "llvm -mtriple=aarch64-linux-gnu",
+    "llvm -mcpu=bogus", "llvm -mattr=+nothing", "llvm -mtriple=bogus",
 )  # fmt: skip
 
 
@@ -343,8 +357,38 @@ class Case:
         return f"ember-opt input.mlir {' '.join(self.args)}\n--- input.mlir ({self.origin})\n{text}"
 
 
+# Mutations that mostly keep IR valid, for cases that must get through the whole
+# pipeline to LLVM to test the backend.
+_MILD = ("extreme-number", "huge-shape", "change-attribute", "swap-types")
+_BACKEND = (
+    ["--emit=llvm-ir"], ["--emit=asm"], ["--emit=obj"], ["-p", "ember-cpu", "-t", "llvm"],
+    ["--emit=asm", "-t", "llvm -mtriple=aarch64-linux-gnu"],
+)  # fmt: skip
+
+
+_TO_LLVM = {"llvm", "--emit=llvm-ir", "--emit=asm", "--emit=obj"}
+
+
+def backend_case(r: random.Random) -> Case:
+    """A te or loop case from the corpus, mildly mutated or not, compiled to LLVM
+    IR, assembly or an object."""
+    seed_case = r.choice(
+        [s for s in CORPUS if re.search(r"te\.compute|loop\.", s.text)]
+    )
+    text = seed_case.text
+    names = r.sample(_MILD, r.choice((0, 0, 1, 1, 2)))
+    for name in names:
+        text = MUTATIONS[name](r, text)
+    args = [*r.choice(_BACKEND), *(["--split-input-file"] if r.random() < 0.2 else [])]
+    return Case(
+        text, args, f"{seed_case.name} mutated by {', '.join(names) or 'nothing'}"
+    )
+
+
 def random_case(r: random.Random) -> Case:
     roll = r.random()
+    if roll < 0.12:
+        return backend_case(r)
     seed_case: Seed | None = None
     if roll < 0.08:
         text: str | bytes = random_text(r)
@@ -364,11 +408,13 @@ def random_case(r: random.Random) -> Case:
     if pipeline is not None:
         args += ["-p", pipeline]
     args += [f for f in _FLAGS if r.random() < 0.12]
+    if r.random() < 0.15:
+        args += [r.choice(_VALUED_FLAGS) + "=" + r.choice(_FLAG_VALUES)]
     roll = r.random()
     if roll < 0.15 or (pipeline and "ember-cpu" in pipeline and roll < 0.6):
         args += ["-t", "llvm"]
-    elif roll < 0.18:
-        args += ["-t", r.choice(("mlir", "bogus", "llvm{x=1}", ""))]
+    elif roll < 0.22:
+        args += ["-t", r.choice(_TARGETS)]
     return Case(text, args, origin)
 
 
@@ -395,7 +441,8 @@ def _alarm(signum: int, frame: object) -> None:
 def run_in_process(case: Case, path: Path) -> Outcome:
     data = case.text.encode() if isinstance(case.text, str) else case.text
     path.write_bytes(data)
-    out, err = io.StringIO(), io.StringIO()
+    out = io.TextIOWrapper(io.BytesIO(), write_through=True)  # --emit=obj: bytes
+    err = io.StringIO()
     start = time.perf_counter()
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CASE_TIMEOUT)
@@ -410,7 +457,8 @@ def run_in_process(case: Case, path: Path) -> Outcome:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    return Outcome(rc, out.getvalue(), err.getvalue(), time.perf_counter() - start)
+    stdout = out.buffer.getvalue().decode(errors="replace")  # type: ignore[attr-defined]
+    return Outcome(rc, stdout, err.getvalue(), time.perf_counter() - start)
 
 
 def run_subprocess(case: Case, path: Path) -> Outcome:
@@ -602,7 +650,7 @@ def catalogue(
                 broken += 1
                 print(f"BROKEN ({why}):\n{case.repro()}\n{o.stderr[-2000:]}\n")
             tally[{0: "ok", 1: "diagnostic", 2: "usage/internal"}.get(o.rc, "?")] += 1
-            tally["ok as LLVM IR"] += o.rc == 0 and "llvm" in case.args
+            tally["ok to LLVM"] += o.rc == 0 and bool(set(case.args) & _TO_LLVM)
             tally["in a process"] += bool(sub)
             if o.rc and not o.stderr.lstrip().startswith(str(path)):
                 first = o.stderr.strip().splitlines()[0] if o.stderr.strip() else ""
