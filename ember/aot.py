@@ -18,7 +18,9 @@ The stages, in order:
 3. **memory plan**: every intermediate gets an offset in one workspace, reused
    by liveness (`ember.memory_plan`); reshapes and flattens of contiguous
    tensors are aliases, not kernels; a result that is a model output is
-   written straight into the output buffer.
+   written straight into the output buffer. A kernel's own intermediates (its
+   `ember.scratch` arguments: a padded input, a pooling column pass) are
+   workspace slices live during its call only, so no kernel allocates.
 4. **entry**: `default_run(inputs..., outputs..., workspace, params)` calls the
    kernels in order on `memref.view`s of the workspace and params at their
    offsets; `func-packed-abi` gives it the checked packed entry and puts the
@@ -59,7 +61,13 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from ember.compile_cache import CompileCache, default_cache
 from ember.dialects import graph
-from ember.kernel_build import HASHED_NAME, KernelJob, compile_kernels, object_symbols
+from ember.kernel_build import (
+    HASHED_NAME,
+    KernelJob,
+    compile_kernels,
+    kernel_key,
+    object_symbols,
+)
 from ember.memory_plan import ALIGNMENT, TensorLife, plan_memory
 from ember.runtime import EmberError, Module
 from ember.runtime.cc import ObjectFile
@@ -106,15 +114,25 @@ class _Work:
     key: int
 
 
+@dataclass(frozen=True)
+class _Scratch:
+    """A kernel's own intermediate (its `ember.scratch` argument `index`) in
+    call `step`: a workspace slice live during that call only."""
+
+    step: int
+    index: int
+
+
 _Storage = _Input | _Output | _Param | _Work
 
 
 @dataclass
 class _Call:
     symbol: str
-    args: list[tuple[SSAValue | str | _Output, MemRefType]]
-    """Each argument: a graph value, a packed param's name, or a model output
-    (a copy's destination), and the buffer type the kernel takes there."""
+    args: list[tuple[SSAValue | str | _Output | _Scratch, MemRefType]]
+    """Each argument: a graph value, a packed param's name, a model output
+    (a copy's destination) or a scratch buffer, and the buffer type the kernel
+    takes there."""
 
 
 @dataclass
@@ -187,6 +205,8 @@ class _Lowering:
         kernel reads as it is, and every packed form a kernel reads."""
         self.calls: list[_Call] = []
         self.jobs: dict[str, KernelJob] = {}
+        self.scratch: dict[str, list[MemRefType]] = {}
+        """Each kernel's scratch buffer types, by key."""
         self.stats = CompileStats()
 
     # -- values known at compile time
@@ -318,14 +338,23 @@ class _Lowering:
         kind: str,
         result: SSAValue | _Output,
     ) -> None:
-        from ember.compile_cache import CompileCache
         from ember.lowering import lower
+        from ember.passes.convert_te_to_loop import scratch_buffers
 
-        text = str(lower(kernel.schedule(), kernel.args, HASHED_NAME))
-        key = CompileCache.key(text, self.target)
+        te_module = lower(kernel.schedule(), kernel.args, HASHED_NAME)
+        text = str(te_module)
+        key = kernel_key(text, self.target)
         symbol = f"ember_{kind or 'kernel'}_{key[:16]}"
-        self.jobs.setdefault(key, KernelJob(text, symbol, key))
-        args: list[tuple[SSAValue | str | _Output, MemRefType]] = []
+        if key not in self.jobs:
+            function = next(
+                op
+                for op in te_module.ops
+                if isinstance(op, func.FuncOp) and op.sym_name.data == HASHED_NAME
+            )
+            self.scratch[key] = [t for _, t in scratch_buffers(function)]
+            scratch = tuple(str(t) for t in self.scratch[key])
+            self.jobs[key] = KernelJob(text, symbol, key, scratch)
+        args: list[tuple[SSAValue | str | _Output | _Scratch, MemRefType]] = []
         for placeholder, value in zip(kernel.placeholders, operands, strict=True):
             t = _te_memref(placeholder)
             transform = kernel.weight_transforms.get(placeholder.name)
@@ -345,6 +374,8 @@ class _Lowering:
                 self.packed[name] = kernel.transform(placeholder.name, array)
             args.append((name, t))
         args.append((result, _te_memref(kernel.output)))
+        step = len(self.calls)
+        args += [(_Scratch(step, i), t) for i, t in enumerate(self.scratch[key])]
         self.calls.append(_Call(symbol, args))
 
 
@@ -556,9 +587,12 @@ def _optimize_graph(
 
 def _plan(lowering: _Lowering):
     """The workspace plan of the intermediates and the params blob layout."""
-    lives: dict[SSAValue, list[int]] = {}
+    lives: dict[SSAValue | _Scratch, list[int]] = {}
+    sizes: dict[SSAValue | _Scratch, int] = {}
     for step, call in enumerate(lowering.calls):
-        for value, _ in call.args:
+        for value, t in call.args:
+            if isinstance(value, _Scratch):
+                lives[value], sizes[value] = [step, step], _nbytes(t)
             if not isinstance(value, SSAValue):
                 continue
             storage = lowering._storage_of(value)
@@ -566,13 +600,6 @@ def _plan(lowering: _Lowering):
                 root = lowering.root(value)
                 span = lives.setdefault(root, [step, step])
                 span[0], span[1] = min(span[0], step), max(span[1], step)
-    sizes: dict[SSAValue, int] = {}
-    for call in lowering.calls:
-        for value, t in call.args:
-            if not isinstance(value, SSAValue):
-                continue
-            root = lowering.root(value)
-            if root in lives:
                 sizes[root] = max(sizes.get(root, 0), _nbytes(t))
     names = {root: f"t{i}" for i, root in enumerate(lives)}
     plan = plan_memory([TensorLife(names[r], sizes[r], *lives[r]) for r in lives])
@@ -663,9 +690,11 @@ def _entry_module(
         ops.append(c)
         return c.results[0]
 
-    def buffer(value: SSAValue | str | _Output, t: MemRefType) -> SSAValue:
+    def buffer(value: SSAValue | str | _Output | _Scratch, t: MemRefType) -> SSAValue:
         if isinstance(value, str):
             return view(params, layout[value]["offset"], t)
+        if isinstance(value, _Scratch):
+            return view(ws, lowering.offsets[value], t)
         storage = value if isinstance(value, _Output) else lowering._storage_of(value)
         if isinstance(storage, _Input):
             return cast(args[storage.index], t)

@@ -9,10 +9,15 @@ workspace and params. Kernels are cached by the sha256 of their te IR (see
 compiles nothing.
 
 The pipeline is `EMBER_CPU` without `func-packed-abi` (no packed entry, no
-metadata); every buffer is `noalias` (the memory plan never gives a kernel an
-output that overlaps another of its arguments), and `@__ember_num_threads` is an
-external declaration, defined once by the model's entry, so the objects link
-together (in the JIT and in a shared library) without duplicate symbols.
+metadata), its `convert-te-to-loop` with `scratch-args`: a kernel allocates
+nothing; each intermediate buffer of its own (a padded or packed input, a
+pooling column pass) is an `ember.scratch` argument after its output, which the
+model's entry points into the workspace (`scratch_buffers` of
+`convert-te-to-loop` lists them before anything compiles, for the memory plan). Every buffer is `noalias` (the memory
+plan never gives a kernel an output that overlaps another of its arguments),
+and `@__ember_num_threads` is an external declaration, defined once by the
+model's entry, so the objects link together (in the JIT and in a shared
+library) without duplicate symbols.
 
 Cache misses compile in a pool of worker processes, one per core, since the
 xDSL passes are Python and hold the GIL.
@@ -33,32 +38,58 @@ HASHED_NAME = "kernel"
 key depends on its structure only; it is renamed to its symbol afterwards."""
 
 
+SCRATCH_TE_TO_LOOP = "convert-te-to-loop{scratch-args=true}"
+
+
 def kernel_passes() -> tuple[str, ...]:
-    """`EMBER_CPU` without the packed entry: kernels keep bare-pointer symbols."""
+    """`EMBER_CPU` without the packed entry (kernels keep bare-pointer symbols),
+    intermediates as scratch arguments (kernels allocate nothing)."""
     from ember.passes.pipelines import EMBER_CPU
 
-    return tuple(p for p in EMBER_CPU if p != "func-packed-abi")
+    return tuple(
+        SCRATCH_TE_TO_LOOP if p == "convert-te-to-loop" else p
+        for p in EMBER_CPU
+        if p != "func-packed-abi"
+    )
+
+
+def kernel_key(text: str, target: str) -> str:
+    """A kernel's cache key: its te IR, the target and the kernel pipeline (an
+    object compiled with other passes, or another calling convention, is not
+    this kernel)."""
+    return CompileCache.key(text, f"{target}\0{','.join(kernel_passes())}")
 
 
 @dataclass(frozen=True)
 class KernelJob:
-    """One kernel to compile: its te IR text (function `@kernel`), its symbol."""
+    """One kernel to compile: its te IR text (function `@kernel`), its symbol,
+    its key, and the types of its scratch arguments (as `scratch_buffers` of
+    `convert-te-to-loop` gives them, printed)."""
 
     text: str
     symbol: str
     key: str
+    scratch: tuple[str, ...] = ()
 
 
-def compile_kernel(text: str, symbol: str, target: str) -> bytes:
+def compile_kernel(
+    text: str, symbol: str, target: str, scratch: Sequence[str] | None = None
+) -> bytes:
     """Compile a kernel's te IR to a relocatable object for `target`.
 
     Args:
         text: te IR of one function named `@kernel` (its schedule included).
         symbol: the name the function gets in the object.
         target: a target string.
+        scratch: the scratch argument types the caller planned for (checked
+            against what the lowering made); None checks nothing.
 
     Returns:
-        The object code, defining `symbol` with one pointer per buffer.
+        The object code, defining `symbol` with one pointer per buffer:
+        inputs, output, then scratch buffers.
+
+    Raises:
+        ValueError: the kernel's scratch arguments are not `scratch`.
     """
     from xdsl.dialects import func, llvm
     from xdsl.dialects.builtin import (
@@ -81,7 +112,8 @@ def compile_kernel(text: str, symbol: str, target: str) -> bytes:
     module = Parser(ctx, text, "<kernel>").parse_module()
     # Declared, not defined: the model's entry defines it once.
     module.body.block.add_op(llvm.GlobalOp(i32, NUM_THREADS_SYMBOL, "external"))
-    run(module, ",".join(TE_TO_LOOP), ctx)
+    passes = kernel_passes()
+    run(module, ",".join(passes[: len(TE_TO_LOOP)]), ctx)
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == HASHED_NAME:
             op.sym_name = StringAttr(symbol)
@@ -90,10 +122,20 @@ def compile_kernel(text: str, symbol: str, target: str) -> bytes:
                 if op.arg_attrs
                 else [DictionaryAttr({})] * len(op.args)
             )
+            made = tuple(
+                str(arg.type)
+                for arg, d in zip(op.args, old, strict=True)
+                if "ember.scratch" in d.data
+            )
+            if scratch is not None and made != tuple(scratch):
+                raise ValueError(
+                    f"kernel {symbol}: expected scratch buffers "
+                    f"[{', '.join(scratch)}], got [{', '.join(made)}]"
+                )
             op.arg_attrs = ArrayAttr(
                 [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
             )
-    run(module, ",".join(kernel_passes()[len(TE_TO_LOOP) :]), ctx)
+    run(module, ",".join(passes[len(TE_TO_LOOP) :]), ctx)
     t = Target(target)
     tm = t.create_target_machine()
     ir = translate(module, triple=t.triple, data_layout=str(tm.target_data))
@@ -102,8 +144,8 @@ def compile_kernel(text: str, symbol: str, target: str) -> bytes:
     return emit_object(compiled, tm)
 
 
-def _compile_job(args: tuple[str, str, str]) -> bytes:
-    return compile_kernel(*args)
+def _compile_job(job: KernelJob, target: str) -> bytes:
+    return compile_kernel(job.text, job.symbol, target, job.scratch)
 
 
 def compile_kernels(
@@ -141,7 +183,7 @@ def compile_kernels(
     if workers is None:
         workers = min(len(misses), os.cpu_count() or 1)
     if workers <= 1 or len(misses) <= 1:
-        done = (_compile_job((j.text, j.symbol, target)) for j in misses)
+        done = (_compile_job(j, target) for j in misses)
         results = zip(misses, done, strict=True)
         for job, code in results:
             cache.put(job.key, code)
@@ -152,9 +194,7 @@ def compile_kernels(
     # Largest kernels first keeps both workers busy to the end.
     misses.sort(key=lambda j: -len(j.text))
     with ProcessPoolExecutor(workers, mp_context=_fork_context()) as pool:
-        futures = {
-            pool.submit(_compile_job, (j.text, j.symbol, target)): j for j in misses
-        }
+        futures = {pool.submit(_compile_job, j, target): j for j in misses}
         for future in as_completed(futures):
             job = futures[future]
             code = future.result()
@@ -206,6 +246,7 @@ __all__ = [
     "KernelJob",
     "compile_kernel",
     "compile_kernels",
+    "kernel_key",
     "kernel_passes",
     "object_symbols",
 ]

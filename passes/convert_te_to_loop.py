@@ -80,7 +80,9 @@ class ConvertTeToLoopPass(ModulePass):
     name, else `arg<i>`); an output takes the name of its te.compute (a returned
     input, copied, keeps that input's name) and is marked `ember.output`, which
     func-packed-abi reads to reject calls whose outputs overlap other arguments. Computes that are not results write a
-    `loop.alloc` at the top of the function. A reduction stores the combiner's
+    `loop.alloc` at the top of the function (with `scratch-args`, a global one
+    becomes an out-parameter marked `ember.scratch` after the outputs, which
+    the caller provides). A reduction stores the combiner's
     identity (sum 0, max -inf or the smallest integer, min +inf or the largest)
     and then folds into the buffer. max/min combine with `arith.maximumf`/
     `minimumf` on floats, which propagate NaN as numpy's `max`/`min` do (`maxnumf`
@@ -92,17 +94,56 @@ class ConvertTeToLoopPass(ModulePass):
 
     name = "convert-te-to-loop"
 
+    scratch_args: bool = False
+    """Root-stage global buffers (a padded or packed input, a pooling column
+    pass) become out-parameters marked `ember.scratch`, after the outputs and in
+    stage order, instead of `loop.alloc`s (heap allocations on every call): the
+    caller gives them memory, as an ahead-of-time model gives each a slice of
+    its workspace. `scratch_buffers` lists them without lowering."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _lower_block(op.body.block)
+        _lower_block(op.body.block, self.scratch_args)
 
 
-def _lower_block(block: Block) -> None:
+def scratch_buffers(function: func.FuncOp) -> list[tuple[str, MemRefType]]:
+    """The buffers `convert-te-to-loop{scratch-args=true}` makes out-parameters
+    of te function `function`, in argument order: (stage name, type) each.
+
+    The schedule is applied to a copy; `function` is left as it is.
+
+    Raises:
+        PassFailedException: the schedule cannot be applied.
+    """
+    copy = function.clone()
+    lowering = _FunctionLowering(copy, scratch=True)
+    ret = lowering.block.last_op
+    if not isinstance(ret, func.ReturnOp):
+        _fail(lowering.where, "expected the function body to end in func.return")
+    try:
+        schedule = lowering._apply_schedule(ret)
+    except ScheduleError as error:
+        _fail(lowering.where, str(error))
+    outputs = set(ret.arguments)
+    return [
+        (stage.name, lowering._buffer_type(stage.op.output_type, stage.name))
+        for stage in schedule.ordered()
+        if stage.attach is None
+        and stage.op.result not in outputs
+        and _is_scratch(stage)
+    ]
+
+
+def _is_scratch(stage: Stage) -> bool:
+    return stage.scope == "global"
+
+
+def _lower_block(block: Block, scratch: bool) -> None:
     for op in list(block.ops):
         if isinstance(op, ModuleOp):
-            _lower_block(op.body.block)
+            _lower_block(op.body.block, scratch)
         elif isinstance(op, func.FuncOp):
             if _is_te_function(op):
-                _FunctionLowering(op).run()
+                _FunctionLowering(op, scratch).run()
         else:
             _reject_te(op, "module")
 
@@ -138,6 +179,8 @@ class _FunctionLowering:
     """Lowers one te function in place."""
 
     function: func.FuncOp
+    scratch: bool = False
+    """Root-stage global buffers become `ember.scratch` out-parameters."""
     block: Block = field(init=False)
     where: str = field(init=False)
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
@@ -148,6 +191,7 @@ class _FunctionLowering:
     constants: dict[tuple[float, Attribute], SSAValue] = field(
         default_factory=dict[tuple[float, Attribute], SSAValue]
     )
+    scratch_attrs: list[DictionaryAttr] = field(default_factory=list[DictionaryAttr])
     last_alloc: Operation | None = None
     last_const: Operation | None = None
 
@@ -208,6 +252,13 @@ class _FunctionLowering:
         Rewriter.replace_op(ret, func.ReturnOp())
         for stage in reversed(stages):
             Rewriter.erase_op(stage.op)
+        if self.scratch_attrs:
+            attrs = self.function.arg_attrs
+            assert attrs is not None
+            self.function.arg_attrs = ArrayAttr([*attrs.data, *self.scratch_attrs])
+            self.function.function_type = FunctionType.from_lists(
+                self.block.arg_types, []
+            )
 
     def _apply_schedule(self, ret: func.ReturnOp) -> Schedule:
         found = [op for op in self.block.ops if isinstance(op, ScheduleOp)]
@@ -226,6 +277,20 @@ class _FunctionLowering:
         out = self.outputs.get(stage.op)
         if out is not None:
             return out
+        if self.scratch and _is_scratch(stage):
+            t = self._buffer_type(stage.op.output_type, stage.name)
+            arg = self.block.insert_arg(t, len(self.block.args))
+            arg.name_hint = ssa_name(stage.name)
+            self.scratch_attrs.append(
+                DictionaryAttr(
+                    {
+                        "ember.name": StringAttr(stage.name),
+                        "ember.output": UnitAttr(),
+                        "ember.scratch": UnitAttr(),
+                    }
+                )
+            )
+            return arg
         alloc = loop.AllocOp(
             self._buffer_type(stage.op.output_type, stage.name), stage.scope
         )

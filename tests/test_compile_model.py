@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.ir import SSAValue
 from xdsl.parser import Parser
 
 import ember
 from ember.aot import ModelCompileError, compile_model
 from ember.compile_cache import CompileCache
+from ember.kernel_build import object_symbols
 from ember.passes import get_context
 from ember.passes.graph_reference import run_graph
 from ember.runtime import GraphModule, cpu, save_param_dict
@@ -219,6 +221,61 @@ def test_blob_holds_only_params_kernels_read(cache):
         noisy[name] = np.full_like(value, 1e3)
         (got,) = _run(mod, {"x": x}, save_param_dict(noisy))
         assert not np.allclose(got, want), f"param {name!r} is never read"
+
+
+def test_kernels_allocate_nothing(cache):
+    """Convolutions' padded inputs and pooling's column passes are workspace
+    slices (scratch arguments), not heap allocations on every run."""
+    mod = compile_model(BLOCK, _params(), cache=cache)
+    objects = [m._obj for m in mod.imported_modules if hasattr(m, "_obj")]
+    assert len(objects) == mod.compile_stats.kernels
+    for obj in objects:
+        _, needed = object_symbols(obj.code)
+        assert not needed & {"aligned_alloc", "malloc", "free"}, obj.name
+    # Three padded convolutions and a pool's scratch live in the workspace.
+    head = compile_model(HEAD, {}, cache=cache)
+    x = np.random.default_rng(6).standard_normal((1, 8, 16, 16)).astype("float32")
+    (got,) = _run(head, {"x": x})
+    (want,) = _reference(HEAD, [x], {})
+    assert _rel_err(got, want) <= 1e-5
+    for obj in (m._obj for m in head.imported_modules if hasattr(m, "_obj")):
+        assert not object_symbols(obj.code)[1] & {"aligned_alloc", "free"}
+    # Built on its own, the same convolution still allocates its padded input.
+    from ember import te, topi
+
+    k = topi.conv2d(
+        te.placeholder((1, 8, 16, 16), name="x"), (16, 8, 3, 3), padding=(1, 1, 1, 1)
+    )
+    alone = ember.build(k.schedule(), k.args, name="conv")
+    assert "@aligned_alloc" in alone.get_source("ll")
+
+
+def test_scratch_buffers_are_planned():
+    """A kernel's scratch buffers are live during its own call only: two
+    kernels in a row share the bytes, and a kernel's output never overlaps
+    its scratch."""
+    from ember.aot import _Lowering, _main, _plan, _Scratch
+
+    module = Parser(get_context(), BLOCK).parse_module()
+    lowering = _Lowering(_main(module), _params(), "llvm", None, None, 1)  # type: ignore[arg-type]
+    lowering.lower()
+    plan, _, _ = _plan(lowering)
+    scratch = [
+        (step, value, t)
+        for step, call in enumerate(lowering.calls)
+        for value, t in call.args
+        if isinstance(value, _Scratch)
+    ]
+    assert len({step for step, _, _ in scratch}) >= 3  # the padded convolutions
+    for step, value, t in scratch:
+        start = lowering.offsets[value]
+        end = start + int(np.prod(t.get_shape())) * 4
+        for other, ot in lowering.calls[step].args:
+            if isinstance(other, SSAValue) and lowering.root(other) in lowering.offsets:
+                o = lowering.offsets[lowering.root(other)]
+                o_end = o + int(np.prod(ot.get_shape())) * 4
+                assert end <= o or o_end <= start, "scratch overlaps an operand"
+    assert plan.workspace_bytes < plan.total_bytes
 
 
 def test_errors(cache):
