@@ -44,7 +44,7 @@ from ember.tools.ember_opt import main as ember_opt_main
 
 LIT = Path(__file__).parent / "lit"
 CASE_TIMEOUT = 10.0
-QUICK_EXAMPLES = 600
+QUICK_EXAMPLES = 400
 NIGHTLY_EXAMPLES = 5000
 EXAMPLES = int(os.environ.get("EMBER_FUZZ_EXAMPLES", QUICK_EXAMPLES))
 SEED = os.environ.get("EMBER_FUZZ_SEED")
