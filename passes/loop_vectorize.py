@@ -70,9 +70,11 @@ class LoopVectorizePass(ModulePass):
     iterations becomes vector code of width W; a longer one a serial loop over
     chunks of a native vector (64 bytes of its widest element type) plus a
     narrower vector for the remainder; one of a single iteration its body. Loads
-    and stores with uniform indices stay scalar, with a last index of stride +-1
-    become vector.load/store (reversed by a shuffle for -1), others become one
-    scalar access per lane. arith and math ops work on vectors; compares and
+    and stores with uniform indices stay scalar; those whose one varying index
+    steps through memory by +-1 element per lane (the last index with stride
+    +-1, or an earlier one followed by dimensions of extent 1, as the channel
+    index of a (1, C, 1, 1) tensor) become vector.load/store (reversed by a
+    shuffle for -1); others become one scalar access per lane. arith and math ops work on vectors; compares and
     selects on varying values are `llvm.icmp`/`llvm.fcmp`/`llvm.select` (xDSL's
     arith compares and selects are scalar-only). Inner `loop.for`s with uniform
     bounds and `scf.if`s with uniform conditions are kept, their bodies vectorized.

@@ -417,8 +417,13 @@ class BodyVectorizer:
     def indices(
         self, op: memref.LoadOp | memref.StoreOp, store: bool
     ) -> tuple[SSAValue, list[Lanes], int]:
-        """The buffer, its indices and the stride (+-1) of a contiguous access, 0
-        if it is not contiguous."""
+        """The buffer, its indices and the stride in memory (+-1) of a
+        contiguous access, 0 if it is not contiguous.
+
+        An access is contiguous when one index is `base + s * lane`, the others
+        uniform, and that dimension's stride in the buffer times `s` is +-1: the
+        last index with s = +-1, or an earlier one whose later dimensions all
+        have extent 1 (channel c of a (1, C, 1, 1) tensor is element c)."""
         buffer = self.lookup(op.memref)
         if not isinstance(buffer, Uniform):
             raise Fallback(f"'{op.name}' on a buffer that differs across lanes")
@@ -426,26 +431,32 @@ class BodyVectorizer:
         assert isinstance(t, MemRefType)
         lanes = [self.lookup(i) for i in op.indices]
         self.record(op.memref, lanes, store)
-        if not lanes:
+        varying = [d for d, x in enumerate(lanes) if not isinstance(x, Uniform)]
+        if (
+            len(varying) != 1
+            or t.element_type == i1  # i1 vectors are bits in LLVM, bytes here
+            or element_bytes(t.element_type) is None
+        ):
             return buffer.value, lanes, 0
-        *outer, last = lanes
-        contiguous = (
-            isinstance(last, Affine)
-            and last.stride in (1, -1)
-            and all(isinstance(x, Uniform) for x in outer)
-            and t.element_type != i1  # i1 vectors are bits in LLVM, bytes here
-            and element_bytes(t.element_type) is not None
-        )
-        return buffer.value, lanes, last.stride if contiguous else 0  # pyright: ignore
+        x, strides = lanes[varying[0]], t.get_strides()
+        if not isinstance(x, Affine) or strides is None:
+            return buffer.value, lanes, 0
+        step = (strides[varying[0]] or 0) * x.stride
+        return buffer.value, lanes, step if step in (1, -1) else 0
 
     def first(self, lanes: list[Lanes], stride: int) -> list[SSAValue]:
         """The indices of the lowest element a contiguous access touches."""
-        *outer, last = lanes
-        assert isinstance(last, Affine)
-        start = last.base
-        if stride == -1:
-            start = self.index_op(arith.SubiOp, start, self.constant(self.width - 1))
-        return [*(self.lane(x, 0) for x in outer), start]
+        indices = []
+        for x in lanes:
+            if isinstance(x, Affine):
+                start = x.base
+                if stride == -1:
+                    width = self.constant(self.width - 1)
+                    start = self.index_op(arith.SubiOp, start, width)
+                indices.append(start)
+            else:
+                indices.append(self.lane(x, 0))
+        return indices
 
     def reverse(self, value: SSAValue) -> SSAValue:
         mask = DenseArrayBase.from_list(i64, list(range(self.width - 1, -1, -1)))

@@ -159,6 +159,38 @@ def test_strided_reversed_and_column_accesses():
     check(d, want_d)
 
 
+def test_trailing_unit_dimensions_are_contiguous():
+    """Channel c of (1, C, 1, 1) tensors (a squeezed bias, a pooled vector) is
+    element c: vector loads and stores, also reversed and at an offset; a
+    dimension of extent 2 after the index is still a gather."""
+    m4, m3 = "memref<1x40x1x1xf32>", "memref<1x40x1xf32>"
+    text = kernel(
+        f"%A: {m4}, %B: memref<40x2xf32>, %C: {m3} {{ember.output}}",
+        f"""  loop.for %i = %c0 to %c32 step %c1 vectorized {{
+    %j = arith.addi %i, %c8 : index
+    %a = memref.load %A[%c0, %j, %c0, %c0] : {m4}
+    %back = arith.subi %c39, %i : index
+    %r = memref.load %A[%c0, %back, %c0, %c0] : {m4}
+    %b = memref.load %B[%i, %c1] : memref<40x2xf32>
+    %s = arith.addf %a, %r : f32
+    %t = arith.mulf %s, %b : f32
+    memref.store %t, %C[%c0, %i, %c0] : {m3}
+  }}""",
+    )
+    after = vectorized(text)
+    loads = [op for op in after.walk() if op.name == "vector.load"]
+    stores = [op for op in after.walk() if op.name == "vector.store"]
+    assert len(loads) == 2 and len(stores) == 1 and not failures(after)
+    assert "vector.shuffle" in ops(after) and "vector.insert" in ops(after)
+    a, b = random((1, 40, 1, 1), np.float32), random((40, 2), np.float32)
+    c = np.zeros((1, 40, 1), np.float32)
+    ember.build(text, name="f")(a, b, c)
+    flat = a.reshape(40)
+    want = np.zeros(40, np.float32)
+    want[:32] = (flat[8:40] + flat[39:7:-1]) * b[:32, 1]
+    check(c.reshape(40), want)
+
+
 def test_fused_index_divided():
     """A fused loop: i // 5 and i % 5 are per-lane values (opaque indices)."""
     text = kernel(

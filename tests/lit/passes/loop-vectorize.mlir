@@ -308,6 +308,35 @@ func.func @select(%A: memref<8xf32>, %C: memref<8xf32>) {
 
 // -----
 
+// Dimensions of extent 1 after the varying index keep an access contiguous:
+// channel c of a (1, 16, 1, 1) tensor is element c. Across a dimension of
+// extent 2 the lanes are 2 elements apart, a gather.
+
+// CHECK-LABEL: func.func @trailing_units(
+// CHECK-SAME:      %[[A:[^:]*]]: memref<1x16x1x1xf32>, %[[B:[^:]*]]: memref<16x2xf32>, %[[C:[^:]*]]: memref<1x16x1xf32>)
+// CHECK:         %[[C0:.*]] = arith.constant 0 : index
+// CHECK:         %[[X:.*]] = vector.load %[[A]][%[[C0]], %[[C0]], %[[C0]], %[[C0]]] : memref<1x16x1x1xf32>, vector<16xf32>
+// CHECK-NOT:     vector.load
+// CHECK:         memref.load %[[B]]
+// CHECK-COUNT-15: memref.load %[[B]]
+// CHECK-NOT:     memref.load
+// CHECK:         vector.store %{{.*}}, %[[C]][%[[C0]], %[[C0]], %[[C0]]] : memref<1x16x1xf32>, vector<16xf32>
+// CHECK-NEXT:    func.return
+func.func @trailing_units(%A: memref<1x16x1x1xf32>, %B: memref<16x2xf32>, %C: memref<1x16x1xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  loop.for %i = %c0 to %c16 step %c1 vectorized {
+    %a = memref.load %A[%c0, %i, %c0, %c0] : memref<1x16x1x1xf32>
+    %b = memref.load %B[%i, %c0] : memref<16x2xf32>
+    %s = arith.addf %a, %b : f32
+    memref.store %s, %C[%c0, %i, %c0] : memref<1x16x1xf32>
+  }
+  func.return
+}
+
+// -----
+
 // One iteration is the body at the lower bound; none, nothing.
 
 // CHECK-LABEL: func.func @tiny(
