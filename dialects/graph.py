@@ -361,7 +361,9 @@ def infer_type(
     return op.infer_type(operand_types, **attrs)
 
 
-__all__ = [
+# Generated from COMPUTE_OPS so the two cannot drift; pyright only reads literal
+# __all__ lists, and every name here is also imported above.
+__all__ = [  # pyright: ignore[reportUnsupportedDunderAll]
     *(op.__name__ for op in COMPUTE_OPS),
     "Conv2dOp",
     "ParamOp",

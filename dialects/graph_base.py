@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     ArrayAttr,
     FloatAttr,
     IntegerAttr,
@@ -30,7 +31,7 @@ from ember.dialects.graph_shapes import Shape, ShapeError
 
 REQUIRED = object()
 i1 = IntegerType(1)
-NUMPY_TYPES: dict[str, Attribute] = {
+NUMPY_TYPES: dict[str, IntegerType | AnyFloat] = {
     "float32": f32,
     "float64": f64,
     "int32": i32,
@@ -107,7 +108,7 @@ class GraphOp(IRDLOperation):
     PATTERN: ClassVar[str] = "opaque"
 
     @classmethod
-    def _infer(cls, shapes_: list[Shape], cfg: dict[str, Any]) -> Shape:
+    def _infer(cls, shapes_: list[Shape], cfg: dict[str, Any], /) -> Shape:
         raise NotImplementedError
 
     @classmethod

@@ -266,7 +266,7 @@ class SwitchOp(IRDLOperation):
     name = "llvm.switch"
 
     value = operand_def(IntegerType)
-    case_values = prop_def(DenseArrayBase)
+    case_values = prop_def(DenseArrayBase[IntegerType])
     default_dest = successor_def()
     case_dests = var_successor_def()
 

@@ -143,7 +143,8 @@ class ForOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         if not body.block.ops or not isinstance(body.block.last_op, YieldOp):
             body.block.add_op(YieldOp())
-        op = cls(*bounds, body, kind)
+        lower, upper, step = bounds
+        op = cls(lower, upper, step, body, kind)
         op.attributes.update(attrs)
         return op
 

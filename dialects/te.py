@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     TensorType,
@@ -102,7 +103,7 @@ class ComputeOp(IRDLOperation):
 
     tensor_name = prop_def(StringAttr, prop_name="name")
     reduce = opt_prop_def(StringAttr)
-    reduce_extents = opt_prop_def(DenseArrayBase)
+    reduce_extents = opt_prop_def(DenseArrayBase[IntegerType])
     identity = opt_prop_def(FloatAttr | IntegerAttr)
     result = result_def(TensorType)
     body = region_def("single_block")

@@ -83,6 +83,7 @@ def _constant(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]
     value = op.value
     if isinstance(value, IntegerAttr):
         if value.type != t:  # index
+            assert isinstance(t, IntegerType)  # llvm_type(index) is i64
             value = IntegerAttr(value.value.data, t)
     elif isinstance(value, DenseIntOrFPElementsAttr):
         if value.get_element_type() != element_type(t):  # vector<index>: same bytes

@@ -228,7 +228,7 @@ class _Lowering:
         Rewriter.insert_op(op, self.at)
         return op.results[0] if op.results else None  # type: ignore[return-value]
 
-    def _const(self, value: int, t: Attribute = i32) -> SSAValue:
+    def _const(self, value: int, t: IntegerType = i32) -> SSAValue:
         return self._add(llvm.ConstantOp(IntegerAttr(value, t), t))
 
     def _store(self, value: SSAValue, ptr: SSAValue, align: int) -> None:

@@ -13,6 +13,7 @@ from math import prod
 
 from xdsl.dialects import arith, llvm, memref, vector
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BFloat16Type,
     BytesAttr,
     DenseArrayBase,
@@ -316,6 +317,8 @@ def _global(op: memref.GlobalOp) -> None:
     else:
         assert isinstance(value, DenseIntOrFPElementsAttr)
         data = value.data.data * (count if len(value) == 1 else 1)  # splat
+    # _buffer_type rejected any other element (bare_pointer_error)
+    assert isinstance(elem, IntegerType | AnyFloat), elem
     flat = DenseIntOrFPElementsAttr(TensorType(elem, [count]), BytesAttr(data))
     private = op.sym_visibility.data == "private"
     new = llvm.GlobalOp(

@@ -59,7 +59,7 @@ def identity(op: te.ComputeOp) -> Attribute:
     if isinstance(element, AnyFloat):
         value = {"sum": 0.0, "max": -math.inf, "min": math.inf}[reduce]
         return FloatAttr(value, element)
-    if element == i1:
+    if isinstance(element, IntegerType) and element == i1:
         _check_bool(op, reduce)
         return IntegerAttr({"max": 0, "min": 1}[reduce], element)
     if isinstance(element, IntegerType | IndexType):

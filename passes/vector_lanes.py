@@ -553,9 +553,10 @@ class BodyVectorizer:
         values = [b.value for b in bounds if isinstance(b, Uniform)]
         if len(values) != 3:
             raise Fallback("an inner loop's bounds differ across lanes")
+        lower, upper, step = values
         body = self.new_block([IndexType()])
         body.args[0].name_hint = op.induction_var.name_hint
-        new = loop.ForOp(*values, body, op.kind.data)
+        new = loop.ForOp(lower, upper, step, body, op.kind.data)
         new.attributes.update(op.attributes)
         self.emit(new)
         self.bind(op.induction_var, Uniform(body.args[0], False))
