@@ -139,3 +139,16 @@ class EmberGraphPipeline(ModulePass):
         names = graph_pipeline(PassContext(opt_level=self.opt_level))
         if names:
             PassPipeline.parse_spec(get_all_passes(), ",".join(names)).apply(ctx, op)
+
+
+PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ember-graph{opt-level=N}": (
+        "graph -> graph: fold, fuse (N=0 none, 1 fold literals and fuse, 2 all)",
+        tuple(name for name, _ in GRAPH_PASSES),
+    ),
+    "ember-cpu": ("te or loop -> llvm dialect, for a CPU", EMBER_CPU),
+}
+"""The named pipelines ember-opt lists (`--list-pipelines`): a summary and the
+passes (for `ember-graph`, those of the highest level). A graph goes on past
+`ember-graph` through the ahead-of-time flow, not a pass list: see
+`ember-opt --emit` and `ember.aot`."""

@@ -1,24 +1,52 @@
-"""`ember-opt`: xDSL's opt driver with ember's dialects, passes and targets.
+"""`ember-opt`: xDSL's opt driver with ember's dialects, passes, targets, stages
+and mlir-opt's instrumentation and diagnostics (see docs/ember_opt.md).
 
     ember-opt kernel.mlir -p ember-cpu -t llvm
+    ember-opt kernel.mlir --emit=asm -t "llvm -mtriple=aarch64-linux-gnu"
+    ember-opt model.mlir --emit=graph -t dot | dot -Tsvg > model.svg
+    ember-opt kernel.mlir -p ember-cpu --print-ir-after=loop-vectorize --time-passes
 
-Bad input (a parse or verification error, an unknown pass, a failing pass) prints one
-diagnostic on stderr and exits with status 1; set EMBER_TRACEBACK=1 to see the Python
-traceback of an internal error.
+Bad input (a parse or verification error, an unknown pass, a failing pass) prints
+`file:line:col: error: message` with the offending line on stderr and exits with
+status 1; `--show-traceback` (or EMBER_TRACEBACK=1) shows the Python traceback of
+an internal error.
 """
 
+import argparse
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
-from io import BytesIO
+from io import BytesIO, StringIO
 from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    VerifyException,
+)
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
+
+from ember.runtime import EmberError
+from ember.tools.opt_diagnostics import (
+    EmberDiagnostic,
+    LocatingParser,
+    ParsedChunk,
+    check_expectations,
+    check_no_elided,
+    expectations,
+    from_parse_error,
+    from_pass_error,
+    from_verify_error,
+)
+from ember.tools.opt_instrument import Instrumentation, Timer, print_module
+from ember.tools.opt_stages import STAGES
 
 
 @dataclass(frozen=True)
@@ -37,6 +65,8 @@ class LLVMIRTarget(Target):
 
 class EmberOptMain(xDSLOptMain):
     version_format = "ember-opt on xdsl {xdsl_version}"
+    codegen_target: str = "llvm"
+    """The LLVM target (TVM form) for --emit=llvm-ir/asm/obj and graph lowering."""
 
     def register_all_dialects(self) -> None:
         from ember.dialects import register_all_dialects
@@ -49,69 +79,388 @@ class EmberOptMain(xDSLOptMain):
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 
-    def setup_pipeline(self) -> None:
-        self.args.passes = expand_pipelines(self.args.passes)
-        super().setup_pipeline()
-
-    def parse_chunk(
-        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
-    ) -> ModuleOp | None:
-        text = chunk.read()
-        lines = text.decode(errors="replace").splitlines()
-        if all(not ln.strip() or ln.lstrip().startswith("//") for ln in lines):
-            return ModuleOp([])  # an empty input is an empty module, as in mlir-opt
-        return super().parse_chunk(BytesIO(text), file_extension, start_offset)
-
     def register_all_targets(self) -> None:
+        from ember.tools.opt_dot import DotTarget
+
         super().register_all_targets()
         self.available_targets["llvm"] = lambda: LLVMIRTarget
+        self.available_targets["dot"] = lambda: DotTarget
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        for action in arg_parser._actions:
+            if "--target" in action.option_strings:
+                # `-t "llvm -mtriple=..."`: output LLVM code for that target
+                action.type = self._split_target
+                action.help = (
+                    f"{action.help}; an LLVM target string (`llvm -mtriple=... "
+                    "-mcpu=...`) picks the machine for llvm-ir, asm and obj"
+                )
+        arg_parser.add_argument(
+            "--emit",
+            choices=STAGES,
+            help="run the input down to this stage and print it (see --list-pipelines)",
+        )
+        arg_parser.add_argument(
+            "--opt-level",
+            type=int,
+            default=2,
+            help="graph pass level for --emit on graph input (default 2)",
+        )
+        arg_parser.add_argument("--mcpu", help="the CPU LLVM compiles for")
+        arg_parser.add_argument(
+            "--list-pipelines",
+            action="store_true",
+            help="list the named pipelines and --emit stages, then exit",
+        )
+        arg_parser.add_argument("--print-ir-after-all", action="store_true")
+        arg_parser.add_argument("--print-ir-before-all", action="store_true")
+        arg_parser.add_argument(
+            "--print-ir-after",
+            default="",
+            metavar="PASS[,PASS]",
+            help="print the IR to stderr after these passes",
+        )
+        arg_parser.add_argument(
+            "--print-ir-before",
+            default="",
+            metavar="PASS[,PASS]",
+            help="print the IR to stderr before these passes",
+        )
+        arg_parser.add_argument(
+            "--mlir-elide-elementsattrs-if-larger",
+            type=int,
+            metavar="N",
+            help="print dense constants of more than N elements as "
+            "dense_resource<__elided__> (not parseable back)",
+        )
+        arg_parser.add_argument(
+            "--show-traceback",
+            action="store_true",
+            help="show the Python traceback of an internal error",
+        )
+
+    def _split_target(self, value: str) -> str:
+        name, _, options = value.strip().partition(" ")
+        if options and name == "llvm":
+            self.codegen_target = value.strip()
+        return name if options and name == "llvm" else value
+
+    def setup_pipeline(self) -> None:
+        args = self.args
+        if args.mcpu:
+            self.codegen_target = f"{self.codegen_target} -mcpu={args.mcpu}"
+        self.args.passes = expand_pipelines(args.passes)
+        self.instr = Instrumentation(
+            print_before=_names(args.print_ir_before),
+            print_after=_names(args.print_ir_after),
+            print_before_all=args.print_ir_before_all,
+            print_after_all=args.print_ir_after_all,
+            elide_above=args.mlir_elide_elementsattrs_if_larger,
+            verify=not args.disable_verify,
+            timer=Timer() if args.time_passes else None,
+        )
+        callback = self.instr.callback()
+        if args.print_between_passes:  # xDSL's flag, kept: IR on stdout
+            inner = callback
+
+            def callback(prev, module, next_):  # type: ignore[no-redef]
+                inner(prev, module, next_)
+                if prev is not None and next_ is not None:
+                    print(f"IR after {prev.name}:")
+                    print_module(
+                        module, sys.stdout, args.mlir_elide_elementsattrs_if_larger
+                    )
+                    print("\n\n")
+
+        self.callback = callback
+        self.pipeline = PassPipeline.parse_spec(
+            self.available_passes, self.args.passes, callback
+        )
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["mlir"] = self._parse_mlir
+
+    def _parse_mlir(self, io: IO[bytes]) -> ModuleOp:
+        text = io.read().decode(errors="replace")
+        parser = LocatingParser(self.ctx, text, self.get_input_name())
+        module = parser.parse_module(not self.args.no_implicit_module)
+        self._op_offsets = parser.op_offsets
+        return module
+
+    # ------------------------------------------------------------ the driver
+
+    def run(self) -> None:  # type: ignore[override]
+        """Parse, verify, run the passes and the --emit stages, print; one
+        diagnostic per failing chunk (every chunk is tried)."""
+        if self.args.list_pipelines:
+            print(list_pipelines())
+            return
+        self._check_emit_args()
+        chunks, file_extension = self.prepare_input()
+        failures = 0
+        binary: list[bytes] = []
+        stream = None if self.args.emit == "obj" else self.prepare_output()
+        try:
+            for i, (chunk, offset) in enumerate(chunks):
+                text = chunk.read().decode(errors="replace")
+                chunk.close()
+                if i > 0 and stream is not None:
+                    stream.write("// -----\n")
+                parsed = ParsedChunk(self.get_input_name(), text, offset, {})
+                outputs: list[str | bytes] = []
+                failures += self._run_chunk(parsed, file_extension, outputs)
+                start = time.perf_counter()
+                for o in outputs:
+                    if isinstance(o, bytes):
+                        binary.append(o)
+                    elif stream is not None:
+                        stream.write(o)
+                if stream is not None:
+                    stream.flush()
+                if self.instr.timer is not None:
+                    self.instr.timer.add("output", time.perf_counter() - start)
+        finally:
+            if stream is not None and stream is not sys.stdout:
+                stream.close()
+        if binary:
+            self._write_binary(b"".join(binary))
+        if self.instr.timer is not None:
+            print(self.instr.timer.report(), file=sys.stderr)
+        if failures:
+            raise SystemExit(1)
+
+    def _run_chunk(
+        self, chunk: ParsedChunk, file_extension: str, outputs: list[str | bytes]
+    ) -> int:
+        args = self.args
+        expected = expectations(chunk) if args.verify_diagnostics else []
+        module: ModuleOp | None = None
+        self._op_offsets = {}
+        try:
+            timer = self.instr.timer or Timer()
+            with timer.time("parse"):
+                check_no_elided(chunk)
+                module = self._parse_text(chunk.text, file_extension)
+            chunk.op_offsets = self._op_offsets
+            if not args.disable_verify:
+                with timer.time("verify"):
+                    module.verify()
+            self.instr.current = None
+            self.apply_passes(module)
+            outputs.extend(self._emit(module))
+            diagnostic = None
+        except ParseError as e:
+            e.span = _with_offset(e, chunk.line_offset)
+            if args.parsing_diagnostics and not expected:
+                print(e)  # xDSL's form, which the dialect tests check
+                return 0
+            diagnostic = from_parse_error(e, chunk)
+        except DiagnosticException as e:
+            if args.verify_diagnostics and not expected:
+                print(e)  # xDSL's form: the message and the annotated IR
+                for note in getattr(e, "__notes__", ()):
+                    print(note)
+                return 0
+            diagnostic = self._diagnostic_of(e, module, chunk)
+        except EmberDiagnostic as e:
+            diagnostic = e
+        if args.verify_diagnostics and expected:
+            problems = check_expectations(expected, diagnostic, chunk.name)
+            for p in problems:
+                print(p, file=sys.stderr)
+            return 1 if problems else 0
+        if diagnostic is not None:
+            print(diagnostic.render(chunk.name), file=sys.stderr)
+            return 1
+        return 0
+
+    def _parse_text(self, text: str, file_extension: str) -> ModuleOp:
+        lines = text.splitlines()
+        if all(not ln.strip() or ln.lstrip().startswith("//") for ln in lines):
+            return ModuleOp([])  # an empty input is an empty module, as in mlir-opt
+        module = self.available_frontends[file_extension](BytesIO(text.encode()))
+        assert module is not None
+        return module
+
+    def _diagnostic_of(
+        self, e: DiagnosticException, module: ModuleOp | None, chunk: ParsedChunk
+    ) -> EmberDiagnostic:
+        running = self.instr.current
+        if isinstance(e, VerifyException) and module is not None:
+            d = from_verify_error(e, module, chunk)
+            if running:
+                d.message += f" (after pass '{running}')"
+            return d
+        return from_pass_error(e, running, chunk)
+
+    # ------------------------------------------------------------ stages
+
+    def _check_emit_args(self) -> None:
+        emit = self.args.emit
+        if emit == "obj" and self.args.output_file is None and sys.stdout.isatty():
+            raise ValueError(
+                "--emit=obj writes object code: give -o FILE or redirect stdout"
+            )
+
+    def _emit(self, module: ModuleOp) -> list[str | bytes]:
+        """The printed result of one chunk: the module, or its --emit stage."""
+        from ember.tools import opt_stages as st
+
+        stage = self.args.emit
+        timer = self.instr.timer or Timer()
+        if stage is None:
+            with timer.time("output"):
+                return [self._print(module)]
+        level = st.input_level(module)
+        st.check_stage(stage, level)
+        run = st.make_pipeline(self.available_passes, self.callback, self.ctx)
+        if level == "graph":
+            return self._emit_graph(module, stage, run, timer)
+        run(",".join(st.stage_passes(stage, level)), module)
+        if stage in st.TEXT_MODULE_STAGES:
+            return [self._print(module)]
+        with timer.time(f"codegen ({stage})"):
+            return [st.codegen(module, stage, self.codegen_target)]
+
+    def _emit_graph(self, module: ModuleOp, stage: str, run, timer: Timer):
+        from ember.pass_context import PassContext
+        from ember.passes.pipelines import graph_pipeline
+        from ember.tools import opt_stages as st
+
+        run(
+            ",".join(graph_pipeline(PassContext(opt_level=self.args.opt_level))), module
+        )
+        if stage == "graph":
+            return [self._print(module)]
+        if stage == "obj":
+            raise st.StageError(
+                "--emit=obj on graph IR: a model is several objects linked "
+                "into one library; use `ember-compile model.mlir -o model.so`"
+            )
+        with timer.time("lower model (aot)"):
+            model = st.lower_model(module, self.codegen_target)
+        text_stage = stage if stage in st.TEXT_MODULE_STAGES else "llvm"
+        parts: list[str | bytes] = []
+        for title, m in st.model_stage_modules(model, text_stage, run):
+            body = (
+                self._print(m)
+                if stage == text_stage
+                else _as_text(st.codegen(m, stage, self.codegen_target))
+            )
+            parts.append(f"// {title}\n{body}")
+        return ["// -----\n".join(_ends_with_newline(p) for p in parts)]
+
+    def _print(self, module: ModuleOp) -> str:
+        elide = self.args.mlir_elide_elementsattrs_if_larger
+        if elide is not None and self.args.target == "mlir":
+            out = StringIO()
+            print_module(module, out, elide, self.args.print_op_generic)
+            return out.getvalue()
+        return self.output_resulting_program(module)
+
+    def _write_binary(self, data: bytes) -> None:
+        if self.args.output_file:
+            with open(self.args.output_file, "wb") as f:
+                f.write(data)
+        else:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+
+
+def _as_text(o: str | bytes) -> str:
+    return o if isinstance(o, str) else o.decode(errors="replace")
+
+
+def _ends_with_newline(s: str) -> str:
+    return s if s.endswith("\n") else s + "\n"
+
+
+def _with_offset(e: ParseError, line_offset: int):
+    import dataclasses
+
+    return dataclasses.replace(e.span, line_offset=line_offset)
+
+
+def _names(spec: str) -> set[str]:
+    return {n.strip() for n in spec.split(",") if n.strip()}
 
 
 def expand_pipelines(spec: str) -> str:
-    """`ember-cpu` in a pass list, replaced by its passes so that per-pass flags
-    (`--print-between-passes`, `--time-passes`) see every stage."""
-    from ember.passes.pipelines import EMBER_CPU
+    """`ember-cpu` and `ember-graph{opt-level=N}` in a pass list, replaced by
+    their passes so that per-pass flags (`--print-ir-after-all`,
+    `--time-passes`) see every stage."""
+    from ember.pass_context import PassContext
+    from ember.passes.pipelines import EMBER_CPU, graph_pipeline
 
-    return re.sub(r"(?<![\w-])ember-cpu(?![\w{-])", ",".join(EMBER_CPU), spec)
+    spec = re.sub(r"(?<![\w-])ember-cpu(?![\w{-])", ",".join(EMBER_CPU), spec)
+
+    def graph(m: re.Match[str]) -> str:
+        level = int(m.group(1)) if m.group(1) is not None else 2
+        return ",".join(graph_pipeline(PassContext(opt_level=level)))
+
+    spec = re.sub(
+        r"(?<![\w-])ember-graph(?:\{\s*opt-level\s*=\s*(\d+)\s*\})?(?![\w{-])",
+        graph,
+        spec,
+    )
+    return ",".join(p for p in re.split(r",(?![^{]*\})", spec) if p.strip())
 
 
-def _diagnostic(e: Exception) -> str:
-    """The error's message and, for a verifier error, the lines of IR around the
-    op it marks (xDSL attaches the whole module, annotated, as a note)."""
-    text = str(e).rstrip()
-    for note in getattr(e, "__notes__", ()):
-        lines = note.splitlines()
-        marks = [i for i, line in enumerate(lines) if "^^^" in line]
-        if marks:
-            first, last = max(0, marks[0] - 4), min(len(lines), marks[-1] + 2)
-            text += "\n" + "\n".join(lines[first:last])
-    return text
+def list_pipelines() -> str:
+    """The named pipelines with their passes, and the --emit stages."""
+    from ember.passes.pipelines import PIPELINES
+
+    lines = ["Named pipelines (-p NAME):"]
+    for name, (summary, passes) in PIPELINES.items():
+        lines.append(f"  {name}")
+        lines.append(f"      {summary}")
+        lines.append(f"      = {','.join(passes) or '(no pass)'}")
+    lines.append("")
+    lines.append("Stages (--emit=STAGE), in order: " + ", ".join(STAGES))
+    lines.append(
+        "  te/loop input: te, loop (convert-te-to-loop...), llvm (ember-cpu), "
+        "llvm-ir, asm, obj"
+    )
+    lines.append(
+        "  graph input: graph (ember-graph{opt-level=N}), then te, loop, llvm, "
+        "llvm-ir, asm per kernel and for the entry (the AOT flow of ember-compile)"
+    )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ember-opt; returns the process exit status."""
+    raw = sys.argv[1:] if argv is None else argv
+    show_tb = "--show-traceback" in raw or bool(os.environ.get("EMBER_TRACEBACK"))
     try:
         from ember.passes.api import load_plugins_from_argv
 
         argv = load_plugins_from_argv(argv)  # --load-pass-plugin, before passes list
         EmberOptMain(description="ember's modular optimizer driver", args=argv).run()
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 1
+    except EmberDiagnostic as e:
+        print(e.render(), file=sys.stderr)
+        return 1
     except (DiagnosticException, ParseError) as e:
-        print(_diagnostic(e), file=sys.stderr)
+        print(f"ember-opt: error: {str(e).strip()}", file=sys.stderr)
         return 1
     except ArgSpecParseError as e:  # a BaseException in xDSL: catch it by name
         print(f"ember-opt: error: {e}", file=sys.stderr)
         return 1
-    except (ValueError, LookupError, NotImplementedError, OSError) as e:
-        if os.environ.get("EMBER_TRACEBACK"):
+    except (ValueError, LookupError, NotImplementedError, OSError, EmberError) as e:
+        if show_tb:
             raise
         print(f"ember-opt: error: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug in ember or xDSL, reported as one line
-        if os.environ.get("EMBER_TRACEBACK"):
+        if show_tb:
             raise
         print(
             f"ember-opt: internal error: {type(e).__name__}: {e} "
-            "(set EMBER_TRACEBACK=1 for the traceback)",
+            "(--show-traceback or EMBER_TRACEBACK=1 shows the traceback)",
             file=sys.stderr,
         )
         return 2

@@ -1,9 +1,9 @@
 // RUN: not ember-opt %s 2>&1 | filecheck %s --check-prefix=VERIFY
 
-// A verifier error shows the message and the marked op, not a traceback.
-// VERIFY: expected 1 index block arguments, got 2
-// VERIFY: "te.compute"() <{name = "B"}>
-// VERIFY-NEXT: ^^^^
+// A verifier error: file:line:col of the failing op, its source line, a caret.
+// VERIFY: ember-opt-verify-error.mlir:[[# @LINE + 6]]:3: error: 'te.compute' op expected 1 index block arguments, got 2
+// VERIFY-NEXT: {{^}}  %B = te.compute "B" (%i, %j) -> tensor<4xf32> {
+// VERIFY-NEXT: {{^}}  ^{{$}}
 // VERIFY-NOT: Traceback
 
 func.func @g(%A: tensor<4xf32>) -> tensor<4xf32> {
