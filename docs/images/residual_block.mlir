@@ -1,0 +1,29 @@
+// CHECK-LABEL: func.func @residual(
+// CHECK-SAME:      %[[X:.*]]: tensor<1x8x8x8xf32>)
+// CHECK:         %[[G0:.*]] = graph.fused "fused_conv2d_relu_0" (%[[X]], %{{.*}}, %{{.*}}) ({
+// CHECK:         %[[G1:.*]] = graph.fused "fused_conv2d_relu_1" (%[[G0]], %{{.*}}, %{{.*}}) ({
+// CHECK:         %[[G2:.*]] = graph.fused "fused_conv2d_add_relu_2" (%[[G1]], %{{.*}}, %{{.*}}, %[[G0]]) ({
+// CHECK-NEXT:    ^{{.*}}(%[[A:.*]]: tensor<1x8x8x8xf32>, %{{.*}}: tensor<8x8x3x3xf32>, %{{.*}}: tensor<8xf32>, %[[RES:.*]]: tensor<1x8x8x8xf32>):
+// CHECK-NEXT:      %[[C:.*]] = graph.conv2d %[[A]]
+// CHECK-NEXT:      %[[S:.*]] = graph.add %[[C]], %[[RES]]
+// CHECK-NEXT:      %[[R:.*]] = graph.relu %[[S]]
+// CHECK-NEXT:      graph.yield %[[R]]
+// CHECK:         func.return %[[G2]]
+// CHECK-NOT:     graph.fused
+func.func @residual(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  %w0 = graph.param "w0" : tensor<8x8x3x3xf32>
+  %b0 = graph.param "b0" : tensor<8xf32>
+  %w1 = graph.param "w1" : tensor<8x8x3x3xf32>
+  %b1 = graph.param "b1" : tensor<8xf32>
+  %w2 = graph.param "w2" : tensor<8x8x3x3xf32>
+  %b2 = graph.param "b2" : tensor<8xf32>
+  %c0 = graph.conv2d %x, %w0, %b0 {padding = [1, 1, 1, 1]} : (tensor<1x8x8x8xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  %r0 = graph.relu %c0 : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %c1 = graph.conv2d %r0, %w1, %b1 {padding = [1, 1, 1, 1]} : (tensor<1x8x8x8xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  %r1 = graph.relu %c1 : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %c2 = graph.conv2d %r1, %w2, %b2 {padding = [1, 1, 1, 1]} : (tensor<1x8x8x8xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  %s = graph.add %c2, %r0 : (tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %r2 = graph.relu %s : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  func.return %r2 : tensor<1x8x8x8xf32>
+}
+

@@ -1,0 +1,93 @@
+"""ember-opt's driver from Python: stages, stderr-only instrumentation, elided
+constants refused when read back, obj output, DOT that Graphviz accepts."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from ember.tools.ember_opt import expand_pipelines, main
+
+NEG = """func.func @neg(%A: tensor<4xf32>) -> tensor<4xf32> {
+  %B = te.compute "B" (%i) -> tensor<4xf32> {
+    %a = te.read %A[%i] : tensor<4xf32>
+    %b = arith.negf %a : f32
+    te.yield %b : f32
+  }
+  func.return %B : tensor<4xf32>
+}
+"""
+
+CONST = """func.func @c() -> tensor<64xf32> {
+  %c = graph.constant dense<1.5> : tensor<64xf32>
+  func.return %c : tensor<64xf32>
+}
+"""
+
+
+@pytest.fixture
+def neg(tmp_path):
+    p = tmp_path / "neg.mlir"
+    p.write_text(NEG)
+    return p
+
+
+def test_time_passes_and_dumps_leave_stdout_parseable(neg, capsys):
+    assert (
+        main([str(neg), "-p", "ember-cpu", "--print-ir-after-all", "--time-passes"])
+        == 0
+    )
+    out, err = capsys.readouterr()
+    assert out.lstrip().startswith("builtin.module") and "IR Dump" not in out
+    assert err.count("// -----// IR Dump After ") == 20
+    assert "Execution time report" in err and "100.0%)  Total" in err
+
+
+def test_obj_to_file_is_an_elf_object(neg, tmp_path):
+    o = tmp_path / "neg.o"
+    assert main([str(neg), "--emit=obj", "-o", str(o)]) == 0
+    assert o.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_elided_constants_print_and_are_refused(tmp_path, capsys):
+    src = tmp_path / "c.mlir"
+    src.write_text(CONST)
+    assert main([str(src), "--mlir-elide-elementsattrs-if-larger=16"]) == 0
+    out = capsys.readouterr().out
+    assert "dense_resource<__elided__> : tensor<64xf32>" in out
+    assert main([str(src), "--mlir-elide-elementsattrs-if-larger=64"]) == 0
+    assert "dense<1.5" in capsys.readouterr().out
+    back = tmp_path / "elided.mlir"
+    back.write_text(out)
+    assert main([str(back)]) == 1
+    err = capsys.readouterr().err
+    assert "elided.mlir:3:25: error:" in err and "has no data" in err
+
+
+def test_expand_graph_pipeline_by_level():
+    assert expand_pipelines("ember-graph{opt-level=0}") == ""
+    assert expand_pipelines("ember-graph{opt-level=1},cse") == (
+        "graph-fold-constants,graph-fuse-ops,cse"
+    )
+
+
+def test_internal_error_is_one_line_unless_asked(neg, capsys, monkeypatch):
+    from ember.tools import opt_stages
+
+    def boom(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(opt_stages, "codegen", boom)
+    assert main([str(neg), "--emit=asm"]) == 2
+    assert "internal error: RuntimeError: boom" in capsys.readouterr().err
+    with pytest.raises(RuntimeError):
+        main([str(neg), "--emit=asm", "--show-traceback"])
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz not installed")
+def test_dot_renders_with_graphviz(neg, capsys):
+    assert main([str(neg), "-t", "dot"]) == 0
+    dot = capsys.readouterr().out
+    assert "te.compute B\\n4xf32" in dot
+    svg = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True)
+    assert svg.returncode == 0 and "<svg" in svg.stdout
