@@ -23,7 +23,7 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
     DiagnosticException,
@@ -160,12 +160,13 @@ class EmberOptMain(xDSLOptMain):
             verify=not args.disable_verify,
             timer=Timer() if args.time_passes else None,
         )
-        callback = self.instr.callback()
-        if args.print_between_passes:  # xDSL's flag, kept: IR on stdout
-            inner = callback
+        inner = self.instr.callback()
 
-            def callback(prev, module, next_):  # type: ignore[no-redef]
-                inner(prev, module, next_)
+        def callback(
+            prev: ModulePass | None, module: ModuleOp, next_: ModulePass | None
+        ) -> None:
+            inner(prev, module, next_)
+            if args.print_between_passes:  # xDSL's flag, kept: IR on stdout
                 if prev is not None and next_ is not None:
                     print(f"IR after {prev.name}:")
                     print_module(
@@ -324,7 +325,9 @@ class EmberOptMain(xDSLOptMain):
         with timer.time(f"codegen ({stage})"):
             return [st.codegen(module, stage, self.codegen_target)]
 
-    def _emit_graph(self, module: ModuleOp, stage: str, run, timer: Timer):
+    def _emit_graph(
+        self, module: ModuleOp, stage: str, run, timer: Timer
+    ) -> list[str | bytes]:
         from ember.pass_context import PassContext
         from ember.passes.pipelines import graph_pipeline
         from ember.tools import opt_stages as st
@@ -342,7 +345,7 @@ class EmberOptMain(xDSLOptMain):
         with timer.time("lower model (aot)"):
             model = st.lower_model(module, self.codegen_target)
         text_stage = stage if stage in st.TEXT_MODULE_STAGES else "llvm"
-        parts: list[str | bytes] = []
+        parts: list[str] = []
         for title, m in st.model_stage_modules(model, text_stage, run):
             body = (
                 self._print(m)
