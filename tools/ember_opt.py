@@ -184,7 +184,10 @@ class EmberOptMain(xDSLOptMain):
         self.available_frontends["mlir"] = self._parse_mlir
 
     def _parse_mlir(self, io: IO[bytes]) -> ModuleOp:
+        from ember.tools.opt_lexer_guard import check_string_literals
+
         text = io.read().decode(errors="replace")
+        check_string_literals(text, self.get_input_name())
         parser = LocatingParser(self.ctx, text, self.get_input_name())
         module = parser.parse_module(not self.args.no_implicit_module)
         self._op_offsets = parser.op_offsets
