@@ -23,7 +23,7 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
     DiagnosticException,
@@ -33,6 +33,7 @@ from xdsl.utils.exceptions import (
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from ember.passes.api import add_plugin_argument, parse_pipeline
 from ember.runtime import EmberError
 from ember.tools.opt_diagnostics import (
     EmberDiagnostic,
@@ -88,6 +89,7 @@ class EmberOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        add_plugin_argument(arg_parser)  # loaded by main() before parsing; for --help
         for action in arg_parser._actions:
             if "--target" in action.option_strings:
                 # `-t "llvm -mtriple=..."`: output LLVM code for that target
@@ -175,8 +177,10 @@ class EmberOptMain(xDSLOptMain):
                     print("\n\n")
 
         self.callback = callback
-        self.pipeline = PassPipeline.parse_spec(
-            self.available_passes, self.args.passes, callback
+        # ember's parser: an unknown pass names the closest ones, a bad option
+        # names the option and the type it expects.
+        self.pipeline = parse_pipeline(
+            self.args.passes, self.available_passes, callback
         )
 
     def register_all_frontends(self) -> None:

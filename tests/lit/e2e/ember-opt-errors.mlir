@@ -3,7 +3,7 @@
 
 // Bad input gets one diagnostic and a non-zero exit, never a Python traceback.
 
-// PASS: ember-opt: error: Unrecognized passes: ['no-such-pass']
+// PASS: ember-opt: error: unknown pass 'no-such-pass'
 // PASS-NOT: Traceback
 
 // PARSE: te-compute-missing-yield
