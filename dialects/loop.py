@@ -7,6 +7,8 @@ intermediate buffers with `loop.alloc`, and do scalar work in `arith`/`math` wit
 registered by name (TVM's `call_packed`), handing it buffers and scalars.
 """
 
+from collections.abc import Sequence
+
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -233,7 +235,7 @@ class CallPackedOp(IRDLOperation):
     def __init__(
         self,
         callee: str,
-        args: "list[SSAValue | Operation | str]",
+        args: Sequence[SSAValue | Operation | str],
     ):
         operands = [a for a in args if not isinstance(a, str)]
         props: dict[str, Attribute] = {"callee": StringAttr(callee)}

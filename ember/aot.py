@@ -200,6 +200,9 @@ class _Lowering:
         self.consts: dict[SSAValue, np.ndarray] = {}
         self.param_names: dict[SSAValue, str] = {}
         self.constants = 0
+        self.offsets: dict[SSAValue | _Scratch, int] = {}
+        """Workspace byte offsets of intermediates (by root value) and scratch
+        buffers, from the memory plan (`_plan`)."""
         self.packed: dict[str, np.ndarray] = {}
         """The params blob's entries by name: every param or constant some
         kernel reads as it is, and every packed form a kernel reads."""
@@ -602,7 +605,9 @@ def _plan(lowering: _Lowering):
                 span[0], span[1] = min(span[0], step), max(span[1], step)
                 sizes[root] = max(sizes.get(root, 0), _nbytes(t))
     names = {root: f"t{i}" for i, root in enumerate(lives)}
-    plan = plan_memory([TensorLife(names[r], sizes[r], *lives[r]) for r in lives])
+    plan = plan_memory(
+        [TensorLife(names[r], sizes[r], lives[r][0], lives[r][1]) for r in lives]
+    )
     lowering.offsets = {r: plan.offsets[names[r]] for r in lives}
     layout: dict[str, dict] = {}
     offset = 0
@@ -702,6 +707,7 @@ def _entry_module(
             return cast(args[len(inputs) + storage.index], t)
         if isinstance(storage, _Param):
             return view(params, layout[storage.name]["offset"], t)
+        assert isinstance(value, SSAValue)  # an _Output returned above
         return view(ws, lowering.offsets[lowering.root(value)], t)
 
     declared: dict[str, list[MemRefType]] = {}

@@ -6,7 +6,7 @@ mod = ember.lower(s, [A, B, C], name="vecadd")   # a builtin.module of te IR
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import (
@@ -41,7 +41,11 @@ _TYPES: dict[str, Attribute] = {
     "index": IndexType(),
 }
 
-_FLOAT_OPS: dict[str, type[Operation]] = {
+# Op constructors by name: binary ones take (lhs, rhs), unary ones the operand.
+_Binary = Callable[[SSAValue, SSAValue], Operation]
+_Unary = Callable[[SSAValue], Operation]
+
+_FLOAT_OPS: dict[str, _Binary] = {
     "add": arith.AddfOp,
     "sub": arith.SubfOp,
     "mul": arith.MulfOp,
@@ -49,7 +53,7 @@ _FLOAT_OPS: dict[str, type[Operation]] = {
     "max": arith.MaximumfOp,
     "min": arith.MinimumfOp,
 }
-_INT_OPS: dict[str, type[Operation]] = {
+_INT_OPS: dict[str, _Binary] = {
     "add": arith.AddiOp,
     "sub": arith.SubiOp,
     "mul": arith.MuliOp,
@@ -57,9 +61,9 @@ _INT_OPS: dict[str, type[Operation]] = {
     "min": arith.MinSIOp,
 }
 # true is 1 for unsigned comparisons, -1 for signed ones
-_BOOL_OPS: dict[str, type[Operation]] = {"max": arith.MaxUIOp, "min": arith.MinUIOp}
+_BOOL_OPS: dict[str, _Binary] = {"max": arith.MaxUIOp, "min": arith.MinUIOp}
 # bitwise on integers, logical on bools
-_LOGIC_OPS: dict[str, type[Operation]] = {
+_LOGIC_OPS: dict[str, _Binary] = {
     "and": arith.AndIOp,
     "or": arith.OrIOp,
     "xor": arith.XOrIOp,
@@ -73,7 +77,7 @@ _FLOAT_PREDICATES = {
     "eq": "oeq",
     "ne": "une",
 }
-_MATH: dict[str, type[Operation]] = {
+_MATH: dict[str, _Unary] = {
     "exp": math.ExpOp,
     "log": math.LogOp,
     "sqrt": math.SqrtOp,
@@ -242,13 +246,15 @@ def _emit_compute(
     if isinstance(body, te.Reduce):
         reduce, body = body.combiner, body.body
     block.add_op(te_ir.YieldOp(emitter.emit(body)))
+    combiner, identity = _combiner(op.body)
     return te_ir.ComputeOp(
         t.name,
         tensor_type(t),
         block,
         reduce,
         [v.extent for v in op.reduce_axis],
-        *_combiner(op.body),
+        combiner,
+        identity,
     )
 
 
@@ -296,11 +302,11 @@ def _emit_extern(t: te.Tensor, values: dict[int, SSAValue]) -> te_ir.ExternOp:
     return te_ir.ExternOp(t.name, inputs, tensor_type(t), block)
 
 
-def _combiner(body: te.Expr) -> tuple[Block, Attribute] | tuple[()]:
-    """The combine block and identity of a `comm_reducer` reduction; nothing for
-    a plain compute or a builtin combiner."""
+def _combiner(body: te.Expr) -> tuple[Block | None, Attribute | None]:
+    """The combine block and identity of a `comm_reducer` reduction; (None, None)
+    for a plain compute or a builtin combiner."""
     if not isinstance(body, te.Reduce) or body.custom is None:
-        return ()
+        return None, None
     x, y, combined, identity = body.custom
     t = ir_type(body.dtype)
     block = Block(arg_types=[t, t])
@@ -379,7 +385,7 @@ class _BodyEmitter:
         if isinstance(e, te.Call):
             args = [self.emit(a) for a in e.args]
             if e.fn in ("max", "min"):
-                return self._binary(e.fn, e.dtype, *args)
+                return self._binary(e.fn, e.dtype, args[0], args[1])
             if e.fn == "reinterpret":
                 return self.add(arith.BitcastOp(args[0], ir_type(e.dtype)))
             return self.add(_MATH[e.fn](args[0]))
@@ -486,8 +492,13 @@ class _BodyEmitter:
         if dst_float:
             op = arith.UIToFPOp if src == "bool" else arith.SIToFPOp
             return self.add(op(value, to))  # type: ignore[arg-type]
-        src_bits = ir_type(src).width.data  # type: ignore[attr-defined]
-        if to.width.data > src_bits:  # type: ignore[attr-defined]
+        # integer to integer: float and bool targets returned above, an index
+        # source was widened to int64 first
+        src_type = ir_type(src)
+        assert isinstance(src_type, IntegerType) and isinstance(to, IntegerType), (
+            f"expected an integer cast, got {src} -> {dst}"
+        )
+        if to.width.data > src_type.width.data:
             op = arith.ExtUIOp if src == "bool" else arith.ExtSIOp
             return self.add(op(value, to))
         return self.add(arith.TruncIOp(value, to))  # type: ignore[arg-type]

@@ -108,7 +108,7 @@ class Stage:
             raise ScheduleError(
                 f"{primitive}: expected an axis of stage '{self.name}', got {var!r}"
             )
-        if _position(self.leaves, var) is None:
+        if _find(self.leaves, var) is None:
             known = ", ".join(v.name for v in self.leaves)
             raise ScheduleError(
                 f"{primitive}: '{var.name}' is not a loop of stage '{self.name}' "
@@ -140,9 +140,9 @@ class Stage:
                 f"split: expected a positive int to split '{parent.name}', got {amount!r}"
             )
         if factor is not None:
-            inner_extent, outer_extent = factor, -(-parent.extent // factor)
+            inner_extent, outer_extent = amount, -(-parent.extent // amount)
         else:
-            outer_extent, inner_extent = nparts, -(-parent.extent // nparts)  # type: ignore[operator]
+            outer_extent, inner_extent = amount, -(-parent.extent // amount)
         outer = self._fresh(f"{parent.name}.outer", 0, outer_extent, parent.reduce)
         inner = self._fresh(f"{parent.name}.inner", 0, inner_extent, parent.reduce)
         at = _position(self.leaves, parent)
@@ -195,7 +195,7 @@ class Stage:
             self._leaf("reorder", v)
         if len(set(map(id, args))) != len(args):
             raise ScheduleError(f"reorder: a loop of '{self.name}' is named twice")
-        slots = sorted(_position(self.leaves, v) for v in args)  # type: ignore[type-var]
+        slots = sorted(_position(self.leaves, v) for v in args)
         for slot, v in zip(slots, args, strict=True):
             self.leaves[slot] = v
         self._record("reorder", *args)
@@ -377,9 +377,16 @@ class Schedule:
         return f"Schedule({', '.join(op.name for op in self.outputs)})"
 
 
-def _position(leaves: list[te.Var], var: te.Var) -> int | None:
+def _find(leaves: list[te.Var], var: te.Var) -> int | None:
     """The index of `var` in `leaves` by identity (te expressions overload ==)."""
     return next((n for n, v in enumerate(leaves) if v is var), None)
+
+
+def _position(leaves: list[te.Var], var: te.Var) -> int:
+    """The index of a loop that `Stage._leaf` has checked is in `leaves`."""
+    at = _find(leaves, var)
+    assert at is not None, f"'{var.name}' is not a loop of this stage"
+    return at
 
 
 def _check_scope(primitive: str, scope: str) -> None:
@@ -425,6 +432,7 @@ def schedule_ir(sched: Schedule, axis_names: dict[int, str]):
     for step in sched.steps:
         if step.kind == "cache_write":
             (cache,) = step.results
+            assert isinstance(step.stage, te.ComputeOp)  # cache_write checks it
             for var, orig in zip(cache.axis, step.stage.axis, strict=True):
                 names[id(var)] = f"{names.get(id(orig), orig.name)}.c"
         elif step.kind == "cache_read":

@@ -141,14 +141,16 @@ def _group(op: Operation, constant_of: ConstantOf) -> _Group:
         if len(op.outputs) != 1:
             raise StrategyError(f"{label}: expected one result, got {len(op.outputs)}")
         block = op.body.block
-        outer = dict(zip(block.args, op.inputs, strict=True))
+        outer: dict[SSAValue, SSAValue] = dict(zip(block.args, op.inputs, strict=True))
         ops = [o for o in block.ops if not isinstance(o, graph.YieldOp)]
         yielded = block.last_op
         assert isinstance(yielded, graph.YieldOp)
         result = yielded.values[0]
     else:
         label, ops, result, outer = f"'{op.name}'", [op], op.results[0], {}
-    local = {o.results[0]: o.numpy() for o in ops if isinstance(o, graph.ConstantOp)}
+    local: dict[SSAValue, np.ndarray] = {
+        o.results[0]: o.numpy() for o in ops if isinstance(o, graph.ConstantOp)
+    }
     ops = [o for o in ops if not isinstance(o, graph.ConstantOp)]
     if not ops:
         raise StrategyError(f"{label}: expected an op to compute, got none")
@@ -349,7 +351,7 @@ def _tensor_form(op: Operation, args: list[te.Tensor | float]) -> te.Tensor:
             elementwise.UNARY[short], _tensor(args[0], op), name
         )
     if short in elementwise.BINARY:
-        return elementwise.map_binary(elementwise.BINARY[short], *args, name)
+        return elementwise.map_binary(elementwise.BINARY[short], args[0], args[1], name)
     cfg = op.config  # type: ignore[attr-defined]
     x = _tensor(args[0], op)
     if short == "reshape":

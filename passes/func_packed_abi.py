@@ -667,14 +667,14 @@ def _model_args(f: func.FuncOp, args: list[_Arg], model: dict) -> list[_Arg]:
     return checked
 
 
-def _model_globals(module: ModuleOp, model: dict) -> list[Operation]:
+def _model_globals(module: ModuleOp, model: dict) -> list[llvm.GlobalOp]:
     """The int64 constants a C host reads: the workspace and params sizes and
     the inputs' and outputs' dtypes and shapes (`MODEL_IO`)."""
     io = [len(model["inputs"]), len(model["outputs"])]
     for tensor in (*model["inputs"], *model["outputs"]):
         code, bits = DTYPES[tensor["dtype"]]
         io += [code, bits, len(tensor["shape"]), *tensor["shape"]]
-    globals_: list[Operation] = [
+    globals_: list[llvm.GlobalOp] = [
         llvm.GlobalOp(
             i64,
             symbol,

@@ -166,7 +166,14 @@ _BINARY: dict[type, Callable[[Array, Array], Array]] = {
 def evaluate(op: Operation, inputs: Sequence[Array]) -> Array:
     """The value of graph op `op` on `inputs` (its operands' values)."""
     cfg: dict[str, Any] = op.config if isinstance(op, graph.GraphOp) else {}
-    x = inputs[0] if inputs else None
+    if isinstance(op, graph.ConstantOp):
+        return op.numpy()
+    if isinstance(op, graph.FusedOp):
+        (y,) = _run_block(op.body.block, inputs, {})
+        return np.asarray(y, dtype=inputs[0].dtype if inputs else y.dtype)
+    if not inputs:
+        raise NotImplementedError(f"no numpy semantics for {op.name}")
+    x = inputs[0]
     t = type(op)
     if t in _UNARY:
         y = _UNARY[t](x)
@@ -181,7 +188,8 @@ def evaluate(op: Operation, inputs: Sequence[Array]) -> Array:
     elif isinstance(op, graph.MatmulOp | graph.BatchMatmulOp):
         y = _matmul(inputs[0], inputs[1])
     elif isinstance(op, graph.BatchNormOp):
-        y = _batch_norm(*inputs, cfg["epsilon"])
+        x, gamma, beta, mean, var = inputs
+        y = _batch_norm(x, gamma, beta, mean, var, cfg["epsilon"])
     elif isinstance(op, graph.ClipOp):
         y = _clip(x, cfg["min"], cfg["max"])
     elif isinstance(op, graph.MaxPool2DOp):
@@ -207,14 +215,9 @@ def evaluate(op: Operation, inputs: Sequence[Array]) -> Array:
             graph.ReduceMaxOp: np.max,
         }[t]
         y = fn(x, axis=op.reduced_axes, keepdims=cfg["keepdims"])
-    elif isinstance(op, graph.ConstantOp):
-        y = op.numpy()
-    elif isinstance(op, graph.FusedOp):
-        (y,) = _run_block(op.body.block, inputs, {})
     else:
         raise NotImplementedError(f"no numpy semantics for {op.name}")
-    dtype = inputs[0].dtype if inputs else y.dtype
-    return np.asarray(y, dtype=dtype)
+    return np.asarray(y, dtype=x.dtype)
 
 
 def _run_block(

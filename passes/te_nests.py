@@ -180,7 +180,7 @@ class NestEmitter:
     def _domain(self, stage: Stage, offsets: list[Form], extents: list[int]) -> Domain:
         domain = Domain(offsets, extents)
         extent: dict[IterVar, int] = dict(zip(stage.axes, extents, strict=True))
-        for v, e in zip(stage.reduce_axes, stage.op.extents, strict=True):
+        for v, e in zip(stage.reduce_axes, stage.compute.extents, strict=True):
             extent[v] = e
         guards: list[tuple[IterVar, int]] = []
         for r in stage.relations:
@@ -276,14 +276,13 @@ class NestEmitter:
         leaves = stage.leaves
         first = next((n for n, v in enumerate(leaves) if v.reduce), len(leaves))
         at = self._loops(stage, leaves[:first], at, attach=True)
-        if stage.op.reduce is not None:
+        op = stage.compute
+        if op.reduce is not None:
             data = [v for v in leaves[first:] if not v.reduce]
             init_at = self._loops(stage, data, at, attach=False)
             data_vars = {domain.vars[v] for v in stage.leaves if not v.reduce}
             init_at = self._guard(domain, init_at, data_vars)
-            init = self.constant_attr(
-                identity(stage.op), f"{stage.op.reduce.data}_init"
-            )
+            init = self.constant_attr(identity(op), f"{op.reduce.data}_init")
             self._store(stage, init, init_at)
             at = self._loops(stage, leaves[first:], at, attach=True)
         at = self._guard(domain, at, None)
@@ -384,12 +383,12 @@ class NestEmitter:
                 load = self._load(read, {}, {}, InsertPoint.before(read))
                 Rewriter.replace_op(read, [], [load])
         value = mapping.get(yielded.value, yielded.value)
-        if stage.op.reduce is not None:
+        if stage.compute.reduce is not None:
             buffer, indices = self._location(stage, at)
             acc = memref.LoadOp.get(buffer, indices)
             acc.res.name_hint = "acc"
             Rewriter.insert_op(acc, at)
-            value = combine(stage.op, acc.res, value, at)
+            value = combine(stage.compute, acc.res, value, at)
         self._store(stage, value, at)
 
     def _load(
@@ -470,28 +469,28 @@ def _evaluate(
         return consts.get(chosen, forms.get(chosen))
     if not isinstance(op.results[0].type, IndexType):
         return None
-    args = [forms.get(o) for o in operands]
-    if any(a is None for a in args):
+    args = [f for o in operands if (f := forms.get(o)) is not None]
+    if len(args) != len(operands):
         return None
     match op, args:
         case arith.AddiOp(), [a, b]:
-            return a + b  # type: ignore[operator]
+            return a + b
         case arith.SubiOp(), [a, b]:
-            return a - b  # type: ignore[operator]
-        case arith.MuliOp(), [a, b] if b.is_const():  # type: ignore[union-attr]
-            return a * b.const  # type: ignore[union-attr,operator]
-        case arith.MuliOp(), [a, b] if a.is_const():  # type: ignore[union-attr]
-            return b * a.const  # type: ignore[union-attr,operator]
-        case arith.FloorDivSIOp(), [a, b] if b.is_const() and b.const > 0:  # type: ignore[union-attr]
-            return affine.floordiv(a, b.const)  # type: ignore[arg-type,union-attr]
+            return a - b
+        case arith.MuliOp(), [a, b] if b.is_const():
+            return a * b.const
+        case arith.MuliOp(), [a, b] if a.is_const():
+            return b * a.const
+        case arith.FloorDivSIOp(), [a, b] if b.is_const() and b.const > 0:
+            return affine.floordiv(a, b.const)
         case arith.DivSIOp(), [a, b] if (
             b.is_const() and b.const > 0 and a.range()[0] >= 0
-        ):  # type: ignore[union-attr]
-            return affine.floordiv(a, b.const)  # type: ignore[arg-type,union-attr]
+        ):
+            return affine.floordiv(a, b.const)
         case arith.RemSIOp(), [a, b] if (
             b.is_const() and b.const > 0 and a.range()[0] >= 0
-        ):  # type: ignore[union-attr]
-            return affine.mod(a, b.const)  # type: ignore[arg-type,union-attr]
+        ):
+            return affine.mod(a, b.const)
     return None
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, TensorType
-from xdsl.ir import Attribute, Block, BlockArgument, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ember.dialects import te
@@ -72,6 +72,12 @@ class Stage:
     @property
     def name(self) -> str:
         return self.op.tensor_name.data
+
+    @property
+    def compute(self) -> te.ComputeOp:
+        """The te.compute of a stage that is not extern (callers check first)."""
+        assert isinstance(self.op, te.ComputeOp), f"'{self.name}' is a te.extern stage"
+        return self.op
 
     @property
     def extern(self) -> bool:
@@ -172,7 +178,9 @@ class Schedule:
 
     def ordered(self) -> list[Stage]:
         """The live stages in the order of their computes (producers first)."""
-        by_op = {s.op: s for s in self.stages.values() if not s.inlined}
+        by_op: dict[Operation, Stage] = {
+            s.op: s for s in self.stages.values() if not s.inlined
+        }
         return [by_op[op] for op in self.block.ops if op in by_op]
 
     def stage(self, primitive: str, name: str) -> Stage:
@@ -257,7 +265,9 @@ class Schedule:
         for slot, v in zip(slots, axes, strict=True):
             stage.leaves[slot] = v
 
-    def _annotate(self, primitive: str, op: sch.VectorizeOp) -> None:
+    def _annotate(
+        self, primitive: str, op: sch.VectorizeOp | sch.ParallelOp | sch.UnrollOp
+    ) -> None:
         stage = self.stage(primitive, op.stage.data)
         var = stage.leaf(primitive, op.axis.data)
         kind = {

@@ -102,7 +102,8 @@ def _tensor(address: int, index: int) -> NDArray:
     # NDArray's own costs 5 us a tensor, most of a callback's overhead. Passed
     # back to compiled code during the call, it is the very tensor it was given.
     view = NDArray.__new__(NDArray)
-    view._arr = np.frombuffer(data, dtype).reshape(shape)
+    # ctypes arrays export the buffer protocol; typeshed's ctypes stubs do not say so
+    view._arr = np.frombuffer(data, dtype).reshape(shape)  # pyright: ignore[reportCallIssue, reportArgumentType]
     view._dltensor, view._shape_buf, view._handle = t, None, address
     view.device = _CPU
     return view
@@ -160,7 +161,8 @@ def _write_return(result, ret: int, ret_code: int) -> None:
             "or NDArray"
         )
     if ret and ret_code:
-        kind.from_address(ret).value = value
+        # each branch above picks `value` and its ctypes `kind` together
+        kind.from_address(ret).value = value  # pyright: ignore[reportAttributeAccessIssue]
         c_int32.from_address(ret_code).value = code
 
 

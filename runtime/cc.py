@@ -230,10 +230,10 @@ def _member(path: str, tar: tarfile.TarFile, name: str) -> bytes:
         f = tar.extractfile(member) if member.isfile() else None
         data = f.read() if f is not None else None
     except KeyError:
-        data = None
+        member, data = None, None
     except (tarfile.TarError, OSError, EOFError) as e:
         raise InvalidLibraryError(f"{path}: cannot read {name}: {e}") from None
-    if data is None:
+    if member is None or data is None:
         raise InvalidLibraryError(f"{path}: the archive has no file {name}")
     if len(data) != member.size:
         raise InvalidLibraryError(

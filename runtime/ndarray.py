@@ -148,7 +148,10 @@ class NDArray:
             )
         self._arr = arr
         self.device = _check_cpu(device, "NDArray")
-        self._shape_buf = (ctypes.c_int64 * arr.ndim)(*arr.shape)
+        # None in a callback's view, which borrows the caller's DLTensor
+        self._shape_buf: ctypes.Array[ctypes.c_int64] | None = (
+            ctypes.c_int64 * arr.ndim
+        )(*arr.shape)
         self._dltensor = DLTensor(
             arr.__array_interface__["data"][0],
             DLDevice(device.device_type, device.device_id),

@@ -199,7 +199,8 @@ def metadata_object(text: str, target_machine: llvm.TargetMachine) -> bytes:
     string.linkage = "private"
     string.unnamed_addr = True
     string.global_constant = True
-    string.initializer = ir.Constant(ir.ArrayType(i8, len(data)), data)
+    # llvmlite is untyped: pyright infers the attribute's type from its `= None`
+    string.initializer = ir.Constant(ir.ArrayType(i8, len(data)), data)  # pyright: ignore[reportAttributeAccessIssue]
     function = ir.Function(
         module, ir.FunctionType(i32, [ptr, ptr, i32, ptr, ptr]), METADATA_FUNCTION
     )
