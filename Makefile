@@ -32,9 +32,12 @@ pytest: $(VENV)/.installed-dev
 lit: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -s tests/lit
 
+# pyright checks the package through build/pyright-src, the import layout of
+# [tool.setuptools] package-dir as symlinks, which the script rebuilds first.
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python .ci/pyright_tree.py --run
 
 test: lint pytest lit
 
