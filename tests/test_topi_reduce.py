@@ -162,11 +162,17 @@ def reduce_cases(draw):
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(reduce_cases())
-def test_property_reductions_match_numpy(case):
+@given(reduce_cases(), st.integers(0, 2**32 - 1))
+def test_property_reductions_match_numpy(case, seed):
     shape, axes, keepdims, kind = case
-    a = rand(*shape)
+    # Data from the drawn seed, so a failing example replays exactly.
+    a = np.random.default_rng(seed).uniform(-2, 2, shape).astype("float32")
     x = te.placeholder(shape, name="x")
     axis = tuple(axes) if axes else None
     expected = NUMPY[kind](a.astype("float64"), axis=axis, keepdims=keepdims)
-    close(run_kernel(rd.reduce(x, kind, axes, keepdims), a), expected.astype("float32"))
+    got = run_kernel(rd.reduce(x, kind, axes, keepdims), a)
+    # A float32 sum of terms that cancel is exact only up to the size of the
+    # terms: the bound is relative to the same reduction of |a|, not to the result.
+    scale = NUMPY[kind](np.abs(a).astype("float64"), axis=axis, keepdims=keepdims)
+    bound = 1e-6 if kind == "max" else 4e-6 * scale
+    assert np.all(np.abs(got - expected) <= bound), (shape, axes, kind)
