@@ -14,7 +14,7 @@ from xdsl.parser import Parser
 import ember
 from ember.aot import ModelCompileError, compile_model
 from ember.compile_cache import CompileCache
-from ember.kernel_build import object_symbols
+from ember.kernel_build import compile_kernel, object_symbols
 from ember.passes import get_context
 from ember.passes.graph_reference import run_graph
 from ember.runtime import GraphModule, cpu, save_param_dict
@@ -276,6 +276,12 @@ def test_scratch_buffers_are_planned():
                 o_end = o + int(np.prod(ot.get_shape())) * 4
                 assert end <= o or o_end <= start, "scratch overlaps an operand"
     assert plan.workspace_bytes < plan.total_bytes
+    # The kernel compiler checks the lowered signature against the plan's.
+    job = next(j for j in lowering.jobs.values() if j.scratch)
+    with pytest.raises(
+        ValueError, match=r"expected scratch buffers \[\], got \[memref"
+    ):
+        compile_kernel(job.text, job.symbol, "llvm", ())
 
 
 def test_errors(cache):
