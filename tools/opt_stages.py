@@ -151,8 +151,8 @@ def model_stage_modules(
 
     out = []
     for symbol, kernel in stages.kernels:
-        if stage == "loop":
-            run(",".join(TE_TO_LOOP), kernel)
+        if stage == "loop":  # the kernels' own te-to-loop (scratch arguments)
+            run(",".join(kernel_passes()[: len(TE_TO_LOOP)]), kernel)
         elif stage != "te":
             run(",".join(kernel_passes()), kernel)
         out.append((f"kernel {symbol}", kernel))
