@@ -211,7 +211,8 @@ def check_rows(statuses: dict[str, str], names: list[str]) -> None:
     assert list(statuses) == names
     assert "WRONG" not in statuses.values(), statuses
     for name in names:
-        if name.startswith(("ember", "numpy")):
+        # ember's own rows must run; rows that feed ember torch tensors need torch.
+        if name.startswith(("ember", "numpy")) and "torch" not in name:
             assert statuses[name] == "ok", (name, statuses)
         else:  # the bench extra is optional
             assert statuses[name] in ("ok", "not installed"), (name, statuses)
