@@ -26,7 +26,7 @@ from ctypes import CFUNCTYPE, c_char, c_double, c_int32, c_int64, c_void_p
 
 import numpy as np
 
-from .dlpack import DL_CPU, DLTensor, dl_to_dtype, is_compact
+from .dlpack import DL_CPU, DLTensor, dl_to_dtype, dltensor_layout, is_compact
 from .errors import EmberError, FunctionNotFoundError
 from .ndarray import NDArray, cpu
 from .packed_func import (
@@ -87,8 +87,7 @@ def _tensor(address: int, index: int) -> NDArray:
             f"{t.device.device_type}"
         )
     dtype = dl_to_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
-    shape = tuple(t.shape[: t.ndim]) if t.ndim else ()
-    strides = tuple(t.strides[: t.ndim]) if t.ndim and t.strides else None
+    shape, strides = dltensor_layout(t)
     if not is_compact(shape, strides):
         raise ValueError(
             f"argument {index}: expected a compact row-major tensor, got shape "

@@ -444,6 +444,19 @@ CPU_DEVICE_WORD = int.from_bytes(bytes(DLDevice(DL_CPU, 0)), sys.byteorder, sign
 """``DLDevice(kDLCPU, 0)``'s 8 bytes read as one native-endian int64."""
 
 
+def dltensor_layout(t: DLTensor) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """A DLTensor's shape and element strides (None when it declares none).
+
+    Example:
+        >>> shape = (c_int64 * 2)(2, 3)
+        >>> dltensor_layout(DLTensor(None, DLDevice(1, 0), 2, DLDataType(2, 32, 1), shape))
+        ((2, 3), None)
+    """
+    shape = tuple(t.shape[: t.ndim]) if t.ndim else ()
+    strides = tuple(t.strides[: t.ndim]) if t.ndim and t.strides else None
+    return shape, strides
+
+
 def dltensor_is_compact(address: int) -> bool:
     """Whether the DLTensor at ``address`` is compact row-major (``is_compact``).
 
@@ -453,7 +466,4 @@ def dltensor_is_compact(address: int) -> bool:
         >>> dltensor_is_compact(ctypes.addressof(t))
         True
     """
-    t = DLTensor.from_address(address)
-    shape = tuple(t.shape[: t.ndim]) if t.ndim else ()
-    strides = tuple(t.strides[: t.ndim]) if t.strides else None
-    return is_compact(shape, strides)
+    return is_compact(*dltensor_layout(DLTensor.from_address(address)))

@@ -22,6 +22,7 @@ from .dlpack import (
     DLTensor,
     consume_capsule,
     dl_to_dtype,
+    dltensor_layout,
     dtype_to_dl,
     is_compact,
     read_capsule,
@@ -481,8 +482,7 @@ def _from_capsule(capsule) -> NDArray:
     t = opened.tensor
     dev = _check_cpu(Device(t.device.device_type, t.device.device_id), "from_dlpack")
     dtype = dl_to_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
-    shape = tuple(t.shape[: t.ndim]) if t.ndim else ()
-    strides = tuple(t.strides[: t.ndim]) if t.ndim and t.strides else None
+    shape, strides = dltensor_layout(t)
     if not is_compact(shape, strides):
         raise ValueError(
             f"from_dlpack: expected a compact row-major tensor, got shape {shape} "
