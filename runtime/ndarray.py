@@ -317,13 +317,20 @@ def _as_shape(shape) -> tuple[int, ...]:
     return dims
 
 
+def _rpc_session(device):
+    """The RPC session of a remote device (``ember.rpc``), which allocates on
+    its server; None for a local device."""
+    return getattr(device, "rpc_session", None)
+
+
 def empty(shape, dtype: DTypeLike = "float32", device: Device = _CPU0) -> NDArray:
     """An uninitialized array with 64-byte aligned data.
 
     Args:
         shape: an int or a sequence of ints.
         dtype: the element type ("float32", "int8", "bool", ...).
-        device: where to allocate; only the CPU is supported.
+        device: where to allocate: the CPU, or a remote device of an RPC
+            session (``remote.cpu(0)``), which returns a ``RemoteNDArray``.
 
     Returns:
         The new NDArray.
@@ -335,6 +342,9 @@ def empty(shape, dtype: DTypeLike = "float32", device: Device = _CPU0) -> NDArra
     shape = _as_shape(shape)
     dtype = np.dtype(dtype)
     dtype_to_dl(dtype)
+    session = _rpc_session(device)
+    if session is not None:
+        return session.empty(shape, dtype, device)
     _check_cpu(device, "empty")
     nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, np.uint8)
@@ -348,7 +358,8 @@ def array(data, device: Device = _CPU0, dtype: DTypeLike | None = None) -> NDArr
     Args:
         data: a numpy array, an NDArray, a DLPack tensor (strided views too) or
             a (nested) list.
-        device: where to allocate; only the CPU is supported.
+        device: where to allocate: the CPU, or a remote device of an RPC
+            session (``remote.cpu(0)``), which returns a ``RemoteNDArray``.
         dtype: convert to this element type; by default keep numpy's choice.
 
     Returns:
@@ -364,6 +375,9 @@ def array(data, device: Device = _CPU0, dtype: DTypeLike | None = None) -> NDArr
     elif hasattr(data, "__dlpack__") and not isinstance(data, np.ndarray):
         data = _numpy_view(data, "array")
     src = np.asarray(data, dtype=dtype)
+    session = _rpc_session(device)
+    if session is not None:
+        return session.array(src, device)
     out = empty(src.shape, src.dtype, device)
     np.copyto(out._arr, src)
     return out
