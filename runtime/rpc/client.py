@@ -17,7 +17,8 @@ import numpy as np
 
 from ..dlpack import DL_CPU, dtype_to_dl
 from ..errors import EmberError, FunctionNotFoundError
-from ..ndarray import NDArray, _numpy_view, device as _local_device
+from ..ndarray import NDArray, _numpy_view
+from ..ndarray import device as _local_device
 from ..profiling import BenchmarkResult
 from . import protocol as p
 from .protocol import MsgType, RPCError

@@ -60,10 +60,10 @@ class Server:
         key: str | None = None,
         workspace: str | None = None,
         max_sessions: int = 16,
-        limits: Limits = Limits(),
+        limits: Limits | None = None,
     ):
         self.key = key
-        self.limits = limits
+        self.limits = limits if limits is not None else Limits()
         self.max_sessions = max_sessions
         self.listener = socket.create_server((host, port), backlog=64)
         self.address: tuple[str, int] = self.listener.getsockname()[:2]
