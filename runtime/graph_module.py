@@ -23,6 +23,7 @@ an error, not garbage). ``GraphModule`` wraps it with TVM's Python methods::
     y = m.get_output(0).numpy()
 """
 
+import json
 from collections.abc import Mapping
 
 import numpy as np
@@ -168,6 +169,7 @@ class GraphExecutor(Module):
             "get_num_inputs": self.get_num_inputs,
             "load_params": self.load_params,
             "get_input_index": self.get_input_index,
+            "get_io_info": self.get_io_info,
         }
 
     @staticmethod
@@ -251,6 +253,11 @@ class GraphExecutor(Module):
 
     def get_num_outputs(self) -> int:
         return len(self._outputs)
+
+    def get_io_info(self) -> str:
+        """The model's inputs and outputs as JSON: ``{"inputs": [{"name",
+        "shape", "dtype"}], "outputs": [...]}``."""
+        return json.dumps({k: self.model[k] for k in ("inputs", "outputs")})
 
     def get_num_inputs(self) -> int:
         return len(self._inputs)
@@ -351,7 +358,11 @@ class GraphModule:
     """TVM's ``graph_executor.GraphModule`` for ember model libraries.
 
     Args:
-        module: ``lib["default"](dev)``, a graph executor module.
+        module: ``lib["default"](dev)``, a graph executor module: a local
+            one, or a remote one of an RPC session (``ember.rpc``), whose
+            model then runs on the server. With a remote module, inputs
+            given as local arrays are copied to the server, and
+            ``get_output`` returns a ``RemoteNDArray`` (``.numpy()`` fetches it).
 
     Example:
         >>> lib = load_module("model.so")  # doctest: +SKIP
@@ -360,18 +371,32 @@ class GraphModule:
         >>> y = m.get_output(0).numpy()  # doctest: +SKIP
     """
 
-    def __init__(self, module: Module):
-        if not isinstance(module, GraphExecutor):
+    def __init__(self, module):
+        if getattr(module, "type_key", None) != GraphExecutor.type_key:
             raise TypeError(
                 'GraphModule wraps a graph executor, lib["default"](dev); got '
                 f"{module!r}"
             )
         self.module = module
+        session = getattr(module, "session", None)  # an RPC session's module
+        self._remote_device = session.cpu() if session is not None else None
         self._set_input = module["set_input"]
         self._run = module["run"]
         self._get_output = module["get_output"]
         self._get_input = module["get_input"]
         self._load_params = module["load_params"]
+        self._io: dict | None = None
+
+    def _here(self, value):
+        """``value`` where the executor is: copied to the server if it is remote."""
+        if (
+            self._remote_device is None
+            or getattr(value, "device", None) == self._remote_device
+        ):
+            return value
+        from .ndarray import array
+
+        return array(_as_numpy(value, "set_input"), device=self._remote_device)
 
     def set_input(self, key=None, value=None, **params) -> None:
         """Set inputs: ``set_input("x", x)``, ``set_input(0, x)`` or
@@ -384,9 +409,9 @@ class GraphModule:
         if key is not None:
             if value is None:
                 raise TypeError(f"set_input({key!r}): no value given")
-            self._set_input(key, value)
+            self._set_input(key, self._here(value))
         for name, v in params.items():
-            self._set_input(name, v)
+            self._set_input(name, self._here(v))
 
     def run(self, **inputs) -> None:
         """Run the model, after setting ``inputs`` (name=value) if given."""
@@ -394,42 +419,48 @@ class GraphModule:
             self.set_input(**inputs)
         self._run()
 
-    def get_output(self, index, out=None) -> NDArray:
+    def get_output(self, index, out=None):
         """Output ``index``: the executor's NDArray, or a copy into ``out``."""
-        return self._get_output(index, out)
+        if self._remote_device is None:
+            return self._get_output(index, out)
+        output = self._get_output(index)
+        return output if out is None else output.copyto(out)
 
-    def get_input(self, index) -> NDArray:
+    def get_input(self, index):
         """The executor's NDArray of input ``index`` (a name or an index)."""
         return self._get_input(index)
 
     def get_num_outputs(self) -> int:
-        return self.module.get_num_outputs()
+        return self.module["get_num_outputs"]()
 
     def get_num_inputs(self) -> int:
-        return self.module.get_num_inputs()
+        return self.module["get_num_inputs"]()
 
     def get_input_index(self, name: str) -> int:
-        return self.module.get_input_index(name)
+        return self.module["get_input_index"](name)
+
+    def _info(self, kind: str) -> tuple[dict[str, tuple], dict[str, str]]:
+        if self._io is None:
+            self._io = json.loads(self.module["get_io_info"]())
+        tensors = self._io[kind]
+        return (
+            {t["name"]: tuple(t["shape"]) for t in tensors},
+            {t["name"]: t["dtype"] for t in tensors},
+        )
 
     def get_input_info(self) -> tuple[dict[str, tuple], dict[str, str]]:
         """``(shapes, dtypes)`` of the inputs by name, as TVM returns them."""
-        inputs = self.module.model["inputs"]
-        return (
-            {t["name"]: tuple(t["shape"]) for t in inputs},
-            {t["name"]: t["dtype"] for t in inputs},
-        )
+        return self._info("inputs")
 
     def get_output_info(self) -> tuple[dict[str, tuple], dict[str, str]]:
         """``(shapes, dtypes)`` of the outputs by name."""
-        outputs = self.module.model["outputs"]
-        return (
-            {t["name"]: tuple(t["shape"]) for t in outputs},
-            {t["name"]: t["dtype"] for t in outputs},
-        )
+        return self._info("outputs")
 
     def load_params(self, params) -> None:
         """Load params: ``save_param_dict`` bytes, a dict of arrays, or the
         packed blob (see ``GraphExecutor.load_params``)."""
+        if self._remote_device is not None and isinstance(params, Mapping):
+            params = _params.save_param_dict(params)
         self._load_params(params)
 
     def benchmark(
@@ -440,14 +471,15 @@ class GraphModule:
         number: int = 5,
         min_repeat_ms: float = 0,
     ) -> BenchmarkResult:
-        """Time ``func_name`` (the whole model) with ``time_evaluator``.
+        """Time ``func_name`` (the whole model) with ``time_evaluator``, on
+        the server when the module is remote.
 
         Returns:
             A ``BenchmarkResult`` (seconds per run: mean, median, min, ...).
         """
         timer = self.module.time_evaluator(
             func_name,
-            device if device is not None else self.module.device,
+            device if device is not None else getattr(self.module, "device", None),
             number=number,
             repeat=repeat,
             min_repeat_ms=min_repeat_ms,

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..dlpack import DL_CPU, dtype_to_dl
 from ..errors import EmberError, FunctionNotFoundError
-from ..ndarray import NDArray, _numpy_view
+from ..ndarray import NDArray, _numpy_view, array
 from ..ndarray import device as _local_device
 from ..profiling import BenchmarkResult
 from . import protocol as p
@@ -416,33 +416,53 @@ class RemoteNDArray:
         return np.frombuffer(raw, self.dtype).reshape(self.shape)
 
     def copyfrom(self, source) -> "RemoteNDArray":
-        """Overwrite the array with ``source`` (numpy, NDArray, DLPack tensor or
-        list) of the same shape; its dtype is converted as numpy would."""
-        if isinstance(source, RemoteNDArray):
-            source = source.numpy()
-        elif isinstance(source, NDArray):
-            source = source.numpy()
-        elif hasattr(source, "__dlpack__") and not isinstance(source, np.ndarray):
-            source = _numpy_view(source, "copyfrom")
-        src = np.asarray(source)
+        """Copy data into the array, as ``NDArray.copyfrom`` does.
+
+        Args:
+            source: an NDArray, RemoteNDArray, numpy array or DLPack tensor of
+                the same shape and dtype, or a list (converted to the dtype).
+
+        Raises:
+            ValueError: the shape or the dtype differs.
+        """
+        if isinstance(source, RemoteNDArray | NDArray):
+            src = source.numpy()
+        elif isinstance(source, np.ndarray):
+            src = source
+        elif hasattr(source, "__dlpack__"):
+            src = _numpy_view(source, "copyfrom")
+        else:
+            src = np.asarray(source, dtype=self.dtype)
         if src.shape != self.shape:
-            raise ValueError(f"copyfrom: expected shape {self.shape}, got {src.shape}")
-        self.session._write(self.handle, src.astype(self.dtype, copy=False))
+            raise ValueError(
+                f"copyfrom: expected shape {self.shape}, got shape {src.shape}"
+            )
+        if src.dtype.name != self.dtype:
+            raise ValueError(
+                f"copyfrom: expected dtype {self.dtype}, got dtype {src.dtype.name}"
+            )
+        self.session._write(self.handle, src)
         return self
 
-    def copyto(self, target) -> "NDArray | RemoteNDArray":
-        """Copy into ``target`` (an array of the same shape, here or remote) or
-        to a new array on ``target`` (a Device or RemoteDevice)."""
-        from ..ndarray import array, empty
+    def copyto(self, target):
+        """Copy into ``target`` (an NDArray, RemoteNDArray or writeable numpy
+        array of the same shape and dtype), or into new memory on a device
+        (local or remote).
 
+        Returns:
+            The target array, or the new copy.
+        """
         if isinstance(target, RemoteNDArray | NDArray):
-            target.copyfrom(self.numpy())
+            return target.copyfrom(self.numpy())
+        if isinstance(target, np.ndarray):
+            if (target.shape, target.dtype.name) != (self.shape, self.dtype):
+                raise ValueError(
+                    f"copyto: expected a {self.dtype} array of shape {self.shape}, "
+                    f"got {target.dtype.name} {target.shape}"
+                )
+            np.copyto(target, self.numpy())
             return target
-        if isinstance(target, RemoteDevice):
-            return array(self.numpy(), device=target)  # type: ignore[arg-type]
-        out = empty(self.shape, self.dtype, target)
-        out.copyfrom(self.numpy())
-        return out
+        return array(self.numpy(), device=target)
 
     def __repr__(self) -> str:
         return f"<RemoteNDArray {self.dtype} {self.shape} on {self.device!r}>"

@@ -212,6 +212,13 @@ def _positive(kind):
     return parse
 
 
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text}")
+    return port
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ember-rpc-server",
@@ -223,7 +230,7 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)"
     )
     parser.add_argument(
-        "--port", type=int, default=p.DEFAULT_PORT, help="TCP port; 0 picks a free one"
+        "--port", type=_port, default=p.DEFAULT_PORT, help="TCP port; 0 picks a free one"
     )
     parser.add_argument(
         "--key",
