@@ -36,6 +36,7 @@ import socket
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any, TypeVar, overload
 
 from ..errors import (
     CompilerNotFoundError,
@@ -48,6 +49,8 @@ from ..errors import (
     LibraryNotFoundError,
     LinkError,
 )
+
+T = TypeVar("T")
 
 MAGIC = b"EMRP"
 VERSION = 1
@@ -201,7 +204,11 @@ def _split_payload(payload: memoryview) -> tuple[dict, memoryview]:
     return header, payload[end:]
 
 
-def field(header: dict, name: str, kind: type | tuple[type, ...]):
+@overload
+def field(header: dict, name: str, kind: type[T]) -> T: ...
+@overload
+def field(header: dict, name: str, kind: tuple[type, ...]) -> Any: ...
+def field(header: dict, name: str, kind: type | tuple[type, ...]) -> Any:
     """``header[name]``, checked to be of ``kind`` (bool never counts as int)."""
     if name not in header:
         raise MessageError(f"the message lacks the field {name!r}")
