@@ -440,9 +440,10 @@ class GraphModule:
         return self.module["get_input_index"](name)
 
     def _info(self, kind: str) -> tuple[dict[str, tuple], dict[str, str]]:
-        if self._io is None:
-            self._io = json.loads(self.module["get_io_info"]())
-        tensors = self._io[kind]
+        io = self._io
+        if io is None:
+            io = self._io = json.loads(self.module["get_io_info"]())
+        tensors = io[kind]
         return (
             {t["name"]: tuple(t["shape"]) for t in tensors},
             {t["name"]: t["dtype"] for t in tensors},

@@ -133,7 +133,7 @@ class RPCSession:
         return f"<RPCSession {self.address} ({state})>"
 
     def _request(
-        self, type_: int, header: dict | None = None, data=b""
+        self, type_: int, header: dict | None = None, data: bytes | memoryview = b""
     ) -> tuple[dict, memoryview]:
         with self._lock:
             sock = self._socket()
@@ -215,7 +215,10 @@ class RPCSession:
         """Load an uploaded library (``.so``, or ``.tar`` if the server has a C
         compiler) and return it as a module whose functions run there."""
         header, _ = self._request(MsgType.LOAD_MODULE, {"name": name})
-        return self._value(header)
+        module = self._value(header)
+        if not isinstance(module, RemoteModule):
+            raise RPCError(f"load_module({name!r}): the server replied {header!r:.80}")
+        return module
 
     # Devices and arrays.
 
@@ -253,7 +256,7 @@ class RPCSession:
         return out
 
     def _write(self, handle: int, data: np.ndarray) -> None:
-        raw = memoryview(np.ascontiguousarray(data)).cast("B")
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8).data
         for offset in range(0, len(raw), self._chunk):
             self._request(
                 MsgType.COPY_IN,

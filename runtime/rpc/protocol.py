@@ -132,7 +132,12 @@ def frame_head(type_: int, header: dict | None, data_size: int) -> bytes:
     )
 
 
-def send(sock: socket.socket, type_: int, header: dict | None = None, data=b"") -> None:
+def send(
+    sock: socket.socket,
+    type_: int,
+    header: dict | None = None,
+    data: bytes | memoryview = b"",
+) -> None:
     """Send one frame; ``data`` may be any bytes-like object (sent without a copy)."""
     size = memoryview(data).nbytes
     if size and size < 1 << 16:
