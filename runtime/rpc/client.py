@@ -7,6 +7,7 @@ out (``RemoteNDArray``, ``RemoteModule``, ``RemoteFunction``) is a handle to
 an object in the server's session; dropping the last reference frees it there.
 """
 
+import collections
 import os
 import socket
 import threading
@@ -79,7 +80,7 @@ class RPCSession:
         self.address = address
         self._sock: socket.socket | None = sock
         self._lock = threading.Lock()
-        self._dead: list[int] = []
+        self._dead: collections.deque[int] = collections.deque()  # to FREE
         sock.settimeout(timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
@@ -138,8 +139,8 @@ class RPCSession:
         with self._lock:
             sock = self._socket()
             try:
-                if self._dead:
-                    dead, self._dead = self._dead, []
+                if self._dead:  # pops: a finalizer may append meanwhile
+                    dead = [self._dead.popleft() for _ in range(len(self._dead))]
                     p.send(sock, MsgType.FREE, {"handles": dead})
                 p.send(sock, type_, header, data)
                 reply = p.receive(sock, _REPLY_LIMIT)
