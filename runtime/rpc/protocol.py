@@ -67,7 +67,9 @@ DEFAULT_MAX_MEMORY_BYTES = 2 << 30
 """The most bytes of arrays one session may allocate (``--max-memory-bytes``)."""
 CHUNK_BYTES = 4 << 20
 """The largest piece of a file or tensor a client sends or asks for at once."""
-MAX_NAME_LENGTH = 255
+MAX_NAME_LENGTH = 240
+"""The longest file name, in UTF-8 bytes: the file system's 255, less room for
+the server's prefix of an upload in progress."""
 
 
 class MsgType(IntEnum):
@@ -247,8 +249,8 @@ def check_name(name: object) -> str:
 
     Raises:
         ValueError: an empty name, one with a path separator or NUL, ".", "..",
-            a name starting with "." (reserved for the server) or longer than
-            255 characters.
+            a name starting with "." (reserved for the server), one that is not
+            valid UTF-8 (a lone surrogate) or longer than MAX_NAME_LENGTH bytes.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"a file name must be a non-empty string, got {name!r}")
@@ -257,9 +259,13 @@ def check_name(name: object) -> str:
         raise ValueError(f"file name {name!r} must be a plain name without a directory")
     if name.startswith("."):
         raise ValueError(f"file name {name!r} must not start with '.'")
-    if len(name) > MAX_NAME_LENGTH:
+    try:
+        size = len(name.encode())
+    except UnicodeEncodeError:
+        raise ValueError(f"file name {name!r} is not valid UTF-8") from None
+    if size > MAX_NAME_LENGTH:
         raise ValueError(
-            f"file name of {len(name)} characters exceeds {MAX_NAME_LENGTH}"
+            f"file name of {size} bytes exceeds the limit of {MAX_NAME_LENGTH}"
         )
     return name
 

@@ -3,9 +3,15 @@
 A session owns a workspace directory: ``files/`` holds what the client
 uploads (plain names only, see ``protocol.check_name``; an upload in progress
 is ``files/.upload-<name>`` until its last chunk), ``tmp/`` is the session's
-``TMPDIR`` (a ``.tar`` library is linked there). The server removes the
-workspace when the session ends. The session's objects, arrays and loaded
-modules, live in a table of integer handles that only this session can name.
+``TMPDIR`` (a ``.tar`` library is linked there). Both are made only once the
+client has passed the handshake. The server removes the workspace when the
+session ends. The session's objects, arrays and loaded modules, live in a
+table of integer handles that only this session can name.
+
+A client that goes away while its request runs (it closes the connection, or
+shuts down its sending side) ends the session at once: a thread watches the
+socket, so that a long call does not hold the session's process, its slot and
+its workspace until it returns, to answer nobody.
 """
 
 import hmac
@@ -13,7 +19,9 @@ import logging
 import os
 import platform
 import secrets
+import select
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -59,13 +67,13 @@ class ServerSession:
         self.name = name
         self.files = os.path.join(workspace, "files")
         self.tmp = os.path.join(workspace, "tmp")
-        os.makedirs(self.files, exist_ok=True)
-        os.makedirs(self.tmp, exist_ok=True)
         self.objects: dict[int, object] = {}
         self.next_handle = 1
         self.memory = 0
         self.owned: dict[int, int] = {}  # handle -> bytes, of arrays ALLOC made
         self.chunk = max(1, min(p.CHUNK_BYTES, limits.max_frame_bytes - 65536))
+        self.busy: str | None = None  # the request running now
+        self.client_left = False
         self.handlers: dict[int, Callable[[p.Message], tuple[dict, object]]] = {
             MsgType.UPLOAD: self.upload,
             MsgType.DOWNLOAD: self.download,
@@ -86,6 +94,11 @@ class ServerSession:
         self.sock.settimeout(self.limits.idle_timeout)
         if not self.handshake():
             return
+        # Only a client that passed the handshake gets anything on disk.
+        os.makedirs(self.files, exist_ok=True)
+        os.makedirs(self.tmp, exist_ok=True)
+        if hasattr(select, "POLLRDHUP"):
+            threading.Thread(target=self.watch, name="watch", daemon=True).start()
         while True:
             try:
                 msg = p.receive(self.sock, self.limits.max_frame_bytes)
@@ -138,7 +151,11 @@ class ServerSession:
         digest = msg.header.get("digest")
         if self.key is not None and not (
             isinstance(digest, str)
-            and hmac.compare_digest(digest, p.expected_digest(self.key, nonce))
+            # As bytes: compare_digest refuses a str that is not ASCII.
+            and hmac.compare_digest(
+                digest.encode(errors="replace"),
+                p.expected_digest(self.key, nonce).encode(),
+            )
         ):
             why = "no key" if digest is None else "a wrong key"
             log.warning("%s: refused: the client sent %s", self.name, why)
@@ -152,11 +169,32 @@ class ServerSession:
         log.info("%s: session started", self.name)
         return True
 
+    def watch(self) -> None:
+        """Wait for the client's end of the connection to close; if a request
+        is running then, end the process (the listener removes the workspace)."""
+        poller = select.poll()
+        poller.register(self.sock, select.POLLRDHUP)
+        poller.poll()
+        # With the GIL, the two flags order this against dispatch(): either
+        # this thread sees the request running or dispatch sees the client gone.
+        self.client_left = True
+        if self.busy is not None:
+            self.leave()
+
+    def leave(self) -> None:
+        log.warning(
+            "%s: the client left during %s; ending the session", self.name, self.busy
+        )
+        os._exit(0)
+
     def dispatch(self, msg: p.Message) -> None:
         if msg.type == MsgType.FREE:
             self.free(msg.header)
             return
         handler = self.handlers.get(msg.type)
+        self.busy = _type_name(msg.type)
+        if self.client_left:
+            self.leave()
         try:
             if handler is None:
                 raise MessageError(f"unknown message type {msg.type}")
@@ -171,6 +209,8 @@ class ServerSession:
             )
             self.reply_error(e)
             return
+        finally:
+            self.busy = None
         p.send(self.sock, MsgType.OK, header, data)
 
     def reply_error(self, error: BaseException) -> None:
