@@ -37,11 +37,14 @@ class RunningServer:
 
 
 @contextlib.contextmanager
-def rpc_server(*args: str, timeout: float = 30.0) -> Iterator[RunningServer]:
+def rpc_server(
+    *args: str, timeout: float = 30.0, cwd: str | None = None
+) -> Iterator[RunningServer]:
     """Run ``python -m ember.rpc.server --port 0 *args`` until the block ends.
 
     Its log goes to a file (``server.log()``) and its sessions' workspaces
-    under a directory of their own (``server.workspace``).
+    under a directory of their own (``server.workspace``); ``cwd`` is its
+    working directory (default: the caller's).
     """
     with tempfile.TemporaryDirectory(prefix="ember-rpc-test-") as tmp:
         log_path = os.path.join(tmp, "server.log")
@@ -62,6 +65,7 @@ def rpc_server(*args: str, timeout: float = 30.0) -> Iterator[RunningServer]:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
+                cwd=cwd,
             )
         try:
             assert process.stdout is not None
