@@ -24,6 +24,7 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +39,7 @@ log = logging.getLogger("ember.rpc.server")
 
 _AUTH_FRAME_BYTES = 4096
 _PARTIAL = ".upload-"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class ServerSession:
         self.chunk = max(1, min(p.CHUNK_BYTES, limits.max_frame_bytes - 65536))
         self.busy: str | None = None  # the request running now
         self.client_left = False
-        self.handlers: dict[int, Callable[[p.Message], tuple[dict, object]]] = {
+        self.handlers: dict[int, Callable[[p.Message], tuple[dict, Any]]] = {
             MsgType.UPLOAD: self.upload,
             MsgType.DOWNLOAD: self.download,
             MsgType.LISTDIR: self.listdir,
@@ -292,7 +294,7 @@ class ServerSession:
         return self.encode(module), b""
 
     def function(self, header: dict):
-        module = self.object(p.field(header, "module", int), Module)
+        module = self.lookup(p.field(header, "module", int), Module)
         return module.get_function(p.field(header, "name", str), query_imports=True)
 
     def get_function(self, msg: p.Message):
@@ -306,7 +308,7 @@ class ServerSession:
 
     def time_evaluator(self, msg: p.Message):
         h = msg.header
-        module = self.object(p.field(h, "module", int), Module)
+        module = self.lookup(p.field(h, "module", int), Module)
         evaluator = module.time_evaluator(
             p.field(h, "name", str),
             Device(DL_CPU, p.count(h, "device_id")),
@@ -345,7 +347,7 @@ class ServerSession:
         return {"array": handle}, b""
 
     def bytes_of(self, header: dict) -> tuple[np.ndarray, int]:
-        array = self.object(p.field(header, "array", int), NDArray)
+        array = self.lookup(p.field(header, "array", int), NDArray)
         return np.asarray(array).reshape(-1).view(np.uint8), p.count(header, "offset")
 
     def copy_in(self, msg: p.Message):
@@ -377,7 +379,7 @@ class ServerSession:
         self.objects[handle] = obj
         return handle
 
-    def object(self, handle: int, kind: type):
+    def lookup(self, handle: int, kind: type[T]) -> T:
         obj = self.objects.get(handle)
         if not isinstance(obj, kind):
             what = "an array" if kind is NDArray else "a module"
@@ -406,9 +408,9 @@ class ServerSession:
         if isinstance(value, dict) and len(value) == 1:
             ((kind, v),) = value.items()
             if kind == "array" and type(v) is int:
-                return self.object(v, NDArray)
+                return self.lookup(v, NDArray)
             if kind == "module" and type(v) is int:
-                return self.object(v, Module)
+                return self.lookup(v, Module)
             if kind == "device":
                 return self.device(v)
             if kind == "bytes" and isinstance(v, list) and len(v) == 2:
@@ -421,7 +423,7 @@ class ServerSession:
                     return bytes(data[start : start + size])
         raise MessageError(f"argument {index}: cannot decode {value!r:.80}")
 
-    def encode(self, value: object):
+    def encode(self, value: object) -> Any:
         if value is None or isinstance(value, bool | int | float | str):
             return value
         if isinstance(value, NDArray):
