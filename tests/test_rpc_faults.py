@@ -986,6 +986,23 @@ def test_idle_timeout_closes_silent_connections():
         wait_for(lambda: "idle for 0.5 s; closing" in small.log(), "the log")
 
 
+def test_a_frame_sent_a_byte_at_a_time_is_cut_off():
+    """Each byte resets no clock: a frame must be whole within --idle-timeout
+    of its first byte, so a slow drip cannot hold a session forever."""
+    with rpc_server("--idle-timeout", "1") as small:
+        drip = Raw(small)
+        frame = p.frame_head(MsgType.LISTDIR, {}, 0)
+        started = time.monotonic()
+        for byte in frame[:3]:  # each byte well inside the idle timeout
+            drip.send_raw(bytes([byte]))
+            time.sleep(0.45)
+        header = drip.error()
+        assert "frame header was still incomplete at its deadline" in header["message"]
+        assert time.monotonic() - started < 4
+        drip.closed()
+        drip.gone()
+
+
 def test_max_sessions_replies_server_busy():
     with rpc_server("--max-sessions", "2") as small:
         first = rpc.connect("127.0.0.1", small.port)

@@ -34,6 +34,7 @@ import json
 import os
 import socket
 import struct
+import time
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, TypeVar, overload
@@ -150,44 +151,74 @@ def send(
         sock.sendall(data)
 
 
-def _read_exactly(sock: socket.socket, size: int, what: str) -> memoryview:
-    buffer = bytearray(size)
-    view = memoryview(buffer)
-    got = 0
-    while got < size:
-        n = sock.recv_into(view[got:], min(size - got, 1 << 20))
+def _read_into(
+    sock: socket.socket,
+    view: memoryview,
+    got: int,
+    stop: int,
+    what: str,
+    deadline: float | None,
+) -> None:
+    """Fill ``view[got:stop]`` from the socket, by ``deadline`` (monotonic) if set."""
+    while got < stop:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FrameError(f"a {what} was still incomplete at its deadline")
+            sock.settimeout(left)
+        try:
+            n = sock.recv_into(view[got:stop], min(stop - got, 1 << 20))
+        except TimeoutError:
+            if deadline is None:
+                raise
+            raise FrameError(f"a {what} was still incomplete at its deadline") from None
         if n == 0:
             if got == 0 and what == "frame header":
                 raise ConnectionClosed("the peer closed the connection")
             raise FrameError(
-                f"connection closed after {got} of {size} bytes of a {what}"
+                f"connection closed after {got} of {len(view)} bytes of a {what}"
             )
         got += n
-    return view
 
 
-def receive(sock: socket.socket, max_bytes: int) -> Message:
+def receive(
+    sock: socket.socket, max_bytes: int, frame_timeout: float | None = None
+) -> Message:
     """Read one frame.
+
+    The first byte may take as long as the socket's timeout allows; with
+    ``frame_timeout``, the rest of the frame must follow within that many
+    seconds (a peer cannot hold a reader by sending a byte now and then).
 
     Raises:
         ConnectionClosed: end of stream before a frame began.
-        FrameError: a frame that cannot be read (the stream must be closed).
+        FrameError: a frame that cannot be read, or not whole by the frame
+            timeout (the stream must be closed).
         MessageError: a complete frame with a malformed payload.
+        TimeoutError: no frame began within the socket's timeout.
     """
-    magic, version, type_, _, length = HEADER.unpack(
-        _read_exactly(sock, HEADER.size, "frame header")
-    )
-    if magic != MAGIC:
-        raise FrameError(f"not an ember RPC frame (magic {bytes(magic)!r})")
-    if version != VERSION:
-        raise FrameError(
-            f"protocol version {version} is not supported; this side speaks {VERSION}"
-        )
-    if length > max_bytes:
-        raise FrameError(
-            f"a frame of {length} bytes exceeds the limit of {max_bytes} bytes"
-        )
-    payload = _read_exactly(sock, length, "frame")
+    head = memoryview(bytearray(HEADER.size))
+    _read_into(sock, head, 0, 1, "frame header", None)
+    idle = sock.gettimeout()
+    deadline = None if frame_timeout is None else time.monotonic() + frame_timeout
+    try:
+        _read_into(sock, head, 1, HEADER.size, "frame header", deadline)
+        magic, version, type_, _, length = HEADER.unpack(head)
+        if magic != MAGIC:
+            raise FrameError(f"not an ember RPC frame (magic {bytes(magic)!r})")
+        if version != VERSION:
+            raise FrameError(
+                f"protocol version {version} is not supported; this side speaks {VERSION}"
+            )
+        if length > max_bytes:
+            raise FrameError(
+                f"a frame of {length} bytes exceeds the limit of {max_bytes} bytes"
+            )
+        payload = memoryview(bytearray(length))
+        _read_into(sock, payload, 0, length, "frame", deadline)
+    finally:
+        if deadline is not None:
+            sock.settimeout(idle)
     return Message(type_, *_split_payload(payload))
 
 

@@ -38,6 +38,7 @@ from .protocol import MessageError, MsgType, RPCError
 log = logging.getLogger("ember.rpc.server")
 
 _AUTH_FRAME_BYTES = 4096
+_AUTH_SECONDS = 10.0
 _PARTIAL = ".upload-"
 T = TypeVar("T")
 
@@ -103,7 +104,9 @@ class ServerSession:
             threading.Thread(target=self.watch, name="watch", daemon=True).start()
         while True:
             try:
-                msg = p.receive(self.sock, self.limits.max_frame_bytes)
+                msg = p.receive(
+                    self.sock, self.limits.max_frame_bytes, self.limits.idle_timeout
+                )
             except p.ConnectionClosed:
                 log.info("%s: client closed the connection", self.name)
                 return
@@ -138,8 +141,12 @@ class ServerSession:
                 "system": platform.system(),
             },
         )
+        # A client that does not authenticate promptly holds no slot for long.
+        wait = min(self.limits.idle_timeout or _AUTH_SECONDS, _AUTH_SECONDS)
         try:
-            msg = p.receive(self.sock, _AUTH_FRAME_BYTES)
+            self.sock.settimeout(wait)
+            msg = p.receive(self.sock, _AUTH_FRAME_BYTES, wait)
+            self.sock.settimeout(self.limits.idle_timeout)
         except (RPCError, TimeoutError) as e:
             log.warning("%s: refused: no valid AUTH frame (%s)", self.name, e)
             self.reply_error(RPCError(f"expected an AUTH frame: {e}"))
