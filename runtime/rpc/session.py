@@ -95,6 +95,9 @@ class ServerSession:
         """The handshake, then requests until the client leaves. Socket errors
         (the client went away) end the session; nothing else does."""
         self.sock.settimeout(self.limits.idle_timeout)
+        # Replies go out as soon as they are written: no Nagle delay on a reply
+        # sent as a header and a payload.
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if not self.handshake():
             return
         # Only a client that passed the handshake gets anything on disk.
