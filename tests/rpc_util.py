@@ -30,32 +30,52 @@ class RunningServer:
         """File descriptors the listener process holds now."""
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
+    def children(self) -> list[int]:
+        """The listener's child processes (session processes, reaped or not)."""
+        pids = []
+        for task in os.listdir(f"/proc/{self.pid}/task"):
+            with open(f"/proc/{self.pid}/task/{task}/children") as f:
+                pids += [int(pid) for pid in f.read().split()]
+        return pids
+
     def sessions(self) -> list[str]:
         """Session workspaces still on disk."""
         roots = os.listdir(self.workspace)
         return [s for r in roots for s in os.listdir(os.path.join(self.workspace, r))]
 
 
+_PRELUDE_MAIN = """{}
+import sys
+from ember.rpc.server import main
+sys.exit(main())
+"""
+
+
 @contextlib.contextmanager
 def rpc_server(
-    *args: str, timeout: float = 30.0, cwd: str | None = None
+    *args: str, timeout: float = 30.0, cwd: str | None = None, prelude: str = ""
 ) -> Iterator[RunningServer]:
     """Run ``python -m ember.rpc.server --port 0 *args`` until the block ends.
 
     Its log goes to a file (``server.log()``) and its sessions' workspaces
     under a directory of their own (``server.workspace``); ``cwd`` is its
-    working directory (default: the caller's).
+    working directory (default: the caller's). ``prelude``, Python code, runs
+    in the server's process before the server starts (to inject a fault).
     """
     with tempfile.TemporaryDirectory(prefix="ember-rpc-test-") as tmp:
         log_path = os.path.join(tmp, "server.log")
         workspace = os.path.join(tmp, "workspace")
         os.mkdir(workspace)
+        launch = (
+            ("-c", _PRELUDE_MAIN.format(prelude))
+            if prelude
+            else ("-m", "ember.rpc.server")
+        )
         with open(log_path, "w") as log:
             process = subprocess.Popen(
                 [
                     sys.executable,
-                    "-m",
-                    "ember.rpc.server",
+                    *launch,
                     "--port",
                     "0",
                     "--workspace",

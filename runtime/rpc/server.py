@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 
 from . import protocol as p
@@ -97,17 +98,18 @@ class Server:
             log.warning(
                 "%s refused: %d sessions already running", where, len(self.sessions)
             )
-            try:
-                conn.settimeout(1.0)
-                busy = p.RPCError(f"server busy: {len(self.sessions)} sessions running")
-                p.send(conn, p.MsgType.ERROR, p.error_header(busy))
-            except OSError:
-                pass
-            conn.close()
+            _refuse(conn, f"server busy: {len(self.sessions)} sessions running")
             return
         self.count += 1
         name = f"session {self.count} ({where})"
-        workspace = tempfile.mkdtemp(prefix=f"session-{self.count}-", dir=self.root)
+        # Out of disk, processes or memory: this client is refused, the
+        # listener goes on serving the others.
+        try:
+            workspace = tempfile.mkdtemp(prefix=f"session-{self.count}-", dir=self.root)
+        except OSError as e:
+            log.error("%s: refused: cannot make its workspace: %s", name, e)
+            _refuse(conn, f"the server cannot start a session: {e.strerror or e}")
+            return
         # Signals stay blocked across the fork until the child has its own handlers.
         stops = {signal.SIGTERM, signal.SIGINT}
         signal.pthread_sigmask(signal.SIG_BLOCK, stops)
@@ -115,6 +117,11 @@ class Server:
             pid = os.fork()
             if pid == 0:
                 self._run_child(conn, workspace, name, stops)
+        except OSError as e:
+            log.error("%s: refused: cannot start its process: %s", name, e)
+            shutil.rmtree(workspace, ignore_errors=True)
+            _refuse(conn, f"the server cannot start a session: {e.strerror or e}")
+            return
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         conn.close()
@@ -128,8 +135,10 @@ class Server:
         so that nothing unwinds into the listener's code."""
         code = 1
         try:
-            signal.signal(signal.SIGTERM, _exit_now)
-            signal.signal(signal.SIGINT, _exit_now)
+            # The default actions, not Python handlers: a handler runs only
+            # between bytecodes, never while a library's function runs.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
             self.listener.close()
             os.environ["TMPDIR"] = tempfile.tempdir = os.path.join(workspace, "tmp")
@@ -166,31 +175,55 @@ class Server:
             else:
                 log.info("%s: ended", name)
 
-    def close(self) -> None:
-        """Stop the sessions, remove every workspace and close the socket."""
-        for pid in list(self.sessions):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for pid in list(self.sessions):
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+    def close(self, grace: float = 2.0) -> None:
+        """Stop the sessions, remove every workspace and close the socket.
+
+        Sessions get SIGTERM; one still running ``grace`` seconds later (a
+        library that blocks the signal) gets SIGKILL."""
+        self.listener.close()
+        for pid in self.sessions:
+            _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while self.sessions and time.monotonic() < deadline:
+            for pid in list(self.sessions):
+                if _ended(pid, os.WNOHANG):
+                    del self.sessions[pid]
+            time.sleep(0.01)
+        for pid, (name, _) in self.sessions.items():
+            log.warning("%s: still running %g s after SIGTERM; killed", name, grace)
+            _signal(pid, signal.SIGKILL)
+            _ended(pid, 0)
         self.sessions.clear()
         shutil.rmtree(self.root, ignore_errors=True)
-        self.listener.close()
+
+
+def _refuse(conn: socket.socket, message: str) -> None:
+    """Tell a client why it is not served, then close its connection."""
+    try:
+        conn.settimeout(1.0)
+        p.send(conn, p.MsgType.ERROR, p.error_header(p.RPCError(message)))
+    except OSError:
+        pass
+    conn.close()
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _ended(pid: int, flags: int) -> bool:
+    """Whether child ``pid`` has ended (and is now reaped)."""
+    try:
+        return os.waitpid(pid, flags)[0] != 0
+    except ChildProcessError:
+        return True
 
 
 def _exit_on_signal(signum, frame) -> None:
     raise SystemExit(128 + signum)
-
-
-def _exit_now(signum, frame) -> None:
-    # A session's process stopped by the listener: the listener removes the
-    # workspace once it has reaped the process.
-    os._exit(128 + signum)
 
 
 def is_loopback(host: str) -> bool:
