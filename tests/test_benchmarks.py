@@ -312,3 +312,73 @@ def test_call_overhead_without_the_bench_extra():
     assert re.search(
         r"^  ember NDArray <= 2 us a call: (met|NOT met) \(median", out, re.M
     )
+
+
+RPC_ROWS = [
+    "session: connect, 1 request, close",
+    "call vecadd n=16, round trip",
+    "time_evaluator n=16, local",
+    "time_evaluator n=16, remote",
+    "time_evaluator n=16, remote/local",
+    "time_evaluator n=64K, local",
+    "time_evaluator n=64K, remote",
+    "time_evaluator n=64K, remote/local",
+    "upload 1 MiB",
+    "download 1 MiB",
+    "copy-in 1 MiB array",
+    "copy-out 1 MiB array",
+    "8 clients x 20 calls, one server",
+    "8 clients x 20 calls, a server each",
+]
+RPC_CELL = r"(\d+\.\d+ \S+|failed|skipped|not installed|-)"
+
+
+def rpc_table(out: str) -> dict[str, tuple[str, str]]:
+    """The rpc benchmark's rows: label -> (ember cell, tvm cell)."""
+    cells = {}
+    for line in out.splitlines():
+        m = re.match(rf"^(\S.*?)\s{{2,}}{RPC_CELL}\s{{2,}}{RPC_CELL}(\s|$)", line)
+        if m and not line.startswith("measure"):
+            cells[m.group(1)] = (m.group(2), m.group(3))
+    return cells
+
+
+def test_rpc_quick_measures_every_row():
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "rpc.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    table = rpc_table(out)
+    assert list(table) == RPC_ROWS, out
+    for label, (ember, tvm) in table.items():
+        if label == "8 clients x 20 calls, a server each":  # 8 servers: not quick
+            assert (ember, tvm) in (
+                ("skipped", "skipped"),
+                ("skipped", "not installed"),
+            )
+            continue
+        assert re.fullmatch(r"\d+\.\d+ \S+", ember), (label, ember, out)
+        # tvm's server serves one session at a time: 8 clients at once may fail
+        allowed = r"\d+\.\d+ \S+|not installed"
+        allowed += {"8 clients x 20 calls, one server": "|failed"}.get(label, "")
+        assert re.fullmatch(allowed, tvm), (label, tvm, out)
+    assert "WRONG" not in out
+
+
+def test_rpc_without_the_bench_extra():
+    out = subprocess.run(
+        [sys.executable, "-c", BLOCK_BENCH_EXTRA, str(BENCH / "rpc.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=BENCH,
+    ).stdout
+    table = rpc_table(out)
+    assert list(table) == RPC_ROWS, out
+    for label, (ember, tvm) in table.items():
+        assert re.fullmatch(r"\d+\.\d+ \S+|skipped", ember), (label, ember, out)
+        assert tvm == "not installed", (label, tvm, out)
