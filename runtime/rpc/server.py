@@ -263,7 +263,10 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)"
     )
     parser.add_argument(
-        "--port", type=_port, default=p.DEFAULT_PORT, help="TCP port; 0 picks a free one"
+        "--port",
+        type=_port,
+        default=p.DEFAULT_PORT,
+        help="TCP port; 0 picks a free one",
     )
     parser.add_argument(
         "--key",
