@@ -47,6 +47,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/conv2d.py
 	$(BIN)/python benchmarks/call_overhead.py
 	$(BIN)/python benchmarks/models.py
+	$(BIN)/python benchmarks/rpc.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
