@@ -155,30 +155,27 @@ def _read_into(
     sock: socket.socket,
     view: memoryview,
     got: int,
-    stop: int,
     what: str,
     deadline: float | None,
 ) -> None:
-    """Fill ``view[got:stop]`` from the socket, by ``deadline`` (monotonic) if set."""
+    """Fill ``view[got:]`` from the socket; past ``deadline`` (monotonic), an
+    incomplete read is a FrameError. Each read waits at most the socket's own
+    timeout, so the deadline costs no system call."""
+    stop = len(view)
     while got < stop:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise FrameError(f"a {what} was still incomplete at its deadline")
-            sock.settimeout(left)
         try:
-            n = sock.recv_into(view[got:stop], min(stop - got, 1 << 20))
+            n = sock.recv_into(view[got:], min(stop - got, 1 << 20))
         except TimeoutError:
             if deadline is None:
                 raise
-            raise FrameError(f"a {what} was still incomplete at its deadline") from None
+            n = -1
         if n == 0:
-            if got == 0 and what == "frame header":
-                raise ConnectionClosed("the peer closed the connection")
             raise FrameError(
-                f"connection closed after {got} of {len(view)} bytes of a {what}"
+                f"connection closed after {got} of {stop} bytes of a {what}"
             )
-        got += n
+        got += max(n, 0)
+        if got < stop and deadline is not None and time.monotonic() > deadline:
+            raise FrameError(f"a {what} was still incomplete at its deadline")
 
 
 def receive(
@@ -187,8 +184,9 @@ def receive(
     """Read one frame.
 
     The first byte may take as long as the socket's timeout allows; with
-    ``frame_timeout``, the rest of the frame must follow within that many
-    seconds (a peer cannot hold a reader by sending a byte now and then).
+    ``frame_timeout``, a frame still incomplete that many seconds after its
+    first byte is refused at its next read (a peer cannot hold a reader by
+    sending a byte now and then).
 
     Raises:
         ConnectionClosed: end of stream before a frame began.
@@ -198,27 +196,24 @@ def receive(
         TimeoutError: no frame began within the socket's timeout.
     """
     head = memoryview(bytearray(HEADER.size))
-    _read_into(sock, head, 0, 1, "frame header", None)
-    idle = sock.gettimeout()
+    got = sock.recv_into(head, HEADER.size)
+    if got == 0:
+        raise ConnectionClosed("the peer closed the connection")
     deadline = None if frame_timeout is None else time.monotonic() + frame_timeout
-    try:
-        _read_into(sock, head, 1, HEADER.size, "frame header", deadline)
-        magic, version, type_, _, length = HEADER.unpack(head)
-        if magic != MAGIC:
-            raise FrameError(f"not an ember RPC frame (magic {bytes(magic)!r})")
-        if version != VERSION:
-            raise FrameError(
-                f"protocol version {version} is not supported; this side speaks {VERSION}"
-            )
-        if length > max_bytes:
-            raise FrameError(
-                f"a frame of {length} bytes exceeds the limit of {max_bytes} bytes"
-            )
-        payload = memoryview(bytearray(length))
-        _read_into(sock, payload, 0, length, "frame", deadline)
-    finally:
-        if deadline is not None:
-            sock.settimeout(idle)
+    _read_into(sock, head, got, "frame header", deadline)
+    magic, version, type_, _, length = HEADER.unpack(head)
+    if magic != MAGIC:
+        raise FrameError(f"not an ember RPC frame (magic {bytes(magic)!r})")
+    if version != VERSION:
+        raise FrameError(
+            f"protocol version {version} is not supported; this side speaks {VERSION}"
+        )
+    if length > max_bytes:
+        raise FrameError(
+            f"a frame of {length} bytes exceeds the limit of {max_bytes} bytes"
+        )
+    payload = memoryview(bytearray(length))
+    _read_into(sock, payload, 0, "frame", deadline)
     return Message(type_, *_split_payload(payload))
 
 
