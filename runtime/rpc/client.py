@@ -146,8 +146,20 @@ class RPCSession:
                 reply = p.receive(sock, _REPLY_LIMIT)
             except (OSError, p.FrameError, p.ConnectionClosed, p.MessageError) as e:
                 self.close()
-                what = "timed out" if isinstance(e, TimeoutError) else f"lost: {e}"
-                raise RPCError(f"connection to {self.address} {what}") from None
+                request = MsgType(type_).name
+                if isinstance(e, TimeoutError):
+                    why = f"no reply to {request} within the timeout"
+                elif isinstance(e, p.ConnectionClosed):
+                    why = (
+                        f"the server closed the connection during {request} (if "
+                        "that ran a library's code, its session may have crashed: "
+                        "the server's log says)"
+                    )
+                else:
+                    why = f"connection lost during {request}: {e}"
+                raise RPCError(
+                    f"{self.address}: {why}; the session is closed"
+                ) from None
         if reply.type == MsgType.ERROR:
             raise p.error_from(reply.header)
         if reply.type != MsgType.OK:
