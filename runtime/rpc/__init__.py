@@ -13,20 +13,15 @@ arrays there and calls and times its functions there::
     c.numpy()
     remote.load_module("kernel.so").time_evaluator("kernel", dev)(a, b, c).mean
 
-The wire format is in ``protocol``, the server's side of a session in
+The wire format is in ``protocol``; the client's session in ``client`` and the
+handles it gives out in ``remote``; the server's side of a session in
 ``session``, the listener and command line in ``server``. Like the rest of the
 runtime, this package imports nothing from the compiler.
 """
 
-from .client import (
-    RemoteDevice,
-    RemoteFunction,
-    RemoteModule,
-    RemoteNDArray,
-    RPCSession,
-    connect,
-)
+from .client import RPCSession, connect
 from .protocol import FrameError, MessageError, RemoteError, RPCError
+from .remote import RemoteDevice, RemoteFunction, RemoteModule, RemoteNDArray
 
 __all__ = [
     "FrameError",
