@@ -279,15 +279,20 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def test_without_the_bench_extra_its_rows_say_not_installed():
-    out = subprocess.run(
-        [sys.executable, "-c", BLOCK_BENCH_EXTRA, str(BENCH / "matmul.py")],
+def _without_the_bench_extra(script: str) -> str:
+    """What ``benchmarks/<script>`` prints where the bench extra is absent."""
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK_BENCH_EXTRA, str(BENCH / script)],
         capture_output=True,
         text=True,
         check=True,
         timeout=300,
         cwd=BENCH,
     ).stdout
+
+
+def test_without_the_bench_extra_its_rows_say_not_installed():
+    out = _without_the_bench_extra("matmul.py")
     for name in ("onnxruntime", "torch", "apache-tvm same schedule"):
         assert re.search(rf"^{name}\s+not installed\s+\(\w+\)$", out, re.M), out
     assert re.search(r"^ember scheduled\s+\d+\.\d+", out, re.M), out
@@ -296,14 +301,7 @@ def test_without_the_bench_extra_its_rows_say_not_installed():
 
 
 def test_call_overhead_without_the_bench_extra():
-    out = subprocess.run(
-        [sys.executable, "-c", BLOCK_BENCH_EXTRA, str(BENCH / "call_overhead.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-        cwd=BENCH,
-    ).stdout
+    out = _without_the_bench_extra("call_overhead.py")
     for name in CALL_OVERHEAD_ROWS:
         if name.startswith(("apache-tvm", "onnxruntime", "torch", "ember torch")):
             assert re.search(rf"^{name}\s+not installed\s+\(\w+\)$", out, re.M), out
@@ -369,14 +367,7 @@ def test_rpc_quick_measures_every_row():
 
 
 def test_rpc_without_the_bench_extra():
-    out = subprocess.run(
-        [sys.executable, "-c", BLOCK_BENCH_EXTRA, str(BENCH / "rpc.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-        cwd=BENCH,
-    ).stdout
+    out = _without_the_bench_extra("rpc.py")
     table = rpc_table(out)
     assert list(table) == RPC_ROWS, out
     for label, (ember, tvm) in table.items():
