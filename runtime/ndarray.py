@@ -237,23 +237,7 @@ class NDArray:
             >>> empty((2,), "int32").copyfrom(np.array([1, 2], "int32")).numpy()
             array([1, 2], dtype=int32)
         """
-        if isinstance(source, NDArray):
-            src = source._arr
-        elif isinstance(source, np.ndarray):
-            src = source
-        elif hasattr(source, "__dlpack__"):
-            src = _numpy_view(source, "copyfrom")
-        else:
-            src = np.asarray(source, dtype=self._arr.dtype)
-        if src.shape != self.shape:
-            raise ValueError(
-                f"copyfrom: expected shape {self.shape}, got shape {src.shape}"
-            )
-        if src.dtype != self._arr.dtype:
-            raise ValueError(
-                f"copyfrom: expected dtype {self.dtype}, got dtype {src.dtype.name}"
-            )
-        np.copyto(self._arr, src)
+        np.copyto(self._arr, copy_source(source, self.shape, self.dtype))
         return self
 
     def copyto(self, target: "NDArray | Device") -> "NDArray":
@@ -307,6 +291,28 @@ class NDArray:
             f"<ember.runtime.NDArray shape={self.shape}, {self.dtype}, {self.device}>"
         )
         return f"{head}\n{self._arr!r}"
+
+
+def copy_source(source, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """What ``copyfrom`` copies from ``source``, as numpy: an NDArray's memory,
+    a numpy array or DLPack tensor as it is, a list converted to ``dtype``;
+    checked to have ``shape`` and ``dtype`` (ValueError otherwise)."""
+    if isinstance(source, NDArray):
+        src = source._arr
+    elif isinstance(source, np.ndarray):
+        src = source
+    elif hasattr(source, "__dlpack__"):
+        src = _numpy_view(source, "copyfrom")
+    else:
+        src = np.asarray(source, dtype=dtype)
+    if src.shape != shape:
+        raise ValueError(f"copyfrom: expected shape {shape}, got shape {src.shape}")
+    if src.dtype != np.dtype(dtype):  # byte order too: bytes are copied as they are
+        got = src.dtype.name
+        if got == dtype:
+            got += f" of the other byte order ({src.dtype.str})"
+        raise ValueError(f"copyfrom: expected dtype {dtype}, got dtype {got}")
+    return src
 
 
 def _as_shape(shape) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..dlpack import DL_CPU
 from ..errors import EmberError, FunctionNotFoundError
-from ..ndarray import NDArray, _numpy_view, array
+from ..ndarray import NDArray, array, copy_source
 from ..profiling import BenchmarkResult
 from . import protocol as p
 from .protocol import MsgType, RPCError
@@ -112,22 +112,9 @@ class RemoteNDArray:
         Raises:
             ValueError: the shape or the dtype differs.
         """
-        if isinstance(source, RemoteNDArray | NDArray):
-            src = source.numpy()
-        elif isinstance(source, np.ndarray):
-            src = source
-        elif hasattr(source, "__dlpack__"):
-            src = _numpy_view(source, "copyfrom")
-        else:
-            src = np.asarray(source, dtype=self.dtype)
-        if src.shape != self.shape:
-            raise ValueError(
-                f"copyfrom: expected shape {self.shape}, got shape {src.shape}"
-            )
-        if src.dtype.name != self.dtype:
-            raise ValueError(
-                f"copyfrom: expected dtype {self.dtype}, got dtype {src.dtype.name}"
-            )
+        if isinstance(source, RemoteNDArray):
+            source = source.numpy()
+        src = copy_source(source, self.shape, self.dtype)
         self.session._write(self.handle, src)
         return self
 
