@@ -4,9 +4,9 @@ Each kernel of a model is compiled on its own into a relocatable object whose
 one public symbol is the kernel's *bare-pointer* function (`@ember_<kind>_<hash>`:
 one `ptr` per buffer, no argument checks): the model's entry, `default_run`,
 has checked its own arguments and calls the kernels directly with views of its
-workspace and params. Kernels are cached by the sha256 of their te IR (see
-`ember.compile_cache`), so identical layers compile once, and a warm cache
-compiles nothing.
+workspace and params. Kernels are cached by the sha256 of their te IR, the
+resolved target and ember's own sources (see `ember.compile_cache`), so
+identical layers compile once, and a warm cache compiles nothing.
 
 The pipeline is `EMBER_CPU` without `func-packed-abi` (no packed entry, no
 metadata), its `convert-te-to-loop` with `scratch-args`: a kernel allocates
@@ -27,11 +27,15 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ember.compile_cache import CompileCache
+
+if TYPE_CHECKING:
+    from ember.backends.llvm import Target
 
 HASHED_NAME = "kernel"
 """The function name a kernel's te IR carries when it is hashed, so that the
@@ -53,11 +57,12 @@ def kernel_passes() -> tuple[str, ...]:
     )
 
 
-def kernel_key(text: str, target: str) -> str:
-    """A kernel's cache key: its te IR, the target and the kernel pipeline (an
-    object compiled with other passes, or another calling convention, is not
-    this kernel)."""
-    return CompileCache.key(text, f"{target}\0{','.join(kernel_passes())}")
+def kernel_key(text: str, target: str | Mapping[str, Any] | Target) -> str:
+    """A kernel's cache key: its te IR, the target resolved to its triple, CPU
+    and features (never the bare `llvm`), ember's sources and the kernel
+    pipeline (an object compiled with other passes, or another calling
+    convention, is not this kernel); see `CompileCache.key`."""
+    return CompileCache.key(text, target, ",".join(kernel_passes()))
 
 
 @dataclass(frozen=True)
