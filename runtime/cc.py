@@ -3,10 +3,12 @@
 
 ``export_library("m.so")`` and ``load_module("m.tar")`` both end here: the
 objects are linked by ``cc -shared -fPIC`` (``$CC`` or ``cc``; ``cc=`` names a
-cross toolchain), with ``-lgomp`` when an object calls libgomp. A ``.tar``
-library holds the objects and ``ember_library.json``, a manifest naming them
-with the target they were compiled for and the module's metadata, so a
-library for another machine is refused before anything is linked.
+cross toolchain), with ``-lgomp`` when an object calls libgomp, and always
+with ``-lm``: kernels call libm (``expf``), and the library must name it itself
+since a C host need not link it. A ``.tar`` library holds the objects and
+``ember_library.json``, a manifest naming them with the target they were
+compiled for and the module's metadata, so a library for another machine is
+refused before anything is linked.
 Runtime code only: subprocess, tarfile and tempfile, no compiler.
 """
 
@@ -110,7 +112,8 @@ def link_shared(
         objects: object files.
         cc: the C compiler (see ``compiler``).
         options: more arguments for the link line (``-L...``, ``-l...``).
-        openmp: also link libgomp.
+        openmp: also link libgomp. libm is always linked, so the library
+            names it (DT_NEEDED) for hosts that do not.
 
     Raises:
         CompilerNotFoundError: the compiler does not exist.
@@ -125,6 +128,7 @@ def link_shared(
         output,
         *objects,
         *(["-lgomp"] if openmp else []),
+        "-lm",
         *options,
     ]
     try:
