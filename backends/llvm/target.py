@@ -23,21 +23,38 @@ trusted).
 Parallel loops call libgomp, which exists only where an OS ships it; on other
 targets (wasm32, bare metal: `has_openmp` is False) they run serially, with the
 same results (`codegen.define_serial_openmp`).
+
+A target is also the one place that knows the machine's facts, which schedules
+and passes read instead of writing ISA constants: `vector_bytes` and
+`vector_lanes(dtype)`, `vector_registers`, `has_fma`, `l1d_bytes` / `l2_bytes` /
+`l3_bytes`, `num_cores`. They follow from the triple and the features LLVM turns
+on for the CPU and `-mattr` (asked of LLVM itself, see `has_feature`), never from
+a table of CPU names; `-num-cores`, `-l1d-bytes`, `-l2-bytes` and `-l3-bytes`
+override the last four. `with Target(...):` makes a target the one
+`Target.current()` answers (the host when none is entered), as TVM's.
 """
 
+import os
 import re
 import subprocess
 import sys
 from collections.abc import Mapping
-from functools import cache
+from contextvars import ContextVar, Token
+from functools import cache, cached_property
+from pathlib import Path
 from typing import Any
 
 import llvmlite.binding as llvm
+import numpy as np
 
 from ember.backends.llvm.codegen import has_openmp, initialize
 
-_OPTIONS = ("mtriple", "mcpu", "mattr", "mabi", "opt-level")
-_DICT_KEYS = frozenset({"kind", *_OPTIONS, "opt_level"})
+# What LLVM's target machine is made from, then facts a user may state about the
+# machine (`-num-cores=4`), which LLVM never sees.
+_LLVM_OPTIONS = ("mtriple", "mcpu", "mattr", "mabi", "opt-level")
+_FACT_OPTIONS = ("num-cores", "l1d-bytes", "l2-bytes", "l3-bytes")
+_OPTIONS = _LLVM_OPTIONS + _FACT_OPTIONS
+_DICT_KEYS = frozenset({"kind", *_OPTIONS, *(o.replace("-", "_") for o in _OPTIONS)})
 _TARGET_MACHINES: dict[str, llvm.TargetMachine] = {}
 # -mabi names by architecture where LLVM ignores an unknown one without a word
 # (the RISC-V backend says so itself); an empty tuple takes no -mabi at all.
@@ -57,6 +74,28 @@ _BASELINES = {
     ("riscv32", "linux"): "+m,+a,+f,+d,+c",
 }
 _FEATURE_NAME = re.compile(r"[+-][A-Za-z0-9][A-Za-z0-9_.-]*")
+_CURRENT: ContextVar[tuple["Target", ...]] = ContextVar("ember_target", default=())
+
+# The machine's facts, by architecture family (`Target.vector_bytes` and the
+# properties after it say how each is derived): the LLVM features they depend on,
+# the SIMD width where one feature decides it, and the vector registers.
+_FAMILIES = {"x86_64": "x86", "i386": "x86", "riscv64": "riscv", "riscv32": "riscv"}
+_FAMILIES.update({"wasm32": "wasm", "wasm64": "wasm"})
+_FACT_FEATURES = {
+    "x86": ("sse2", "avx", "avx512f", "fma"),
+    "aarch64": ("neon",),
+    "riscv": ("f", "d", "v"),
+    "wasm": ("simd128",),
+}
+_SIMD_BYTES = {"aarch64": 16, "wasm": 16}
+_REGISTERS = {"aarch64": 32, "riscv": 32, "wasm": 16}
+# RISC-V V guarantees VLEN >= 128 bits (zvl128b); zvl<N>b promise more.
+_RVV_MIN_BITS = 128
+_RVV_LENGTHS = ("zvl256b", "zvl512b", "zvl1024b")
+# Caches of a machine nobody described (a cross target, or sysfs unreadable):
+# what common cores of every family have at least (32 KiB L1d, 256 KiB L2), no
+# L3 counted on.
+_DEFAULT_CACHES = {1: 32 * 1024, 2: 256 * 1024, 3: 0}
 
 
 class Target:
@@ -86,6 +125,7 @@ class Target:
         if options.get("mcpu") == "native":
             del options["mcpu"]
         self._options: dict[str, str] = options
+        self._tokens: list[Token] = []
         self.mattr: tuple[str, ...] = tuple(
             a for a in options.get("mattr", "").split(",") if a
         )
@@ -106,7 +146,9 @@ class Target:
             self._check_abi()
         same_triple = _same_machine(self.triple, host_triple)
         host_cpu = llvm.get_host_cpu_name()
-        if "mcpu" not in options and same_triple:
+        # Naming this machine's CPU is naming this machine: its detected
+        # features, not LLVM's model of the CPU (a VM hides some of those).
+        if same_triple and options.get("mcpu", host_cpu) == host_cpu:
             self.cpu = host_cpu
             self.features = ",".join(
                 x for x in (_host_feature_string(), *self.mattr) if x
@@ -143,23 +185,180 @@ class Target:
             )
 
     def _not_host_reason(self, host_triple: str, host_cpu: str) -> str:
+        """ "" when code for this target runs here: the host's triple, and no
+        feature turned on (by `-mcpu` or `-mattr`) that this CPU lacks; so
+        `-mcpu=haswell` runs on an AVX-512 host and `-mcpu=sapphirerapids` (AMX)
+        does not."""
         if not _same_machine(self.triple, host_triple):
             return f"-mtriple={self.triple} is not this machine's {host_triple}"
-        if self.cpu != host_cpu:
-            return f"-mcpu={self.cpu} is not this machine's CPU ({host_cpu})"
         wanted: dict[str, bool] = {}
         for attr in self.mattr:  # the last mention of a feature wins, as in LLVM
             wanted[attr[1:]] = attr[0] == "+"
         host = _host_features()
-        missing = [f"+{f}" for f, on in wanted.items() if on and not host.get(f)]
-        if missing:
-            return f"this {host_cpu} lacks {', '.join(missing)}"
-        return ""
+        missing = {f for f, on in wanted.items() if on and not host.get(f)}
+        if self.cpu != host_cpu:
+            lacking = tuple(sorted(f for f, on in host.items() if not on))
+            has = self._has_all(tuple(f for f in lacking if f not in wanted))
+            missing.update(f for f, on in has.items() if on)
+        if not missing:
+            return ""
+        lacks = f"this {host_cpu} lacks {', '.join('+' + f for f in sorted(missing))}"
+        if self.cpu != host_cpu:
+            return f"-mcpu={self.cpu} is not this machine's CPU ({host_cpu}): {lacks}"
+        return lacks
+
+    def has_feature(self, name: str) -> bool:
+        """Whether code for this target may use LLVM feature `name` (`avx2`,
+        `neon`, `v`, `simd128`): implied by its CPU or turned on by `-mattr`.
+
+        LLVM knows which features a CPU implies but does not list them; its
+        inliner does compare them: a function is inlined only into one whose
+        features include all of its own. So the question is whether a function
+        for this target plus `+name` inlines into one for this target.
+        """
+        return _has_features(self.triple, self.cpu, self.features, (name,))[0]
+
+    def _has_all(self, names: tuple[str, ...]) -> dict[str, bool]:
+        has = _has_features(self.triple, self.cpu, self.features, names)
+        return dict(zip(names, has, strict=True))
 
     @classmethod
     def host(cls) -> "Target":
         """The machine this process runs on."""
         return cls("llvm")
+
+    @classmethod
+    def current(cls) -> "Target":
+        """The innermost target entered with `with target:`, else the host.
+
+        Example:
+            >>> with Target("llvm -mcpu=haswell"):
+            ...     Target.current().vector_lanes("float32")
+            8
+        """
+        stack = _CURRENT.get()
+        return stack[-1] if stack else cls.host()
+
+    @classmethod
+    def resolve(cls, target: "str | Mapping[str, Any] | Target | None") -> "Target":
+        """`target` as a Target; None is `Target.current()`."""
+        if target is None:
+            return cls.current()
+        return target if isinstance(target, Target) else cls(target)
+
+    def __enter__(self) -> "Target":
+        self._tokens.append(_CURRENT.set((*_CURRENT.get(), self)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self._tokens.pop())
+
+    # --- what schedules need to know about the machine -------------------------
+
+    @cached_property
+    def _facts(self) -> dict[str, bool]:
+        names = _FACT_FEATURES.get(self._family, ())
+        facts = self._has_all(names) if names else {}
+        if facts.get("v"):  # the guaranteed VLEN; zvl* needs v, or LLVM aborts
+            facts.update(self._has_all(_RVV_LENGTHS))
+        return facts
+
+    @property
+    def _family(self) -> str:
+        arch = llvm.get_triple_parts(self.triple).Arch
+        return _FAMILIES.get(arch, arch)
+
+    @cached_property
+    def vector_bytes(self) -> int:
+        """Bytes of a SIMD register ember's fixed-width vectors are lowered to; 0
+        where there is none (every dtype is then one lane).
+
+        x86: 64 with avx512f, 32 with avx, 16 with sse2. AArch64: 16 (NEON; SVE
+        too: LLVM lowers fixed-width vectors to NEON unless told the SVE length,
+        which llvmlite cannot). RISC-V with v: the VLEN the features guarantee
+        (zvl128b, implied by v: 16 bytes; zvl256b 32, zvl512b 64), which LLVM's
+        fixed-length RVV lowering also uses, no -riscv-v-vector-bits-min
+        needed. Wasm: 16 with simd128.
+        """
+        facts, family = self._facts, self._family
+        if family == "x86":
+            for feature, size in (("avx512f", 64), ("avx", 32), ("sse2", 16)):
+                if facts[feature]:
+                    return size
+            return 0
+        if family == "riscv":
+            if not facts["v"]:
+                return 0
+            bits = [int(f[3:-1]) for f in _RVV_LENGTHS if facts[f]]
+            return max(bits, default=_RVV_MIN_BITS) // 8
+        return _SIMD_BYTES.get(family, 0) if any(facts.values()) else 0
+
+    def vector_lanes(self, dtype: "str | np.dtype | type" = "float32") -> int:
+        """Elements of `dtype` in one vector register (1 without SIMD).
+
+        Example:
+            >>> Target("llvm -mcpu=haswell").vector_lanes("float32")
+            8
+        """
+        return max(1, self.vector_bytes // np.dtype(dtype).itemsize)
+
+    @cached_property
+    def vector_registers(self) -> int:
+        """Vector registers a register tile may use: x86-64 32 with avx512f,
+        else 16 (i386: 8); AArch64 and RISC-V 32; Wasm 16 (the engine
+        allocates registers; 16 is what x86 and ARM hosts give it)."""
+        family = self._family
+        if family == "x86":
+            if llvm.get_triple_parts(self.triple).Arch != "x86_64":
+                return 8
+            return 32 if self._facts["avx512f"] else 16
+        return _REGISTERS.get(family, 16)
+
+    @cached_property
+    def has_fma(self) -> bool:
+        """Fused multiply-add in hardware: x86 with fma (avx512f implies it),
+        AArch64 always, RISC-V with f or d; not Wasm (relaxed-simd aside)."""
+        facts, family = self._facts, self._family
+        if family == "x86":
+            return facts["fma"] or facts["avx512f"]
+        if family == "riscv":
+            return facts["f"] or facts["d"]
+        return family == "aarch64"
+
+    @cached_property
+    def l1d_bytes(self) -> int:
+        """L1 data cache per core: this machine's (sysfs) when the code runs
+        here, else `-l1d-bytes`, else 32 KiB."""
+        return self._cache_fact("l1d-bytes", 1)
+
+    @cached_property
+    def l2_bytes(self) -> int:
+        """L2 cache: this machine's when the code runs here, else `-l2-bytes`,
+        else 256 KiB."""
+        return self._cache_fact("l2-bytes", 2)
+
+    @cached_property
+    def l3_bytes(self) -> int:
+        """L3 cache (0: none known): this machine's when the code runs here,
+        else `-l3-bytes`, else 0."""
+        return self._cache_fact("l3-bytes", 3)
+
+    @cached_property
+    def num_cores(self) -> int:
+        """Cores the code may use: `-num-cores`, else this process's CPU
+        affinity when the code runs here, else 1."""
+        if "num-cores" in self._options:
+            return int(self._options["num-cores"])
+        return _host_cores() if self.is_host else 1
+
+    def _cache_fact(self, option: str, level: int) -> int:
+        if option in self._options:
+            return int(self._options[option])
+        if self.is_host:
+            size = _host_caches().get(level)
+            if size is not None:
+                return size
+        return _DEFAULT_CACHES[level]
 
     @property
     def arch(self) -> str:
@@ -227,6 +426,74 @@ def _host_features() -> dict[str, bool]:
 @cache
 def _host_feature_string() -> str:
     return llvm.get_host_cpu_features().flatten()
+
+
+@cache
+def _has_features(
+    triple: str, cpu: str, features: str, names: tuple[str, ...]
+) -> tuple[bool, ...]:
+    """For each of `names`: whether (cpu, features) has that LLVM feature.
+
+    A caller for the target and, per name, an internal callee for the target
+    plus `+name`; LLVM's inliner (its TargetTransformInfo) inlines a callee only
+    when the caller has every feature the callee has, CPU implications and
+    tuning flags included, so a call left behind is a feature missing. Run in
+    this process: the CPU is one LLVM knows (`_llvm_rejects` checked it first).
+    """
+    initialize()
+    text = [
+        f'attributes #0 = {{ "target-cpu"="{cpu}" "target-features"="{features}" }}'
+    ]
+    for i, name in enumerate(names):
+        more = ",".join(x for x in (features, f"+{name}") if x)
+        text += [
+            f"define internal i32 @callee{i}(i32 %x) #{i + 1} {{\n"
+            "  %y = mul i32 %x, 3\n  ret i32 %y\n}",
+            f"define i32 @caller{i}(i32 %x) #0 {{\n"
+            f"  %r = call i32 @callee{i}(i32 %x)\n  ret i32 %r\n}}",
+            f'attributes #{i + 1} = {{ "target-cpu"="{cpu}" "target-features"="{more}" }}',
+        ]
+    module = llvm.parse_assembly("\n".join(text))
+    module.triple = triple
+    tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, opt=2)
+    module.data_layout = str(tm.target_data)
+    builder = llvm.create_pass_builder(
+        tm, llvm.create_pipeline_tuning_options(speed_level=2)
+    )
+    builder.getModulePassManager().run(module, builder)
+    return tuple(
+        f"@callee{i}(" not in str(module.get_function(f"caller{i}"))
+        for i in range(len(names))
+    )
+
+
+@cache
+def _host_caches() -> dict[int, int]:
+    """Cache level -> bytes of this machine's data (or unified) caches, from
+    Linux sysfs; {} where it cannot be read."""
+    sizes: dict[int, int] = {}
+    units = {"K": 1024, "M": 1024 * 1024, "G": 1024**3}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction" or not size:
+            continue
+        scale = units.get(size[-1], 1)
+        digits = size[:-1] if size[-1] in units else size
+        if digits.isdigit():
+            sizes[level] = int(digits) * scale
+    return sizes
+
+
+def _host_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 # Run by `_llvm_rejects` in a fresh interpreter: build a target machine and emit
@@ -334,6 +601,12 @@ def _set_option(options: dict[str, str], spec: object, key: str, value: str) -> 
             )
     if key == "opt-level" and value not in ("0", "1", "2", "3"):
         raise ValueError(f"target {spec!r}: -opt-level must be 0 to 3, got {value!r}")
+    if key in _FACT_OPTIONS:
+        least = 0 if key == "l3-bytes" else 1
+        if not value.isdigit() or int(value) < least:
+            raise ValueError(
+                f"target {spec!r}: -{key} must be an integer >= {least}, got {value!r}"
+            )
     options[key] = value
 
 
