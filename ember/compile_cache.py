@@ -99,20 +99,27 @@ def default_directory() -> Path | None:
         return None
 
 
-@functools.cache
-def source_digest() -> str:
-    """sha256 of every `.py` file ember imports from, by module name, and of the
-    Python and xDSL versions that run them; computed once per process."""
-    import ember
-
+def source_files() -> dict[str, Path]:
+    """Every `.py` file of the ember package as imported, by module name."""
     files: dict[str, Path] = {}
     for name in ("ember", *(f"ember.{s}" for s in _SUBPACKAGES)):
         spec = importlib.util.find_spec(name)
         for root in (spec and spec.submodule_search_locations) or ():
             _collect_sources(Path(root), name, files)
+    return files
+
+
+@functools.cache
+def source_digest() -> str:
+    """sha256 of ember's sources (`source_files`, by module name, so a wheel and
+    an editable checkout of the same files agree) and of the Python and xDSL
+    versions that run them; computed once per process."""
+    import ember
+
     h = hashlib.sha256()
     h.update(f"python {sys.version_info[0]}.{sys.version_info[1]}\0".encode())
     h.update(f"xdsl {_version('xdsl')}\0ember {ember.__version__}\0".encode())
+    files = source_files()
     for module in sorted(files):
         h.update(module.encode() + b"\0")
         h.update(files[module].read_bytes())
@@ -410,6 +417,7 @@ __all__ = [
     "default_cache",
     "default_directory",
     "source_digest",
+    "source_files",
     "target_fingerprint",
     "toolchain",
 ]
