@@ -122,17 +122,26 @@ def source_digest() -> str:
     files = source_files()
     for module in sorted(files):
         h.update(module.encode() + b"\0")
-        h.update(files[module].read_bytes())
+        try:
+            h.update(files[module].read_bytes())
+        except OSError:  # deleted since it was listed: a digest all the same
+            h.update(b"\0unreadable")
         h.update(b"\0")
     return h.hexdigest()
 
 
-def _collect_sources(folder: Path, package: str, files: dict[str, Path]) -> None:
+def _collect_sources(
+    folder: Path, package: str, files: dict[str, Path], seen: set[Path] | None = None
+) -> None:
+    seen = set() if seen is None else seen
+    if folder.resolve() in seen:  # a symlink loop
+        return
+    seen.add(folder.resolve())
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith((".", "__pycache__")):
             continue
         if entry.is_dir():
-            _collect_sources(entry, f"{package}.{entry.name}", files)
+            _collect_sources(entry, f"{package}.{entry.name}", files, seen)
         elif entry.suffix == ".py":
             files[f"{package}.{entry.stem}"] = entry
 
@@ -149,6 +158,10 @@ def _version(distribution: str) -> str:
 def target_fingerprint(target: str | Mapping[str, Any] | Target) -> str:
     """The target as code generation sees it: `llvm` resolved to this machine's
     triple, CPU and features, with the ABI and opt level.
+
+    The machine's other facts (cores, caches, registers) are not in it: the
+    strategies that read them decide a kernel's schedule, which is part of its
+    te IR, and the passes after te read only what the features determine.
 
     Example:
         >>> target_fingerprint("llvm")
