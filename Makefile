@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint pytest lit bench clean
+.PHONY: demo test lint pytest lit bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,13 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed-dev
 	$(BIN)/python examples/demo.py
 
-pytest: $(VENV)/.installed-dev
+# qemu-user, the aarch64/riscv64 cross gcc and wasm-ld, which tests/test_cross_run.py
+# runs cross-built code with: installed with apt-get when missing (as root), else
+# listed; the tests that need a missing one skip and say why.
+system-deps:
+	@sh .ci/system_deps.sh
+
+pytest: system-deps $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
 
 lit: $(VENV)/.installed-dev
