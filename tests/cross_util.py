@@ -1,0 +1,308 @@
+"""Running cross-built code: qemu-user for aarch64 and riscv64 Linux, wasmtime
+for wasm32.
+
+Linux targets: the library is linked by the target's gcc (`export_library(...,
+cc="aarch64-linux-gnu-gcc")`), a C host from examples/deploy_c is compiled by
+the same gcc, and qemu-user runs the host with the target's libc and libgomp
+(`-L /usr/<arch>-linux-gnu`); tensors go in and out through files. wasm32: the
+objects are linked by wasm-ld into a module whose undefined functions become
+imports (`--allow-undefined`); wasmtime instantiates it with the C library
+functions kernels call (`aligned_alloc`/`free` on a heap this module keeps in
+the linear memory, libm's `expf` and friends through numpy) and calls the
+packed functions on DLTensors written into its memory.
+
+The tools come from Debian (`make system-deps` installs them) and PyPI
+(wasmtime, in the dev extra); a missing one is a `pytest.skip` naming the
+program and the package that brings it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import struct
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY_C = ROOT / "examples" / "deploy_c"
+INCLUDE = ROOT / "runtime" / "include"
+C_FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic", "-Werror"]
+# Debian's names for the libc cross packages (crti.o, libc.so, libm.so).
+LIBC_DEV = {"aarch64": "libc6-dev-arm64-cross", "riscv64": "libc6-dev-riscv64-cross"}
+
+
+def _install_hint(package: str) -> str:
+    return f"apt-get install {package} (make system-deps does it as root)"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where a C host runs: this machine (`arch` None) or a Linux machine of
+    another architecture emulated by qemu-user with the CPU model `qemu_cpu`."""
+
+    arch: str | None = None
+    qemu_cpu: str = ""
+
+    @property
+    def gcc(self) -> str:
+        return f"{self.arch}-linux-gnu-gcc" if self.arch else "cc"
+
+    @property
+    def sysroot(self) -> str:
+        return f"/usr/{self.arch}-linux-gnu"
+
+    def require(self) -> None:
+        """Skip the test unless the compiler, the C library and qemu are here."""
+        if self.arch is None:
+            if shutil.which("cc") is None:
+                pytest.skip("cc not installed: a C compiler is needed")
+            return
+        if shutil.which(self.gcc) is None:
+            pytest.skip(
+                f"{self.gcc} not installed: {_install_hint(f'gcc-{self.arch}-linux-gnu')}"
+            )
+        if not os.path.exists(f"{self.sysroot}/lib/crti.o"):
+            pytest.skip(
+                f"the {self.arch} C library is not installed ({self.sysroot}/lib/"
+                f"crti.o): {_install_hint(LIBC_DEV[self.arch])}"
+            )
+        if shutil.which(f"qemu-{self.arch}") is None:
+            pytest.skip(f"qemu-{self.arch} not installed: {_install_hint('qemu-user')}")
+
+    def compile_host(self, source: str, output: Path) -> Path:
+        """examples/deploy_c/<source>, compiled warning-free by this machine's gcc."""
+        self.require()
+        command = [self.gcc, *C_FLAGS, f"-I{INCLUDE}", str(DEPLOY_C / source)]
+        done = subprocess.run(
+            [*command, "-o", str(output), "-ldl"], capture_output=True, text=True
+        )
+        assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
+        return output
+
+    def run(
+        self, argv: Sequence[str | Path], threads: int = 3
+    ) -> subprocess.CompletedProcess:
+        """Run a program of this machine, in an environment with nothing but
+        EMBER_NUM_THREADS (the libraries' parallel loops use that many threads)."""
+        prefix = []
+        if self.arch is not None:
+            qemu = shutil.which(f"qemu-{self.arch}")
+            assert qemu is not None
+            prefix = [qemu, "-L", self.sysroot, "-cpu", self.qemu_cpu]
+        return subprocess.run(
+            [*prefix, *map(str, argv)],
+            capture_output=True,
+            text=True,
+            env={"EMBER_NUM_THREADS": str(threads)},
+            timeout=120,
+        )
+
+
+def tensor_spec(kind: str, array: np.ndarray, path: Path) -> str:
+    """run_kernel's `in:float32:4x8:a.bin` for one tensor."""
+    return f"{kind}:{array.dtype.name}:{'x'.join(map(str, array.shape))}:{path}"
+
+
+def run_kernel(
+    machine: Machine,
+    host: Path,
+    library: Path,
+    function: str,
+    inputs: Sequence[np.ndarray],
+    outputs: Sequence[np.ndarray],
+    workdir: Path,
+) -> tuple[subprocess.CompletedProcess, list[np.ndarray]]:
+    """Call `function` of `library` in examples/deploy_c/run_kernel.c on
+    `machine` with `inputs`, then `outputs` (arrays giving shape and dtype).
+
+    Returns:
+        The finished process and the outputs read back from their files
+        (empty unless it succeeded).
+    """
+    specs = []
+    for i, array in enumerate(inputs):
+        path = workdir / f"{function}_in{i}.bin"
+        np.ascontiguousarray(array).tofile(path)
+        specs.append(tensor_spec("in", array, path))
+    paths = [workdir / f"{function}_out{i}.bin" for i in range(len(outputs))]
+    specs += [tensor_spec("out", a, p) for a, p in zip(outputs, paths, strict=True)]
+    done = machine.run([host, library, function, *specs])
+    if done.returncode != 0:
+        return done, []
+    results = [
+        np.fromfile(p, a.dtype).reshape(a.shape)
+        for a, p in zip(outputs, paths, strict=True)
+    ]
+    return done, results
+
+
+# -- wasm32 ------------------------------------------------------------------------
+
+WASM_PAGE = 65536
+DLTENSOR_WASM32 = struct.Struct("<IiiiBBHII4xQ")  # 40 bytes: 4-byte pointers
+assert DLTENSOR_WASM32.size == 40
+DTYPE_CODES = {"i": 0, "u": 1, "f": 2}
+
+# The libm functions a wasm32 kernel may import, as numpy computes them in the
+# import's precision (f32 for `expf`, f64 for `exp`).
+LIBM: dict[str, Callable[..., np.ndarray]] = {
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "tanh": np.tanh,
+    "sin": np.sin,
+    "cos": np.cos,
+    "pow": np.power,
+    "erf": np.vectorize(math.erf),
+}
+
+
+def wasm_ld() -> str:
+    """The wasm-ld program, or a skip saying how to get it."""
+    found = shutil.which("wasm-ld")
+    if found is None:
+        pytest.skip(f"wasm-ld not installed: {_install_hint('lld')}")
+    return found
+
+
+def link_wasm(objects: Sequence[Path], output: Path) -> Path:
+    """Link wasm32 objects into a module exporting every function, its memory
+    and `__heap_base`; undefined functions become imports from "env"."""
+    command = [wasm_ld(), "--no-entry", "--export-all", "--export=__heap_base"]
+    command += ["--allow-undefined", "-o", str(output), *map(str, objects)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
+    return output
+
+
+class _Heap:
+    """`aligned_alloc` and `free` over the linear memory above `__heap_base`:
+    a bump pointer that falls back to the end of the highest live block, so
+    memory is reused whenever the top blocks are freed."""
+
+    def __init__(self, store, memory, base: int):
+        self.store, self.memory, self.base = store, memory, base
+        self.live: dict[int, int] = {}  # address: end
+
+    def alloc(self, size: int, align: int = 64) -> int:
+        if align <= 0 or align & (align - 1):
+            return 0  # C11: an alignment that is not a power of two fails
+        top = max(self.live.values(), default=self.base)
+        start = -(-top // align) * align
+        end = start + max(size, 1)
+        have = self.memory.data_len(self.store)
+        if end > have:
+            self.memory.grow(self.store, -(-(end - have) // WASM_PAGE))
+        self.live[start] = end
+        return start
+
+    def free(self, address: int) -> None:
+        if address:
+            del self.live[address]  # a KeyError: a free of what was not allocated
+
+
+class WasmModule:
+    """A linked wasm32 module in wasmtime whose packed functions take numpy
+    arrays.
+
+        m = WasmModule(Path("k.wasm").read_bytes())
+        rc, message = m.call("vecadd", [a, b, c])   # c is written in place
+    """
+
+    def __init__(self, code: bytes):
+        wasmtime = pytest.importorskip(
+            "wasmtime", reason="wasmtime not installed: pip install -e '.[dev]'"
+        )
+        engine = wasmtime.Engine()
+        self.store = wasmtime.Store(engine)
+        module = wasmtime.Module(engine, code)
+        self.imported = [i.name for i in module.imports]
+        imports = [self._import(wasmtime, i) for i in module.imports]
+        self.instance = wasmtime.Instance(self.store, module, imports)
+        self.exports = self.instance.exports(self.store)
+        self.memory = self.exports["memory"]
+        base = self.exports["__heap_base"].value(self.store)
+        self.heap = _Heap(self.store, self.memory, base)
+
+    def _import(self, wasmtime, item):
+        heap_calls: dict[str, Callable] = {
+            "aligned_alloc": lambda align, size: self.heap.alloc(size, align),
+            "malloc": lambda size: self.heap.alloc(size, 16),
+            "free": lambda address: self.heap.free(address),
+        }
+        if item.module == "env" and item.name in heap_calls:
+            return wasmtime.Func(self.store, item.type, heap_calls[item.name])
+        base, f32 = item.name.removesuffix("f"), item.name.endswith("f")
+        if item.module != "env" or base not in LIBM:
+            raise ValueError(
+                f"the module imports {item.module}.{item.name}, which this host "
+                "does not provide"
+            )
+        dtype = np.float32 if f32 else np.float64
+        fn = LIBM[base]
+        return wasmtime.Func(
+            self.store, item.type, lambda *xs: float(fn(*(dtype(x) for x in xs)))
+        )
+
+    def write(self, address: int, data: bytes) -> None:
+        self.memory.write(self.store, data, address)
+
+    def read(self, address: int, size: int) -> bytes:
+        return bytes(self.memory.read(self.store, address, address + size))
+
+    def c_string(self, address: int) -> str:
+        end = address
+        while self.read(end, 1) != b"\0":
+            end += 1
+        return self.read(address, end - address).decode()
+
+    def call(
+        self, name: str, arrays: Sequence[np.ndarray], count: int | None = None
+    ) -> tuple[int, str | None]:
+        """Call packed function `name` with DLTensors over copies of `arrays`
+        (`count` of them: by default all), then copy every array back.
+
+        Returns:
+            The return code and, when it is not 0, the function's message.
+        """
+        blocks = []
+        handles = []
+        for array in arrays:
+            data = self.heap.alloc(array.nbytes)
+            shape = self.heap.alloc(8 * array.ndim, 8)
+            tensor = self.heap.alloc(DLTENSOR_WASM32.size, 8)
+            blocks += [data, shape, tensor]
+            self.write(data, np.ascontiguousarray(array).tobytes())
+            self.write(shape, struct.pack(f"<{array.ndim}q", *array.shape))
+            code = DTYPE_CODES[array.dtype.kind]
+            bits = 8 * array.dtype.itemsize
+            dl = DLTENSOR_WASM32.pack(
+                data, 1, 0, array.ndim, code, bits, 1, shape, 0, 0
+            )
+            self.write(tensor, dl)
+            handles.append((tensor, data))
+        args = self.heap.alloc(8 * len(arrays), 8)
+        codes = self.heap.alloc(4 * len(arrays), 4)
+        ret, ret_code = self.heap.alloc(8, 8), self.heap.alloc(4, 4)
+        blocks += [args, codes, ret, ret_code]
+        self.write(args, struct.pack(f"<{len(arrays)}Q", *(t for t, _ in handles)))
+        self.write(codes, struct.pack(f"<{len(arrays)}i", *[7] * len(arrays)))
+        count = len(arrays) if count is None else count
+        rc = self.exports[name](self.store, args, codes, count, ret, ret_code)
+        message = None
+        if rc != 0:
+            message = self.c_string(struct.unpack("<I", self.read(ret, 4))[0])
+        for array, (_, data) in zip(arrays, handles, strict=True):
+            array[...] = np.frombuffer(
+                self.read(data, array.nbytes), array.dtype
+            ).reshape(array.shape)
+        for block in blocks:
+            self.heap.free(block)
+        return rc, message
