@@ -33,10 +33,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
@@ -59,6 +61,7 @@ from xdsl.traits import (
     IsolatedFromAbove,
     IsTerminator,
     Pure,
+    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 
@@ -309,6 +312,48 @@ class FusedOp(IRDLOperation):
         return op
 
 
+# ---------------------------------------------------------------- kernels
+
+
+@irdl_op_definition
+class CallKernelOp(IRDLOperation):
+    """A graph value computed by a kernel function of the module (what
+    `convert-graph-to-te` makes of a fusion group; Relax's `call_tir`). The
+    callee is a te function over the same tensors, or, once lowered, a loop
+    function taking the operands, then the result as an out-parameter, then
+    its scratch buffers.
+
+    %y = graph.call_kernel @ember_conv2d_relu_0f3a(%x, %w)
+           : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+    """
+
+    name = "graph.call_kernel"
+
+    callee = prop_def(SymbolRefAttr)
+    args = var_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = (
+        "$callee `(` $args `)` attr-dict `:` functional-type($args, $result)"
+    )
+
+    def __init__(self, callee: str, args: Sequence[SSAValue], result: TensorType):
+        super().__init__(
+            operands=[list(args)],
+            result_types=[result],
+            properties={"callee": SymbolRefAttr(callee)},
+        )
+
+    def verify_(self) -> None:
+        found = SymbolTable.lookup_symbol(self, self.callee)
+        if not isinstance(found, func.FuncOp):
+            raise VerifyException(
+                f"expected @{self.callee.string_value()} to be a func.func of the "
+                f"module, got {found.name if found else 'nothing'}"
+            )
+        static_tensor(self.result, "the result")
+
+
 COMPUTE_OPS: tuple[type[GraphOp], ...] = (
     Conv2DOp,
     DenseOp,
@@ -366,6 +411,7 @@ def infer_type(
 __all__ = [  # pyright: ignore[reportUnsupportedDunderAll]
     *(op.__name__ for op in COMPUTE_OPS),
     "Conv2dOp",
+    "CallKernelOp",
     "ParamOp",
     "ConstantOp",
     "FusedOp",
@@ -380,5 +426,5 @@ __all__ = [  # pyright: ignore[reportUnsupportedDunderAll]
 
 Graph = Dialect(
     "graph",
-    [ParamOp, ConstantOp, *COMPUTE_OPS, FusedOp, YieldOp],
+    [ParamOp, ConstantOp, *COMPUTE_OPS, FusedOp, YieldOp, CallKernelOp],
 )

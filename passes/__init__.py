@@ -49,6 +49,8 @@ _EMBER_PASSES = (
     "graph-fold-constants",
     "graph-fold-batch-norm",
     "graph-fuse-ops",
+    "convert-graph-to-te",
+    "graph-plan-memory",
     "convert-te-to-loop",
     "loop-simplify",
     "loop-outline-parallel",
@@ -118,6 +120,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         passes[name] = _loader(name, "ember.passes.te_primitives")
     passes["ember-cpu"] = _loader("ember-cpu", "ember.passes.pipelines")
     passes["ember-graph"] = _loader("ember-graph", "ember.passes.pipelines")
+    passes["ember-model"] = _loader("ember-model", "ember.passes.pipelines")
     return passes
 
 

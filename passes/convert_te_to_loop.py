@@ -149,8 +149,8 @@ def _lower_block(block: Block, scratch: bool) -> None:
 
 
 def _is_te_function(f: func.FuncOp) -> bool:
-    if f.is_declaration:
-        return False
+    if f.is_declaration or any(o.dialect_name() == "graph" for o in f.walk()):
+        return False  # a model function: graph-plan-memory lowers it
     types = (*f.function_type.inputs, *f.function_type.outputs)
     if any(isinstance(t, TensorType | UnrankedTensorType) for t in types):
         return True

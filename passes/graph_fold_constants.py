@@ -146,7 +146,8 @@ def fold_constants(
 
 @dataclass(frozen=True)
 class GraphFoldConstants(ModulePass):
-    """Fold graph ops on literal constants (params fold from Python, given values).
+    """Fold graph ops on literal constants, and on params when their values are
+    bound (`ember.passes.bound_params`).
 
     ember-opt model.mlir -p 'graph-fold-constants{max-elements=4096}'
     """
@@ -156,4 +157,10 @@ class GraphFoldConstants(ModulePass):
     max_elements: int = 1024
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fold_constants(op, None, self.max_elements)
+        from ember.passes.bound_params import bound_params
+
+        bound = bound_params()
+        if bound is None:
+            fold_constants(op, None, self.max_elements)
+        else:
+            bound.values = fold_constants(op, bound.values, self.max_elements)

@@ -1,11 +1,15 @@
-"""The named pipelines. Reading `GRAPH_PASSES` then `EMBER_CPU` tells the whole
-compile story for a CPU.
+"""The named pipelines. Reading `model_segments` tells the whole compile story
+of a model, `EMBER_CPU` that of a te program.
 
-ember-opt model.mlir -p ember-graph
-ember-opt kernel.mlir -p ember-cpu -t llvm
+    ember-opt model.mlir -p ember-model -t llvm      # graph IR in, LLVM IR out
+    ember-opt model.mlir -p ember-graph              # the graph passes alone
+    ember-opt kernel.mlir -p ember-cpu -t llvm       # te or loop IR in
+
+A pipeline is an ordered list of named segments, each a list of passes; the
+`--emit` stages of `ember-opt` stop after a segment, so every stage is a prefix
+of the one pipeline that `ember.compile_model` runs too.
 """
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,6 +18,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import numpy as np
 
     from ember.pass_context import PassContext
@@ -46,26 +52,27 @@ def optimize_graph(
     params: "Mapping[str, np.ndarray]",
     ctx: "PassContext | None" = None,
 ) -> "dict[str, np.ndarray]":
-    """Run the graph pipeline of `ctx` on `module` in place, folding with `params`.
+    """Run the graph passes of `ctx` on `module` in place, with `params` bound.
 
     Returns:
         The params the optimized module binds (folded weights included).
     """
-    from ember.passes import get_all_passes, get_context
-    from ember.passes.graph_fold_batch_norm import rewrite_batch_norms
-    from ember.passes.graph_fold_constants import fold_constants, prune_params
+    from ember.passes import run
+    from ember.passes.bound_params import bind_params
+    from ember.passes.graph_fold_constants import prune_params
 
-    passes = get_all_passes()
-    out = dict(params)
-    for name in graph_pipeline(ctx):
-        if name == "graph-fold-constants":
-            out = fold_constants(module, out)
-        elif name == "graph-fold-batch-norm":
-            rewrite_batch_norms(module)
-        else:
-            PassPipeline.parse_spec(passes, name).apply(get_context(), module)
-    return prune_params(module, out)
+    with bind_params(params) as bound:
+        passes = graph_pipeline(ctx)
+        if passes:
+            run(module, ",".join(passes))
+    return prune_params(module, bound.values)
 
+
+GRAPH_TO_TE: tuple[str, ...] = (
+    # each fusion group becomes a te kernel (compute + schedule, chosen by the
+    # strategy registered for its op class and the target) and a call of it
+    "convert-graph-to-te",
+)
 
 TE_TO_LOOP: tuple[str, ...] = (
     # te: the schedule applied, tensor expressions become loop nests over buffers
@@ -77,8 +84,20 @@ TE_TO_LOOP: tuple[str, ...] = (
 )
 """te IR to the scheduled loop nest: what `get_source("loop")` shows."""
 
-EMBER_CPU: tuple[str, ...] = (
-    *TE_TO_LOOP,
+KERNELS_TO_LOOP: tuple[str, ...] = (
+    # a model's kernels allocate nothing: their intermediates become scratch
+    # arguments the model's workspace provides
+    "convert-te-to-loop{scratch-args=true}",
+    *TE_TO_LOOP[1:],
+)
+
+PLAN: tuple[str, ...] = (
+    # the model function becomes `default_run`: kernel calls on views of one
+    # workspace planned by liveness and of the params blob
+    "graph-plan-memory",
+)
+
+LOOP_TO_LLVM: tuple[str, ...] = (
     # parallel loops become functions libgomp runs on every core
     "loop-outline-parallel",
     # vectorized loops become SIMD code on vector types
@@ -106,6 +125,43 @@ EMBER_CPU: tuple[str, ...] = (
     # only llvm ops are left, or the first other op is named
     "llvm-verify-lowered",
 )
+"""Loop IR to the llvm dialect."""
+
+EMBER_CPU: tuple[str, ...] = (*TE_TO_LOOP, *LOOP_TO_LLVM)
+"""A te (or loop) program to the llvm dialect for a CPU."""
+
+
+def model_segments(
+    ctx: "PassContext | None" = None,
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The model pipeline `ember-model`: (stage, passes) in order, the graph
+    passes those of `ctx` (the current `PassContext` by default). The stage
+    names are `ember-opt --emit`'s: each segment ends at that level."""
+    return (
+        ("graph", graph_pipeline(ctx)),
+        ("te", GRAPH_TO_TE),
+        ("loop", (*KERNELS_TO_LOOP, *PLAN)),
+        ("llvm", LOOP_TO_LLVM),
+    )
+
+
+def model_passes(
+    ctx: "PassContext | None" = None, until: str = "llvm"
+) -> tuple[str, ...]:
+    """The passes of `ember-model` up to and including stage `until`."""
+    passes: list[str] = []
+    for stage, segment in model_segments(ctx):
+        passes += segment
+        if stage == until:
+            return tuple(passes)
+    raise ValueError(f"no model stage {until!r}")
+
+
+def _run(ctx: Context, module: ModuleOp, passes: tuple[str, ...]) -> None:
+    from ember.passes import get_all_passes
+
+    if passes:
+        PassPipeline.parse_spec(get_all_passes(), ",".join(passes)).apply(ctx, module)
 
 
 @dataclass(frozen=True)
@@ -115,15 +171,13 @@ class EmberCpuPipeline(ModulePass):
     name = "ember-cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from ember.passes import get_all_passes
-
-        PassPipeline.parse_spec(get_all_passes(), ",".join(EMBER_CPU)).apply(ctx, op)
+        _run(ctx, op, EMBER_CPU)
 
 
 @dataclass(frozen=True)
 class EmberGraphPipeline(ModulePass):
-    """The graph passes of `GRAPH_PASSES` up to `opt-level` (literals fold; params
-    fold only from Python, `optimize_graph`).
+    """The graph passes of `GRAPH_PASSES` up to `opt-level` (params fold when
+    bound, `ember.passes.bound_params`).
 
     ember-opt model.mlir -p 'ember-graph{opt-level=1}'
     """
@@ -134,14 +188,38 @@ class EmberGraphPipeline(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.pass_context import PassContext
-        from ember.passes import get_all_passes
 
-        names = graph_pipeline(PassContext(opt_level=self.opt_level))
-        if names:
-            PassPipeline.parse_spec(get_all_passes(), ",".join(names)).apply(ctx, op)
+        _run(ctx, op, graph_pipeline(PassContext(opt_level=self.opt_level)))
+
+
+@dataclass(frozen=True)
+class EmberModelPipeline(ModulePass):
+    """A graph model to the llvm dialect: every segment of `model_segments`.
+
+    ember-opt model.mlir -p 'ember-model{opt-level=2}' -t llvm
+    """
+
+    name = "ember-model"
+
+    opt_level: int = 2
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ember.pass_context import PassContext
+
+        _run(ctx, op, model_passes(PassContext(opt_level=self.opt_level)))
 
 
 PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ember-model{opt-level=N}": (
+        "graph -> llvm dialect: a whole model, its kernels and its entry",
+        (
+            *(name for name, _ in GRAPH_PASSES),
+            *GRAPH_TO_TE,
+            *KERNELS_TO_LOOP,
+            *PLAN,
+            *LOOP_TO_LLVM,
+        ),
+    ),
     "ember-graph{opt-level=N}": (
         "graph -> graph: fold, fuse (N=0 none, 1 fold literals and fuse, 2 all)",
         tuple(name for name, _ in GRAPH_PASSES),
@@ -149,6 +227,4 @@ PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
     "ember-cpu": ("te or loop -> llvm dialect, for a CPU", EMBER_CPU),
 }
 """The named pipelines ember-opt lists (`--list-pipelines`): a summary and the
-passes (for `ember-graph`, those of the highest level). A graph goes on past
-`ember-graph` through the ahead-of-time flow, not a pass list: see
-`ember-opt --emit` and `ember.aot`."""
+passes (those of the highest opt level)."""

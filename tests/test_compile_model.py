@@ -253,31 +253,61 @@ def test_kernels_allocate_nothing(cache):
 def test_scratch_buffers_are_planned():
     """A kernel's scratch buffers are live during its own call only: two
     kernels in a row share the bytes, and a kernel's output never overlaps
-    its scratch."""
-    from ember.aot import _Lowering, _main, _plan, _Scratch
+    its scratch (read off `default_run` as `graph-plan-memory` writes it)."""
+    import json
+
+    from xdsl.dialects import func, memref
+
+    from ember.passes import run
+    from ember.passes.pipelines import model_passes
 
     module = Parser(get_context(), BLOCK).parse_module()
-    lowering = _Lowering(_main(module), _params(), "llvm", None, None, 1)  # type: ignore[arg-type]
-    lowering.lower()
-    plan, _, _ = _plan(lowering)
-    scratch = [
-        (step, value, t)
-        for step, call in enumerate(lowering.calls)
-        for value, t in call.args
-        if isinstance(value, _Scratch)
-    ]
-    assert len({step for step, _, _ in scratch}) >= 3  # the padded convolutions
-    for step, value, t in scratch:
-        start = lowering.offsets[value]
-        end = start + int(np.prod(t.get_shape())) * 4
-        for other, ot in lowering.calls[step].args:
-            if isinstance(other, SSAValue) and lowering.root(other) in lowering.offsets:
-                o = lowering.offsets[lowering.root(other)]
-                o_end = o + int(np.prod(ot.get_shape())) * 4
-                assert end <= o or o_end <= start, "scratch overlaps an operand"
-    assert plan.workspace_bytes < plan.total_bytes
-    # The kernel compiler checks the lowered signature against the plan's.
-    job = next(j for j in lowering.jobs.values() if j.scratch)
+    run(module, ",".join(model_passes(until="loop")))
+    kernels = {
+        op.sym_name.data: op
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and op.sym_name.data != "default_run"
+    }
+    entry = next(
+        op
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "default_run"
+    )
+    workspace = entry.args[-2]
+    scratch_calls = 0
+    for call in entry.walk():
+        if not isinstance(call, func.CallOp):
+            continue
+        kernel = kernels[call.callee.string_value()]
+        assert kernel.arg_attrs is not None
+        spans = []
+        for value, attrs in zip(call.arguments, kernel.arg_attrs.data, strict=True):
+            view = value.owner
+            if isinstance(view, memref.ViewOp) and view.source is workspace:
+                start = view.byte_shift.owner.value.value.data  # type: ignore[attr-defined]
+                end = start + int(np.prod(value.type.get_shape())) * 4  # type: ignore[attr-defined]
+                spans.append((start, end, "ember.scratch" in attrs.data))
+        scratch = [(a, b) for a, b, is_scratch in spans if is_scratch]
+        scratch_calls += bool(scratch)
+        for a, b in scratch:
+            for c, d, _ in spans:
+                if (c, d) != (a, b):
+                    assert b <= c or d <= a, "scratch overlaps an operand"
+    assert scratch_calls >= 3  # the padded convolutions
+    model = json.loads(module.attributes["ember.model"].data)  # type: ignore[attr-defined]
+    assert model["workspace_bytes"] < model["intermediate_bytes"]
+
+
+def test_kernel_compiler_checks_the_planned_scratch():
+    """The kernel compiler checks the lowered signature against the plan's."""
+    from ember.aot import _take_kernels
+    from ember.backends.llvm import Target
+    from ember.passes import run
+    from ember.passes.pipelines import model_passes
+
+    module = Parser(get_context(), BLOCK).parse_module()
+    run(module, ",".join(model_passes(until="te")))
+    job = next(j for j in _take_kernels(module, Target()) if j.scratch)
     with pytest.raises(
         ValueError, match=r"expected scratch buffers \[\], got \[memref"
     ):

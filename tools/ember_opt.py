@@ -17,12 +17,13 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from io import BytesIO, StringIO
 from typing import IO
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
@@ -195,6 +196,9 @@ class EmberOptMain(xDSLOptMain):
         parser = LocatingParser(self.ctx, text, self.get_input_name())
         module = parser.parse_module(not self.args.no_implicit_module)
         self._op_offsets = parser.op_offsets
+        if self.codegen_target != "llvm" and "ember.target" not in module.attributes:
+            # `-t "llvm -mcpu=..."` also picks the machine schedules are for
+            module.attributes["ember.target"] = StringAttr(self.codegen_target)
         return module
 
     # ------------------------------------------------------------ the driver
@@ -336,31 +340,16 @@ class EmberOptMain(xDSLOptMain):
         self, module: ModuleOp, stage: str, run, timer: Timer
     ) -> list[str | bytes]:
         from ember.pass_context import PassContext
-        from ember.passes.pipelines import graph_pipeline
+        from ember.passes.pipelines import model_passes
         from ember.tools import opt_stages as st
 
-        run(
-            ",".join(graph_pipeline(PassContext(opt_level=self.args.opt_level))), module
-        )
-        if stage == "graph":
-            return [self._print(module)]
-        if stage == "obj":
-            raise st.StageError(
-                "--emit=obj on graph IR: a model is several objects linked "
-                "into one library; use `ember-compile model.mlir -o model.so`"
-            )
-        with timer.time("lower model (aot)"):
-            model = st.lower_model(module, self.codegen_target)
         text_stage = stage if stage in st.TEXT_MODULE_STAGES else "llvm"
-        parts: list[str] = []
-        for title, m in st.model_stage_modules(model, text_stage, run):
-            body = (
-                self._print(m)
-                if stage == text_stage
-                else _as_text(st.codegen(m, stage, self.codegen_target))
-            )
-            parts.append(f"// {title}\n{body}")
-        return ["// -----\n".join(_ends_with_newline(p) for p in parts)]
+        ctx = PassContext(opt_level=self.args.opt_level)
+        run(",".join(model_passes(ctx, until=text_stage)), module)
+        if stage == text_stage:
+            return [self._print(module)]
+        with timer.time(f"codegen ({stage})"):
+            return [st.codegen(module, stage, self.codegen_target)]
 
     def _print(self, module: ModuleOp) -> str:
         elide = self.args.mlir_elide_elementsattrs_if_larger
@@ -398,23 +387,27 @@ def _names(spec: str) -> set[str]:
 
 
 def expand_pipelines(spec: str) -> str:
-    """`ember-cpu` and `ember-graph{opt-level=N}` in a pass list, replaced by
-    their passes so that per-pass flags (`--print-ir-after-all`,
-    `--time-passes`) see every stage."""
+    """`ember-cpu`, `ember-graph{opt-level=N}` and `ember-model{opt-level=N}` in
+    a pass list, replaced by their passes so that per-pass flags
+    (`--print-ir-after-all`, `--time-passes`) see every stage."""
     from ember.pass_context import PassContext
-    from ember.passes.pipelines import EMBER_CPU, graph_pipeline
+    from ember.passes.pipelines import EMBER_CPU, graph_pipeline, model_passes
 
     spec = re.sub(r"(?<![\w-])ember-cpu(?![\w{-])", ",".join(EMBER_CPU), spec)
 
-    def graph(m: re.Match[str]) -> str:
-        level = int(m.group(1)) if m.group(1) is not None else 2
-        return ",".join(graph_pipeline(PassContext(opt_level=level)))
+    def level(m: re.Match[str]) -> PassContext:
+        return PassContext(opt_level=int(m.group(1)) if m.group(1) is not None else 2)
 
-    spec = re.sub(
-        r"(?<![\w-])ember-graph(?:\{\s*opt-level\s*=\s*(\d+)\s*\})?(?![\w{-])",
-        graph,
-        spec,
-    )
+    def named(name: str, passes: Callable[[PassContext], tuple[str, ...]]) -> None:
+        nonlocal spec
+        spec = re.sub(
+            rf"(?<![\w-]){name}(?:\{{\s*opt-level\s*=\s*(\d+)\s*\}})?(?![\w{{-])",
+            lambda m: ",".join(passes(level(m))),
+            spec,
+        )
+
+    named("ember-graph", graph_pipeline)
+    named("ember-model", model_passes)
     return ",".join(p for p in re.split(r",(?![^{]*\})", spec) if p.strip())
 
 
@@ -434,8 +427,9 @@ def list_pipelines() -> str:
         "llvm-ir, asm, obj"
     )
     lines.append(
-        "  graph input: graph (ember-graph{opt-level=N}), then te, loop, llvm, "
-        "llvm-ir, asm per kernel and for the entry (the AOT flow of ember-compile)"
+        "  graph input: the segments of ember-model{opt-level=N}: graph, te "
+        "(kernels + graph.call_kernel), loop (kernels + default_run), llvm, "
+        "llvm-ir, asm, obj"
     )
     return "\n".join(lines)
 

@@ -7,21 +7,16 @@
 
 The stages, in order: graph, te, loop, llvm (the llvm dialect), llvm-ir (LLVM IR
 after LLVM's -O pipeline for the target), asm, obj. A te or loop function runs
-`TE_TO_LOOP` then the rest of `EMBER_CPU` as ordinary passes (so
-`--print-ir-after-all` and `--time-passes` see them). A graph function is not
-one pass list: past the graph passes it is lowered by the ahead-of-time flow
-(`ember.aot`) stage by stage: each fusion group becomes a kernel (a te
-function), and the model's entry `default_run` calls the kernels on a static
-memory plan. The output is then one module per kernel and one for the entry,
-separated by `// -----` (so `--split-input-file` reads it back).
+`TE_TO_LOOP` then the rest of `EMBER_CPU`; a graph function runs the segments
+of `ember-model` up to the stage (`model_passes`): te holds the kernels as te
+functions and the model as `graph.call_kernel`s, loop the kernels as loop
+functions and the model as `default_run` over its planned workspace. Either way
+they are ordinary passes, so `--print-ir-after-all` and `--time-passes` see them.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
-import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 STAGES = ("graph", "te", "loop", "llvm", "llvm-ir", "asm", "obj")
@@ -94,73 +89,6 @@ def codegen(module: ModuleOp, stage: str, target: str) -> str | bytes:
     if stage == "asm":
         return emit_assembly(compiled, tm)
     return emit_object(compiled, tm)
-
-
-@dataclass
-class ModelStages:
-    """A graph module lowered by the AOT flow: kernels' modules and the entry."""
-
-    kernels: list[tuple[str, ModuleOp]]
-    entry: ModuleOp
-
-
-def lower_model(module: ModuleOp, target: str) -> ModelStages:
-    """The kernels (te IR) and entry (loop level) of graph `module`'s `@main`.
-
-    ember-opt sees no param values: each `graph.param` is bound to zeros of its
-    type, which changes no kernel (weights are data, never code).
-    """
-    from xdsl.dialects.builtin import StringAttr
-    from xdsl.parser import Parser
-
-    from ember.aot import _dtype, _entry_module, _Lowering, _main, _plan
-    from ember.dialects import graph
-    from ember.kernel_build import HASHED_NAME
-    from ember.passes import get_context
-
-    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    main = funcs[0] if len(funcs) == 1 else _main(module)
-    params: dict[str, np.ndarray] = {}
-    for op in main.walk():
-        if isinstance(op, graph.ParamOp):
-            t = op.result.type
-            assert isinstance(t, TensorType)
-            params[op.param_name.data] = np.zeros(t.get_shape(), _dtype(t))
-    # Lowering compiles nothing (kernels compile after it), so no cache is read.
-    lowering = _Lowering(main, params, target, None, None, 1)  # type: ignore[arg-type]
-    lowering.lower()
-    plan, layout, blob_bytes = _plan(lowering)
-    entry = _entry_module(lowering, main, plan, layout, blob_bytes, True)
-    kernels = []
-    ctx = get_context()
-    for job in lowering.jobs.values():
-        kernel = Parser(ctx, job.text, job.symbol).parse_module()
-        for op in kernel.ops:
-            if isinstance(op, func.FuncOp) and op.sym_name.data == HASHED_NAME:
-                op.sym_name = StringAttr(job.symbol)
-        kernels.append((job.symbol, kernel))
-    return ModelStages(kernels, entry)
-
-
-def model_stage_modules(
-    stages: ModelStages, stage: str, run: Pipeline
-) -> list[tuple[str, ModuleOp]]:
-    """The kernels' and entry's modules at `stage` (te, loop or llvm)."""
-    from ember.kernel_build import kernel_passes
-    from ember.passes.pipelines import EMBER_CPU, TE_TO_LOOP
-
-    out = []
-    for symbol, kernel in stages.kernels:
-        if stage == "loop":  # the kernels' own te-to-loop (scratch arguments)
-            run(",".join(kernel_passes()[: len(TE_TO_LOOP)]), kernel)
-        elif stage != "te":
-            run(",".join(kernel_passes()), kernel)
-        out.append((f"kernel {symbol}", kernel))
-    if stage in ("loop", "llvm"):
-        if stage == "llvm":
-            run(",".join(EMBER_CPU[len(TE_TO_LOOP) :]), stages.entry)
-        out.append(("entry default_run", stages.entry))
-    return out
 
 
 def make_pipeline(

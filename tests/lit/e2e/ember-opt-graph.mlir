@@ -1,10 +1,10 @@
 // RUN: ember-opt %s --emit=graph -t dot | filecheck %s --check-prefix=DOT
 // RUN: ember-opt %s --emit=graph --opt-level=1 | filecheck %s --check-prefix=GRAPH
 // RUN: ember-opt %s --emit=loop | filecheck %s --check-prefix=LOOP
-// RUN: not ember-opt %s --emit=obj -o %t.o 2>&1 | filecheck %s --check-prefix=OBJ
+// RUN: ember-opt %s --emit=obj -o %t.o && od -c -N 4 %t.o | filecheck %s --check-prefix=OBJ
 
-// A residual block: fused groups are DOT clusters; past the graph stage the AOT
-// flow gives one module per kernel and the entry.
+// A residual block: fused groups are DOT clusters; past the graph stage the
+// segments of ember-model give one module: the kernels and `default_run`.
 // DOT: digraph ember {
 // DOT: subgraph "cluster_fused_conv2d_relu_0" {
 // DOT: label="fused_conv2d_relu_0"
@@ -12,11 +12,13 @@
 // DOT: [label="1x8x8x8xf32"];
 // DOT: shape=house
 // GRAPH: graph.fused "fused_conv2d_add_relu_2"
-// LOOP: // kernel ember_conv2d_relu_
+// LOOP: builtin.module attributes {ember.model = "{{.*}}workspace_bytes
+// LOOP: func.func private @ember_conv2d_relu_{{[0-9a-f]+}}(
 // LOOP: loop.for
-// LOOP: // entry default_run
+// LOOP: func.func @default_run(
+// LOOP: func.call @ember_conv2d_relu_
 // LOOP: func.call @ember_conv2d_add_relu_
-// OBJ: error: --emit=obj on graph IR
+// OBJ: 177   E   L   F
 
 // CHECK-LABEL: func.func @residual(
 // CHECK-SAME:      %[[X:.*]]: tensor<1x8x8x8xf32>)

@@ -1,0 +1,302 @@
+"""`convert-graph-to-te`: every fusion group becomes a te kernel and a call of it.
+
+Each `graph.fused` group (or lone compute op) of a graph function is lowered by
+the strategy registered for its op class (`ember.strategy`) for the module's
+target (`ember.target`, the host by default) into a topi kernel: a te function
+with its schedule, added to the module as `func.func private
+@ember_<kind>_<hash>` (the hash is of its te IR, so structurally identical
+layers share one function), and the group becomes a `graph.call_kernel` of it.
+
+    %y = graph.fused "fused_conv2d_relu_0" (%x, %w) ({ ... })
+           : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+becomes
+    func.func private @ember_conv2d_relu_3f2a...(%data0: tensor<1x3x8x8xf32>,
+        %conv2d.weight: tensor<...>) -> tensor<1x4x6x6xf32> { te.compute ... }
+    ...
+    %p = graph.param "w.packed.3f2a..." : tensor<...>
+    %y = graph.call_kernel @ember_conv2d_relu_3f2a...(%x, %p) : (...) -> ...
+
+- A weight the kernel takes in another layout (packed convolution or dense
+  weights) becomes a new `graph.param "<name>.packed.<hash>"` of that layout;
+  with params bound (`ember.passes.bound_params`) its value is computed now.
+- A literal a kernel reads as a tensor becomes a param too (`constant<i>`):
+  after this pass every weight is a `graph.param`, for `graph-plan-memory`.
+- Reshapes and flattens stay graph ops: they are views of their operand.
+- A returned value that no kernel computes (an input, a param) or that is
+  returned a second time gets a copy kernel, so each result has its own buffer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from ember.dialects import graph
+
+ALIASES = (graph.ReshapeOp, graph.FlattenOp)
+"""Graph ops that are views of their operand's bytes, never kernels."""
+
+KERNEL_ATTR = "ember.kernel"
+"""The unit attribute marking the kernel functions this pass adds."""
+
+TARGET_ATTR = "ember.target"
+"""The module attribute naming the target the kernels are chosen for."""
+
+
+def module_target(module: ModuleOp):
+    """The `Target` of `module`: its `ember.target` attribute, else the host."""
+    from ember.backends.llvm import Target
+
+    attr = module.attributes.get(TARGET_ATTR)
+    return Target(attr.data if isinstance(attr, StringAttr) else "llvm")
+
+
+def is_graph_function(f: func.FuncOp) -> bool:
+    """Whether `f` holds graph ops (a model function, not a kernel)."""
+    return any(op.dialect_name() == "graph" for op in f.walk())
+
+
+def is_alias(op: Operation) -> bool:
+    """Whether `op` (or the one op of a fusion group) is a view of its operand."""
+    if isinstance(op, graph.FusedOp):
+        inner = [o for o in op.body.block.ops if not isinstance(o, graph.YieldOp)]
+        return len(inner) == 1 and isinstance(inner[0], ALIASES)
+    return isinstance(op, ALIASES)
+
+
+@dataclass(frozen=True)
+class ConvertGraphToTe(ModulePass):
+    """Fusion groups to te kernel functions and `graph.call_kernel`s.
+
+    ember-opt model.mlir -p 'ember-graph,convert-graph-to-te'
+    """
+
+    name = "convert-graph-to-te"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ember.passes.bound_params import bound_params
+
+        target = module_target(op)
+        bound = bound_params()
+        functions = [
+            f for f in op.ops if isinstance(f, func.FuncOp) and is_graph_function(f)
+        ]
+        with target:
+            for f in functions:
+                _Converter(op, f, bound.values if bound else None).run()
+
+
+class _Converter:
+    def __init__(
+        self, module: ModuleOp, f: func.FuncOp, values: dict[str, np.ndarray] | None
+    ):
+        self.module = module
+        self.f = f
+        self.block = f.body.block
+        self.values = values
+        self.kernels = {
+            o.sym_name.data
+            for o in module.ops
+            if isinstance(o, func.FuncOp) and KERNEL_ATTR in o.attributes
+        }
+        self.params: dict[str, SSAValue] = {}
+        self.constants = 0
+        self.taken = {
+            o.param_name.data for o in f.walk() if isinstance(o, graph.ParamOp)
+        }
+
+    def where(self, op: Operation) -> str:
+        if isinstance(op, graph.FusedOp):
+            return f'graph.fused "{op.group_name.data}"'
+        return f"'{op.name}'"
+
+    def fail(self, message: str) -> None:
+        raise PassFailedException(
+            f"convert-graph-to-te: @{self.f.sym_name.data}: {message}"
+        )
+
+    # -- values known now
+
+    def constant_of(self, value: SSAValue) -> np.ndarray | None:
+        """A literal's value, or a param's when params are bound."""
+        owner = value.owner
+        if isinstance(owner, graph.ConstantOp):
+            return owner.numpy()
+        if isinstance(owner, graph.ParamOp) and self.values is not None:
+            name = owner.param_name.data
+            if name not in self.values:
+                self.fail(f'graph.param "{name}": no value among the bound params')
+            return np.asarray(self.values[name])
+        return None
+
+    # -- the walk
+
+    def run(self) -> None:
+        from ember.strategy import lower_group
+
+        for op in list(self.block.ops):
+            if isinstance(op, graph.ParamOp | graph.ConstantOp | func.ReturnOp):
+                continue
+            if isinstance(op, graph.CallKernelOp):
+                continue
+            if is_alias(op):
+                self._unwrap_alias(op)
+                continue
+            if op.dialect_name() != "graph":
+                self.fail(f"expected graph ops, got '{op.name}'")
+            try:
+                spec = lower_group(op, self.constant_of)
+            except ValueError as e:
+                self.fail(str(e))
+                raise AssertionError from None  # fail raised
+            call = self._call(spec.kernel, spec.operands, spec.kind, op)
+            op.results[0].replace_all_uses_with(call.result)
+            self.block.erase_op(op)
+        self._copy_outputs()
+        self._literals_to_params()
+        for op in reversed(list(self.block.ops)):  # what kernels inlined or packed
+            if isinstance(op, graph.ParamOp | graph.ConstantOp) and not op.result.uses:
+                self.block.erase_op(op)
+
+    def _unwrap_alias(self, op: Operation) -> None:
+        """A fused view becomes the plain view op on the group's operand."""
+        if not isinstance(op, graph.FusedOp):
+            return
+        inner = next(o for o in op.body.block.ops if not isinstance(o, graph.YieldOp))
+        view = inner.clone()
+        for i, operand in enumerate(inner.operands):
+            arg = op.body.block.args.index(operand)  # type: ignore[arg-type]
+            view.operands[i] = op.inputs[arg]
+        self.block.insert_op_before(view, op)
+        op.results[0].replace_all_uses_with(view.results[0])
+        self.block.erase_op(op)
+
+    def _call(
+        self, kernel, operands: list[SSAValue], kind: str, at: Operation
+    ) -> graph.CallKernelOp:
+        symbol, function = self._kernel_function(kernel, kind)
+        args: list[SSAValue] = []
+        for placeholder, value in zip(kernel.placeholders, operands, strict=True):
+            if placeholder.name not in kernel.weight_transforms:
+                args.append(value)
+                continue
+            args.append(self._packed(kernel, placeholder, value, symbol, at))
+        result = function.function_type.outputs.data[0]
+        assert isinstance(result, TensorType)
+        call = graph.CallKernelOp(symbol, args, result)
+        self.block.insert_op_before(call, at)
+        return call
+
+    def _kernel_function(self, kernel, kind: str) -> tuple[str, func.FuncOp]:
+        from ember.kernel_build import HASHED_NAME
+        from ember.lowering import lower
+
+        te_module = lower(kernel.schedule(), kernel.args, HASHED_NAME)
+        digest = hashlib.sha256(str(te_module).encode()).hexdigest()[:16]
+        symbol = f"ember_{kind or 'kernel'}_{digest}"
+        if symbol not in self.kernels:
+            for o in list(te_module.ops):
+                o.detach()
+                if isinstance(o, func.FuncOp) and o.sym_name.data == HASHED_NAME:
+                    o.sym_name = StringAttr(symbol)
+                    o.sym_visibility = StringAttr("private")
+                    o.attributes[KERNEL_ATTR] = StringAttr(kind)
+                self.module.body.block.insert_op_before(o, self.f)
+            self.kernels.add(symbol)
+        found = next(
+            o
+            for o in self.module.ops
+            if isinstance(o, func.FuncOp) and o.sym_name.data == symbol
+        )
+        return symbol, found
+
+    def _packed(
+        self, kernel, placeholder, value: SSAValue, symbol: str, at
+    ) -> SSAValue:
+        """A param holding `value` in the layout `placeholder` takes."""
+        owner = value.owner
+        if isinstance(owner, graph.ParamOp):
+            base = owner.param_name.data
+        elif isinstance(owner, graph.ConstantOp):
+            base = "constant"
+        else:
+            self.fail(
+                f"{self.where(at)}: the kernel's weight '{placeholder.name}' must be "
+                "a param or constant (it is packed at compile time), got a value "
+                "computed at run time"
+            )
+            raise AssertionError  # fail raised
+        name = f"{base}.packed.{symbol.rsplit('_', 1)[-1][:8]}"
+        if name in self.params:
+            return self.params[name]
+        from ember.lowering import tensor_type
+
+        if self.values is not None:
+            array = self.constant_of(value)
+            assert array is not None
+            self.values[name] = kernel.transform(placeholder.name, array)
+        return self._param(name, tensor_type(placeholder))
+
+    def _param(self, name: str, t: TensorType) -> SSAValue:
+        from ember.passes.graph_fold_constants import unique_name
+
+        if name in self.taken and name not in self.params:
+            name = unique_name(name, self.taken)
+        self.taken.add(name)
+        op = graph.ParamOp(name, t)
+        self.block.insert_op_before(op, self.block.first_op)  # type: ignore[arg-type]
+        self.params[name] = op.result
+        return op.result
+
+    def _copy_outputs(self) -> None:
+        """Each returned value gets a buffer of its own, written by a kernel."""
+        from ember.strategy import copy_kernel
+
+        ret = self.block.last_op
+        if not isinstance(ret, func.ReturnOp):
+            self.fail("expected the function to end in func.return")
+            return
+        claimed: set[SSAValue] = set()
+        for i, value in enumerate(list(ret.arguments)):
+            root = value
+            while isinstance(root.owner, ALIASES):
+                root = root.owner.operands[0]
+            computed = isinstance(root.owner, graph.CallKernelOp)
+            if computed and root not in claimed:
+                claimed.add(root)
+                continue
+            t = value.type
+            assert isinstance(t, TensorType)
+            call = self._call(copy_kernel(tuple(t.get_shape())), [value], "copy", ret)
+            ret.operands[i] = call.result
+            claimed.add(call.result)
+
+    def _literals_to_params(self) -> None:
+        """Literals kernels read as tensors become params (`constant<i>`)."""
+        for op in list(self.block.ops):
+            if not isinstance(op, graph.ConstantOp) or not op.result.uses:
+                continue
+            name = unique_name_for(self.taken, "constant")
+            self.taken.add(name)
+            if self.values is not None:
+                self.values[name] = op.numpy()
+            param = graph.ParamOp(name, op.result.type)  # type: ignore[arg-type]
+            self.block.insert_op_before(param, op)
+            op.result.replace_all_uses_with(param.result)
+            self.block.erase_op(op)
+
+
+def unique_name_for(taken: set[str], base: str) -> str:
+    """`base<i>` with the first `i` not in `taken`."""
+    i = 0
+    while f"{base}{i}" in taken:
+        i += 1
+    return f"{base}{i}"

@@ -1,0 +1,408 @@
+"""`graph-plan-memory`: a model function becomes `default_run` over one workspace.
+
+Runs after the kernels are loop functions (`convert-te-to-loop{scratch-args=
+true}`), or declarations of them, whose signatures say what each call needs:
+its operands, its result (`ember.output`), then its scratch buffers
+(`ember.scratch`). The graph function (`@main`) of `graph.call_kernel`s, params
+and views becomes
+
+    func.func @default_run(%inputs..., %outputs..., %workspace: memref<Nxi8>,
+                           %params: memref<Mxi8>)
+
+calling each kernel on `memref.view`s at planned offsets:
+
+- every intermediate gets an offset in the workspace, reused by liveness
+  (`ember.memory_plan`); a kernel's scratch buffers live during its call only;
+- a result that is a model output is written straight into the output buffer
+  (through any reshapes: views are free with bare pointers);
+- every param a kernel reads gets an offset in the params blob, in order of
+  first use.
+
+The description of the entry (inputs, outputs, sizes, the params layout) goes
+into the module's `ember.model` attribute, which `func-packed-abi` puts into the
+library's metadata. Kernel arguments are marked `llvm.noalias`: the plan never
+gives a call overlapping buffers.
+
+    ember-opt model.mlir -p 'ember-graph,convert-graph-to-te,convert-te-to-loop{scratch-args=true},graph-plan-memory'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, func, llvm, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    UnrealizedConversionCastOp,
+    i8,
+    i32,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from ember.dialects import graph
+from ember.memory_plan import ALIGNMENT, TensorLife, plan_memory
+
+ENTRY = "default_run"
+MODEL_ATTR = "ember.model"
+
+
+@dataclass(frozen=True)
+class GraphPlanMemory(ModulePass):
+    """A model function to `default_run` over a planned workspace and params blob.
+
+    ember-opt model.mlir -p '...,convert-te-to-loop{scratch-args=true},graph-plan-memory'
+    """
+
+    name = "graph-plan-memory"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ember.passes.convert_graph_to_te import is_graph_function
+
+        models = [
+            f for f in op.ops if isinstance(f, func.FuncOp) and is_graph_function(f)
+        ]
+        if not models:
+            return
+        if len(models) > 1:
+            names = ", ".join(f"@{f.sym_name.data}" for f in models)
+            _fail(f"expected one model function, got {names}")
+        _Planner(op, models[0]).run()
+
+
+def _fail(message: str) -> None:
+    raise PassFailedException(f"graph-plan-memory: {message}")
+
+
+def memref_of(t: Attribute) -> MemRefType:
+    """The identity-layout memref with `t`'s shape and element type."""
+    assert isinstance(t, TensorType | MemRefType)
+    return MemRefType(t.element_type, t.get_shape())
+
+
+def nbytes(t: MemRefType) -> int:
+    """The bytes a buffer of type `t` takes."""
+    from ember.passes.convert_memref_to_llvm import element_bytes
+
+    size = element_bytes(t.element_type)
+    assert size is not None
+    return int(np.prod(t.get_shape(), dtype=np.int64)) * size
+
+
+def dtype_name(t: Attribute) -> str:
+    """The numpy dtype name of a tensor or memref type's elements."""
+    from ember.passes.func_packed_abi import dtype_of
+
+    assert isinstance(t, TensorType | MemRefType)
+    name = dtype_of(t.element_type)
+    if name is None:
+        _fail(f"unsupported element type {t.element_type}")
+    assert name is not None
+    return name
+
+
+@dataclass(frozen=True)
+class _Scratch:
+    step: int
+    index: int
+
+
+@dataclass
+class _Call:
+    callee: str
+    args: list[tuple[SSAValue | _Scratch, MemRefType]]
+
+
+@dataclass
+class _Planner:
+    module: ModuleOp
+    main: func.FuncOp
+    calls: list[_Call] = field(default_factory=list)
+
+    def root(self, value: SSAValue) -> SSAValue:
+        while isinstance(value.owner, graph.ReshapeOp | graph.FlattenOp):
+            value = value.owner.operands[0]
+        return value
+
+    def kernel(self, symbol: str) -> func.FuncOp:
+        found = next(
+            (
+                o
+                for o in self.module.ops
+                if isinstance(o, func.FuncOp) and o.sym_name.data == symbol
+            ),
+            None,
+        )
+        if found is None:
+            _fail(f"no kernel function @{symbol}")
+        assert found is not None
+        return found
+
+    def run(self) -> None:
+        block = self.main.body.block
+        ret = block.last_op
+        if not isinstance(ret, func.ReturnOp):
+            _fail(f"@{self.main.sym_name.data}: expected func.return at the end")
+        assert isinstance(ret, func.ReturnOp)
+        for op in block.ops:
+            if isinstance(op, graph.CallKernelOp):
+                self._call(op)
+            elif not isinstance(
+                op, graph.ParamOp | graph.ReshapeOp | graph.FlattenOp | func.ReturnOp
+            ):
+                _fail(
+                    f"'{op.name}' in @{self.main.sym_name.data}: expected only "
+                    "graph.call_kernel, graph.param, views and func.return "
+                    "(run convert-graph-to-te first)"
+                )
+        self.outputs = list(ret.arguments)
+        self.storage: dict[SSAValue, tuple[str, Any]] = {}
+        for i, arg in enumerate(block.args):
+            self.storage[arg] = ("input", i)
+        for i, value in enumerate(self.outputs):
+            root = self.root(value)
+            if not isinstance(root.owner, graph.CallKernelOp) or root in self.storage:
+                _fail(
+                    f"result {i} of @{self.main.sym_name.data} is not computed by a "
+                    "kernel of its own (convert-graph-to-te copies such results)"
+                )
+            self.storage[root] = ("output", i)
+        self._plan()
+        entry = self._entry()
+        block_ops = self.module.body.block
+        block_ops.insert_op_before(entry, self.main)
+        block_ops.erase_op(self.main)
+        self._thread_count_global()
+        self._mark_noalias()
+
+    def _call(self, op: graph.CallKernelOp) -> None:
+        symbol = op.callee.string_value()
+        kernel = self.kernel(symbol)
+        inputs = list(kernel.function_type.inputs.data)
+        attrs = (
+            [d.data for d in kernel.arg_attrs.data]
+            if kernel.arg_attrs is not None
+            else [{}] * len(inputs)
+        )
+        if any(isinstance(t, TensorType) for t in inputs):
+            _fail(
+                f"kernel @{symbol} is still a te function: run "
+                "convert-te-to-loop{scratch-args=true} first"
+            )
+        scratch = [
+            t for t, a in zip(inputs, attrs, strict=True) if "ember.scratch" in a
+        ]
+        n = len(op.args)
+        if len(inputs) != n + 1 + len(scratch):
+            _fail(
+                f"kernel @{symbol}: expected {n} operands, the result and "
+                f"{len(scratch)} scratch buffers, got {len(inputs)} arguments"
+            )
+        args: list[tuple[SSAValue | _Scratch, MemRefType]] = []
+        for value, t in zip([*op.args, op.result], inputs, strict=False):
+            assert isinstance(t, MemRefType)
+            args.append((value, t))
+        step = len(self.calls)
+        args += [
+            (_Scratch(step, i), t)  # type: ignore[misc]
+            for i, t in enumerate(scratch)
+        ]
+        self.calls.append(_Call(symbol, args))
+
+    def _kind(self, value: SSAValue) -> tuple[str, Any]:
+        root = self.root(value)
+        if root in self.storage:
+            return self.storage[root]
+        if isinstance(root.owner, graph.ParamOp):
+            return ("param", root.owner.param_name.data)
+        return ("work", root)
+
+    def _plan(self) -> None:
+        lives: dict[SSAValue | _Scratch, list[int]] = {}
+        sizes: dict[SSAValue | _Scratch, int] = {}
+        self.layout: dict[str, dict] = {}
+        offset = 0
+        for step, call in enumerate(self.calls):
+            for value, t in call.args:
+                if isinstance(value, _Scratch):
+                    lives[value], sizes[value] = [step, step], nbytes(t)
+                    continue
+                kind, key = self._kind(value)
+                if kind == "work":
+                    span = lives.setdefault(key, [step, step])
+                    span[0], span[1] = min(span[0], step), max(span[1], step)
+                    sizes[key] = max(sizes.get(key, 0), nbytes(t))
+                elif kind == "param" and key not in self.layout:
+                    root_type = self.root(value).type
+                    assert isinstance(root_type, TensorType)
+                    self.layout[key] = {
+                        "offset": offset,
+                        "shape": list(root_type.get_shape()),
+                        "dtype": dtype_name(root_type),
+                    }
+                    size = max(nbytes(memref_of(root_type)), 1)
+                    offset += -(-size // ALIGNMENT) * ALIGNMENT
+        self.params_bytes = max(offset, ALIGNMENT)
+        names = {key: f"t{i}" for i, key in enumerate(lives)}
+        plan = plan_memory(
+            [TensorLife(names[k], sizes[k], lives[k][0], lives[k][1]) for k in lives]
+        )
+        self.offsets = {k: plan.offsets[names[k]] for k in lives}
+        self.workspace_bytes = max(plan.workspace_bytes, ALIGNMENT)
+        self.intermediate_bytes = plan.total_bytes
+
+    def _entry(self) -> func.FuncOp:
+        main = self.main
+        inputs = list(main.body.block.args)
+        in_names = _names(main.arg_attrs, len(inputs), "input")
+        out_names = _names(main.res_attrs, len(self.outputs), "output")
+        types = [
+            *(memref_of(v.type) for v in inputs),
+            *(memref_of(v.type) for v in self.outputs),
+            MemRefType(i8, [self.workspace_bytes]),
+            MemRefType(i8, [self.params_bytes]),
+        ]
+        block = Block(arg_types=types)
+        args = list(block.args)
+        ws, params = args[-2], args[-1]
+        ops: list[Operation] = []
+        constants: dict[int, SSAValue] = {}
+
+        def view(buffer: SSAValue, at: int, t: MemRefType) -> SSAValue:
+            if at not in constants:
+                c = arith.ConstantOp(IntegerAttr(at, IndexType()))
+                ops.append(c)
+                constants[at] = c.result
+            v = memref.ViewOp(buffer, constants[at], [], t)
+            ops.append(v)
+            return v.result
+
+        def cast(value: BlockArgument, t: MemRefType) -> SSAValue:
+            if value.type == t:
+                return value
+            # The same bytes seen with another shape (a view of an input or
+            # output): free with bare pointers; the casts reconcile away.
+            c = UnrealizedConversionCastOp.get([value], [t])
+            ops.append(c)
+            return c.results[0]
+
+        def buffer(value: SSAValue | _Scratch, t: MemRefType) -> SSAValue:
+            if isinstance(value, _Scratch):
+                return view(ws, self.offsets[value], t)
+            kind, key = self._kind(value)
+            if kind == "input":
+                return cast(args[key], t)
+            if kind == "output":
+                return cast(args[len(inputs) + key], t)
+            if kind == "param":
+                return view(params, self.layout[key]["offset"], t)
+            return view(ws, self.offsets[key], t)
+
+        for call in self.calls:
+            operands = [buffer(v, t) for v, t in call.args]
+            ops.append(func.CallOp(call.callee, operands, []))
+        ops.append(func.ReturnOp())
+        block.add_ops(ops)
+        entry = func.FuncOp(ENTRY, FunctionType.from_lists(types, []), Region(block))
+        entry.arg_attrs = ArrayAttr(
+            [
+                *(DictionaryAttr({"ember.name": StringAttr(n)}) for n in in_names),
+                *(
+                    DictionaryAttr(
+                        {"ember.name": StringAttr(n), "ember.output": UnitAttr()}
+                    )
+                    for n in out_names
+                ),
+                DictionaryAttr(
+                    {"ember.name": StringAttr("workspace"), "ember.output": UnitAttr()}
+                ),
+                DictionaryAttr({"ember.name": StringAttr("params")}),
+            ]
+        )
+        model = {
+            "inputs": [
+                _describe(n, v.type) for n, v in zip(in_names, inputs, strict=True)
+            ],
+            "outputs": [
+                _describe(n, v.type)
+                for n, v in zip(out_names, self.outputs, strict=True)
+            ],
+            "workspace_bytes": self.workspace_bytes,
+            "params_bytes": self.params_bytes,
+            "params": self.layout,
+            "params_embedded": True,
+            "intermediate_bytes": self.intermediate_bytes,
+        }
+        self.module.attributes[MODEL_ATTR] = StringAttr(json.dumps(model))
+        return entry
+
+    def _thread_count_global(self) -> None:
+        """The model defines the thread count its kernels' parallel loops read
+        (kernels compiled apart declare it)."""
+        from xdsl.traits import SymbolTable
+
+        from ember.runtime.parallel import NUM_THREADS_SYMBOL
+
+        if SymbolTable.lookup_symbol(self.module, NUM_THREADS_SYMBOL) is None:
+            self.module.body.block.add_op(
+                llvm.GlobalOp(
+                    i32,
+                    NUM_THREADS_SYMBOL,
+                    "external",
+                    value=IntegerAttr(0, i32),
+                    alignment=4,
+                )
+            )
+
+    def _mark_noalias(self) -> None:
+        for symbol in {c.callee for c in self.calls}:
+            kernel = self.kernel(symbol)
+            if kernel.is_declaration:
+                continue
+            n = len(kernel.function_type.inputs.data)
+            old = (
+                kernel.arg_attrs.data
+                if kernel.arg_attrs is not None
+                else [DictionaryAttr({})] * n
+            )
+            kernel.arg_attrs = ArrayAttr(
+                [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
+            )
+
+
+def _describe(name: str, t: Attribute) -> dict:
+    assert isinstance(t, TensorType)
+    return {"name": name, "shape": list(t.get_shape()), "dtype": dtype_name(t)}
+
+
+def _names(attrs: ArrayAttr | None, n: int, prefix: str) -> list[str]:
+    dicts = attrs.data if attrs is not None else [DictionaryAttr({})] * n
+    names = []
+    for i, d in enumerate(dicts):
+        name = d.data.get("ember.name")
+        names.append(name.data if isinstance(name, StringAttr) else f"{prefix}{i}")
+    return names
+
+
+__all__ = [
+    "ENTRY",
+    "MODEL_ATTR",
+    "GraphPlanMemory",
+    "dtype_name",
+    "memref_of",
+    "nbytes",
+]
