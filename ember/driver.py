@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def build(
     inputs: te.Schedule | ModuleOp | str,
     args: Sequence[te.Tensor] | None = None,
-    target: str | dict | Target = "llvm",
+    target: str | dict | Target | None = None,
     name: str = "default_function",
 ) -> LLVMModule:
     """Compile a computation to machine code for `target`.
@@ -31,7 +31,11 @@ def build(
             (an xDSL `ModuleOp` or its text).
         args: with a schedule, the tensors of the function: inputs first, then
             outputs.
-        target: "llvm" for this machine, a TVM-style target string or dict.
+        target: "llvm" for this machine, a TVM-style target string or dict;
+            None: the IR's own `ember.target`, else `Target.current()` (the
+            host unless a target is entered).
+            The module records it (`ember.target`), so `loop-vectorize` and the
+            other passes see the machine's vector width.
         name: the function's name (with a schedule) and the module's entry.
 
     Returns:
@@ -42,6 +46,12 @@ def build(
         >>> mod(a, b, c)
     """
     from ember.backends.llvm import build_module
+    from ember.backends.llvm.target import (
+        MODULE_ATTR,
+        Target,
+        module_target,
+        set_module_target,
+    )
 
     if isinstance(inputs, te.Schedule):
         if args is None:
@@ -64,6 +74,10 @@ def build(
                 f"ember.build: no function @{entry} in the IR; it defines "
                 f"{', '.join('@' + f for f in functions) or 'no functions'}"
             )
+    if target is None and MODULE_ATTR in module.attributes:
+        target = module_target(module)  # IR that says what it is for
+    target = Target.resolve(target)
+    set_module_target(module, target)
     run(module, ",".join(TE_TO_LOOP))
     loop_source = str(module)
     run(module, ",".join(EMBER_CPU[len(TE_TO_LOOP) :]))

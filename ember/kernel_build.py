@@ -108,6 +108,7 @@ def compile_kernel(
 
     from ember.backends.llvm import Target
     from ember.backends.llvm.codegen import emit_object, optimize, parse
+    from ember.backends.llvm.target import set_module_target
     from ember.backends.llvm.translate import translate
     from ember.passes import get_context, run
     from ember.passes.pipelines import TE_TO_LOOP
@@ -115,6 +116,7 @@ def compile_kernel(
 
     ctx = get_context()
     module = Parser(ctx, text, "<kernel>").parse_module()
+    set_module_target(module, target)  # loop-vectorize's width is the target's
     # Declared, not defined: the model's entry defines it once.
     module.body.block.add_op(llvm.GlobalOp(i32, NUM_THREADS_SYMBOL, "external"))
     passes = kernel_passes()

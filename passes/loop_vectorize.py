@@ -2,7 +2,9 @@
 
 This file decides what becomes of each loop: its bounds, strip-mining, versioning
 on guards, the serial fallback. How a body becomes vector code (uniform, affine
-and varying values) is `vector_lanes.py`.
+and varying values) is `vector_lanes.py`. The native vector is the module's
+target's (`ember.target`, see `module_target`): 64 bytes on AVX-512, 32 on AVX2,
+16 on SSE2, NEON, RVV (VLEN 128) and Wasm simd128.
 """
 
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from ember.backends.llvm.target import Target, module_target
 from ember.dialects import loop
 from ember.passes.convert_memref_to_llvm import element_bytes
 from ember.passes.vector_lanes import (
@@ -33,13 +36,10 @@ from ember.passes.vector_lanes import (
     index_constant,
 )
 
-MAX_WIDTH = 64
-"""The most iterations a loop may have to become straight-line vector code of its
-width (LLVM splits a vector<64xf32> into four zmm registers)."""
-
-VECTOR_BYTES = 64
-"""Bytes of a native vector (AVX-512): longer loops are strip-mined into chunks of
-this many bytes of their widest element type."""
+MAX_CHUNKS = 4
+"""The most native vectors a loop may span and still become straight-line vector
+code of its width (LLVM splits a vector<64xf32> into four AVX-512 registers);
+longer loops are strip-mined into native vectors of their widest element type."""
 
 FAILED = "ember.vectorize_failed"
 """The discardable attribute saying why a loop was left serial."""
@@ -66,10 +66,12 @@ class LoopVectorizePass(ModulePass):
         %s = arith.mulf %a, %0 : vector<16xf32>
         vector.store %s, %C[%c0] : memref<16xf32>, vector<16xf32>
 
-    The bounds and step must be `arith.constant`s, the step 1. A loop of W <= 64
-    iterations becomes vector code of width W; a longer one a serial loop over
-    chunks of a native vector (64 bytes of its widest element type) plus a
-    narrower vector for the remainder; one of a single iteration its body. Loads
+    The bounds and step must be `arith.constant`s, the step 1. A loop of W
+    iterations, W at most `MAX_CHUNKS` native vectors of the module target's
+    (`ember.target`, else `Target.current()`; AVX-512: 64 f32), becomes vector
+    code of width W; a longer one a serial loop over chunks of a native vector
+    (the target's vector bytes of its widest element type) plus a narrower
+    vector for the remainder; one of a single iteration its body. Loads
     and stores with uniform indices stay scalar; those whose one varying index
     steps through memory by +-1 element per lane (the last index with stride
     +-1, or an earlier one followed by dimensions of extent 1, as the channel
@@ -99,8 +101,11 @@ class LoopVectorizePass(ModulePass):
             for inner in op.walk()
             if isinstance(inner, loop.ForOp) and inner.kind.data == "vectorized"
         ]
+        if not loops:
+            return
+        target = module_target(op)
         for inner in reversed(loops):  # inner loops first
-            _vectorize_loop(inner)
+            _vectorize_loop(inner, target)
 
 
 def _serial(op: loop.ForOp, why: str) -> None:
@@ -108,7 +113,7 @@ def _serial(op: loop.ForOp, why: str) -> None:
     op.attributes[FAILED] = StringAttr(why)
 
 
-def _vectorize_loop(op: loop.ForOp) -> None:
+def _vectorize_loop(op: loop.ForOp, target: Target) -> None:
     bounds = [constant_int(v) for v in (op.lower, op.upper, op.step)]
     names = ("lower bound", "upper bound", "step")
     for value, name in zip(bounds, names, strict=True):
@@ -125,13 +130,14 @@ def _vectorize_loop(op: loop.ForOp) -> None:
         Rewriter.erase_op(op)
         return
     out = Block()
+    width = _native_width(op, target)
     try:
         if trip == 1:
             _inline_iteration(op, op.lower, out)
-        elif trip <= MAX_WIDTH:
+        elif trip <= MAX_CHUNKS * width:
             _chunk(op, op.lower, trip, out, whole=True)
         else:
-            _strip_mine(op, lower, trip, out)
+            _strip_mine(op, lower, trip, width, out)
     except Fallback as e:
         out.drop_all_references()
         _serial(op, str(e))
@@ -151,9 +157,10 @@ def _inline_iteration(op: loop.ForOp, iv: SSAValue, out: Block) -> None:
             out.add_op(inner.clone(mapping))
 
 
-def _native_width(op: loop.ForOp) -> int:
-    """Lanes of a 64-byte vector of the widest element the body loads, stores or
-    computes."""
+def _native_width(op: loop.ForOp, target: Target) -> int:
+    """Lanes of one of `target`'s vectors of the widest element the body loads,
+    stores or computes (at least 2: a target without SIMD gets pairs, which
+    LLVM makes scalar code)."""
     widest = 0
     for inner in op.body.walk():
         types: list[Attribute] = [r.type for r in inner.results]
@@ -162,12 +169,12 @@ def _native_width(op: loop.ForOp) -> int:
         for t in types:
             if isinstance(t, IntegerType | AnyFloat) and t != i1:
                 widest = max(widest, element_bytes(t) or 8)
-    return max(2, VECTOR_BYTES // (widest or 8))
+    return max(2, target.vector_bytes // (widest or 8))
 
 
-def _strip_mine(op: loop.ForOp, lower: int, trip: int, out: Block) -> None:
-    """Chunks of a native vector in a serial loop, then the rest as one vector."""
-    width = _native_width(op)
+def _strip_mine(op: loop.ForOp, lower: int, trip: int, width: int, out: Block) -> None:
+    """Chunks of a native vector (`width` lanes) in a serial loop, then the rest
+    as one vector."""
     full = trip // width * width
     end = index_constant(lower + full)  # of the chunks, where the rest starts
     end.result.name_hint = "rest"

@@ -11,7 +11,8 @@ output NCHW: the graph's layouts. Inside, one of three kernels:
 - **NCHWc** (groups == 1): the input is padded and packed to
   (N, C/cb, H', W', cb) in one parallel stage; the convolution computes a register
   tile of `ot` output-channel blocks x `yt` rows x `xt` columns of `ob` channels
-  each (AVX-512: 16 floats a register), the reduction outside the tile, the
+  each (a vector register of floats: 16 on AVX-512, 8 on AVX2, 4 on SSE2 and
+  NEON; the target says), the reduction outside the tile, the
   channel block vectorized, the tile unrolled; every input element loaded is
   broadcast to `ot` vectors, every weight vector used `yt * xt` times. The tile is
   attached to the final stage, which writes NCHW with the bias and the epilogue:
@@ -36,10 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ember import te
-from ember.topi.kernel import Epilogue, Kernel, apply_epilogue
-
-VECTOR = 16  # f32 lanes of an AVX-512 register
-TILE_REGISTERS = 24  # accumulators a register tile may hold (32 zmm in all)
+from ember.backends.llvm.target import Target
+from ember.topi.kernel import Epilogue, Kernel, accumulator_registers, apply_epilogue
 
 
 @dataclass(frozen=True)
@@ -170,6 +169,7 @@ def conv2d(
     epilogue: Epilogue | None = None,
     epilogue_inputs: Sequence[te.Tensor] = (),
     name: str = "conv2d",
+    target: Target | None = None,
 ) -> Kernel:
     """A 2-D convolution kernel over NCHW data, with its default CPU schedule.
 
@@ -184,6 +184,9 @@ def conv2d(
         epilogue_inputs: the tensors the epilogue reads.
         name: the output tensor's name; placeholders are `<name>.weight` and
             `<name>.bias`.
+        target: the machine the schedule is for (its vector lanes and
+            registers size the blocks and the register tile); None:
+            `Target.current()`.
 
     Returns:
         The Kernel: placeholders [data, weight, (bias), *epilogue_inputs]; the
@@ -199,7 +202,7 @@ def conv2d(
         builder = _depthwise
     else:
         builder = _direct
-    kernel = builder(data, shape, bias, epilogue, name)
+    kernel = builder(data, shape, bias, epilogue, name, Target.resolve(target))
     kernel.placeholders.extend(epilogue_inputs)
     kernel.attrs["flops"] = shape.flops
     return kernel
@@ -235,16 +238,21 @@ def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
     )
 
 
-def _tile(shape: Conv2dShape, ob: int, blocks: int) -> tuple[int, int, int]:
-    """(ot, yt, xt): output-channel blocks, rows and columns of the register tile.
+def _tile(shape: Conv2dShape, blocks: int, target: Target) -> tuple[int, int, int]:
+    """(ot, yt, xt): output-channel blocks, rows and columns of the register tile,
+    ot * yt * xt accumulators of one vector each (`accumulator_registers`).
 
-    Columns first (each weight vector reused xt times); where the row is short,
-    more rows or more channel blocks fill the accumulators."""
-    xt = _largest_divisor(shape.ow, 16)
-    if xt < 4 and shape.ow > 16:  # a prime-ish width: take a tile with a tail
-        xt = 8
-    room = TILE_REGISTERS // xt
-    ot = _largest_divisor(blocks, max(1, min(4, room)))
+    Columns first, up to half the registers (each weight vector reused xt
+    times); where the row is short, more rows or more channel blocks (up to an
+    eighth of the registers: ot weight vectors are live at once) fill the
+    accumulators. AVX-512: xt <= 16, ot <= 4, 24 accumulators; AVX2: 8, 2, 12."""
+    registers = target.vector_registers
+    widest = registers // 2
+    xt = _largest_divisor(shape.ow, widest)
+    if xt < 4 and shape.ow > widest:  # a prime-ish width: take a tile with a tail
+        xt = widest // 2
+    room = accumulator_registers(target) // xt
+    ot = _largest_divisor(blocks, max(1, min(registers // 8, room)))
     room //= ot
     yt = _largest_divisor(shape.oh, room) if room >= 2 else 1
     return ot, yt, xt
@@ -256,9 +264,14 @@ def _nchwc(
     bias: bool,
     epilogue: Epilogue | None,
     name: str,
+    target: Target,
 ) -> Kernel:
-    cb = _largest_divisor(shape.c, VECTOR)
-    ob = 8 if shape.o % VECTOR and shape.o % 8 == 0 else VECTOR
+    lanes = target.vector_lanes(data.dtype)
+    cb = _largest_divisor(shape.c, lanes)
+    # Half a vector where that divides O and a whole one does not (24
+    # channels); otherwise whole vectors, O padded with zero filters.
+    half = lanes // 2
+    ob = half if shape.o % lanes and half and shape.o % half == 0 else lanes
     op = -(-shape.o // ob) * ob
     blocks = op // ob
     packed = _padded_input(data, shape, cb, name)
@@ -281,7 +294,7 @@ def _nchwc(
     )
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
     output = te.compute(shape.out_shape, _unpack(conv, ob, b, epilogue), name=name)
-    ot, yt, xt = _tile(shape, ob, blocks)
+    ot, yt, xt = _tile(shape, blocks, target)
 
     def schedule(s) -> None:
         _schedule_pack(s, packed, cb)
@@ -311,8 +324,9 @@ def _depthwise(
     bias: bool,
     epilogue: Epilogue | None,
     name: str,
+    target: Target,
 ) -> Kernel:
-    cb = VECTOR if shape.c % VECTOR == 0 else _largest_divisor(shape.c, VECTOR)
+    cb = _largest_divisor(shape.c, target.vector_lanes(data.dtype))
     blocks = shape.c // cb
     packed = _padded_input(data, shape, cb, name)
     weight = te.placeholder((blocks, shape.kh, shape.kw, cb), name=f"{name}.weight")
@@ -330,7 +344,7 @@ def _depthwise(
     )
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
     output = te.compute(shape.out_shape, _unpack(conv, cb, b, epilogue), name=name)
-    _, yt, xt = _tile(shape, cb, 1)
+    _, yt, xt = _tile(shape, 1, target)
 
     def schedule(s) -> None:
         _schedule_pack(s, packed, cb)
@@ -409,8 +423,10 @@ def _direct(
     bias: bool,
     epilogue: Epilogue | None,
     name: str,
+    target: Target,
 ) -> Kernel:
-    """The definition over a zero-padded copy of the input, any groups."""
+    """The definition over a zero-padded copy of the input, any groups (no
+    target fact enters: parallel over channels, nothing vectorized)."""
     pt, pl, _, _ = shape.padding
     hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
     wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1

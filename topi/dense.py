@@ -5,17 +5,18 @@ schedules.
     mod = ember.build(k.schedule(), k.args, name="fc")
     mod(x_np, k.transform("dense.weight", w), b, y)
 
-All three compute a register tile of `mt` rows x `nb` columns (`nb / 16` AVX-512
-vectors) with the reduction over K outside the tile, the rows unrolled and the
-columns vectorized: each loaded element of the left operand is broadcast to
-`nb / 16` vectors, each vector of the right operand used `mt` times. The tile is
+All three compute a register tile of `mt` rows x `nb` columns (`nb / lanes`
+vectors, lanes the target's float32 lanes: 16 on AVX-512, 8 on AVX2) with the
+reduction over K outside the tile, the rows unrolled and the columns vectorized:
+each loaded element of the left operand is broadcast to `nb / lanes` vectors, each
+vector of the right operand used `mt` times. The tile is
 computed inside the output's tile loop, whose copy-out adds the bias and applies
 the epilogue: the output is written once. Outer tiles run in parallel.
 
 - `dense` packs the weight (N, K) at compile time to (N'/nb, K, nb) (N' = N
   rounded up to nb, zeros), so a tile reads its weights sequentially. With M = 1
   (a classifier head) it is a matrix-vector product bound by reading the weight:
-  nb = 64 columns a tile, four independent accumulators.
+  nb = four vectors of columns a tile, four independent accumulators; else two.
 - `matmul` has numpy's semantics (1-D operands, batch dimensions broadcast); its
   right operand is a tensor of the graph, read in place: a row of it is already
   `nb` contiguous floats.
@@ -32,14 +33,24 @@ from collections.abc import Sequence
 import numpy as np
 
 from ember import te
-from ember.topi.kernel import Epilogue, Kernel, apply_epilogue
+from ember.backends.llvm.target import Target
+from ember.topi.kernel import Epilogue, Kernel, accumulator_registers, apply_epilogue
 
-VECTOR = 16
+INDEPENDENT_SUMS = 12
+"""Accumulators a GEMM tile keeps in flight, enough to cover an FMA's latency
+times the FMA units (4 cycles x 2 on Zen and Skylake alike, with room): more rows
+only lengthen the unrolled code (measured on AVX-512: 6 rows x 2 vectors)."""
 
 
-def _rows(m: int) -> int:
-    """Rows of the register tile: a divisor of M up to 6, so no tail."""
-    return max(d for d in range(1, min(m, 6) + 1) if m % d == 0)
+def _rows(m: int, vectors: int, target: Target) -> int:
+    """Rows of the register tile: a divisor of M, so no tail, such that the
+    tile's rows x `vectors` accumulators fit the registers and
+    `INDEPENDENT_SUMS` (AVX-512, AVX2 and SSE2 alike: up to 6 rows of 2). A
+    tile one vector wide counts as two: its rows stay 6, as measured, rather
+    than unrolling 12."""
+    budget = min(INDEPENDENT_SUMS, accumulator_registers(target))
+    most = max(1, budget // max(vectors, 2))
+    return max(d for d in range(1, min(m, most) + 1) if m % d == 0)
 
 
 def _schedule_gemm(s, z: te.Tensor, output: te.Tensor, mt: int, nb: int) -> None:
@@ -74,8 +85,11 @@ def dense(
     epilogue: Epilogue | None = None,
     epilogue_inputs: Sequence[te.Tensor] = (),
     name: str = "dense",
+    target: Target | None = None,
 ) -> Kernel:
     """y = data . weight^T (+ bias), then the epilogue; data (M, K), weight (N, K).
+    The tile follows `target`'s vector lanes and registers (None:
+    `Target.current()`).
 
     Returns:
         The Kernel: placeholders [data, <name>.weight (packed (N'/nb, K, nb)),
@@ -93,8 +107,10 @@ def dense(
             f"dense '{name}': expected weight (N, {k}) to match data's K, got "
             f"{tuple(weight_shape)}"
         )
-    nb = 4 * VECTOR if m == 1 else 2 * VECTOR
-    nb = min(nb, -(-n // VECTOR) * VECTOR)
+    machine = Target.resolve(target)
+    lanes = machine.vector_lanes(data.dtype)
+    nb = 4 * lanes if m == 1 else 2 * lanes
+    nb = min(nb, -(-n // lanes) * lanes)
     blocks = -(-n // nb)
     weight = te.placeholder((blocks, k, nb), name=f"{name}.weight")
     b = te.placeholder((n,), name=f"{name}.bias") if bias else None
@@ -112,7 +128,7 @@ def dense(
         return apply_epilogue(epilogue, v, (i, j))
 
     output = te.compute((m, n), out, name=name)
-    mt = _rows(m)
+    mt = _rows(m, nb // lanes, machine)
 
     def pack_weight(w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, np.float32)
@@ -157,8 +173,10 @@ def matmul(
     epilogue: Epilogue | None = None,
     epilogue_inputs: Sequence[te.Tensor] = (),
     name: str = "matmul",
+    target: Target | None = None,
 ) -> Kernel:
-    """numpy's `a @ b` (batch dimensions broadcast), then the epilogue.
+    """numpy's `a @ b` (batch dimensions broadcast), then the epilogue; the tile
+    follows `target` (None: `Target.current()`).
 
     Returns:
         The Kernel: placeholders [a, b, *epilogue_inputs] (those that are
@@ -206,8 +224,10 @@ def matmul(
         return out(*idx)
 
     output = te.compute(result, out_result, name=name)
-    mt = _rows(m)
-    nb = 2 * VECTOR if n >= 2 * VECTOR else VECTOR
+    machine = Target.resolve(target)
+    lanes = machine.vector_lanes(a.dtype)
+    nb = 2 * lanes if n >= 2 * lanes else lanes
+    mt = _rows(m, nb // lanes, machine)
 
     def schedule(s) -> None:
         if a_vec or b_vec:  # a matrix-vector product: parallel rows, nothing more
@@ -232,6 +252,7 @@ def batch_matmul(
     epilogue: Epilogue | None = None,
     epilogue_inputs: Sequence[te.Tensor] = (),
     name: str = "batch_matmul",
+    target: Target | None = None,
 ) -> Kernel:
     """(B, M, K) x (B, K, N) -> (B, M, N), then the epilogue."""
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
@@ -239,4 +260,11 @@ def batch_matmul(
             f"batch_matmul '{name}': expected (B, M, K) and (B, K, N), got "
             f"{tuple(a.shape)} and {tuple(b.shape)}"
         )
-    return matmul(a, b, epilogue=epilogue, epilogue_inputs=epilogue_inputs, name=name)
+    return matmul(
+        a,
+        b,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name=name,
+        target=target,
+    )

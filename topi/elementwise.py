@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ember import te
+from ember.backends.llvm.target import Target
 from ember.schedule import Schedule, Stage
 from ember.te import Expr
 from ember.topi import fastmath
@@ -39,8 +40,9 @@ thread from ~100k elements (65k: 3.7 us serial, 4.0 parallel; 262k: 22 vs 11)
 and a polynomial exp (cost ~14) from ~14k."""
 
 CHUNK = 1024
-"""The inner chunk a long innermost axis is split into when the outer axes
-alone cannot feed the threads (a multiple of 16 lanes)."""
+"""About the inner chunk (elements) a long innermost axis is split into when the
+outer axes alone cannot feed the threads; rounded to whole vectors of the
+target."""
 
 MIN_PARALLEL_ITERATIONS = 8
 
@@ -283,12 +285,15 @@ def body_cost(t: te.Tensor) -> int:
     return max(1, cost // 4)
 
 
-def schedule_elementwise(stage: Stage, shape: Sequence[int], cost: int = 1) -> None:
+def schedule_elementwise(
+    stage: Stage, shape: Sequence[int], cost: int = 1, target: Target | None = None
+) -> None:
     """The default CPU schedule of one stage over `shape` (row-major): the
-    innermost axis vectorized (`loop-vectorize` strip-mines it into 16-lane
-    pieces), the outer axes fused and run in parallel when the work pays for
-    the threads. A long innermost axis under few outer iterations is split
-    into chunks so the threads still get work."""
+    innermost axis vectorized (`loop-vectorize` strip-mines it into vectors of
+    the target's width), the outer axes fused and run in parallel when the work
+    pays for the threads. A long innermost axis under few outer iterations is
+    split into chunks of whole `target` vectors (None: `Target.current()`) so
+    the threads still get work."""
     axes = list(compute_of(stage).axis)
     if not axes:  # a scalar: nothing to split
         return
@@ -300,7 +305,8 @@ def schedule_elementwise(stage: Stage, shape: Sequence[int], cost: int = 1) -> N
     outer_iterations = numel // shape[last]
     parallel = numel * cost >= PARALLEL_MIN_WORK
     if parallel and outer_iterations < MIN_PARALLEL_ITERATIONS and shape[last] > CHUNK:
-        chunk, inner = stage.split(inner, factor=CHUNK)
+        lanes = Target.resolve(target).vector_lanes(compute_of(stage).body.dtype)
+        chunk, inner = stage.split(inner, factor=max(lanes, CHUNK // lanes * lanes))
         axes = [*axes[:last], chunk]
     else:
         axes = axes[:last]
@@ -311,14 +317,20 @@ def schedule_elementwise(stage: Stage, shape: Sequence[int], cost: int = 1) -> N
         stage.parallel(outer)
 
 
-def schedule_injective(s: Schedule, output: te.Tensor) -> None:
+def schedule_injective(
+    s: Schedule, output: te.Tensor, target: Target | None = None
+) -> None:
     """The default schedule of an injective kernel: intermediates inlined, the
-    output scheduled by `schedule_elementwise`."""
+    output scheduled by `schedule_elementwise` for `target`."""
     inline_injective(s)
-    schedule_elementwise(s[output], output.shape, body_cost(output))
+    schedule_elementwise(s[output], output.shape, body_cost(output), target)
 
 
-def injective(output: te.Tensor, placeholders: Sequence[te.Tensor]) -> Kernel:
+def injective(
+    output: te.Tensor,
+    placeholders: Sequence[te.Tensor],
+    target: Target | None = None,
+) -> Kernel:
     """The kernel computing `output`, a chain of injective ops (elementwise,
     broadcast, transform ops) over `placeholders`, as one loop nest.
 
@@ -326,10 +338,13 @@ def injective(output: te.Tensor, placeholders: Sequence[te.Tensor]) -> Kernel:
         output: the last tensor of the chain.
         placeholders: the kernel's inputs in call order; every placeholder the
             chain reads must be among them.
+        target: the machine the schedule is for (None: `Target.current()`,
+            taken now, not when the schedule is made).
 
     Returns:
         The kernel; its default schedule is `schedule_injective`.
     """
+    machine = Target.resolve(target)
     if not isinstance(output.op, te.ComputeOp):
         raise ValueError(
             f"kernel: expected a computed output, got the placeholder "
@@ -349,7 +364,7 @@ def injective(output: te.Tensor, placeholders: Sequence[te.Tensor]) -> Kernel:
     return Kernel(
         output,
         list(placeholders),
-        schedule_fn=lambda s: schedule_injective(s, output),
+        schedule_fn=lambda s: schedule_injective(s, output, machine),
         attrs={"pattern": "injective"},
     )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ember import te
+from ember.backends.llvm.target import Target
 from ember.schedule import Schedule
 
 # epilogue(value, indices) -> expr: applied to every output element of an anchor op;
@@ -93,3 +94,10 @@ def apply_epilogue(
 ) -> te.Expr:
     """`epilogue(value, indices)`, or `value` when there is no epilogue."""
     return value if epilogue is None else epilogue(value, indices)
+
+
+def accumulator_registers(target: Target) -> int:
+    """Vector registers a register tile may fill with accumulators: three
+    quarters of them (AVX-512: 24 of 32 zmm; AVX2, SSE2: 12 of 16), the rest
+    holding the operands each step loads and broadcasts."""
+    return target.vector_registers * 3 // 4

@@ -10,10 +10,11 @@ so the schedules vectorize across independent sums instead:
 
 - when the innermost input axis is kept, the reduction loops run outside the
   vectorized innermost output axis (one vector of sums per row);
-- when it is reduced, the row is reduced in two stages: `lanes` partial results,
-  lane l combining the elements l, l + 16, l + 32, ... (vectorized over l,
-  guarded where 16 does not divide the row), then the 16 partials. Summation
-  order differs from numpy's pairwise order by a few ulp.
+- when it is reduced, the row is reduced in two stages: `lanes` partial results
+  (a vector of the target's: 16 float32 on AVX-512, 8 on AVX2), lane l combining
+  the elements l, l + lanes, l + 2 lanes, ... (vectorized over l, guarded where
+  lanes does not divide the row), then the partials. Summation order differs
+  from numpy's pairwise order by a few ulp.
 
 Softmax is numerically stable (max, exp of the difference, sum, divide): a row
 of large values does not overflow; a row that is all -inf gives NaN as numpy's
@@ -29,6 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ember import te
+from ember.backends.llvm.target import Target
 from ember.schedule import Schedule
 from ember.te import Expr
 from ember.topi import fastmath
@@ -42,11 +44,8 @@ from ember.topi.elementwise import (
 )
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
 
-LANES = 16
-"""float32 lanes of an AVX-512 vector: the partial results of a row reduction."""
-
 LONG_ROW = 1024
-"""Rows at least this long keep 4 x LANES partial results."""
+"""Rows at least this long keep four vectors of partial results."""
 
 _COMBINERS: dict[str, tuple[Callable[..., Expr], float]] = {
     "sum": (te.sum, 0.0),
@@ -93,15 +92,17 @@ def _row_reduce(
     length: int,
     kind: str,
     name: str,
+    vector: int,
     extra: Sequence[int] = (),
 ) -> tuple[te.Tensor, te.Tensor]:
     """(partials, total): `kind` of read(row, k, extra_vars) over `k` in
-    [0, length) and the `extra` reduction axes, for each row, through `LANES`
-    vectorizable partial results."""
+    [0, length) and the `extra` reduction axes, for each row, through one
+    `vector` (the target's lanes) of vectorizable partial results, four on long
+    rows."""
     combine, identity = _COMBINERS[kind]
     # Long rows: four vectors of partials, four independent dependency chains
     # (one chain waits on the combine's latency every step).
-    lanes = 4 * LANES if length >= LONG_ROW else min(LANES, length)
+    lanes = 4 * vector if length >= LONG_ROW else min(vector, length)
     ko = te.reduce_axis((0, -(-length // lanes)), "ko")
     others = [te.reduce_axis((0, e), f"r{n}") for n, e in enumerate(extra)]
 
@@ -114,7 +115,7 @@ def _row_reduce(
         return combine(value, axis=[*others, ko])
 
     partials = te.compute((*rows, lanes), partial, name=f"{name}.partial")
-    # The lanes in a short tree (four chains of four): one chain of 16
+    # The lanes in a short tree (four chains): one chain of `lanes`
     # dependent adds per row would dominate short rows.
     ways = 4 if lanes % 4 == 0 else 1
     rl = te.reduce_axis((0, lanes // ways), "rl")
@@ -153,6 +154,7 @@ def reduce(
     epilogue: Epilogue | None = None,
     epilogue_tensors: Sequence[te.Tensor] | None = None,
     name: str | None = None,
+    target: Target | None = None,
 ) -> Kernel:
     """graph.reduce_sum / reduce_mean / reduce_max over `axes`.
 
@@ -164,6 +166,8 @@ def reduce(
         placeholders: the kernel's data inputs when `x` is computed.
         epilogue: applied to each result with its output indices.
         epilogue_tensors: tensors the epilogue reads.
+        target: whose vector lanes hold the partial results (None:
+            `Target.current()`).
     """
     if kind not in _COMBINERS:
         raise ValueError(f"reduce: expected sum, mean or max, got '{kind}'")
@@ -202,6 +206,7 @@ def reduce(
             x.shape[-1],
             kind,
             name,
+            Target.resolve(target).vector_lanes(x.dtype),
             [x.shape[d] for d in outer],
         )
     else:
@@ -263,13 +268,16 @@ def softmax(
     epilogue: Epilogue | None = None,
     epilogue_tensors: Sequence[te.Tensor] | None = None,
     name: str = "softmax",
+    target: Target | None = None,
 ) -> Kernel:
     """graph.softmax: exp(x - max) / sum(exp(x - max)) along `axis`.
 
     Stages per row: the max (vectorized partials), e = exp(x - max) stored
     once, its sum (partials), the quotient; all computed row by row inside the
-    output's row loop, so a row stays in L1.
+    output's row loop, so a row stays in L1. The partials are `target`'s
+    vector lanes (None: `Target.current()`).
     """
+    vector = Target.resolve(target).vector_lanes(x.dtype)
     axis = normalize_axes([axis], x.ndim, "softmax")[0]
     length = x.shape[axis]
     rows = tuple(e for d, e in enumerate(x.shape) if d != axis)
@@ -283,7 +291,7 @@ def softmax(
         return tuple(v for d, v in enumerate(idx) if d != axis)
 
     peak_partials, peak = _row_reduce(
-        lambda r, k, _: x[full(r, k)], rows, length, "fastmax", f"{name}.max"
+        lambda r, k, _: x[full(r, k)], rows, length, "fastmax", f"{name}.max", vector
     )
     e = te.compute(
         x.shape,
@@ -291,7 +299,7 @@ def softmax(
         name=f"{name}.exp",
     )
     total_partials, total = _row_reduce(
-        lambda r, k, _: e[full(r, k)], rows, length, "sum", f"{name}.sum"
+        lambda r, k, _: e[full(r, k)], rows, length, "sum", f"{name}.sum", vector
     )
     out = te.compute(
         x.shape,
@@ -358,6 +366,7 @@ def layer_norm(
     beta: te.Tensor | None = None,
     epsilon: float = 1e-5,
     name: str = "layer_norm",
+    target: Target | None = None,
 ) -> Kernel:
     """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis: the
     layer-norm pattern fused into one kernel (mean and variance per row, two
@@ -366,7 +375,10 @@ def layer_norm(
     Args:
         x: the input; its last axis is normalized.
         gamma, beta: optional scale and shift of the last axis's extent.
+        target: whose vector lanes hold the partial sums (None:
+            `Target.current()`).
     """
+    vector = Target.resolve(target).vector_lanes(x.dtype)
     length = x.shape[-1]
     rows = x.shape[:-1]
     for t in (gamma, beta):
@@ -375,7 +387,7 @@ def layer_norm(
                 f"layer_norm: expected ({length},) scale/shift, got {t.name} of {t.shape}"
             )
     mean_partials, total = _row_reduce(
-        lambda r, k, _: x[(*r, k)], rows, length, "sum", f"{name}.mean"
+        lambda r, k, _: x[(*r, k)], rows, length, "sum", f"{name}.mean", vector
     )
     sq_partials, sq = _row_reduce(
         lambda r, k, _: _square(x[(*r, k)] - total[r] * (1.0 / length)),
@@ -383,6 +395,7 @@ def layer_norm(
         length,
         "sum",
         f"{name}.var",
+        vector,
     )
 
     def element(*idx: Expr) -> Expr:

@@ -46,6 +46,7 @@ from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from ember.backends.llvm.codegen import has_openmp, initialize
 
@@ -407,6 +408,36 @@ class Target:
         return hash(str(self))
 
 
+MODULE_ATTR = "ember.target"
+"""The module attribute naming the target its code is for, as MLIR's target
+attributes: `builtin.module attributes {ember.target = "llvm -mcpu=haswell"}`."""
+
+
+def module_target(module: ModuleOp) -> Target:
+    """The target `module` is compiled for: its `ember.target` attribute, else
+    `Target.current()` (the host unless a target is entered).
+
+    Raises:
+        ValueError: naming the attribute, when it is not a target string.
+    """
+    attr = module.attributes.get(MODULE_ATTR)
+    if attr is None:
+        return Target.current()
+    if not isinstance(attr, StringAttr):
+        raise ValueError(f"expected {MODULE_ATTR} to be a target string, got {attr}")
+    try:
+        return Target(attr.data)
+    except ValueError as e:
+        raise ValueError(f"{MODULE_ATTR} = {attr}: {e}") from None
+
+
+def set_module_target(
+    module: ModuleOp, target: "str | Mapping[str, Any] | Target"
+) -> None:
+    """Record in `module` the target its code is compiled for (`module_target`)."""
+    module.attributes[MODULE_ATTR] = StringAttr(str(Target.resolve(target)))
+
+
 def _baseline_features(triple: str) -> str:
     parts = llvm.get_triple_parts(triple)
     return _BASELINES.get((parts.Arch, parts.OS), "")
@@ -610,4 +641,4 @@ def _set_option(options: dict[str, str], spec: object, key: str, value: str) -> 
     options[key] = value
 
 
-__all__ = ["Target"]
+__all__ = ["MODULE_ATTR", "Target", "module_target", "set_module_target"]
