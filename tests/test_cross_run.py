@@ -2,17 +2,18 @@
 riscv64 and wasm32, executed under qemu-user and wasmtime, checked against
 numpy and onnxruntime.
 
-Each kernel (vecadd, a scheduled matmul, a column sum, a column sum over the
-last axis from topi, a topi conv2d with bias and relu, a sigmoid calling libm's
-expf) is built with `ember.build(..., target=...)`. For Linux targets it is
-exported with the target's gcc and run by examples/deploy_c/run_kernel.c,
-compiled by the same gcc, under qemu-aarch64 (`-cpu cortex-a72`, and `-cpu max`
-for neoverse-v2 code) or qemu-riscv64 (RVV at VLEN 128 and 256): a kernel that
-uses an instruction the CPU model lacks dies of SIGILL. The host's own `cc` runs
-the same program natively, as the control. wasm32 objects are linked by
-wasm-ld and called in wasmtime (tests/cross_util.py). The CNN is compiled by
+Each kernel (vecadd, a scheduled matmul, column sums, topi's sum over the last
+axis, a topi conv2d with bias and relu, a sigmoid calling libm's expf) is built
+with `ember.build(..., target=...)`. For Linux targets it is exported with the
+target's gcc and run by examples/deploy_c/run_kernel.c, compiled by the same
+gcc, under qemu-aarch64 (`-cpu cortex-a72`; `-cpu max` for neoverse-v2 code)
+or qemu-riscv64 (RVV at VLEN 128 and 256; RV64GC code on a CPU without RVV):
+qemu's CPU models refuse instructions they lack (SIGILL), so a kernel using a
+feature its target does not have fails. The host's own `cc` runs the same
+program natively, as the control. wasm32 objects are linked by wasm-ld and
+called in wasmtime (tests/cross_util.py). The CNN is compiled by
 `ember.compile_model` for aarch64 and riscv64 and run by
-examples/deploy_c/run_model.c.
+examples/deploy_c/run_model.c against onnxruntime.
 
 The tools come from `make system-deps`; a test whose tool is missing skips and
 says which package brings it.
@@ -40,6 +41,7 @@ from ember.topi.reduce import reduce as topi_reduce
 A72 = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
 NEOVERSE_V2 = "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v2"
 RISCV64 = "llvm -mtriple=riscv64-linux-gnu -mattr=+m,+a,+f,+d,+c,+v"
+RV64GC = "llvm -mtriple=riscv64-linux-gnu"
 WASM32 = "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128"
 RVV = "rv64,v=true,vext_spec=v1.0,vlen="  # qemu's RISC-V CPU with RVV 1.0
 NEON_FMA = r"fmla\s+v\d+\.4s"
@@ -73,6 +75,8 @@ TARGETS = [
         (Machine("riscv64", RVV + "128"), Machine("riscv64", RVV + "256")),
         r"vfmacc\.v[vf]|vfmadd\.v[vf]",
     ),
+    # RV64GC, no vector extension assumed: runs on a CPU without one
+    CrossTarget("riscv64-rv64gc", RV64GC, (Machine("riscv64", "rv64,v=false"),)),
     CrossTarget("wasm32-simd128", WASM32, (), r"f32x4\.mul"),
 ]
 BY_NAME = {t.name: t for t in TARGETS}
