@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .module import Module
 
 SUFFIXES = (".so", ".tar")
+WASM_MAGIC = b"\0asm"
 
 
 def export_library(
@@ -61,6 +62,13 @@ def export_library(
         _cc.write_tar(path, objects, metadata_object, manifest)
         return
     machine = elf.triple_machine(objects[0].triple)
+    if objects[0].code.startswith(WASM_MAGIC):
+        raise ExportError(
+            f"export_library: {_label(0, module)} is compiled for "
+            f"{objects[0].triple}: Wasm objects make no shared library; export "
+            "a .tar, or save the object (save('k.o')) and link it with wasm-ld "
+            "(wasm-ld --no-entry --export-all)"
+        )
     host = elf.host_machine()
     if cc is None and host is not None and machine != host:
         raise ExportError(

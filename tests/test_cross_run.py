@@ -325,6 +325,16 @@ def test_a_refused_call_reports_the_kernels_message(target, c_host, tmp_path):
     assert done.stderr == f"run_kernel: vecadd failed (code -3): {message}\n"
 
 
+def test_a_wasm32_module_exports_no_shared_library(tmp_path):
+    """No C compiler links Wasm objects into a .so: the error says what does,
+    whatever cc= is given (it suggested 'wasm32-linux-gnu-gcc')."""
+    mod = built("vecadd", "wasm32-simd128")[0]
+    for cc in (None, "cc"):
+        with pytest.raises(ember.runtime.ExportError, match="link it with wasm-ld"):
+            mod.export_library(tmp_path / "vecadd.so", cc=cc)
+    assert not (tmp_path / "vecadd.so").exists()
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
