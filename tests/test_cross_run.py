@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from cross_util import Machine, WasmModule, link_wasm, run_kernel
 
 import ember
 from ember import te, topi
+from ember.backends.llvm.target import Target
 from ember.compile_cache import CompileCache
 from ember.topi.reduce import reduce as topi_reduce
 
@@ -323,6 +325,28 @@ def test_a_refused_call_reports_the_kernels_message(target, c_host, tmp_path):
     )
     assert done.returncode == 1, done.stderr
     assert done.stderr == f"run_kernel: vecadd failed (code -3): {message}\n"
+
+
+@pytest.mark.parametrize("target", ["aarch64-cortex-a72", "riscv64-rvv"])
+def test_the_deploy_c_example_runs_on_the_target(target, c_host, tmp_path):
+    """examples/deploy_c as its README cross-builds it: build_kernel.py
+    --target --cc, main.c by the same gcc; main.c checks the result against C
+    and the kernel's refusals itself."""
+    t = BY_NAME[target]
+    _require(t)
+    machine = t.machines[0]
+    library = tmp_path / "matmul.so"
+    command = [sys.executable, cross_util.DEPLOY_C / "build_kernel.py", library]
+    command += ["--m", "37", "--k", "29", "--n", "40", "--target", t.target]
+    done = subprocess.run(
+        [*command, "--cc", machine.gcc], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    done = machine.run([c_host(machine, "main.c"), library, "matmul", 37, 29, 40])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "result: ok" in done.stdout
+    assert f'"triple": "{Target(t.target).triple}"' in done.stdout
+    assert "expected float32 tensor of shape (29, 40)" in done.stdout
 
 
 def test_a_wasm32_module_exports_no_shared_library(tmp_path):
