@@ -349,6 +349,26 @@ def test_the_deploy_c_example_runs_on_the_target(target, c_host, tmp_path):
     assert "expected float32 tensor of shape (29, 40)" in done.stdout
 
 
+def test_the_run_kernel_readme_example_runs(c_host, tmp_path, monkeypatch):
+    """examples/deploy_c/README.md's aarch64 vecadd, as written, under qemu."""
+    machine = BY_NAME["aarch64-cortex-a72"].machines[0]
+    machine.require()
+    readme = (cross_util.DEPLOY_C / "README.md").read_text()
+    section = readme[readme.index("## Any kernel, on another machine") :]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.group(1), "README.md", "exec"), {})
+    assert "qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu cortex-a72" in section
+    files = [("in", "a"), ("in", "b"), ("out", "c")]
+    specs = [f"{kind}:float32:1000:{name}.bin" for kind, name in files]
+    host = c_host(machine, "run_kernel.c")
+    done = machine.run([host, "./vecadd.so", "vecadd", *specs])
+    assert done.returncode == 0, done.stderr
+    c = np.fromfile(tmp_path / "c.bin", np.float32)
+    np.testing.assert_array_equal(c, np.arange(1000, dtype=np.float32) + 1)
+
+
 def test_a_wasm32_module_exports_no_shared_library(tmp_path):
     """No C compiler links Wasm objects into a .so: the error says what does,
     whatever cc= is given (it suggested 'wasm32-linux-gnu-gcc')."""
