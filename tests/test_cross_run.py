@@ -106,12 +106,8 @@ def vecadd(target: str) -> Built:
     s[C].vectorize(inner)
     s[C].parallel(outer)
     a, b = _normal(n, 1), _normal(n, 2)
-    return (
-        ember.build(s, [A, B, C], target=target, name="vecadd"),
-        "vecadd",
-        [a, b],
-        [a + b],
-    )
+    mod = ember.build(s, [A, B, C], target=target, name="vecadd")
+    return mod, "vecadd", [a, b], [a + b]
 
 
 def matmul(target: str) -> Built:
@@ -128,12 +124,8 @@ def matmul(target: str) -> Built:
     s[C].vectorize(ni)
     s[C].parallel(mo)
     a, b = _normal((m, k), 3), _normal((k, n), 4)
-    return (
-        ember.build(s, [A, B, C], target=target, name="matmul"),
-        "matmul",
-        [a, b],
-        [a @ b],
-    )
+    mod = ember.build(s, [A, B, C], target=target, name="matmul")
+    return mod, "matmul", [a, b], [a @ b]
 
 
 def colsum(target: str) -> Built:
@@ -147,12 +139,8 @@ def colsum(target: str) -> Built:
     s[C].reorder(outer, r, inner)
     s[C].vectorize(inner)
     a = _normal((m, n), 5)
-    return (
-        ember.build(s, [A, C], target=target, name="colsum"),
-        "colsum",
-        [a],
-        [a.sum(0)],
-    )
+    mod = ember.build(s, [A, C], target=target, name="colsum")
+    return mod, "colsum", [a], [a.sum(0)]
 
 
 def rowsum(target: str) -> Built:
@@ -201,12 +189,8 @@ def sigmoid(target: str) -> Built:
     s[C].vectorize(s[C].split(C.op.axis[0], factor=4)[1])
     a = np.linspace(-8, 8, n, dtype=np.float32)
     expected = (1 / (1 + np.exp(-a.astype(np.float64)))).astype(np.float32)
-    return (
-        ember.build(s, [A, C], target=target, name="sigmoid"),
-        "sigmoid",
-        [a],
-        [expected],
-    )
+    mod = ember.build(s, [A, C], target=target, name="sigmoid")
+    return mod, "sigmoid", [a], [expected]
 
 
 KERNELS: dict[str, Callable[[str], Built]] = {
