@@ -185,6 +185,14 @@ class _Converter:
         symbol, function = self._kernel_function(kernel, kind)
         args: list[SSAValue] = []
         for placeholder, value in zip(kernel.placeholders, operands, strict=True):
+            if (
+                isinstance(value.owner, graph.ConstantOp)
+                and value.owner.parent_block() is not self.block
+            ):
+                # a literal inside the group that the kernel reads as a tensor
+                literal = value.owner.clone()
+                self.block.insert_op_before(literal, at)
+                value = literal.result
             if placeholder.name not in kernel.weight_transforms:
                 args.append(value)
                 continue

@@ -468,12 +468,13 @@ def run_subprocess(case: Case, path: Path) -> Outcome:
     env = {k: v for k, v in os.environ.items() if k != "EMBER_TRACEBACK"}
     start = time.perf_counter()
     try:
-        p = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=CASE_TIMEOUT + 5, env=env
-        )
+        p = subprocess.run(cmd, capture_output=True, timeout=CASE_TIMEOUT + 5, env=env)
     except subprocess.TimeoutExpired as e:
         return Outcome(-signal.SIGALRM, str(e.stdout), str(e.stderr), CASE_TIMEOUT)
-    return Outcome(p.returncode, p.stdout, p.stderr, time.perf_counter() - start)
+    # --emit=obj writes bytes
+    stdout = p.stdout.decode(errors="replace")
+    stderr = p.stderr.decode(errors="replace")
+    return Outcome(p.returncode, stdout, stderr, time.perf_counter() - start)
 
 
 def verdict(o: Outcome) -> str | None:

@@ -394,3 +394,22 @@ func.func @case36() {
 }
 
 // CHECK: expected a statically shaped tensor for the param, got tensor<?x3xf32>
+
+// -----
+
+func.func @case37(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = graph.call_kernel @missing(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// CHECK: expected @missing to be a func.func of the module, got nothing
+
+// -----
+
+llvm.func @not_a_function(!llvm.ptr)
+func.func @case38(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = graph.call_kernel @not_a_function(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// CHECK: expected @not_a_function to be a func.func of the module, got llvm.func

@@ -170,3 +170,13 @@ func.func @fused(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
   }) : (tensor<2x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>)
   func.return %r#0 : tensor<2x4xf32>
 }
+
+// CHECK-LABEL: func.func private @ember_relu_0f3a(
+// CHECK-LABEL: func.func @call_kernel(
+// CHECK:         %{{.*}} = graph.call_kernel @ember_relu_0f3a(%{{.*}}) : (tensor<4xf32>) -> tensor<4xf32>
+// GENERIC:       "graph.call_kernel"(%{{.*}}) <{callee = @ember_relu_0f3a}> : (tensor<4xf32>) -> tensor<4xf32>
+func.func private @ember_relu_0f3a(%a: tensor<4xf32>) -> tensor<4xf32>
+func.func @call_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = graph.call_kernel @ember_relu_0f3a(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
