@@ -372,3 +372,35 @@ def test_cnn_models_match_onnxruntime(name, cache):
     assert not any(f"{n}.packed." in m for n in mod.params for m in mod.params)
     if name == "mobilenet_v2":
         assert 3.4e6 < floats < 3.6e6
+
+
+@pytest.mark.parametrize("ir", [BLOCK, HEAD], ids=["block", "head"])
+def test_the_pipeline_on_one_module_runs_as_compile_model(ir, cache):
+    """`ember-model` run on one module (as `ember-opt -p ember-model` runs it,
+    kernels and entry together) gives the library `compile_model` gives, and
+    both the graph's numpy semantics."""
+    import json
+
+    from ember.backends.llvm import LLVMModule, Target
+    from ember.passes import run
+    from ember.passes.bound_params import bind_params
+    from ember.passes.pipelines import model_passes
+
+    params = _params() if "w1" in ir else {}
+    x = np.random.default_rng(3).standard_normal((1, 8, 16, 16)).astype("float32")
+    module = Parser(get_context(), ir).parse_module()
+    with bind_params(params) as bound:
+        run(module, ",".join(model_passes()))
+    model = json.loads(module.attributes["ember.model"].data)  # type: ignore[attr-defined]
+    blob = np.zeros(model["params_bytes"], np.uint8)
+    for name, entry in model["params"].items():
+        raw = np.ascontiguousarray(bound.values[name], entry["dtype"]).view(np.uint8)
+        blob[entry["offset"] : entry["offset"] + raw.size] = raw.reshape(-1)
+    one = LLVMModule(
+        module, Target(), entry_name="default_run", data={"__ember_params": blob}
+    )
+    got = _run(one, {"x": x})
+    want = _run(compile_model(ir, params, cache=cache), {"x": x})
+    reference = _reference(ir, [x], params)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[0], reference[0], rtol=1e-4, atol=1e-4)
