@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.ir import SSAValue
 from xdsl.parser import Parser
 
 import ember
