@@ -72,39 +72,43 @@ class Files:
 
 
 def _runner(library: str, files: Files):
-    """A function running the model once in this process."""
+    """`(run, fetch)`: run the model once in this process; the last output."""
     x = np.load(files.input)
+    out: list = []
     if library == EMBER:
         from ember.runtime import GraphModule, cpu, load_module
 
         gm = GraphModule(load_module(files.library)["default"](cpu()))
         gm.set_input("input", x)
-        return gm.run
+        return gm.run, lambda: gm.get_output(0).numpy()
     if library == ORT:
         import onnxruntime
 
         session = onnxruntime.InferenceSession(
             str(files.onnx), providers=["CPUExecutionProvider"]
         )
-        return lambda: session.run(None, {"input": x})
+
+        def run_ort():
+            out[:] = session.run(None, {"input": x})
+
+        return run_ort, lambda: out[0]
+    import models
     import onnx
     import torch
 
-    import models
-
     forward = models._torch_forward(onnx.load(files.onnx), {"input": x})
 
-    def run():
+    def run_torch():
         with torch.inference_mode():
-            forward()
+            out[:] = [forward()]
 
-    return run
+    return run_torch, lambda: out[0].numpy()
 
 
 def worker(library: str, files: Files, start_at: float, seconds: float) -> None:
     """Run the model from `start_at` (time.time()) for `seconds`; print the
     latencies as JSON."""
-    run = _runner(library, files)
+    run, _ = _runner(library, files)
     for _ in range(3):  # warm-up: thread pools started, pages touched
         run()
     while (wait := start_at - time.time()) > 0:
@@ -188,7 +192,11 @@ def available(library: str) -> str | None:
 
     needs = {EMBER: (), ORT: ("onnxruntime",), TORCH: ("torch",)}[library]
     for name in ("onnx", *needs):
-        if importlib.util.find_spec(name) is None:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:
+            found = False
+        if not found:
             return f"not installed ({name})"
     return None
 
@@ -221,38 +229,16 @@ def prepare(size: int, directory: Path, libraries: list[str]) -> dict[str, str]:
                 print(f"  ember compiled in {time.perf_counter() - start:.1f} s")
                 mod.export_library(files.library)
             if expected is None:
+                print(f"  {library}: output not checked (onnxruntime not installed)")
                 continue
-            got = _output(library, files)
+            run, fetch = _runner(library, files)
+            run()
+            got = np.asarray(fetch())
             if not np.allclose(got, expected, rtol=common.RTOL, atol=common.ATOL):
                 problems[library] = "WRONG"
         except Exception as exc:
             problems[library] = f"failed: {common._first_line(exc)}"
     return problems
-
-
-def _output(library: str, files: Files) -> np.ndarray:
-    """The model's output as `library` computes it in this process."""
-    x = np.load(files.input)
-    if library == EMBER:
-        from ember.runtime import GraphModule, cpu, load_module
-
-        gm = GraphModule(load_module(files.library)["default"](cpu()))
-        gm.set_input("input", x)
-        gm.run()
-        return gm.get_output(0).numpy()
-    if library == ORT:
-        import onnxruntime
-
-        session = onnxruntime.InferenceSession(str(files.onnx))
-        return session.run(None, {"input": x})[0]
-    import onnx
-    import torch
-
-    import models
-
-    forward = models._torch_forward(onnx.load(files.onnx), {"input": x})
-    with torch.inference_mode():
-        return forward().numpy()
 
 
 def loads(quick: bool) -> list[tuple[str, int, int]]:
@@ -314,7 +300,10 @@ def compare(results: dict[str, dict[str, list[Result]]], problems: dict) -> None
         print("ember vs onnxruntime: cannot tell (one of them did not run)")
         return
     print("ember vs onnxruntime (goal: kept >= onnxruntime's, p90 ratio <= 1.5x its):")
-    e_alone, o_alone = _figures(results[EMBER]["alone"]), _figures(results[ORT]["alone"])
+    e_alone, o_alone = (
+        _figures(results[EMBER]["alone"]),
+        _figures(results[ORT]["alone"]),
+    )
     print(
         f"  alone: ember {e_alone[1] * 1e3:.2f} ms, onnxruntime "
         f"{o_alone[1] * 1e3:.2f} ms median ({e_alone[1] / o_alone[1]:.2f}x)"
@@ -371,7 +360,9 @@ def main(argv=None) -> int:
         runnable = [lib for lib in libraries if lib not in problems]
         if runnable:
             problems |= prepare(size, Path(tmp), runnable)
-        files = Files(Path(tmp, "model.onnx"), Path(tmp, "input.npy"), Path(tmp, "m.so"))
+        files = Files(
+            Path(tmp, "model.onnx"), Path(tmp, "input.npy"), Path(tmp, "m.so")
+        )
         for round_ in range(opts.rounds):
             for label, models, spinners in loads(opts.quick):
                 load = os.getloadavg()[0]
@@ -381,7 +372,9 @@ def main(argv=None) -> int:
                         continue
                     rounds = results[library].setdefault(label, [])
                     try:
-                        rounds.append(measure(library, files, models, spinners, seconds))
+                        rounds.append(
+                            measure(library, files, models, spinners, seconds)
+                        )
                     except Exception as exc:
                         print(f"    {library}: {common._first_line(exc)}")
     print()

@@ -23,6 +23,7 @@ from .graph_module import GraphExecutor, GraphModule
 from .module import DSOModule, Module, load_module
 from .ndarray import Device, NDArray, array, cpu, device, empty, from_dlpack
 from .packed_func import PackedFunc, TypeCode
+from .parallel import get_num_threads, set_num_threads
 from .params import load_param_dict, pack_params, param_layout, save_param_dict
 from .profiling import BenchmarkResult
 from .registry import (
@@ -57,6 +58,7 @@ __all__ = [
     "empty",
     "from_dlpack",
     "get_global_func",
+    "get_num_threads",
     "list_global_func_names",
     "load_module",
     "load_param_dict",
@@ -65,4 +67,5 @@ __all__ = [
     "register_func",
     "remove_global_func",
     "save_param_dict",
+    "set_num_threads",
 ]

@@ -472,7 +472,7 @@ class DSOModule(Module):
         super().__init__()
         self.path = source or os.fspath(path)
         self._lib = _load_library(os.fspath(path), self.path)
-        parallel.configure_library(self._lib)
+        parallel.configure_library(self._lib, self)
         callbacks.configure_library(self._lib)
         self.entry_name = self.metadata.get("entry")
 

@@ -1,18 +1,38 @@
 """Parallel loops at run time: libgomp, and how many threads they use.
 
 Compiled parallel loops run on libgomp (``GOMP_parallel``). A module that has
-any defines the int32 global ``__ember_num_threads``: the thread count every
-parallel region of the module asks libgomp for, 0 meaning libgomp's default
-(``OMP_NUM_THREADS``, else one thread per core). Whoever loads such a module
-sets it once, before the first call, from ``EMBER_NUM_THREADS``; the JIT and
-``load_module`` both do. A global rather than ``omp_set_num_threads`` because
-libgomp keeps that setting per calling thread: a global holds for calls from
-every Python thread alike.
+any defines the int32 global ``__ember_num_threads``: the team size every
+parallel region of the module asks libgomp for (0: libgomp's own default). The
+loader registers the module here (the JIT and ``load_module`` both do), and
+this module keeps the global of every loaded module, weakly, so a count set
+later reaches modules already loaded. A global rather than
+``omp_set_num_threads`` because libgomp keeps that setting per calling thread:
+a global holds for calls from every Python thread alike.
+
+Who decides the count, first match wins:
+
+1. ``set_num_threads(n)``: every module, loaded or loaded later, uses ``n``.
+2. ``EMBER_NUM_THREADS=n`` as it is when a module is loaded: that module uses ``n``.
+3. ``OMP_NUM_THREADS`` set: libgomp's choice (it reads the variable once).
+4. Otherwise automatic: the cores this process may run on
+   (``os.sched_getaffinity``), less those other processes keep busy, at least
+   one. A libgomp team waits at the end of every parallel region for its
+   slowest thread; a thread whose core another process holds arrives a
+   scheduler slice late, and the whole team waits, region after region. So
+   while other processes use a core, ember's loops leave it to them (see
+   ``team_size``). A daemon thread measures, every ``WINDOW`` seconds while an
+   automatic module is loaded, the CPU time the machine's cores spent on other
+   processes (``/proc/stat``, less this process's own time) and writes the
+   count into the modules' globals; each parallel region reads it afresh.
 """
 
 import ctypes
 import ctypes.util
+import math
 import os
+import threading
+import time
+import weakref
 from functools import cache
 
 from .errors import EmberError
@@ -25,13 +45,21 @@ NUM_THREADS_ENV = "EMBER_NUM_THREADS"
 """The environment variable that sets the thread count of modules loaded after
 it is set; it wins over ``OMP_NUM_THREADS``."""
 
+MAX_THREADS = 2**31 - 1
+
+WINDOW = 0.1
+"""Seconds between two decisions of the automatic count (``/proc/stat`` counts
+in 10 ms ticks: a tenth of a core at this window)."""
+
+SPARE = 0.25
+"""The share of a core other processes may use that still counts as free."""
+
 
 def num_threads_from_env() -> int:
     """The thread count ``EMBER_NUM_THREADS`` asks for; 0 when it is unset.
 
     Returns:
-        A positive count, or 0 to leave the choice to libgomp (which reads
-        ``OMP_NUM_THREADS`` and otherwise uses every core).
+        A positive count, or 0 to leave the choice to ember's default.
 
     Raises:
         EmberError: the variable is set to something other than a positive
@@ -50,16 +78,93 @@ def num_threads_from_env() -> int:
         count = int(text)
     except ValueError:
         count = 0
-    if count < 1 or count > 2**31 - 1:
+    if count < 1 or count > MAX_THREADS:
         raise EmberError(f"{NUM_THREADS_ENV} must be a positive integer, got {text!r}")
     return count
 
 
-def configure_library(lib: ctypes.CDLL) -> None:
-    """Set the thread count of a loaded library, if it has parallel loops.
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity)."""
+    return len(_affinity())
+
+
+def _affinity() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
+
+
+def team_size(cores: int, others: float) -> int:
+    """The automatic team size: `cores` less those other processes keep busy.
+
+    Args:
+        cores: the cores this process may run on.
+        others: how many cores other processes used, on average, lately.
+
+    Returns:
+        The cores left free, a core counting as free while others use less
+        than ``SPARE`` of it; at least 1.
+
+    Example:
+        >>> team_size(2, 0.1), team_size(2, 0.5), team_size(2, 1.9)
+        (2, 1, 1)
+    """
+    return max(1, min(cores, math.floor(cores - others + SPARE)))
+
+
+# Module → the address of its global, weakly: a module's global dies with it
+# (JIT code is freed with its engine). `_fixed` holds the count of the modules
+# that do not follow the automatic count (EMBER_NUM_THREADS at load, or
+# OMP_NUM_THREADS: 0).
+_modules: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
+_fixed: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+_requested = 0  # set_num_threads: 0 when never called (or reset)
+_auto = 0  # the automatic count of the last window; 0 before the first
+_monitor: "threading.Thread | None" = None
+
+
+def _write(address: int, count: int) -> None:
+    ctypes.c_int32.from_address(address).value = count
+
+
+def _count_for(module: object) -> int:
+    if _requested:
+        return _requested
+    if module in _fixed:
+        return _fixed[module]
+    return _auto or available_cores()
+
+
+def register(module: object, address: int) -> None:
+    """Give a loaded module with parallel loops its thread count, now and
+    whenever it changes.
+
+    Args:
+        module: the module object owning the global; the global is forgotten
+            when the module is.
+        address: where the module's ``__ember_num_threads`` is.
+
+    Raises:
+        EmberError: ``EMBER_NUM_THREADS`` is not a positive integer.
+    """
+    env = num_threads_from_env()
+    with _lock:
+        _modules[module] = address
+        if env or os.environ.get("OMP_NUM_THREADS", "").strip():
+            _fixed[module] = env
+        _write(address, _count_for(module))
+        if module not in _fixed:
+            _start_monitor()
+
+
+def configure_library(lib: ctypes.CDLL, module: object) -> None:
+    """Register a loaded library, if it has parallel loops (see ``register``).
 
     Args:
         lib: the library, loaded with ctypes.
+        module: the module object that keeps `lib` loaded.
 
     Raises:
         EmberError: ``EMBER_NUM_THREADS`` is not a positive integer.
@@ -68,7 +173,142 @@ def configure_library(lib: ctypes.CDLL) -> None:
         count = ctypes.c_int32.in_dll(lib, NUM_THREADS_SYMBOL)
     except ValueError:
         return  # no parallel loops
-    count.value = num_threads_from_env()
+    register(module, ctypes.addressof(count))
+
+
+def set_num_threads(count: int) -> None:
+    """Set the threads of every parallel loop, in modules loaded and loaded later.
+
+    Args:
+        count: threads per parallel region; 0 goes back to the default
+            (``EMBER_NUM_THREADS`` as it was when each module was loaded, else
+            the automatic count, see ``ember.runtime.parallel``).
+
+    Raises:
+        TypeError: `count` is not an int.
+        ValueError: `count` is negative or above 2**31 - 1.
+
+    Example:
+        >>> import ember.runtime
+        >>> ember.runtime.set_num_threads(1)  # one thread: no team at all
+        >>> ember.runtime.get_num_threads()
+        1
+        >>> ember.runtime.set_num_threads(0)
+    """
+    global _requested
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise TypeError(
+            f"set_num_threads expects an int, got {type(count).__name__} {count!r}"
+        )
+    if count < 0 or count > MAX_THREADS:
+        raise ValueError(
+            f"set_num_threads expects a count in 1..{MAX_THREADS}, or 0 for the "
+            f"default, got {count}"
+        )
+    with _lock:
+        _requested = count
+        for module, address in list(_modules.items()):
+            _write(address, _count_for(module))
+        if not count:
+            _start_monitor()
+
+
+def get_num_threads() -> int:
+    """The threads a parallel loop of a module loaded now would use.
+
+    Returns:
+        ``set_num_threads``'s count, else ``EMBER_NUM_THREADS``, else the first
+        count of ``OMP_NUM_THREADS``, else the automatic count.
+
+    Raises:
+        EmberError: ``EMBER_NUM_THREADS`` is not a positive integer.
+    """
+    if _requested:
+        return _requested
+    if env := num_threads_from_env():
+        return env
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp)
+    return _auto or available_cores()
+
+
+def _start_monitor() -> None:
+    """Start the thread that follows the load, unless it runs (hold `_lock`)."""
+    global _monitor
+    if _requested or (_monitor is not None and _monitor.is_alive()):
+        return
+    if _busy_ticks(_affinity()) is None:
+        return  # no /proc/stat: the count stays the cores of the affinity
+    _monitor = threading.Thread(target=_follow_load, name="ember-threads", daemon=True)
+    _monitor.start()
+
+
+def _busy_ticks(cpus: set[int], text: str | None = None) -> int | None:
+    """Busy time of `cpus` since boot in clock ticks (``/proc/stat``: all but
+    idle and iowait; steal counts as busy, the core was not ours)."""
+    if text is None:
+        try:
+            with open("/proc/stat") as f:
+                text = f.read()
+        except OSError:
+            return None
+    total = 0
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if not (name.startswith("cpu") and name[3:].isdigit()):
+            continue
+        if int(name[3:]) in cpus:
+            fields = [int(v) for v in rest.split()]
+            total += sum(fields[:8]) - fields[3] - fields[4]
+    return total
+
+
+def _automatic() -> list[tuple[object, int]]:
+    """The modules that follow the automatic count (hold `_lock`)."""
+    if _requested:
+        return []
+    return [(m, a) for m, a in list(_modules.items()) if m not in _fixed]
+
+
+def _follow_load() -> None:
+    """Every WINDOW: others' busy cores → the team size of automatic modules;
+    ends when none is left."""
+    global _auto
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    cpus = _affinity()
+    before = (time.monotonic(), _busy_ticks(cpus), time.process_time())
+    while True:
+        time.sleep(WINDOW)
+        now_cpus = _affinity()
+        after = (time.monotonic(), _busy_ticks(now_cpus), time.process_time())
+        if now_cpus != cpus or before[1] is None or after[1] is None:
+            cpus, before = now_cpus, after  # the affinity changed: measure anew
+            continue
+        wall = after[0] - before[0]
+        others = (after[1] - before[1]) / hz - (after[2] - before[2])
+        before = after
+        with _lock:
+            modules = _automatic()
+            if not modules:
+                _auto = 0
+                return
+            _auto = team_size(len(cpus), max(0.0, others / wall))
+            for _, address in modules:
+                _write(address, _auto)
+
+
+def _after_fork() -> None:
+    # The monitor does not survive fork; the child starts its own.
+    global _monitor, _lock
+    _lock = threading.Lock()
+    _monitor = None
+    if _automatic():
+        _start_monitor()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def needs_openmp(error: OSError) -> bool:

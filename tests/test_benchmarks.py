@@ -3,6 +3,7 @@ broken builds are rows, and both benchmarks run in --quick mode with every row
 that can be checked right."""
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -373,3 +374,62 @@ def test_rpc_without_the_bench_extra():
     for label, (ember, tvm) in table.items():
         assert re.fullmatch(r"\d+\.\d+ \S+|skipped", ember), (label, ember, out)
         assert tvm == "not installed", (label, tvm, out)
+
+
+UNDER_LOAD_ROW = re.compile(
+    r"^(ember|onnxruntime|PyTorch eager)\s{2,}(alone|\d+ busy|two processes)"
+    r"\s+(\d+\.\d)\s+(\d+\.\d\d)\s+(\d+\.\d\d)\s+(\d+)%\s+(\d+\.\d)x$",
+    re.M,
+)
+
+
+def under_load_rows(out: str) -> dict[tuple[str, str], tuple[float, ...]]:
+    rows = {}
+    for m in UNDER_LOAD_ROW.finditer(out):
+        rows[m.group(1), m.group(2)] = tuple(float(v) for v in m.groups()[2:])
+    return rows
+
+
+def test_under_load_quick_measures_every_load():
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "under_load.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    rows = under_load_rows(out)
+    busy = f"{len(os.sched_getaffinity(0))} busy"
+    loads = ["alone", busy, "two processes"]
+    assert [k for k in rows if k[0] == "ember"] == [("ember", x) for x in loads], out
+    assert [k for k in rows if k[0] == "onnxruntime"] == [
+        ("onnxruntime", x) for x in loads
+    ], out
+    for (library, load), (runs, median, p90, kept, _) in rows.items():
+        assert runs > 0 and 0 < median <= p90, (library, load, out)
+        assert kept == 100 or load != "alone", out  # alone is the reference
+    torch_absent = r"^PyTorch eager\s+not installed \(torch\)$"
+    assert re.search(torch_absent, out, re.M) or ("PyTorch eager", "alone") in rows
+    assert "WRONG" not in out and "failed" not in out, out
+    for load in loads[1:]:
+        assert re.search(
+            rf"^  {load}: kept \d+% vs \d+%, .*: (met|NOT met)$", out, re.M
+        )
+
+
+def test_under_load_without_onnxruntime():
+    # ember's rows are still measured (their output unchecked: nothing to check
+    # against), onnxruntime's say why not, and no comparison is made up.
+    blocker = BLOCK_BENCH_EXTRA.replace('("onnx", ', "(")
+    out = subprocess.run(
+        [sys.executable, "-c", blocker, str(BENCH / "under_load.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=BENCH,
+    ).stdout
+    assert re.search(r"^onnxruntime\s+not installed \(onnxruntime\)$", out, re.M), out
+    assert "ember: output not checked (onnxruntime not installed)" in out
+    assert ("ember", "alone") in under_load_rows(out), out
+    assert "ember vs onnxruntime: cannot tell" in out

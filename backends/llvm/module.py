@@ -23,7 +23,7 @@ from ember.backends.llvm.codegen import (
 )
 from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
-from ember.runtime import EmberError, Module, callbacks
+from ember.runtime import EmberError, Module, callbacks, parallel
 from ember.runtime.cc import ObjectFile
 from ember.runtime.errors import ExportError
 from ember.runtime.parallel import NUM_THREADS_SYMBOL, num_threads_from_env
@@ -44,9 +44,10 @@ class LLVMModule(Module):
     callable (`mod["f"](a, b)`); for another target only its LLVM IR, assembly
     and object code exist.
 
-    Parallel loops run on libgomp with `EMBER_NUM_THREADS` threads as it is
-    when the module is built, else libgomp's default (`OMP_NUM_THREADS`, else
-    every core); see `ember.runtime.parallel`.
+    Parallel loops run on libgomp with `set_num_threads`'s count, else
+    `EMBER_NUM_THREADS` as it is when the module is built, else libgomp's
+    default if `OMP_NUM_THREADS` is set, else the cores other processes leave
+    free; see `ember.runtime.parallel`.
 
     Args:
         module: an xDSL module in the llvm dialect, an llvmlite module, or LLVM IR.
@@ -111,7 +112,7 @@ class LLVMModule(Module):
             self._engine.finalize_object()
             if threads is not None:
                 address = self._engine.get_global_value_address(NUM_THREADS_SYMBOL)
-                ctypes.c_int32.from_address(address).value = threads
+                parallel.register(self, address)
             if _defines_global(compiled, callbacks.HOOK_SYMBOL):
                 hook = self._engine.get_global_value_address(callbacks.HOOK_SYMBOL)
                 callbacks.install(hook)
@@ -250,8 +251,8 @@ def _defines_global(module: llvm.ModuleRef, name: str) -> bool:
 
 
 def _thread_count(module: llvm.ModuleRef) -> int | None:
-    """What a module with parallel loops gets in `__ember_num_threads`:
-    `EMBER_NUM_THREADS`, or 0 for libgomp's default; None for other modules.
+    """`EMBER_NUM_THREADS` (0 when unset) for a module with parallel loops,
+    checked before the module is JIT-compiled; None for other modules.
 
     Raises:
         EmberError: `EMBER_NUM_THREADS` is not a positive integer.
