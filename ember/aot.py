@@ -289,7 +289,10 @@ def _object(job: KernelJob, code: bytes, target: Target) -> ObjectFile:
     from ember.backends.llvm.module import _resolve
     from ember.runtime.parallel import NUM_THREADS_SYMBOL
 
-    defined, needed = object_symbols(code)
+    try:
+        defined, needed = object_symbols(code)
+    except ValueError:  # not ELF64 (wasm32, 32-bit ELF): nothing runs here
+        defined, needed = {job.symbol}, set()
     for name in needed - {NUM_THREADS_SYMBOL}:
         if target.is_host and not _resolve(name):
             raise ModelCompileError(
@@ -352,72 +355,6 @@ class KernelObjectModule(Module):
 
     def _describe(self) -> str:
         return f"kernel {', '.join(self._obj.symbols)}"
-
-
-def _load(
-    model: Any, params: Mapping[str, np.ndarray] | None, shape
-) -> tuple[ModuleOp, Mapping[str, np.ndarray]]:
-    if isinstance(model, ModuleOp):
-        return model.clone(), params or {}
-    if isinstance(model, str) and model.lstrip().startswith(("builtin.module", "func")):
-        from xdsl.parser import Parser
-
-        from ember.passes import get_context
-
-        try:
-            module = Parser(get_context(), model, "<model>").parse_module()
-            module.verify()
-        except Exception as e:
-            raise ModelCompileError(f"invalid graph IR: {e}") from None
-        return module, params or {}
-    from ember.frontends.onnx import from_onnx
-
-    module, onnx_params = from_onnx(
-        str(model) if isinstance(model, Path) else model, shape=shape
-    )
-    return module, {**onnx_params, **(params or {})}
-
-
-def _check_params(main: func.FuncOp, params: Mapping[str, np.ndarray]) -> None:
-    missing = sorted(
-        {
-            op.param_name.data
-            for op in main.walk()
-            if isinstance(op, graph.ParamOp) and op.param_name.data not in params
-        }
-    )
-    if missing:
-        raise ModelCompileError(
-            f"expected a value for every graph.param, got none for "
-            f"{', '.join(missing)} ({len(params)} params given)"
-        )
-
-
-def _main(module: ModuleOp) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
-            return op
-    raise ModelCompileError("expected a graph module with func.func @main")
-
-
-def _optimize_graph(
-    module: ModuleOp,
-    params: Mapping[str, np.ndarray],
-    opt_level: int | None,
-    disabled: Sequence[str],
-) -> dict[str, np.ndarray]:
-    """Run the graph passes the context asks for: the current `PassContext`,
-    with `opt_level` and `disabled` (when given) taking precedence."""
-    from ember.pass_context import PassContext
-    from ember.passes.pipelines import optimize_graph
-
-    current = PassContext.current()
-    ctx = PassContext(
-        opt_level=current.opt_level if opt_level is None else opt_level,
-        disabled_pass=[*current.disabled_pass, *disabled],
-        config=current.config,
-    )
-    return optimize_graph(module, params, ctx)
 
 
 def _load(

@@ -393,6 +393,7 @@ def _names(attrs: ArrayAttr | None, n: int, prefix: str) -> list[str]:
     dicts = attrs.data if attrs is not None else [DictionaryAttr({})] * n
     names = []
     for i, d in enumerate(dicts):
+        assert isinstance(d, DictionaryAttr)
         name = d.data.get("ember.name")
         names.append(name.data if isinstance(name, StringAttr) else f"{prefix}{i}")
     return names
