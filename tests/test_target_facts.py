@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ember.backends.llvm import Target
-from ember.backends.llvm import target as target_module
+from ember.backends.llvm import machine
 
 X86 = "llvm -mtriple=x86_64-unknown-linux-gnu"
 
@@ -124,7 +124,7 @@ def test_host_facts_are_this_machines():
 
 
 def test_unreadable_sysfs_falls_back_to_the_defaults(monkeypatch):
-    monkeypatch.setattr(target_module, "_host_caches", lambda: {})
+    monkeypatch.setattr(machine, "host_caches", lambda: {})
     host = Target("llvm")
     assert (host.l1d_bytes, host.l2_bytes, host.l3_bytes) == (32 * 1024, 256 * 1024, 0)
 

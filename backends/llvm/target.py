@@ -34,20 +34,19 @@ override the last four. `with Target(...):` makes a target the one
 `Target.current()` answers (the host when none is entered), as TVM's.
 """
 
-import os
 import re
 import subprocess
 import sys
 from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from functools import cache, cached_property
-from pathlib import Path
 from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
+from ember.backends.llvm import machine
 from ember.backends.llvm.codegen import has_openmp, initialize
 
 # What LLVM's target machine is made from, then facts a user may state about the
@@ -77,27 +76,6 @@ _BASELINES = {
 _FEATURE_NAME = re.compile(r"[+-][A-Za-z0-9][A-Za-z0-9_.-]*")
 _CURRENT: ContextVar[tuple["Target", ...]] = ContextVar("ember_target", default=())
 
-# The machine's facts, by architecture family (`Target.vector_bytes` and the
-# properties after it say how each is derived): the LLVM features they depend on,
-# the SIMD width where one feature decides it, and the vector registers.
-_FAMILIES = {"x86_64": "x86", "i386": "x86", "riscv64": "riscv", "riscv32": "riscv"}
-_FAMILIES.update({"wasm32": "wasm", "wasm64": "wasm"})
-_FACT_FEATURES = {
-    "x86": ("sse2", "avx", "avx512f", "fma"),
-    "aarch64": ("neon",),
-    "riscv": ("f", "d", "v"),
-    "wasm": ("simd128",),
-}
-_SIMD_BYTES = {"aarch64": 16, "wasm": 16}
-_REGISTERS = {"aarch64": 32, "riscv": 32, "wasm": 16}
-# RISC-V V guarantees VLEN >= 128 bits (zvl128b); zvl<N>b promise more.
-_RVV_MIN_BITS = 128
-_RVV_LENGTHS = ("zvl256b", "zvl512b", "zvl1024b")
-# Caches of a machine nobody described (a cross target, or sysfs unreadable):
-# what common cores of every family have at least (32 KiB L1d, 256 KiB L2), no
-# L3 counted on.
-_DEFAULT_CACHES = {1: 32 * 1024, 2: 256 * 1024, 3: 0}
-
 
 class Target:
     """An LLVM code generation target (see the module docstring for the forms).
@@ -112,6 +90,10 @@ class Target:
         is_host: the code can run in this process.
         not_host_reason: why the code cannot run here ("" for the host).
         has_openmp: parallel loops run on libgomp; without it they run serially.
+
+    The machine's facts, for schedules and passes: `vector_bytes`,
+    `vector_lanes(dtype)`, `vector_registers`, `has_fma`, `l1d_bytes`,
+    `l2_bytes`, `l3_bytes`, `num_cores`, and `has_feature(name)` under them.
     """
 
     def __init__(self, spec: "str | Mapping[str, Any] | Target" = "llvm"):
@@ -217,10 +199,10 @@ class Target:
         features include all of its own. So the question is whether a function
         for this target plus `+name` inlines into one for this target.
         """
-        return _has_features(self.triple, self.cpu, self.features, (name,))[0]
+        return machine.has_features(self.triple, self.cpu, self.features, (name,))[0]
 
     def _has_all(self, names: tuple[str, ...]) -> dict[str, bool]:
-        has = _has_features(self.triple, self.cpu, self.features, names)
+        has = machine.has_features(self.triple, self.cpu, self.features, names)
         return dict(zip(names, has, strict=True))
 
     @classmethod
@@ -258,16 +240,16 @@ class Target:
 
     @cached_property
     def _facts(self) -> dict[str, bool]:
-        names = _FACT_FEATURES.get(self._family, ())
+        names = machine.FACT_FEATURES.get(self._family, ())
         facts = self._has_all(names) if names else {}
         if facts.get("v"):  # the guaranteed VLEN; zvl* needs v, or LLVM aborts
-            facts.update(self._has_all(_RVV_LENGTHS))
+            facts.update(self._has_all(machine.RVV_LENGTHS))
         return facts
 
     @property
     def _family(self) -> str:
         arch = llvm.get_triple_parts(self.triple).Arch
-        return _FAMILIES.get(arch, arch)
+        return machine.FAMILIES.get(arch, arch)
 
     @cached_property
     def vector_bytes(self) -> int:
@@ -290,9 +272,9 @@ class Target:
         if family == "riscv":
             if not facts["v"]:
                 return 0
-            bits = [int(f[3:-1]) for f in _RVV_LENGTHS if facts[f]]
-            return max(bits, default=_RVV_MIN_BITS) // 8
-        return _SIMD_BYTES.get(family, 0) if any(facts.values()) else 0
+            bits = [int(f[3:-1]) for f in machine.RVV_LENGTHS if facts[f]]
+            return max(bits, default=machine.RVV_MIN_BITS) // 8
+        return machine.SIMD_BYTES.get(family, 0) if any(facts.values()) else 0
 
     def vector_lanes(self, dtype: "str | np.dtype | type" = "float32") -> int:
         """Elements of `dtype` in one vector register (1 without SIMD).
@@ -313,7 +295,7 @@ class Target:
             if llvm.get_triple_parts(self.triple).Arch != "x86_64":
                 return 8
             return 32 if self._facts["avx512f"] else 16
-        return _REGISTERS.get(family, 16)
+        return machine.REGISTERS.get(family, 16)
 
     @cached_property
     def has_fma(self) -> bool:
@@ -350,16 +332,16 @@ class Target:
         affinity when the code runs here, else 1."""
         if "num-cores" in self._options:
             return int(self._options["num-cores"])
-        return _host_cores() if self.is_host else 1
+        return machine.host_cores() if self.is_host else 1
 
     def _cache_fact(self, option: str, level: int) -> int:
         if option in self._options:
             return int(self._options[option])
         if self.is_host:
-            size = _host_caches().get(level)
+            size = machine.host_caches().get(level)
             if size is not None:
                 return size
-        return _DEFAULT_CACHES[level]
+        return machine.DEFAULT_CACHES[level]
 
     @property
     def arch(self) -> str:
@@ -457,74 +439,6 @@ def _host_features() -> dict[str, bool]:
 @cache
 def _host_feature_string() -> str:
     return llvm.get_host_cpu_features().flatten()
-
-
-@cache
-def _has_features(
-    triple: str, cpu: str, features: str, names: tuple[str, ...]
-) -> tuple[bool, ...]:
-    """For each of `names`: whether (cpu, features) has that LLVM feature.
-
-    A caller for the target and, per name, an internal callee for the target
-    plus `+name`; LLVM's inliner (its TargetTransformInfo) inlines a callee only
-    when the caller has every feature the callee has, CPU implications and
-    tuning flags included, so a call left behind is a feature missing. Run in
-    this process: the CPU is one LLVM knows (`_llvm_rejects` checked it first).
-    """
-    initialize()
-    text = [
-        f'attributes #0 = {{ "target-cpu"="{cpu}" "target-features"="{features}" }}'
-    ]
-    for i, name in enumerate(names):
-        more = ",".join(x for x in (features, f"+{name}") if x)
-        text += [
-            f"define internal i32 @callee{i}(i32 %x) #{i + 1} {{\n"
-            "  %y = mul i32 %x, 3\n  ret i32 %y\n}",
-            f"define i32 @caller{i}(i32 %x) #0 {{\n"
-            f"  %r = call i32 @callee{i}(i32 %x)\n  ret i32 %r\n}}",
-            f'attributes #{i + 1} = {{ "target-cpu"="{cpu}" "target-features"="{more}" }}',
-        ]
-    module = llvm.parse_assembly("\n".join(text))
-    module.triple = triple
-    tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, opt=2)
-    module.data_layout = str(tm.target_data)
-    builder = llvm.create_pass_builder(
-        tm, llvm.create_pipeline_tuning_options(speed_level=2)
-    )
-    builder.getModulePassManager().run(module, builder)
-    return tuple(
-        f"@callee{i}(" not in str(module.get_function(f"caller{i}"))
-        for i in range(len(names))
-    )
-
-
-@cache
-def _host_caches() -> dict[int, int]:
-    """Cache level -> bytes of this machine's data (or unified) caches, from
-    Linux sysfs; {} where it cannot be read."""
-    sizes: dict[int, int] = {}
-    units = {"K": 1024, "M": 1024 * 1024, "G": 1024**3}
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            level = int((index / "level").read_text())
-            kind = (index / "type").read_text().strip()
-            size = (index / "size").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        if kind == "Instruction" or not size:
-            continue
-        scale = units.get(size[-1], 1)
-        digits = size[:-1] if size[-1] in units else size
-        if digits.isdigit():
-            sizes[level] = int(digits) * scale
-    return sizes
-
-
-def _host_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 # Run by `_llvm_rejects` in a fresh interpreter: build a target machine and emit
