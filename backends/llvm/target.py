@@ -248,8 +248,8 @@ class Target:
 
     @property
     def _family(self) -> str:
-        arch = llvm.get_triple_parts(self.triple).Arch
-        return machine.FAMILIES.get(arch, arch)
+        arch: str = llvm.get_triple_parts(self.triple).Arch
+        return machine.FAMILIES.get(arch) or arch
 
     @cached_property
     def vector_bytes(self) -> int:
