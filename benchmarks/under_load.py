@@ -114,6 +114,7 @@ def worker(library: str, files: Files, start_at: float, seconds: float) -> None:
     while (wait := start_at - time.time()) > 0:
         time.sleep(min(wait, 0.05))
     latencies = []
+    cpu = time.process_time()
     begin = time.perf_counter()
     end = begin + seconds
     while True:
@@ -123,7 +124,8 @@ def worker(library: str, files: Files, start_at: float, seconds: float) -> None:
         latencies.append(now - t)
         if now >= end:
             break
-    json.dump({"seconds": now - begin, "latencies": latencies}, sys.stdout)
+    cpu = time.process_time() - cpu
+    json.dump({"seconds": now - begin, "latencies": latencies, "cpu": cpu}, sys.stdout)
 
 
 # --------------------------------------------------------------------------- #
@@ -138,12 +140,19 @@ class Result:
     throughput: float  # runs a second, all model processes together
     median: float  # seconds
     p90: float
+    others: float | None  # cores the machine's other users kept busy meanwhile
 
 
 def measure(
-    library: str, files: Files, models: int, spinners: int, seconds: float
+    library: str,
+    files: Files,
+    models: int,
+    spinners: int,
+    seconds: float,
+    env: dict[str, str] | None = None,
 ) -> Result:
-    """Run `models` model processes beside `spinners` busy ones for `seconds`."""
+    """Run `models` model processes (with `env` added to their environment)
+    beside `spinners` busy ones for `seconds`."""
     busy = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(spinners)]
     try:
         start_at = time.time() + 1.5 + 0.5 * models  # time to load and warm up
@@ -163,9 +172,11 @@ def measure(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                env={**os.environ, **(env or {})},
             )
             for _ in range(models)
         ]
+        others = _others_busy(busy, start_at, seconds)
         reports = []
         for p in procs:
             out, err = p.communicate(timeout=120 + 10 * seconds)
@@ -178,12 +189,53 @@ def measure(
             p.wait()
     latencies = [t for r in reports for t in r["latencies"]]
     throughput = sum(len(r["latencies"]) / r["seconds"] for r in reports)
+    if others is not None:
+        others = max(0.0, others - sum(r["cpu"] for r in reports) / seconds)
     return Result(
         len(latencies),
         throughput,
         statistics.median(latencies),
         float(np.percentile(latencies, 90)),
+        others,
     )
+
+
+def _ticks(path: str, fields: slice) -> int | None:
+    """The sum of `fields` of the first line of a /proc file (clock ticks)."""
+    try:
+        with open(path) as f:
+            values = f.readline().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+    return sum(int(v) for v in values[fields])
+
+
+def _others_busy(
+    spinners: list[subprocess.Popen], start_at: float, seconds: float
+) -> float | None:
+    """Cores busy from `start_at` for `seconds` with anything but the spinners
+    (the model processes' own time is taken off by the caller): the
+    machine's other users. None without /proc."""
+
+    def sample() -> tuple[int, int] | None:
+        # /proc/stat: user nice system idle iowait irq softirq steal; a process's
+        # stat after its name: utime and stime are the 12th and 13th fields
+        machine = _ticks("/proc/stat", slice(1, 9))
+        idle = _ticks("/proc/stat", slice(4, 6))
+        ours = [_ticks(f"/proc/{p.pid}/stat", slice(11, 13)) for p in spinners]
+        if machine is None or idle is None or None in ours:
+            return None
+        return machine - idle, sum(t for t in ours if t is not None)
+
+    while (wait := start_at - time.time()) > 0:
+        time.sleep(wait)
+    before = sample()
+    time.sleep(seconds)
+    after = sample()
+    if before is None or after is None:
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    return ((after[0] - before[0]) - (after[1] - before[1])) / hz / seconds
 
 
 def available(library: str) -> str | None:
@@ -214,7 +266,7 @@ def prepare(size: int, directory: Path, libraries: list[str]) -> dict[str, str]:
     files = Files(directory / "model.onnx", directory / "input.npy", directory / "m.so")
     problems: dict[str, str] = {}
     expected = None
-    if ORT in libraries:
+    if available(ORT) is None:  # the reference, timed or not
         import onnxruntime
 
         session = onnxruntime.InferenceSession(model.SerializeToString())
@@ -229,7 +281,9 @@ def prepare(size: int, directory: Path, libraries: list[str]) -> dict[str, str]:
                 print(f"  ember compiled in {time.perf_counter() - start:.1f} s")
                 mod.export_library(files.library)
             if expected is None:
-                print(f"  {library}: output not checked (onnxruntime not installed)")
+                print(
+                    f"  {library}: output not checked (no onnxruntime to check against)"
+                )
                 continue
             run, fetch = _runner(library, files)
             run()
@@ -254,20 +308,21 @@ def loads(quick: bool) -> list[tuple[str, int, int]]:
 def print_table(results: dict[str, dict[str, list[Result]]], problems: dict) -> None:
     """Per library and load: throughput, median, p90 and the two ratios (the
     median over rounds of each figure)."""
+    w = max(14, *(len(name) for name in results))
     head = (
-        f"{'library':<14}  {'load':<14}  {'runs/s':>8}  {'median ms':>9}  "
-        f"{'p90 ms':>8}  {'kept':>6}  {'p90/alone':>9}"
+        f"{'library':<{w}}  {'load':<14}  {'runs/s':>8}  {'median ms':>9}  "
+        f"{'p90 ms':>8}  {'kept':>6}  {'p90/alone':>9}  {'others':>6}"
     )
     print(head)
     print("-" * len(head))
     for library, by_load in results.items():
         if library in problems:
-            print(f"{library:<14}  {problems[library]}")
+            print(f"{library:<{w}}  {problems[library]}")
             continue
         alone = by_load.get("alone")
         for label, rounds in by_load.items():
             if not rounds:
-                print(f"{library:<14}  {label:<14}  failed")
+                print(f"{library:<{w}}  {label:<14}  failed")
                 continue
             thr, med, p90 = _figures(rounds)
             kept = ratio = "-"
@@ -275,14 +330,18 @@ def print_table(results: dict[str, dict[str, list[Result]]], problems: dict) -> 
                 a_thr, a_med, _ = _figures(alone)
                 kept = f"{100 * thr / a_thr:5.0f}%"
                 ratio = f"{p90 / a_med:8.1f}x"
+            seen = [r.others for r in rounds if r.others is not None]
+            others = f"{max(seen):6.2f}" if seen else "-"
             print(
-                f"{library:<14}  {label:<14}  {thr:8.1f}  {med * 1e3:9.2f}  "
-                f"{p90 * 1e3:8.2f}  {kept:>6}  {ratio:>9}"
+                f"{library:<{w}}  {label:<14}  {thr:8.1f}  {med * 1e3:9.2f}  "
+                f"{p90 * 1e3:8.2f}  {kept:>6}  {ratio:>9}  {others:>6}"
             )
     print(
         "runs/s: model runs a second (two processes: both together); kept: runs/s "
         "over the library's alone runs/s; p90/alone: the p90 latency over the "
-        "library's alone median. Each figure is the median over rounds."
+        "library's alone median; others: cores the machine's other users kept "
+        "busy meanwhile (the most of any round: noise this script cannot "
+        "remove). Each other figure is the median over rounds."
     )
 
 
@@ -295,36 +354,42 @@ def _figures(rounds: list[Result]) -> tuple[float, float, float]:
 
 
 def compare(results: dict[str, dict[str, list[Result]]], problems: dict) -> None:
-    """ember beside onnxruntime under every load: the issue's goals."""
-    if any(lib in problems or lib not in results for lib in (EMBER, ORT)):
-        print("ember vs onnxruntime: cannot tell (one of them did not run)")
+    """Every ember row beside onnxruntime under every load: the issue's goals."""
+    embers = [name for name in results if name.split()[0] == EMBER]
+    if ORT in problems or ORT not in results or not results[ORT].get("alone"):
+        print("ember vs onnxruntime: cannot tell (onnxruntime did not run)")
         return
-    print("ember vs onnxruntime (goal: kept >= onnxruntime's, p90 ratio <= 1.5x its):")
-    e_alone, o_alone = (
-        _figures(results[EMBER]["alone"]),
-        _figures(results[ORT]["alone"]),
-    )
-    print(
-        f"  alone: ember {e_alone[1] * 1e3:.2f} ms, onnxruntime "
-        f"{o_alone[1] * 1e3:.2f} ms median ({e_alone[1] / o_alone[1]:.2f}x)"
-    )
-    for label in results[EMBER]:
-        if label == "alone":
+    o_alone = _figures(results[ORT]["alone"])
+    for name in embers:
+        if name in problems or not results[name].get("alone"):
+            print(f"{name} vs onnxruntime: cannot tell ({name} did not run)")
             continue
-        e, o = results[EMBER][label], results[ORT][label]
-        if not e or not o:
-            print(f"  {label}: cannot tell (failed)")
-            continue
-        e_kept = _figures(e)[0] / e_alone[0]
-        o_kept = _figures(o)[0] / o_alone[0]
-        e_p90 = _figures(e)[2] / e_alone[1]
-        o_p90 = _figures(o)[2] / o_alone[1]
-        ok = e_kept >= o_kept and e_p90 <= 1.5 * o_p90
+        e_alone = _figures(results[name]["alone"])
         print(
-            f"  {label}: kept {100 * e_kept:.0f}% vs {100 * o_kept:.0f}%, p90/alone "
-            f"{e_p90:.1f}x vs {o_p90:.1f}x ({e_p90 / o_p90:.2f}x): "
-            f"{'met' if ok else 'NOT met'}"
+            f"{name} vs onnxruntime (goal: kept >= onnxruntime's, p90/alone <= "
+            "1.5x onnxruntime's):"
         )
+        print(
+            f"  alone: {e_alone[1] * 1e3:.2f} ms vs {o_alone[1] * 1e3:.2f} ms "
+            f"median ({e_alone[1] / o_alone[1]:.2f}x)"
+        )
+        for label, e in results[name].items():
+            o = results[ORT].get(label)
+            if label == "alone":
+                continue
+            if not e or not o:
+                print(f"  {label}: cannot tell (failed)")
+                continue
+            e_kept = _figures(e)[0] / e_alone[0]
+            o_kept = _figures(o)[0] / o_alone[0]
+            e_p90 = _figures(e)[2] / e_alone[1]
+            o_p90 = _figures(o)[2] / o_alone[1]
+            ok = e_kept >= o_kept and e_p90 <= 1.5 * o_p90
+            print(
+                f"  {label}: kept {100 * e_kept:.0f}% vs {100 * o_kept:.0f}%, "
+                f"p90/alone {e_p90:.1f}x vs {o_p90:.1f}x ({e_p90 / o_p90:.2f}x): "
+                f"{'met' if ok else 'NOT met'}"
+            )
 
 
 def main(argv=None) -> int:
@@ -335,6 +400,14 @@ def main(argv=None) -> int:
     parser.add_argument("--size", type=int, help="image size (default 224)")
     parser.add_argument(
         "--library", choices=LIBRARIES, action="append", help="default: all"
+    )
+    parser.add_argument(
+        "--ember-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="one more ember row, its processes run with NAME=VALUE (e.g. "
+        "EMBER_NUM_THREADS=2: a fixed team, as before the automatic count)",
     )
     parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
@@ -354,8 +427,15 @@ def main(argv=None) -> int:
     )
     libraries = list(dict.fromkeys(opts.library or LIBRARIES))
     problems = {lib: why for lib in libraries if (why := available(lib))}
+    # rows: name → (library, environment of its processes)
+    rows = {lib: (lib, {}) for lib in libraries}
+    for setting in opts.ember_env:
+        name, eq, value = setting.partition("=")
+        if not eq or not name:
+            raise SystemExit(f"--ember-env expects NAME=VALUE, got {setting!r}")
+        rows[f"{EMBER} {setting}"] = (EMBER, {name: value})
     print(f"\nMobileNetV2, batch 1, 3x{size}x{size}, fp32, {seconds:g} s a measurement")
-    results: dict[str, dict[str, list[Result]]] = {lib: {} for lib in libraries}
+    results: dict[str, dict[str, list[Result]]] = {row: {} for row in rows}
     with tempfile.TemporaryDirectory(prefix="ember-under-load-") as tmp:
         runnable = [lib for lib in libraries if lib not in problems]
         if runnable:
@@ -367,18 +447,21 @@ def main(argv=None) -> int:
             for label, models, spinners in loads(opts.quick):
                 load = os.getloadavg()[0]
                 print(f"  round {round_ + 1}, {label} (load average {load:.2f}) ...")
-                for library in libraries:  # interleaved: drift hits all alike
-                    if library in problems:
+                for row, (library, env) in rows.items():  # interleaved: drift
+                    if library in problems:  # hits every row alike
                         continue
-                    rounds = results[library].setdefault(label, [])
+                    rounds = results[row].setdefault(label, [])
                     try:
                         rounds.append(
-                            measure(library, files, models, spinners, seconds)
+                            measure(library, files, models, spinners, seconds, env)
                         )
                     except Exception as exc:
-                        print(f"    {library}: {common._first_line(exc)}")
+                        print(f"    {row}: {common._first_line(exc)}")
     print()
-    print_table(results, problems)
+    print_table(
+        results,
+        {row: problems[lib] for row, (lib, _) in rows.items() if lib in problems},
+    )
     compare(results, problems)
     return 0
 

@@ -378,7 +378,8 @@ def test_rpc_without_the_bench_extra():
 
 UNDER_LOAD_ROW = re.compile(
     r"^(ember|onnxruntime|PyTorch eager)\s{2,}(alone|\d+ busy|two processes)"
-    r"\s+(\d+\.\d)\s+(\d+\.\d\d)\s+(\d+\.\d\d)\s+(\d+)%\s+(\d+\.\d)x$",
+    r"\s+(\d+\.\d)\s+(\d+\.\d\d)\s+(\d+\.\d\d)\s+(\d+)%\s+(\d+\.\d)x"
+    r"\s+(?:\d+\.\d\d|-)$",
     re.M,
 )
 
@@ -430,6 +431,6 @@ def test_under_load_without_onnxruntime():
         cwd=BENCH,
     ).stdout
     assert re.search(r"^onnxruntime\s+not installed \(onnxruntime\)$", out, re.M), out
-    assert "ember: output not checked (onnxruntime not installed)" in out
+    assert "ember: output not checked (no onnxruntime to check against)" in out
     assert ("ember", "alone") in under_load_rows(out), out
-    assert "ember vs onnxruntime: cannot tell" in out
+    assert "ember vs onnxruntime: cannot tell (onnxruntime did not run)" in out
