@@ -11,6 +11,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember import te, topi
@@ -204,3 +206,46 @@ def test_the_schedules_differ_as_the_widths_say():
     assert [tiles[n][1]["ob"] for n in (16, 8, 4)] == [16, 8, 4]
     # 14 columns: all of them with 32 registers; 7 (a divisor <= 8) with 16
     assert [tiles[n][1]["tile"][2] for n in (16, 8, 4)] == [14, 7, 7]
+
+
+SPECS = [
+    "llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512",
+    "llvm -mtriple=x86_64-linux-gnu -mcpu=haswell",
+    "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64",
+    "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72",
+    "llvm -mtriple=riscv64-linux-gnu -mattr=+v,+zvl256b",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    spec=st.sampled_from(SPECS),
+    c=st.integers(1, 80),
+    o=st.integers(1, 80),
+    hw=st.integers(3, 40),
+    k=st.sampled_from([1, 3]),
+)
+def test_conv_tiles_fit_the_target(spec: str, c: int, o: int, hw: int, k: int):
+    """Whatever the shape: blocks divide the channels and fit a vector, the
+    register tile fits the accumulators, the columns divide the width (or
+    take a tail only on widths without a small divisor)."""
+    t = Target(spec)
+    lanes = t.vector_lanes("float32")
+    x = te.placeholder((1, c, hw, hw), name="x")
+    attrs = topi.conv2d(x, (o, c, k, k), padding=k // 2, target=t).attrs
+    cb, ob, (ot, yt, xt) = attrs["cb"], attrs["ob"], attrs["tile"]
+    assert c % cb == 0 and cb <= lanes and ob in (lanes, lanes // 2)
+    assert ot * yt * xt <= accumulator_registers(t)
+    assert ot <= max(1, t.vector_registers // 8)
+    assert hw % xt == 0 or (xt == t.vector_registers // 4 and hw > 2 * xt)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=st.sampled_from(SPECS), m=st.integers(1, 50), n=st.integers(1, 200))
+def test_gemm_tiles_fit_the_target(spec: str, m: int, n: int):
+    t = Target(spec)
+    lanes = t.vector_lanes("float32")
+    a, b = te.placeholder((m, 16), name="a"), te.placeholder((16, n), name="b")
+    mt, nb = topi.matmul(a, b, target=t).attrs["tile"]
+    assert m % mt == 0 and nb in (lanes, 2 * lanes)
+    assert mt * (nb // lanes) <= accumulator_registers(t)

@@ -220,7 +220,7 @@ class Target:
             8
         """
         stack = _CURRENT.get()
-        return stack[-1] if stack else cls.host()
+        return stack[-1] if stack else _host_target()
 
     @classmethod
     def resolve(cls, target: "str | Mapping[str, Any] | Target | None") -> "Target":
@@ -388,6 +388,12 @@ class Target:
 
     def __hash__(self) -> int:
         return hash(str(self))
+
+
+@cache
+def _host_target() -> Target:
+    """The host, made once: every schedule built outside `with target:` asks."""
+    return Target("llvm")
 
 
 MODULE_ATTR = "ember.target"
