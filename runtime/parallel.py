@@ -24,6 +24,14 @@ Who decides the count, first match wins:
    automatic module is loaded, the CPU time the machine's cores spent on other
    processes (``/proc/stat``, less this process's own time) and writes the
    count into the modules' globals; each parallel region reads it afresh.
+   Until its first window, the tasks running when the module is loaded
+   (``/proc/loadavg``) make the guess. Without ``/proc`` the count is the
+   cores of the affinity.
+
+libgomp's spin-waiting (``GOMP_SPINCOUNT``, ``OMP_WAIT_POLICY``) is left at its
+default: on a free machine its threads must spin to catch the next region
+(sleeping made a model 3x slower), and under load the automatic count keeps
+teams away from busy cores instead.
 """
 
 import ctypes
@@ -150,10 +158,13 @@ def register(module: object, address: int) -> None:
         EmberError: ``EMBER_NUM_THREADS`` is not a positive integer.
     """
     env = num_threads_from_env()
+    global _auto
     with _lock:
         _modules[module] = address
         if env or os.environ.get("OMP_NUM_THREADS", "").strip():
             _fixed[module] = env
+        elif not _auto:
+            _auto = _first_guess()
         _write(address, _count_for(module))
         if module not in _fixed:
             _start_monitor()
@@ -262,6 +273,21 @@ def _busy_ticks(cpus: set[int], text: str | None = None) -> int | None:
             fields = [int(v) for v in rest.split()]
             total += sum(fields[:8]) - fields[3] - fields[4]
     return total
+
+
+def _first_guess(text: str | None = None) -> int:
+    """The automatic count before the monitor's first window: from the tasks
+    running this instant (``/proc/loadavg``'s fourth field, this thread
+    included), so that a model loaded on a busy machine does not run its first
+    calls with a team the other processes keep waiting."""
+    try:
+        if text is None:
+            with open("/proc/loadavg") as f:
+                text = f.read()
+        running = int(text.split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return team_size(available_cores(), max(0, running - 1))
 
 
 def _automatic() -> list[tuple[object, int]]:

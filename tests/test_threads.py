@@ -154,6 +154,13 @@ def test_busy_ticks_count_all_but_idle_of_the_cpus_of_the_affinity():
     assert parallel._busy_ticks({0, 1}, PROC_STAT) == 113 + 235
 
 
+def test_the_first_guess_counts_the_tasks_running_now():
+    cores = parallel.available_cores()
+    assert parallel._first_guess("0.5 0.4 0.3 1/99 123") == cores  # only us
+    assert parallel._first_guess("0.5 0.4 0.3 9/99 123") == 1
+    assert parallel._first_guess("garbage") == 0  # unknown: the monitor decides
+
+
 FOLLOW = """
 import os, time
 import numpy as np
