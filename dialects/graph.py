@@ -354,49 +354,35 @@ class CallKernelOp(IRDLOperation):
         static_tensor(self.result, "the result")
 
 
-COMPUTE_OPS: tuple[type[GraphOp], ...] = (
-    Conv2DOp,
-    DenseOp,
-    MatmulOp,
-    BatchMatmulOp,
-    BatchNormOp,
-    AddOp,
-    SubOp,
-    MulOp,
-    DivOp,
-    MaximumOp,
-    MinimumOp,
-    PowOp,
-    ReluOp,
-    SigmoidOp,
-    TanhOp,
-    ExpOp,
-    SqrtOp,
-    ErfOp,
-    GeluOp,
-    NegOp,
-    AbsOp,
-    LogOp,
-    ClipOp,
-    MaxPool2DOp,
-    AvgPool2DOp,
-    GlobalAvgPool2DOp,
-    SoftmaxOp,
-    ReshapeOp,
-    FlattenOp,
-    TransposeOp,
-    ConcatOp,
-    PadOp,
-    ReduceSumOp,
-    ReduceMeanOp,
-    ReduceMaxOp,
-)
-"""Every op that computes a tensor from tensors (all but param, constant, fused)."""
+def _compute_ops() -> tuple[type[GraphOp], ...]:
+    from ember.dialects import graph_nn, graph_tensor
+
+    ops = (
+        op
+        for module in (graph_nn, graph_tensor)
+        for op in vars(module).values()
+        if isinstance(op, type) and issubclass(op, GraphOp) and "name" in vars(op)
+    )
+    return tuple(dict.fromkeys(ops))  # Conv2dOp is Conv2DOp
+
+
+COMPUTE_OPS: tuple[type[GraphOp], ...] = _compute_ops()
+"""Every op that computes a tensor from tensors (all but param, constant, fused,
+call_kernel): each op class defined in `graph_nn.py` and `graph_tensor.py`, so a
+new op is declared in one place."""
 
 ELEMENTWISE_OPS = tuple(
     op for op in COMPUTE_OPS if op.PATTERN in ("elemwise", "broadcast")
 )
 """Unary and binary elementwise ops (numpy broadcasting)."""
+
+
+def __getattr__(name: str) -> type[GraphOp]:
+    """`graph.<Op>` for every compute op, those not imported above included."""
+    for op in COMPUTE_OPS:
+        if op.__name__ == name:
+            return op
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def infer_type(
@@ -406,11 +392,45 @@ def infer_type(
     return op.infer_type(operand_types, **attrs)
 
 
-# Generated from COMPUTE_OPS so the two cannot drift; pyright only reads literal
-# __all__ lists, and every name here is also imported above.
-__all__ = [  # pyright: ignore[reportUnsupportedDunderAll]
-    *(op.__name__ for op in COMPUTE_OPS),
+# The ops imported above, re-exported for pyright; an op added later is reached
+# as `graph.<Op>` through `__getattr__` without being listed here.
+__all__ = [
+    "AbsOp",
+    "AddOp",
+    "AvgPool2DOp",
+    "BatchMatmulOp",
+    "BatchNormOp",
+    "ClipOp",
+    "ConcatOp",
+    "Conv2DOp",
     "Conv2dOp",
+    "DenseOp",
+    "DivOp",
+    "ErfOp",
+    "ExpOp",
+    "FlattenOp",
+    "GeluOp",
+    "GlobalAvgPool2DOp",
+    "LogOp",
+    "MatmulOp",
+    "MaxPool2DOp",
+    "MaximumOp",
+    "MinimumOp",
+    "MulOp",
+    "NegOp",
+    "PadOp",
+    "PowOp",
+    "ReduceMaxOp",
+    "ReduceMeanOp",
+    "ReduceSumOp",
+    "ReluOp",
+    "ReshapeOp",
+    "SigmoidOp",
+    "SoftmaxOp",
+    "SqrtOp",
+    "SubOp",
+    "TanhOp",
+    "TransposeOp",
     "CallKernelOp",
     "ParamOp",
     "ConstantOp",

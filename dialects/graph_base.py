@@ -7,6 +7,7 @@ verifier that checks the declared result type, and one custom syntax
 from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
+import numpy as np
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -110,6 +111,11 @@ class GraphOp(IRDLOperation):
     @classmethod
     def _infer(cls, shapes_: list[Shape], cfg: dict[str, Any], /) -> Shape:
         raise NotImplementedError
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """The op's numpy semantics on its operands' values (ONNX's definition);
+        constant folding and the tests' reference evaluate ops with it."""
+        raise NotImplementedError(f"no numpy semantics for {self.name}")
 
     @classmethod
     def _config(cls, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -22,8 +22,10 @@ from xdsl.traits import (
     Pure,
 )
 
+from ember.dialects import graph_numpy as gn
 from ember.dialects import graph_shapes as shapes
 from ember.dialects.graph_base import REQUIRED, GraphOp
+from ember.dialects.graph_numpy import Array
 from ember.dialects.graph_shapes import Shape, ShapeError
 
 # ---------------------------------------------------------------- anchors
@@ -64,6 +66,9 @@ class Conv2DOp(GraphOp):
             raise ShapeError(f"expected 2 or 3 operands, got {len(s)}")
         return shapes.conv2d(s[0], s[1], s[2] if len(s) == 3 else None, **cfg)
 
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.conv2d(inputs[0], inputs[1], (inputs[2:] or [None])[0], **self.config)
+
 
 Conv2dOp = Conv2DOp
 
@@ -92,6 +97,10 @@ class DenseOp(GraphOp):
             raise ShapeError(f"expected 2 or 3 operands, got {len(s)}")
         return shapes.dense(s[0], s[1], s[2] if len(s) == 3 else None)
 
+    def reference(self, inputs: list[Array]) -> Array:
+        y = gn.matmul(inputs[0], inputs[1].T)
+        return y + inputs[2] if len(inputs) == 3 else y
+
 
 @irdl_op_definition
 class MatmulOp(GraphOp):
@@ -112,6 +121,9 @@ class MatmulOp(GraphOp):
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         return shapes.matmul(s[0], s[1])
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.matmul(inputs[0], inputs[1])
 
 
 @irdl_op_definition
@@ -134,6 +146,9 @@ class BatchMatmulOp(GraphOp):
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         return shapes.batch_matmul(s[0], s[1])
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.matmul(inputs[0], inputs[1])
 
 
 @irdl_op_definition
@@ -163,6 +178,10 @@ class BatchNormOp(GraphOp):
         if cfg["epsilon"] < 0:
             raise ShapeError(f"expected a non-negative epsilon, got {cfg['epsilon']}")
         return shapes.batch_norm(s[0], *s[1:])
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, gamma, beta, mean, var = inputs
+        return gn.batch_norm(x, gamma, beta, mean, var, self.config["epsilon"])
 
 
 # ---------------------------------------------------------------- pooling, softmax
@@ -204,6 +223,9 @@ class MaxPool2DOp(_Pool2DOp):
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         return shapes.pool2d(s[0], **cfg)
 
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.pool2d(inputs[0], "max", **self.config)
+
 
 @irdl_op_definition
 class AvgPool2DOp(_Pool2DOp):
@@ -230,6 +252,9 @@ class AvgPool2DOp(_Pool2DOp):
         cfg = {k: v for k, v in cfg.items() if k != "count_include_pad"}
         return shapes.pool2d(s[0], dilation=(1, 1), **cfg)
 
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.pool2d(inputs[0], "avg", dilation=(1, 1), **self.config)
+
 
 @irdl_op_definition
 class GlobalAvgPool2DOp(GraphOp):
@@ -250,6 +275,9 @@ class GlobalAvgPool2DOp(GraphOp):
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         shapes.expect_rank("data (NCHW)", s[0], 4)
         return (*s[0][:2], 1, 1)
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return inputs[0].mean(axis=(2, 3), keepdims=True)
 
 
 @irdl_op_definition
@@ -273,3 +301,6 @@ class SoftmaxOp(GraphOp):
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         shapes.normalize_axis(cfg["axis"], len(s[0]))
         return s[0]
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.softmax(inputs[0], self.config["axis"])

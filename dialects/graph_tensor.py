@@ -2,9 +2,11 @@
 (reshape, flatten, transpose, concat, pad) and reductions (the dialect is
 assembled in `graph.py`)."""
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Self
 
+import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FloatAttr,
@@ -26,8 +28,10 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from ember.dialects import graph_numpy as gn
 from ember.dialects import graph_shapes as shapes
 from ember.dialects.graph_base import REQUIRED, GraphOp, static_tensor
+from ember.dialects.graph_numpy import Array
 from ember.dialects.graph_shapes import Shape, ShapeError
 
 # ---------------------------------------------------------------- elementwise
@@ -42,9 +46,15 @@ class _BinaryOp(GraphOp):
 
     traits = traits_def(Pure())
 
+    NUMPY: ClassVar[Any]
+    """The op's numpy function (numpy broadcasting)."""
+
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         return shapes.broadcast(s[0], s[1])
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return self.NUMPY(inputs[0], inputs[1])
 
 
 @irdl_op_definition
@@ -55,6 +65,7 @@ class AddOp(_BinaryOp):
     """
 
     name = "graph.add"
+    NUMPY = staticmethod(np.add)
 
 
 @irdl_op_definition
@@ -65,6 +76,7 @@ class SubOp(_BinaryOp):
     """
 
     name = "graph.sub"
+    NUMPY = staticmethod(np.subtract)
 
 
 @irdl_op_definition
@@ -75,6 +87,7 @@ class MulOp(_BinaryOp):
     """
 
     name = "graph.mul"
+    NUMPY = staticmethod(np.multiply)
 
 
 @irdl_op_definition
@@ -85,6 +98,7 @@ class DivOp(_BinaryOp):
     """
 
     name = "graph.div"
+    NUMPY = staticmethod(np.divide)
 
 
 @irdl_op_definition
@@ -95,6 +109,7 @@ class MaximumOp(_BinaryOp):
     """
 
     name = "graph.maximum"
+    NUMPY = staticmethod(np.maximum)
 
 
 @irdl_op_definition
@@ -105,6 +120,7 @@ class MinimumOp(_BinaryOp):
     """
 
     name = "graph.minimum"
+    NUMPY = staticmethod(np.minimum)
 
 
 @irdl_op_definition
@@ -115,6 +131,7 @@ class PowOp(_BinaryOp):
     """
 
     name = "graph.pow"
+    NUMPY = staticmethod(np.power)
 
 
 class _UnaryOp(GraphOp):
@@ -125,30 +142,49 @@ class _UnaryOp(GraphOp):
 
     traits = traits_def(Pure())
 
+    NUMPY: ClassVar[Any]
+    """The op's numpy function."""
+
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         return s[0]
 
+    def reference(self, inputs: list[Array]) -> Array:
+        return self.NUMPY(inputs[0])
 
-def _unary(op_name: str, summary: str, class_name: str) -> type[_UnaryOp]:
+
+def _unary(
+    op_name: str, summary: str, class_name: str, numpy: Callable[[Array], Array]
+) -> type[_UnaryOp]:
+    """An elementwise op on one tensor: its name, summary and numpy semantics."""
     doc = f"""{summary}
 
     %y = {op_name} %x : (tensor<4xf32>) -> tensor<4xf32>
     """
-    cls = type(class_name, (_UnaryOp,), {"name": op_name, "__doc__": doc})
-    return irdl_op_definition(cls)
+    attrs = {"name": op_name, "__doc__": doc, "NUMPY": staticmethod(numpy)}
+    return irdl_op_definition(type(class_name, (_UnaryOp,), attrs))
 
 
-ReluOp = _unary("graph.relu", "max(x, 0).", "ReluOp")
-SigmoidOp = _unary("graph.sigmoid", "1 / (1 + exp(-x)).", "SigmoidOp")
-TanhOp = _unary("graph.tanh", "tanh(x).", "TanhOp")
-ExpOp = _unary("graph.exp", "exp(x).", "ExpOp")
-SqrtOp = _unary("graph.sqrt", "sqrt(x).", "SqrtOp")
-ErfOp = _unary("graph.erf", "The error function erf(x).", "ErfOp")
-GeluOp = _unary("graph.gelu", "x * (1 + erf(x / sqrt(2))) / 2 (exact GELU).", "GeluOp")
-NegOp = _unary("graph.neg", "-x.", "NegOp")
-AbsOp = _unary("graph.abs", "|x|.", "AbsOp")
-LogOp = _unary("graph.log", "The natural logarithm log(x).", "LogOp")
+def _gelu(x: Array) -> Array:
+    return x * (1 + gn.erf(x / np.asarray(math.sqrt(2), x.dtype))) / 2
+
+
+ReluOp = _unary(
+    "graph.relu", "max(x, 0).", "ReluOp", lambda x: np.maximum(x, np.zeros((), x.dtype))
+)
+SigmoidOp = _unary(
+    "graph.sigmoid", "1 / (1 + exp(-x)).", "SigmoidOp", lambda x: 1 / (1 + np.exp(-x))
+)
+TanhOp = _unary("graph.tanh", "tanh(x).", "TanhOp", np.tanh)
+ExpOp = _unary("graph.exp", "exp(x).", "ExpOp", np.exp)
+SqrtOp = _unary("graph.sqrt", "sqrt(x).", "SqrtOp", np.sqrt)
+ErfOp = _unary("graph.erf", "The error function erf(x).", "ErfOp", gn.erf)
+GeluOp = _unary(
+    "graph.gelu", "x * (1 + erf(x / sqrt(2))) / 2 (exact GELU).", "GeluOp", _gelu
+)
+NegOp = _unary("graph.neg", "-x.", "NegOp", np.negative)
+AbsOp = _unary("graph.abs", "|x|.", "AbsOp", np.abs)
+LogOp = _unary("graph.log", "The natural logarithm log(x).", "LogOp", np.log)
 
 
 @irdl_op_definition
@@ -174,6 +210,9 @@ class ClipOp(_UnaryOp):
         if lo is not None and hi is not None and lo > hi:
             raise ShapeError(f"expected min <= max, got min {lo} and max {hi}")
         return cfg
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.clip(inputs[0], self.config["min"], self.config["max"])
 
 
 # ---------------------------------------------------------------- layout
@@ -222,6 +261,9 @@ class ReshapeOp(GraphOp):
             )
         shapes.reshape(tuple(x.get_shape()), y.get_shape())
 
+    def reference(self, inputs: list[Array]) -> Array:
+        return inputs[0].reshape(self.result.type.get_shape())  # type: ignore[attr-defined]
+
 
 @irdl_op_definition
 class FlattenOp(GraphOp):
@@ -243,6 +285,9 @@ class FlattenOp(GraphOp):
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         return shapes.flatten(s[0], cfg["axis"])
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return inputs[0].reshape(self.result.type.get_shape())  # type: ignore[attr-defined]
 
 
 @irdl_op_definition
@@ -280,6 +325,9 @@ class TransposeOp(GraphOp):
         rank = len(self.result.type.get_shape())  # type: ignore[attr-defined]
         return tuple(range(rank))[::-1] if perm is None else perm
 
+    def reference(self, inputs: list[Array]) -> Array:
+        return inputs[0].transpose(self.permutation)
+
 
 @irdl_op_definition
 class ConcatOp(GraphOp):
@@ -301,6 +349,9 @@ class ConcatOp(GraphOp):
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         return shapes.concat(s, cfg["axis"])
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return np.concatenate(inputs, axis=self.config["axis"])
 
 
 @irdl_op_definition
@@ -328,6 +379,9 @@ class PadOp(GraphOp):
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         return shapes.pad(s[0], cfg["pads"])
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.pad(inputs[0], self.config["pads"], self.config["value"])
 
 
 # ---------------------------------------------------------------- reductions
@@ -358,6 +412,14 @@ class _ReduceOp(GraphOp):
         axes = self.config["axes"] or range(rank)
         return tuple(sorted(a % rank for a in axes))
 
+    NUMPY: ClassVar[Any]
+    """The numpy reduction (`np.sum`, ...)."""
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return self.NUMPY(
+            inputs[0], axis=self.reduced_axes, keepdims=self.config["keepdims"]
+        )
+
 
 @irdl_op_definition
 class ReduceSumOp(_ReduceOp):
@@ -367,6 +429,7 @@ class ReduceSumOp(_ReduceOp):
     """
 
     name = "graph.reduce_sum"
+    NUMPY = staticmethod(np.sum)
 
 
 @irdl_op_definition
@@ -377,6 +440,7 @@ class ReduceMeanOp(_ReduceOp):
     """
 
     name = "graph.reduce_mean"
+    NUMPY = staticmethod(np.mean)
 
 
 @irdl_op_definition
@@ -387,3 +451,4 @@ class ReduceMaxOp(_ReduceOp):
     """
 
     name = "graph.reduce_max"
+    NUMPY = staticmethod(np.max)
