@@ -107,8 +107,10 @@ class LoopOutlineParallelPass(ModulePass):
     its buffers disjoint (see func-packed-abi), so LLVM keeps its alias information
     in the outlined body. Parallel loops nested in a parallel loop run serially:
     their kind becomes `serial`, with `ember.serial_reason`. The module gets the
-    int32 global `@__ember_num_threads` (0: libgomp's default) that the loader sets
-    from `EMBER_NUM_THREADS` (`ember.runtime.parallel`).
+    int32 global `@__ember_num_threads` (0: libgomp's default), read before every
+    `GOMP_parallel`: the runtime keeps it current (`set_num_threads`,
+    `EMBER_NUM_THREADS`, else the cores other processes leave free; see
+    `ember.runtime.parallel`).
     """
 
     name = "loop-outline-parallel"
