@@ -1,24 +1,33 @@
-"""Operator strategies: which `ember.topi` kernel computes a graph op or a fusion
-group, and how the group's elementwise ops become the kernel's epilogue.
+"""Operator strategies: how a graph op, or a fusion group, becomes a topi kernel.
 
-A `graph.fused` group (or a lone op, a group of one) lowers to one kernel, one te
-function whose last stage writes the group's result:
+A strategy is registered per graph op class, next to the topi builder it
+calls (`topi/conv2d.py` registers `graph.Conv2DOp`, `topi/elementwise.py` the
+elementwise ops, ...), as TVM registers an op's strategy beside its compute:
 
-- **anchored** (conv2d / dense / matmul / batch_matmul, then elementwise ops on
-  its result): the anchor's topi builder with an `epilogue(value, indices)`
-  composed from topi's scalar forms of the ops after it. Their other operands
-  (a bias, batch-norm scale and shift after folding, a residual) are read at
-  the output indices, broadcast numpy-style.
-- **injective** (elementwise, broadcast and layout ops): topi's tensor forms
-  composed on placeholders, made one loop nest by `topi.elementwise.injective`.
-- **other** (pooling, softmax, reductions): the op's topi builder, with the
-  group's elementwise tail as its epilogue.
+- `anchor_strategy(OpClass, data=..., weights=...)`: an op that takes an
+  elementwise epilogue (conv2d, dense, matmul, pooling, softmax, reductions).
+  The builder gets the op, its data placeholders, the epilogue, the tensors
+  the epilogue reads and the target, and returns a `topi.Kernel`.
+- `scalar_strategy(OpClass)`: an elementwise op's scalar form, `form(op, args)`
+  on te expressions (or numbers): it can join an anchor's epilogue or an
+  injective group.
+- `injective_strategy(OpClass)`: an injective op's tensor form, `form(op,
+  args, name)` on te tensors (reshape, transpose, concat, pad, batch_norm).
+
+A `graph.fused` group (or a lone op, a group of one) lowers to one kernel:
+
+- **anchored**: an anchor then elementwise ops on its result; their other
+  operands (a bias, batch-norm scale and shift after folding, a residual) are
+  read at the output indices, broadcast numpy-style;
+- **injective**: elementwise and injective ops composed on placeholders, made
+  one loop nest by `topi.elementwise.injective`.
 
 Single-element constants become literals. Placeholders are named by position
 (`data0`, `data1`, ...) and kernels by op kind, so structurally identical layers
-give identical te IR, which the compile cache (keyed by its hash) compiles once.
+give identical te IR, which `convert-graph-to-te` shares and the compile cache
+compiles once.
 
-    spec = lower_group(fused_op, constant_of)
+    spec = lower_group(fused_op, constant_of, target)
     spec.kernel       # topi.Kernel: output, placeholders, weight transforms
     spec.operands     # the graph value each placeholder reads, in call order
 """
@@ -27,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -35,18 +44,81 @@ from xdsl.ir import Operation, SSAValue
 
 from ember import te
 from ember.dialects import graph
-from ember.topi import elementwise, transform
-from ember.topi.kernel import Kernel
+
+if TYPE_CHECKING:
+    from ember.backends.llvm import Target
+    from ember.topi.kernel import Epilogue, Kernel
 
 ConstantOf = Callable[[SSAValue], np.ndarray | None]
 """The value of a graph value known at compile time (a param or constant), or
 None; the strategy inlines single-element ones."""
 
 Value = te.Expr | float
+AnchorBuilder = Callable[..., "Kernel"]
+"""`build(op, data, epilogue, epilogue_inputs, target) -> Kernel`."""
+ScalarForm = Callable[[Any, list[Value]], te.Expr]
+TensorForm = Callable[[Any, list[Any], str], te.Tensor]
 
 
 class StrategyError(ValueError):
     """A graph op or group no strategy can lower; the message names the op."""
+
+
+@dataclass(frozen=True)
+class AnchorStrategy:
+    """How an anchor op becomes a kernel: its builder, which operands are data
+    placeholders and which are weights the builder makes placeholders for."""
+
+    build: AnchorBuilder
+    data: tuple[int, ...]
+    weights: tuple[int, ...]
+
+
+_ANCHORS: dict[type[Operation], AnchorStrategy] = {}
+_SCALARS: dict[type[Operation], ScalarForm] = {}
+_TENSORS: dict[type[Operation], TensorForm] = {}
+
+
+def anchor_strategy(
+    *ops: type[Operation], data: tuple[int, ...] = (0,), weights: tuple[int, ...] = ()
+) -> Callable[[AnchorBuilder], AnchorBuilder]:
+    """Register the decorated builder as the strategy of `ops` (anchor ops)."""
+
+    def register(build: AnchorBuilder) -> AnchorBuilder:
+        for op in ops:
+            _ANCHORS[op] = AnchorStrategy(build, data, weights)
+        return build
+
+    return register
+
+
+def scalar_strategy(*ops: type[Operation]) -> Callable[[ScalarForm], ScalarForm]:
+    """Register the decorated scalar form for elementwise `ops`."""
+
+    def register(form: ScalarForm) -> ScalarForm:
+        for op in ops:
+            _SCALARS[op] = form
+        return form
+
+    return register
+
+
+def injective_strategy(*ops: type[Operation]) -> Callable[[TensorForm], TensorForm]:
+    """Register the decorated tensor form for injective `ops`."""
+
+    def register(form: TensorForm) -> TensorForm:
+        for op in ops:
+            _TENSORS[op] = form
+        return form
+
+    return register
+
+
+def _registered() -> None:
+    """Import the operator library, whose modules register the strategies."""
+    from ember.topi import conv2d, dense, elementwise, pool, reduce, transform
+
+    del conv2d, dense, elementwise, pool, reduce, transform
 
 
 @dataclass
@@ -77,8 +149,8 @@ def _short(op: Operation) -> str:
 
 def is_elementwise(op: Operation) -> bool:
     """Whether `op` has a scalar form (it can join an epilogue)."""
-    short = _short(op)
-    return short in elementwise.UNARY or short in elementwise.BINARY or short == "clip"
+    _registered()
+    return type(op) in _SCALARS
 
 
 def _expr(value: Value) -> te.Expr:
@@ -86,14 +158,7 @@ def _expr(value: Value) -> te.Expr:
 
 
 def _scalar(op: Operation, args: list[Value]) -> te.Expr:
-    """An elementwise graph op on scalars (topi's scalar forms)."""
-    short = _short(op)
-    if short == "clip":
-        cfg = op.config  # type: ignore[attr-defined]
-        return elementwise.clip_expr(_expr(args[0]), cfg["min"], cfg["max"])
-    if short in elementwise.UNARY:
-        return elementwise.UNARY[short](_expr(args[0]))
-    return elementwise.BINARY[short](_expr(args[0]), args[1])
+    return _expr(_SCALARS[type(op)](op, args))
 
 
 class _Reads:
@@ -163,46 +228,60 @@ def _group(op: Operation, constant_of: ConstantOf) -> _Group:
     return _Group(label, ops, result, outer, known)
 
 
-ANCHORS = ("graph.conv2d", "graph.dense", "graph.matmul", "graph.batch_matmul")
-
-
-def lower_group(op: Operation, constant_of: ConstantOf) -> KernelSpec:
+def lower_group(
+    op: Operation, constant_of: ConstantOf, target: Target | None = None
+) -> KernelSpec:
     """The kernel computing a `graph.fused` group or a lone graph op.
 
     Args:
         op: the `graph.fused` op or the lone graph op.
         constant_of: values known at compile time (params, constants).
+        target: the machine the kernel's schedule is for (None:
+            `Target.current()`).
 
     Raises:
         StrategyError: naming the group and the op no strategy covers.
     """
+    from ember.backends.llvm import Target
+
+    _registered()
+    machine = Target.resolve(target)
     g = _group(op, constant_of)
     head, tail = g.ops[0], g.ops[1:]
     kind = "_".join(_short(o) for o in g.ops[:3])
     if len(g.ops) > 3:
         kind += f"_{len(g.ops) - 3}more"
-    if head.name in ANCHORS or head.name in _OTHER:
-        for t in tail:
-            if not is_elementwise(t):
+    with machine:
+        if type(head) in _ANCHORS:
+            for t in tail:
+                if not is_elementwise(t):
+                    raise StrategyError(
+                        f"{g.label}: expected elementwise ops after '{head.name}', "
+                        f"got '{t.name}'"
+                    )
+            spec = _anchored(g, head, tail, machine)
+        else:
+            bad = next((o for o in g.ops if not _is_injective(o)), None)
+            if bad is not None:
                 raise StrategyError(
-                    f"{g.label}: expected elementwise ops after '{head.name}', "
-                    f"got '{t.name}'"
+                    f"{g.label}: no strategy for '{bad.name}' on this target"
                 )
-        spec = _anchored(g, head, tail)
-    elif all(_short(o) in _INJECTIVE or is_elementwise(o) for o in g.ops):
-        spec = _injective(g)
-    else:
-        bad = next(
-            o for o in g.ops if not (is_elementwise(o) or _short(o) in _INJECTIVE)
-        )
-        raise StrategyError(f"{g.label}: no strategy for '{bad.name}' on this target")
+            spec = _injective(g, machine)
     spec.kind = kind
     return spec
 
 
-def _epilogue(g: _Group, anchor: Operation, tail: list[Operation], reads: _Reads):
+def _is_injective(op: Operation) -> bool:
+    return type(op) in _TENSORS or type(op) in _SCALARS
+
+
+def _epilogue(
+    g: _Group, anchor: Operation, tail: list[Operation], reads: _Reads
+) -> Epilogue | None:
     """The epilogue evaluating `tail` on the anchor's value per output element,
     reading the ops' other operands through `reads`; None without a tail."""
+    from ember.topi.elementwise import broadcast_read
+
     if not tail:
         return None
     out_shape = _shape(anchor.results[0])
@@ -224,9 +303,7 @@ def _epilogue(g: _Group, anchor: Operation, tail: list[Operation], reads: _Reads
         env: dict[SSAValue, Value] = {anchor.results[0]: value}
         for t in tail:
             args = [
-                env[v]
-                if v in env
-                else elementwise.broadcast_read(operands[v], indices, out_shape)
+                env[v] if v in env else broadcast_read(operands[v], indices, out_shape)
                 for v in t.operands
             ]
             env[t.results[0]] = _scalar(t, args)
@@ -235,142 +312,43 @@ def _epilogue(g: _Group, anchor: Operation, tail: list[Operation], reads: _Reads
     return epilogue
 
 
-def _anchored(g: _Group, head: Operation, tail: list[Operation]) -> KernelSpec:
-    data_operands, weight_operands, call = (
-        _ANCHOR_CALLS.get(head.name) or _OTHER[head.name]
-    )
+def _anchored(
+    g: _Group, head: Operation, tail: list[Operation], target: Target
+) -> KernelSpec:
+    strategy = _ANCHORS[type(head)]
     data = [
         te.placeholder(_shape(head.operands[i]), name=f"data{n}")
-        for n, i in enumerate(data_operands)
+        for n, i in enumerate(strategy.data)
     ]
-    weights = [i for i in weight_operands if i < len(head.operands)]
+    weights = [i for i in strategy.weights if i < len(head.operands)]
     reads = _Reads(g.known, first=len(data))
-    try:
-        kernel = call(head, data, _epilogue(g, head, tail, reads), reads.tensors)
-    except ImportError as e:  # a builder topi does not have (yet)
-        raise StrategyError(
-            f"{g.label}: no strategy for '{head.name}' on this target ({e})"
-        ) from None
-    operands = [g.outside(head.operands[i]) for i in (*data_operands, *weights)]
+    epilogue = _epilogue(g, head, tail, reads)
+    kernel = strategy.build(head, data, epilogue, reads.tensors, target)
+    operands = [g.outside(head.operands[i]) for i in (*strategy.data, *weights)]
     return KernelSpec(kernel, [*operands, *reads.values])
 
 
-def _conv2d(op, data, epilogue, epilogue_inputs) -> Kernel:
-    from ember.topi import conv2d
-
-    cfg = op.config
-    return conv2d(
-        data[0],
-        _shape(op.operands[1]),
-        strides=cfg["strides"],
-        padding=cfg["padding"],
-        dilation=cfg["dilation"],
-        groups=cfg["groups"],
-        bias=len(op.operands) > 2,
-        epilogue=epilogue,
-        epilogue_inputs=epilogue_inputs,
-        name="conv2d",
-    )
-
-
-def _dense(op, data, epilogue, epilogue_inputs) -> Kernel:
-    from ember.topi import dense
-
-    return dense(
-        data[0],
-        _shape(op.operands[1]),
-        bias=len(op.operands) > 2,
-        epilogue=epilogue,
-        epilogue_inputs=epilogue_inputs,
-        name="dense",
-    )
-
-
-def _topi(name: str) -> Callable[..., Kernel]:
-    """A topi anchor builder over data tensors: `builder(*data, epilogue=...)`."""
-
-    def call(op, data, epilogue, epilogue_inputs) -> Kernel:
-        builder = getattr(import_module("ember.topi"), name)
-        return builder(
-            *data, epilogue=epilogue, epilogue_inputs=epilogue_inputs, name=name
-        )
-
-    return call
-
-
-# graph op -> (operands that are data placeholders, operands that are weights
-# the builder makes placeholders for, builder)
-_ANCHOR_CALLS: dict[str, tuple[tuple[int, ...], tuple[int, ...], Callable]] = {
-    "graph.conv2d": ((0,), (1, 2), _conv2d),
-    "graph.dense": ((0,), (1, 2), _dense),
-    "graph.matmul": ((0, 1), (), _topi("matmul")),
-    "graph.batch_matmul": ((0, 1), (), _topi("batch_matmul")),
-}
-
-
-def _other(module: str, name: str, **fixed) -> Callable[..., Kernel]:
-    """A topi builder of a non-injective op taking the graph op's attributes
-    (its `config`) as keywords, and an epilogue."""
-
-    def call(op, data, epilogue, epilogue_inputs) -> Kernel:
-        builder = getattr(import_module(f"ember.topi.{module}"), name)
-        return builder(
-            *data,
-            **fixed,
-            **op.config,
-            epilogue=epilogue,
-            epilogue_tensors=epilogue_inputs,
-            name=op.name.removeprefix("graph."),
-        )
-
-    return call
-
-
-_OTHER: dict[str, tuple[tuple[int, ...], tuple[int, ...], Callable]] = {
-    "graph.max_pool2d": ((0,), (), _other("pool", "max_pool2d")),
-    "graph.avg_pool2d": ((0,), (), _other("pool", "avg_pool2d")),
-    "graph.global_avg_pool2d": ((0,), (), _other("pool", "global_avg_pool2d")),
-    "graph.softmax": ((0,), (), _other("reduce", "softmax")),
-    "graph.reduce_sum": ((0,), (), _other("reduce", "reduce", kind="sum")),
-    "graph.reduce_mean": ((0,), (), _other("reduce", "reduce", kind="mean")),
-    "graph.reduce_max": ((0,), (), _other("reduce", "reduce", kind="max")),
-}
-"""Non-injective ops (pooling, softmax, reductions): topi builders taking the
-group's elementwise tail as their epilogue."""
-
-
 def _tensor_form(op: Operation, args: list[te.Tensor | float]) -> te.Tensor:
-    """An injective graph op as a te compute over `args` (topi's tensor forms)."""
-    short = _short(op)
-    name = short
-    if short == "clip":
-        cfg = op.config  # type: ignore[attr-defined]
-        return elementwise.clip(_tensor(args[0], op), cfg["min"], cfg["max"], name)
-    if short in elementwise.UNARY:
-        return elementwise.map_unary(
-            elementwise.UNARY[short], _tensor(args[0], op), name
-        )
-    if short in elementwise.BINARY:
-        return elementwise.map_binary(elementwise.BINARY[short], args[0], args[1], name)
-    cfg = op.config  # type: ignore[attr-defined]
-    x = _tensor(args[0], op)
-    if short == "reshape":
-        return transform.reshape(x, _shape(op.results[0]), name)
-    if short == "flatten":
-        return transform.flatten(x, cfg["axis"], name)
-    if short == "transpose":
-        return transform.transpose(x, cfg["perm"], name)
-    if short == "concat":
-        return transform.concat([_tensor(a, op) for a in args], cfg["axis"], name)
-    if short == "pad":
-        return transform.pad(x, cfg["pads"], cfg["value"] or 0.0, name)
-    if short == "batch_norm":
-        tensors = [_tensor(a, op) for a in args]
-        return elementwise.batch_norm(*tensors, epsilon=cfg["epsilon"], name=name)
-    raise StrategyError(f"'{op.name}': no injective form")
+    """An injective graph op as a te compute over `args`: its registered tensor
+    form, or its scalar form mapped over the broadcast shape."""
+    from ember.topi.elementwise import broadcast_read, broadcast_shape
+
+    name = _short(op)
+    if type(op) in _TENSORS:
+        return _TENSORS[type(op)](op, args, name)
+    tensors = [a for a in args if isinstance(a, te.Tensor)]
+    if not tensors:
+        raise StrategyError(f"'{op.name}': expected a tensor operand, got {args}")
+    shape = broadcast_shape(*(t.shape for t in tensors))
+
+    def element(*i: te.Expr) -> te.Expr:
+        return _scalar(op, [broadcast_read(a, i, shape) for a in args])
+
+    return te.compute(shape, element, name=name)
 
 
-def _tensor(value: te.Tensor | float, op: Operation) -> te.Tensor:
+def tensor_operand(value: te.Tensor | float, op: Operation) -> te.Tensor:
+    """`value` as a tensor: an injective form's operand must not be a literal."""
     if isinstance(value, te.Tensor):
         return value
     raise StrategyError(
@@ -378,14 +356,13 @@ def _tensor(value: te.Tensor | float, op: Operation) -> te.Tensor:
     )
 
 
-_INJECTIVE = ("reshape", "flatten", "transpose", "concat", "pad", "batch_norm")
+def _injective(g: _Group, target: Target) -> KernelSpec:
+    from ember.topi import elementwise
 
-
-def _injective(g: _Group) -> KernelSpec:
     reads = _Reads(g.known, first=0)
     env: dict[SSAValue, te.Tensor | float] = {}
     for o in g.ops:
-        inline = _short(o) != "batch_norm"  # its statistics stay tensors
+        inline = type(o) not in _TENSORS  # tensor forms read their operands whole
         args = [
             env[v] if v in env else reads.operand(g.outside(v), inline)
             for v in o.operands
@@ -393,22 +370,29 @@ def _injective(g: _Group) -> KernelSpec:
         env[o.results[0]] = _tensor_form(o, args)
     out = env[g.result]
     assert isinstance(out, te.Tensor)
-    return KernelSpec(elementwise.injective(out, reads.tensors), list(reads.values))
+    kernel = elementwise.injective(out, reads.tensors, target=target)
+    return KernelSpec(kernel, list(reads.values))
 
 
 def copy_kernel(shape: Sequence[int]) -> Kernel:
     """A kernel copying a tensor (a model output that is an input, a param or
     another output)."""
+    from ember.topi import elementwise
+
     x = te.placeholder(tuple(shape), name="data0")
     out = te.compute(tuple(shape), lambda *i: x[i], name="copy")
     return elementwise.injective(out, [x])
 
 
 __all__ = [
-    "ANCHORS",
+    "AnchorStrategy",
     "KernelSpec",
     "StrategyError",
+    "anchor_strategy",
     "copy_kernel",
+    "injective_strategy",
     "is_elementwise",
     "lower_group",
+    "scalar_strategy",
+    "tensor_operand",
 ]

@@ -91,14 +91,19 @@ class ConvertGraphToTe(ModulePass):
         ]
         with target:
             for f in functions:
-                _Converter(op, f, bound.values if bound else None).run()
+                _Converter(op, f, target, bound.values if bound else None).run()
 
 
 class _Converter:
     def __init__(
-        self, module: ModuleOp, f: func.FuncOp, values: dict[str, np.ndarray] | None
+        self,
+        module: ModuleOp,
+        f: func.FuncOp,
+        target,
+        values: dict[str, np.ndarray] | None,
     ):
         self.module = module
+        self.target = target
         self.f = f
         self.block = f.body.block
         self.values = values
@@ -153,7 +158,7 @@ class _Converter:
             if op.dialect_name() != "graph":
                 self.fail(f"expected graph ops, got '{op.name}'")
             try:
-                spec = lower_group(op, self.constant_of)
+                spec = lower_group(op, self.constant_of, self.target)
             except ValueError as e:
                 self.fail(str(e))
                 raise AssertionError from None  # fail raised

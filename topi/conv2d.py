@@ -38,6 +38,8 @@ import numpy as np
 
 from ember import te
 from ember.backends.llvm.target import Target
+from ember.dialects import graph
+from ember.strategy import anchor_strategy
 from ember.topi.kernel import Epilogue, Kernel, accumulator_registers, apply_epilogue
 
 
@@ -475,3 +477,21 @@ def _direct(
 
     placeholders = [data, weight] + ([b] if b is not None else [])
     return Kernel(output, placeholders, {}, schedule, {"kernel": "direct"})
+
+
+@anchor_strategy(graph.Conv2DOp, data=(0,), weights=(1, 2))
+def _conv2d_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    cfg = op.config
+    return conv2d(
+        data[0],
+        op.weight.type.get_shape(),
+        strides=cfg["strides"],
+        padding=cfg["padding"],
+        dilation=cfg["dilation"],
+        groups=cfg["groups"],
+        bias=len(op.operands) > 2,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name="conv2d",
+        target=target,
+    )

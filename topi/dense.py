@@ -34,6 +34,8 @@ import numpy as np
 
 from ember import te
 from ember.backends.llvm.target import Target
+from ember.dialects import graph
+from ember.strategy import anchor_strategy
 from ember.topi.kernel import Epilogue, Kernel, accumulator_registers, apply_epilogue
 
 INDEPENDENT_SUMS = 12
@@ -263,6 +265,32 @@ def batch_matmul(
     return matmul(
         a,
         b,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name=name,
+        target=target,
+    )
+
+
+@anchor_strategy(graph.DenseOp, data=(0,), weights=(1, 2))
+def _dense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return dense(
+        data[0],
+        op.weight.type.get_shape(),
+        bias=len(op.operands) > 2,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name="dense",
+        target=target,
+    )
+
+
+@anchor_strategy(graph.MatmulOp, graph.BatchMatmulOp, data=(0, 1))
+def _matmul_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    build = batch_matmul if isinstance(op, graph.BatchMatmulOp) else matmul
+    name = op.name.removeprefix("graph.")
+    return build(
+        *data,
         epilogue=epilogue,
         epilogue_inputs=epilogue_inputs,
         name=name,

@@ -23,9 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from xdsl.ir import Operation
+
 from ember import te
 from ember.backends.llvm.target import Target
+from ember.dialects import graph
 from ember.schedule import Schedule, Stage
+from ember.strategy import injective_strategy, scalar_strategy, tensor_operand
 from ember.te import Expr
 from ember.topi import fastmath
 from ember.topi.kernel import Kernel
@@ -127,31 +131,51 @@ def _relu(x: Expr) -> Expr:
     return te.select(x < 0.0, 0.0, x)  # NaN is not < 0: it stays
 
 
-UNARY: dict[str, Callable[[Expr], Expr]] = {
-    "relu": _relu,
-    "sigmoid": fastmath.sigmoid,
-    "tanh": fastmath.tanh,
-    "exp": fastmath.exp,
-    "erf": fastmath.erf,
-    "gelu": fastmath.gelu,
-    "sqrt": te.sqrt,
-    "log": te.log,
-    "abs": te.abs,
-    "neg": lambda x: 0.0 - x,
+UNARY: dict[type[Operation], Callable[[Expr], Expr]] = {
+    graph.ReluOp: _relu,
+    graph.SigmoidOp: fastmath.sigmoid,
+    graph.TanhOp: fastmath.tanh,
+    graph.ExpOp: fastmath.exp,
+    graph.ErfOp: fastmath.erf,
+    graph.GeluOp: fastmath.gelu,
+    graph.SqrtOp: te.sqrt,
+    graph.LogOp: te.log,
+    graph.AbsOp: te.abs,
+    graph.NegOp: lambda x: 0.0 - x,
 }
-"""Scalar forms of the unary graph ops, by graph op name (`graph.relu` -> "relu")."""
+"""Scalar forms of the unary graph ops, by op class: a new unary op is one line
+here (its strategy), besides its dialect class and frontend mapping."""
 
-BINARY: dict[str, Callable[[Expr, Expr | float], Expr]] = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "maximum": nan_max,
-    "minimum": nan_min,
-    "pow": _pow,
+BINARY: dict[type[Operation], Callable[[Expr, Expr | float], Expr]] = {
+    graph.AddOp: lambda a, b: a + b,
+    graph.SubOp: lambda a, b: a - b,
+    graph.MulOp: lambda a, b: a * b,
+    graph.DivOp: lambda a, b: a / b,
+    graph.MaximumOp: nan_max,
+    graph.MinimumOp: nan_min,
+    graph.PowOp: _pow,
 }
 """Scalar forms of the binary graph ops; the right operand may be a number,
 which `pow` specializes (2 -> x * x, 0.5 -> sqrt)."""
+
+
+def _as_expr(value: Expr | float) -> Expr:
+    return value if isinstance(value, Expr) else te.const(float(value))
+
+
+@scalar_strategy(*UNARY)
+def _unary_form(op: Operation, args: list[Expr | float]) -> Expr:
+    return UNARY[type(op)](_as_expr(args[0]))
+
+
+@scalar_strategy(*BINARY)
+def _binary_form(op: Operation, args: list[Expr | float]) -> Expr:
+    return BINARY[type(op)](_as_expr(args[0]), args[1])
+
+
+@scalar_strategy(graph.ClipOp)
+def _clip_form(op: graph.ClipOp, args: list[Expr | float]) -> Expr:
+    return clip_expr(_as_expr(args[0]), op.config["min"], op.config["max"])
 
 
 def clip_expr(x: Expr, lo: float | None, hi: float | None) -> Expr:
@@ -189,29 +213,37 @@ def map_binary(
     return te.compute(shape, element, name=name)
 
 
-def _binary(op: str) -> Callable[..., te.Tensor]:
+def _binary(cls: type[Operation]) -> Callable[..., te.Tensor]:
+    op = cls.name.removeprefix("graph.")
+
     def apply(a: Operand, b: Operand, name: str | None = None) -> te.Tensor:
-        return map_binary(BINARY[op], a, b, _name(op, name))
+        return map_binary(BINARY[cls], a, b, _name(op, name))
 
     apply.__name__ = op
     apply.__doc__ = f"`{op}` of `a` and `b` with numpy broadcasting (graph.{op})."
     return apply
 
 
-def _unary(op: str) -> Callable[..., te.Tensor]:
+def _unary(cls: type[Operation]) -> Callable[..., te.Tensor]:
+    op = cls.name.removeprefix("graph.")
+
     def apply(x: te.Tensor, name: str | None = None) -> te.Tensor:
-        return map_unary(UNARY[op], x, _name(op, name))
+        return map_unary(UNARY[cls], x, _name(op, name))
 
     apply.__name__ = op
     apply.__doc__ = f"`{op}` of every element of `x` (graph.{op})."
     return apply
 
 
-add, sub, mul, div = (_binary(op) for op in ("add", "sub", "mul", "div"))
-maximum, minimum, power = (_binary(op) for op in ("maximum", "minimum", "pow"))
-relu, sigmoid, tanh, exp = (_unary(op) for op in ("relu", "sigmoid", "tanh", "exp"))
-erf, gelu, sqrt, log = (_unary(op) for op in ("erf", "gelu", "sqrt", "log"))
-negative, absolute = _unary("neg"), _unary("abs")
+add, sub = _binary(graph.AddOp), _binary(graph.SubOp)
+mul, div = _binary(graph.MulOp), _binary(graph.DivOp)
+maximum, minimum = _binary(graph.MaximumOp), _binary(graph.MinimumOp)
+power = _binary(graph.PowOp)
+relu, sigmoid = _unary(graph.ReluOp), _unary(graph.SigmoidOp)
+tanh, exp = _unary(graph.TanhOp), _unary(graph.ExpOp)
+erf, gelu = _unary(graph.ErfOp), _unary(graph.GeluOp)
+sqrt, log = _unary(graph.SqrtOp), _unary(graph.LogOp)
+negative, absolute = _unary(graph.NegOp), _unary(graph.AbsOp)
 
 
 def clip(
@@ -246,6 +278,12 @@ def batch_norm(
         return (x[i] - mean[c]) * scale + beta[c]
 
     return te.compute(x.shape, element, name=_name("batch_norm", name))
+
+
+@injective_strategy(graph.BatchNormOp)
+def _batch_norm_form(op: graph.BatchNormOp, args: list, name: str) -> te.Tensor:
+    x, gamma, beta, mean, var = (tensor_operand(a, op) for a in args)
+    return batch_norm(x, gamma, beta, mean, var, op.config["epsilon"], name)
 
 
 # --- schedules ----------------------------------------------------------------

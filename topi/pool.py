@@ -30,7 +30,9 @@ import math
 from collections.abc import Sequence
 
 from ember import te
+from ember.dialects import graph
 from ember.schedule import Schedule
+from ember.strategy import anchor_strategy
 from ember.te import Expr
 from ember.topi.elementwise import (
     MAX_REDUCER,
@@ -304,4 +306,20 @@ def global_avg_pool2d(
         [x, *epilogue_inputs(epilogue_tensors)],
         schedule_fn=schedule,
         attrs={"pattern": "pool", "kind": "global_avg"},
+    )
+
+
+@anchor_strategy(graph.MaxPool2DOp, graph.AvgPool2DOp, graph.GlobalAvgPool2DOp)
+def _pool_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    build = {
+        graph.MaxPool2DOp: max_pool2d,
+        graph.AvgPool2DOp: avg_pool2d,
+        graph.GlobalAvgPool2DOp: global_avg_pool2d,
+    }[type(op)]
+    return build(
+        data[0],
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
+        name=op.name.removeprefix("graph."),
     )

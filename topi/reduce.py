@@ -31,7 +31,9 @@ from collections.abc import Callable, Sequence
 
 from ember import te
 from ember.backends.llvm.target import Target
+from ember.dialects import graph
 from ember.schedule import Schedule
+from ember.strategy import anchor_strategy
 from ember.te import Expr
 from ember.topi import fastmath
 from ember.topi.elementwise import (
@@ -424,3 +426,29 @@ def layer_norm(
 
 def _square(v: Expr) -> Expr:
     return v * v
+
+
+_REDUCTIONS = {
+    graph.ReduceSumOp: "sum",
+    graph.ReduceMeanOp: "mean",
+    graph.ReduceMaxOp: "max",
+}
+
+
+@anchor_strategy(graph.SoftmaxOp, *_REDUCTIONS)
+def _reduce_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    kind = _REDUCTIONS.get(type(op))
+    name = op.name.removeprefix("graph.")
+    if kind is None:
+        build, fixed = softmax, {}
+    else:
+        build, fixed = reduce, {"kind": kind}
+    return build(
+        data[0],
+        **fixed,
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
+        name=name,
+        target=target,
+    )
