@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ember.backends.llvm import Target
-from ember.backends.llvm import machine
+from ember.backends.llvm import Target, machine
 
 X86 = "llvm -mtriple=x86_64-unknown-linux-gnu"
 
