@@ -21,9 +21,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    IRDLOperation,
-)
+from xdsl.irdl import IRDLOperation, opt_prop_def, prop_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -38,6 +36,15 @@ NUMPY_TYPES: dict[str, IntegerType | AnyFloat] = {
     "int32": i32,
     "int64": i64,
 }
+
+
+_PROPERTY_TYPES: dict[str, Any] = {
+    "ints": ArrayAttr[IntegerAttr],
+    "int": IntegerAttr,
+    "float": FloatAttr,
+    "bool": IntegerAttr,
+}
+"""The property constraint of each attribute kind."""
 
 
 def _encode(kind: str, value: Any) -> Attribute:
@@ -107,6 +114,16 @@ class GraphOp(IRDLOperation):
 
     ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {}
     PATTERN: ClassVar[str] = "opaque"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Each attribute of `ATTRS` becomes the op's property (required when
+        its default is `REQUIRED`), so an attribute is declared once."""
+        super().__init_subclass__(**kwargs)
+        declared = {name for c in cls.__mro__ for name in vars(c)}
+        for key, (kind, default) in cls.ATTRS.items():
+            if key not in declared:
+                define = prop_def if default is REQUIRED else opt_prop_def
+                setattr(cls, key, define(_PROPERTY_TYPES[kind]))
 
     @classmethod
     def _infer(cls, shapes_: list[Shape], cfg: dict[str, Any], /) -> Shape:

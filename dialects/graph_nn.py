@@ -4,17 +4,12 @@ batch_norm, pooling and softmax (the dialect is assembled in `graph.py`)."""
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FloatAttr,
-    IntegerAttr,
     TensorType,
 )
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
-    opt_prop_def,
-    prop_def,
     result_def,
     traits_def,
 )
@@ -52,10 +47,6 @@ class Conv2DOp(GraphOp):
     data = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
-    strides = opt_prop_def(ArrayAttr[IntegerAttr])
-    padding = opt_prop_def(ArrayAttr[IntegerAttr])
-    dilation = opt_prop_def(ArrayAttr[IntegerAttr])
-    groups = opt_prop_def(IntegerAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -168,7 +159,6 @@ class BatchNormOp(GraphOp):
     beta = operand_def(TensorType)
     mean = operand_def(TensorType)
     var = operand_def(TensorType)
-    epsilon = opt_prop_def(FloatAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -191,10 +181,6 @@ class _Pool2DOp(GraphOp):
     PATTERN: ClassVar[str] = "comm-reduce"
 
     input = operand_def(TensorType)
-    kernel = prop_def(ArrayAttr[IntegerAttr])
-    strides = opt_prop_def(ArrayAttr[IntegerAttr])
-    padding = opt_prop_def(ArrayAttr[IntegerAttr])
-    ceil_mode = opt_prop_def(IntegerAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -216,8 +202,6 @@ class MaxPool2DOp(_Pool2DOp):
         "dilation": ("ints", (1, 1)),
         "ceil_mode": ("bool", False),
     }
-
-    dilation = opt_prop_def(ArrayAttr[IntegerAttr])
 
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
@@ -244,8 +228,6 @@ class AvgPool2DOp(_Pool2DOp):
         "ceil_mode": ("bool", False),
         "count_include_pad": ("bool", False),
     }
-
-    count_include_pad = opt_prop_def(IntegerAttr)
 
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
@@ -292,7 +274,6 @@ class SoftmaxOp(GraphOp):
     PATTERN: ClassVar[str] = "opaque"
 
     input = operand_def(TensorType)
-    axis = opt_prop_def(IntegerAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())

@@ -8,17 +8,12 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FloatAttr,
-    IntegerAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    opt_prop_def,
-    prop_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -200,9 +195,6 @@ class ClipOp(_UnaryOp):
         "max": ("float", None),
     }
 
-    min = opt_prop_def(FloatAttr)
-    max = opt_prop_def(FloatAttr)
-
     @classmethod
     def _config(cls, attrs: dict[str, Any]) -> dict[str, Any]:
         cfg = super()._config(attrs)
@@ -277,7 +269,6 @@ class FlattenOp(GraphOp):
     PATTERN: ClassVar[str] = "injective"
 
     input = operand_def(TensorType)
-    axis = opt_prop_def(IntegerAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -302,7 +293,6 @@ class TransposeOp(GraphOp):
     PATTERN: ClassVar[str] = "injective"
 
     input = operand_def(TensorType)
-    perm = opt_prop_def(ArrayAttr[IntegerAttr])
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -341,7 +331,6 @@ class ConcatOp(GraphOp):
     PATTERN: ClassVar[str] = "injective"
 
     inputs = var_operand_def(TensorType)
-    axis = opt_prop_def(IntegerAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -370,8 +359,6 @@ class PadOp(GraphOp):
     PATTERN: ClassVar[str] = "injective"
 
     input = operand_def(TensorType)
-    pads = prop_def(ArrayAttr[IntegerAttr])
-    value = opt_prop_def(FloatAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -395,8 +382,6 @@ class _ReduceOp(GraphOp):
     PATTERN: ClassVar[str] = "comm-reduce"
 
     input = operand_def(TensorType)
-    axes = opt_prop_def(ArrayAttr[IntegerAttr])
-    keepdims = opt_prop_def(IntegerAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
