@@ -131,8 +131,8 @@ def compile_model(
         ModelCompileError: an op no strategy covers, a missing param, ...
     """
     from ember.backends.llvm import LLVMModule, Target
+    from ember.backends.llvm.target import set_module_target
     from ember.passes.bound_params import bind_params
-    from ember.passes.convert_graph_to_te import TARGET_ATTR
     from ember.passes.graph_plan_memory import MODEL_ATTR
     from ember.passes.pipelines import model_segments
 
@@ -141,7 +141,7 @@ def compile_model(
     tgt = Target(target)
     module, params = _load(model, params, shape)
     _check_params(_main(module), params)
-    module.attributes[TARGET_ATTR] = StringAttr(str(tgt))
+    set_module_target(module, tgt)
     segments = dict(model_segments(_pass_context(opt_level, disabled_pass)))
     with bind_params(params) as bound:
         _run(module, segments["graph"])

@@ -47,17 +47,6 @@ ALIASES = (graph.ReshapeOp, graph.FlattenOp)
 KERNEL_ATTR = "ember.kernel"
 """The unit attribute marking the kernel functions this pass adds."""
 
-TARGET_ATTR = "ember.target"
-"""The module attribute naming the target the kernels are chosen for."""
-
-
-def module_target(module: ModuleOp):
-    """The `Target` of `module`: its `ember.target` attribute, else the host."""
-    from ember.backends.llvm import Target
-
-    attr = module.attributes.get(TARGET_ATTR)
-    return Target(attr.data if isinstance(attr, StringAttr) else "llvm")
-
 
 def is_graph_function(f: func.FuncOp) -> bool:
     """Whether `f` holds graph ops (a model function, not a kernel)."""
@@ -82,9 +71,13 @@ class ConvertGraphToTe(ModulePass):
     name = "convert-graph-to-te"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ember.backends.llvm.target import module_target
         from ember.passes.bound_params import bound_params
 
-        target = module_target(op)
+        try:
+            target = module_target(op)
+        except ValueError as e:
+            raise PassFailedException(f"convert-graph-to-te: {e}") from None
         bound = bound_params()
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and is_graph_function(f)
