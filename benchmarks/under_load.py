@@ -422,8 +422,9 @@ def main(argv=None) -> int:
         raise SystemExit("--seconds and --rounds must be positive, --size >= 32")
     print(common.describe_machine())
     print(
-        "threads: every library's default (ember: EMBER_NUM_THREADS, else "
-        f"{common.ember_threads()}); the busy processes are Python spin loops"
+        "threads: every library's default (ember: EMBER_NUM_THREADS, else the "
+        f"{common.cores()} cores of its affinity less those other processes keep "
+        "busy); the busy processes are Python spin loops"
     )
     libraries = list(dict.fromkeys(opts.library or LIBRARIES))
     problems = {lib: why for lib in libraries if (why := available(lib))}
