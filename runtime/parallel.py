@@ -98,7 +98,7 @@ def available_cores() -> int:
 
 def _affinity() -> set[int]:
     try:
-        return set(os.sched_getaffinity(0))
+        return set(os.sched_getaffinity(os.getpid()))  # the main thread's
     except (AttributeError, OSError):
         return set(range(os.cpu_count() or 1))
 

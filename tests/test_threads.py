@@ -206,3 +206,45 @@ def test_the_automatic_count_leaves_busy_cores_to_others(others):
     # Busy: every core is taken, one thread is left. Idle: this process's own
     # time counts as nobody's, so every core is free.
     assert used == reported == (1 if others == "busy" else cores)
+
+
+AFFINITY = """
+import os, time
+import numpy as np
+import ember
+from ember.runtime import parallel
+
+parallel._busy_ticks = lambda cpus, text=None: 0  # nobody else is busy
+parallel.WINDOW = 0.02
+mod = ember.build('''{who}''', name="who")
+a = np.arange(64, dtype=np.float32)
+b = np.zeros(64, np.float32)
+n = np.zeros(64, np.int32)
+
+def team():
+    time.sleep(0.3)  # a few windows
+    mod(a, b, n)
+    assert (b == 2 * a).all()
+    return int(n[0])
+
+cores = len(os.sched_getaffinity(0))
+first = team()
+os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})  # taskset -p, in effect
+print(cores, first, team())
+"""
+
+
+def test_the_default_follows_the_cpu_affinity():
+    env = {k: v for k, v in os.environ.items() if "NUM_THREADS" not in k}
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(AFFINITY.format(who=WHO))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    cores, first, later = map(int, done.stdout.split())
+    # Every core of the affinity while nobody else is busy; one core once the
+    # process is restricted to one (libgomp alone would keep its first count).
+    assert (first, later) == (cores, 1)
