@@ -335,7 +335,7 @@ def test_facade():
     assert ember.compile_model is compile_model
 
 
-def _onnx_case(name, cache, **kwargs):
+def _onnx_case(name, cache, target="llvm", **kwargs):
     onnxruntime = pytest.importorskip("onnxruntime")
     sys.path.insert(0, str(EXAMPLES))
     try:
@@ -344,7 +344,7 @@ def _onnx_case(name, cache, **kwargs):
         sys.path.remove(str(EXAMPLES))
     model = getattr(onnx_models, name)(**kwargs)
     inputs = onnx_models.random_input(model)
-    mod = compile_model(model, cache=cache)
+    mod = compile_model(model, cache=cache, target=target)
     got = _run(mod, inputs)
     session = onnxruntime.InferenceSession(model.SerializeToString())
     want = session.run(None, inputs)
@@ -371,6 +371,19 @@ def test_cnn_models_match_onnxruntime(name, cache):
     assert not any(f"{n}.packed." in m for n in mod.params for m in mod.params)
     if name == "mobilenet_v2":
         assert 3.4e6 < floats < 3.6e6
+
+
+@pytest.mark.parametrize("cpu", ["haswell", "x86-64"])
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18"])
+def test_cnn_models_for_narrower_x86_match_onnxruntime(name, cpu, cache):
+    """Built for AVX2 (haswell) and SSE2 (x86-64), the models run on this host
+    (its features include theirs) with schedules for those widths."""
+    from ember.backends.llvm import Target
+
+    target = Target(f"llvm -mcpu={cpu}")
+    assert target.is_host, target.not_host_reason
+    mod = _onnx_case(name, cache, target=str(target))
+    assert f"-mcpu={cpu}" in str(mod.target)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("ir", [BLOCK, HEAD], ids=["block", "head"])
