@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/matmul.py                 # 1024 x 1024 x 1024
     .venv/bin/python benchmarks/matmul.py --quick         # 256, a quick check
     .venv/bin/python benchmarks/matmul.py --mr 4 --bn 64  # tune the register tile
+    .venv/bin/python benchmarks/matmul.py --mcpu haswell --mcpu x86-64   # more rows
 
 The reference is numpy (OpenBLAS). Every row is checked against numpy before it is
 timed. ember and apache-tvm run the *same* schedule, TVM's "How to optimize GEMM on
@@ -16,7 +17,11 @@ CPU" written for a register-blocked micro-kernel:
     CC: computed at no, loops (k, mc, nc)        mc unrolled, nc vectorized: the MR x bn
                                                  accumulators stay in registers for all k
 
-MR=8, bn=32 by default: 8 x 32 floats are 16 AVX-512 registers of accumulators.
+The tile comes from the target's facts unless --mr/--bn say otherwise: bn is two
+vectors of float32 lanes, MR the rows whose accumulators fit in three quarters of
+the vector registers (AVX-512: bn 32, MR 12 -> 8, the largest power of two that
+divides the size; AVX2: bn 16, MR 6 -> 4). Each `--mcpu` (default haswell) adds
+ember and apache-tvm rows built for that CPU, with its own tile, run here.
 The targets ember's team works to: ember scheduled >= 0.6 x numpy, and not slower
 than TVM with the same schedule.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 
 import numpy as np
 from common import (
@@ -136,7 +142,32 @@ def tvm_scheduled(m: int, n: int, k: int, mr: int, bn: int):
     return sch.mod
 
 
-def implementations(a: np.ndarray, b: np.ndarray, mr: int, bn: int) -> list[Impl]:
+def register_tile(target: str, size: int) -> tuple[int, int]:
+    """(MR, bn) for `target`: bn two float32 vectors, MR the rows of
+    accumulators that fit the target's register budget, both dividing `size`."""
+    from ember.backends.llvm import Target
+    from ember.topi.kernel import accumulator_registers
+
+    t = Target(target)
+    lanes = t.vector_lanes("float32")
+    bn = _divisor(size, 2 * lanes)
+    mr = _divisor(size, max(1, accumulator_registers(t) // max(1, bn // lanes)))
+    return mr, bn
+
+
+def _divisor(size: int, limit: int) -> int:
+    """The largest power of two <= limit that divides size."""
+    d = 1
+    while d * 2 <= limit and size % (d * 2) == 0:
+        d *= 2
+    return d
+
+
+def implementations(
+    a: np.ndarray, b: np.ndarray, tiles: dict[str, tuple[int, int]]
+) -> list[Impl]:
+    """numpy, onnxruntime, torch, then ember and apache-tvm per target; `tiles`
+    maps each target string to its (MR, bn)."""
     m, k = a.shape
     n = b.shape[1]
 
@@ -193,11 +224,13 @@ def implementations(a: np.ndarray, b: np.ndarray, mr: int, bn: int) -> list[Impl
 
         return str(torch.get_num_threads())
 
-    def tvm_setup() -> Prepared:
+    def tvm_setup(target: str) -> Prepared:
         import tvm
 
+        mr, bn = tiles[target]
+        tvm_tgt = tvm_target() if target == "llvm" else target
         start = time.perf_counter()
-        lib = tvm.compile(tvm_scheduled(m, n, k, mr, bn), target=tvm_target())
+        lib = tvm.compile(tvm_scheduled(m, n, k, mr, bn), target=tvm_tgt)
         compile_s = time.perf_counter() - start
         dev = tvm.cpu()
         ta, tb = tvm.runtime.tensor(a, dev), tvm.runtime.tensor(b, dev)
@@ -213,15 +246,16 @@ def implementations(a: np.ndarray, b: np.ndarray, mr: int, bn: int) -> list[Impl
 
         return str(tvm.runtime.num_threads())
 
-    def ember_setup(scheduled: bool) -> Prepared:
+    def ember_setup(scheduled: bool, target: str = "llvm") -> Prepared:
         import ember
 
+        mr, bn = tiles[target]
         start = time.perf_counter()
         if scheduled:
             s, args = ember_scheduled(m, n, k, mr, bn)
         else:
             s, args = ember_naive(m, n, k)
-        mod = ember.build(s, args, name="matmul")
+        mod = ember.build(s, args, target=target, name="matmul")
         compile_s = time.perf_counter() - start
         c = np.empty((m, n), np.float32)
         tile = f"MR={mr} bn={bn}, " if scheduled else ""
@@ -236,10 +270,28 @@ def implementations(a: np.ndarray, b: np.ndarray, mr: int, bn: int) -> list[Impl
         Impl(REFERENCE, numpy_setup, openblas_threads),
         Impl("onnxruntime", ort_setup, lambda: str(cores())),
         Impl("torch", torch_setup, torch_threads),
-        Impl(TVM_SCHEDULED, tvm_setup, tvm_threads),
         Impl("ember naive", lambda: ember_setup(False), ember_threads),
-        Impl(EMBER_SCHEDULED, lambda: ember_setup(True), ember_threads),
+        *(
+            impl
+            for target in tiles
+            for impl in (
+                Impl(
+                    _label(TVM_SCHEDULED, target),
+                    partial(tvm_setup, target),
+                    tvm_threads,
+                ),
+                Impl(
+                    _label(EMBER_SCHEDULED, target),
+                    partial(ember_setup, True, target),
+                    ember_threads,
+                ),
+            )
+        ),
     ]
+
+
+def _label(name: str, target: str) -> str:
+    return name if target == "llvm" else f"{name} {target.removeprefix('llvm ')}"
 
 
 def main(argv: list[str] | None = None) -> list:
@@ -248,16 +300,32 @@ def main(argv: list[str] | None = None) -> list:
     parser.add_argument(
         "--quick", action="store_true", help="size 256 and shorter timing"
     )
-    parser.add_argument("--mr", type=int, default=8, help="rows of the register tile")
     parser.add_argument(
-        "--bn", type=int, default=32, help="columns of the register tile (B panels)"
+        "--mr", type=int, help="rows of the register tile (default: the target's)"
+    )
+    parser.add_argument(
+        "--bn",
+        type=int,
+        help="columns of the register tile, B panels (default: the target's)",
+    )
+    parser.add_argument(
+        "--mcpu",
+        action="append",
+        help="also build for this CPU (default: haswell; --mcpu none: no more rows)",
     )
     add_timing_options(parser)
     opts = parser.parse_args(argv)
     size = 256 if opts.quick else opts.size
     for what, factor in (("--mr", opts.mr), ("--bn", opts.bn)):
-        if factor <= 0 or size % factor:
+        if factor is not None and (factor <= 0 or size % factor):
             parser.error(f"{what} {factor} must be positive and divide the size {size}")
+    targets = ["llvm"] + [
+        f"llvm -mcpu={m}" for m in (opts.mcpu or ["haswell"]) if m != "none"
+    ]
+    tiles = {}
+    for target in targets:
+        mr, bn = register_tile(target, size)
+        tiles[target] = (opts.mr or mr, opts.bn or bn)
 
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (size, size)).astype(np.float32)
@@ -269,7 +337,7 @@ def main(argv: list[str] | None = None) -> list:
     print(describe_machine())
     print(threads_note())
     rows = run_all(
-        implementations(a, b, opts.mr, opts.bn),
+        implementations(a, b, tiles),
         expected,
         flops,
         REFERENCE,

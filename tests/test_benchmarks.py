@@ -226,9 +226,11 @@ def test_matmul_quick_checks_every_row():
             "numpy",
             "onnxruntime",
             "torch",
-            "apache-tvm same schedule",
             "ember naive",
+            "apache-tvm same schedule",
             "ember scheduled",
+            "apache-tvm same schedule -mcpu=haswell",
+            "ember scheduled -mcpu=haswell",
         ],
     )
 
