@@ -128,6 +128,7 @@ def test_a_module_is_forgotten_with_its_code():
 
 
 def test_team_size():
+    # a core is free while others use less than a quarter of it
     assert [parallel.team_size(2, o) for o in (0.0, 0.2, 0.3, 1.0, 2.0, 5.0)] == [
         2,
         2,
