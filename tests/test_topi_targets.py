@@ -18,6 +18,7 @@ import ember
 from ember import te, topi
 from ember.backends.llvm import Target
 from ember.topi import elementwise, reduce
+from ember.topi.conv2d import MIN_COLUMNS
 from ember.topi.kernel import Kernel, accumulator_registers
 
 RNG = np.random.default_rng(11)
@@ -204,8 +205,10 @@ def test_the_schedules_differ_as_the_widths_say():
         )
     assert [tiles[n][0][1] for n in (16, 8, 4)] == [32, 16, 8]  # nb: 2 vectors
     assert [tiles[n][1]["ob"] for n in (16, 8, 4)] == [16, 8, 4]
-    # 14 columns: all of them with 32 registers; 7 (a divisor <= 8) with 16
-    assert [tiles[n][1]["tile"][2] for n in (16, 8, 4)] == [14, 7, 7]
+    # a deep 3x3: 7 columns (a divisor <= 8); 32 registers hold 2 channel
+    # blocks of them, 16 registers one
+    assert [tiles[n][1]["tile"][2] for n in (16, 8, 4)] == [7, 7, 7]
+    assert [tiles[n][1]["tile"][0] for n in (16, 8, 4)] == [2, 1, 1]
 
 
 SPECS = [
@@ -237,7 +240,10 @@ def test_conv_tiles_fit_the_target(spec: str, c: int, o: int, hw: int, k: int):
     assert c % cb == 0 and cb <= lanes and ob in (lanes, lanes // 2)
     assert ot * yt * xt <= accumulator_registers(t)
     assert ot <= max(1, t.vector_registers // 8)
-    assert hw % xt == 0 or (xt == t.vector_registers // 4 and hw > 2 * xt)
+    # the widest columns: half the registers, or for deep reductions a quarter
+    # (at least MIN_COLUMNS); a tail takes half of that
+    widest = {t.vector_registers // 2, max(t.vector_registers // 4, MIN_COLUMNS)}
+    assert hw % xt == 0 or (2 * xt in widest and hw > 2 * xt)
 
 
 @settings(max_examples=60, deadline=None)
