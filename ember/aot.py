@@ -161,7 +161,8 @@ def compile_model(
         if progress is not None:
             progress("kernels", done, total, f"{symbol}{' (cached)' if hit else ''}")
 
-    codes = compile_kernels(jobs, str(tgt), cache or default_cache(), workers, report)
+    cache = cache if cache is not None else default_cache()
+    codes = compile_kernels(jobs, str(tgt), cache, workers, report)
     t1 = time.perf_counter()
     timings["kernels"] = t1 - t0
     _run(module, segments["loop"])

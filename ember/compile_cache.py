@@ -212,6 +212,10 @@ class CompileCache:
     stats: CacheStats = field(default_factory=CacheStats)
     _memory: dict[str, bytes] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.directory is not None:  # a str or any path-like, as documented
+            self.directory = Path(self.directory)
+
     @staticmethod
     def key(text: str, target: str | Mapping[str, Any] | Target, *extra: str) -> str:
         """The key of a kernel: sha256 of its IR text, the resolved target,

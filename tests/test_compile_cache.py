@@ -503,3 +503,9 @@ def test_an_edited_lowering_is_compiled_again(tmp_path):
     edited = _run_copy(tree, cache_dir)
     assert edited["hits"] == 0 and edited["compiled"] >= 1
     assert np.array_equal(edited["out"], a - 2)
+
+
+def test_a_directory_given_as_a_string_is_a_path(tmp_path):
+    cache = CompileCache(str(tmp_path))  # type: ignore[arg-type]
+    cache.put("a" * 64, b"code")
+    assert CompileCache(tmp_path).get("a" * 64) == b"code"
