@@ -200,7 +200,12 @@ def compile_kernels(
         return objects
     # Largest kernels first keeps both workers busy to the end.
     misses.sort(key=lambda j: -len(j.text))
-    with ProcessPoolExecutor(workers, mp_context=_fork_context()) as pool:
+    with ProcessPoolExecutor(
+        workers,
+        mp_context=_fork_context(),
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         futures = {pool.submit(_compile_job, j, target): j for j in misses}
         for future in as_completed(futures):
             job = futures[future]
@@ -219,6 +224,30 @@ def _fork_context():
     # ~1 s each); the parent has started no threads of its own that matter.
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else None)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """A compile worker's initializer: the kernel sends it SIGKILL when its
+    parent dies (however it dies: SIGTERM, kill -9), so a stopped
+    `ember-compile` leaves no workers behind.
+
+    The parent may have died between the fork and the `prctl`; then the worker
+    is already orphaned (its parent pid is no longer `parent`) and exits.
+    Outside Linux there is no PR_SET_PDEATHSIG and workers outlive a killed
+    parent until their pipe to it closes.
+    """
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def object_symbols(code: bytes) -> tuple[set[str], set[str]]:
