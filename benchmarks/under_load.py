@@ -238,6 +238,23 @@ def _others_busy(
     return ((after[0] - before[0]) - (after[1] - before[1])) / hz / seconds
 
 
+def _wait_quiet(limit: float) -> None:
+    """Wait up to `limit` seconds for a second in which the machine's cores
+    were busy less than a tenth of a core (nothing of ours runs meanwhile)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = _ticks("/proc/stat", slice(1, 9)), _ticks("/proc/stat", slice(4, 6))
+        time.sleep(1.0)
+        after = _ticks("/proc/stat", slice(1, 9)), _ticks("/proc/stat", slice(4, 6))
+        if None in before or None in after:
+            return
+        busy = (after[0] - after[1]) - (before[0] - before[1])  # type: ignore[operator]
+        if busy / hz < 0.1:
+            return
+    print(f"  (the machine was not quiet for {limit:g} s: measuring anyway)")
+
+
 def available(library: str) -> str | None:
     """None if `library` can run here, else why not."""
     import importlib.util
@@ -324,10 +341,10 @@ def print_table(results: dict[str, dict[str, list[Result]]], problems: dict) -> 
             if not rounds:
                 print(f"{library:<{w}}  {label:<14}  failed")
                 continue
-            thr, med, p90 = _figures(rounds)
+            thr, med, p90 = _figures(rounds, label == "alone")
             kept = ratio = "-"
             if alone:
-                a_thr, a_med, _ = _figures(alone)
+                a_thr, a_med, _ = _figures(alone, True)
                 kept = f"{100 * thr / a_thr:5.0f}%"
                 ratio = f"{p90 / a_med:8.1f}x"
             seen = [r.others for r in rounds if r.others is not None]
@@ -341,11 +358,19 @@ def print_table(results: dict[str, dict[str, list[Result]]], problems: dict) -> 
         "over the library's alone runs/s; p90/alone: the p90 latency over the "
         "library's alone median; others: cores the machine's other users kept "
         "busy meanwhile (the most of any round: noise this script cannot "
-        "remove). Each other figure is the median over rounds."
+        "remove). Each other figure is the median over rounds; alone, the best."
     )
 
 
-def _figures(rounds: list[Result]) -> tuple[float, float, float]:
+def _figures(rounds: list[Result], alone: bool = False) -> tuple[float, float, float]:
+    """Throughput, median and p90 over rounds: the median of each, but alone,
+    the best of each (the quietest round is the nearest to alone)."""
+    if alone:
+        return (
+            max(r.throughput for r in rounds),
+            min(r.median for r in rounds),
+            min(r.p90 for r in rounds),
+        )
     return (
         statistics.median(r.throughput for r in rounds),
         statistics.median(r.median for r in rounds),
@@ -359,12 +384,12 @@ def compare(results: dict[str, dict[str, list[Result]]], problems: dict) -> None
     if ORT in problems or ORT not in results or not results[ORT].get("alone"):
         print("ember vs onnxruntime: cannot tell (onnxruntime did not run)")
         return
-    o_alone = _figures(results[ORT]["alone"])
+    o_alone = _figures(results[ORT]["alone"], True)
     for name in embers:
         if name in problems or not results[name].get("alone"):
             print(f"{name} vs onnxruntime: cannot tell ({name} did not run)")
             continue
-        e_alone = _figures(results[name]["alone"])
+        e_alone = _figures(results[name]["alone"], True)
         print(
             f"{name} vs onnxruntime (goal: kept >= onnxruntime's, p90/alone <= "
             "1.5x onnxruntime's):"
@@ -397,6 +422,15 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="96x96, 0.5 s, 3 loads")
     parser.add_argument("--seconds", type=float, help="per measurement (default 5)")
     parser.add_argument("--rounds", type=int, default=1, help="repeat every load")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="before each alone measurement, wait up to this long for a second "
+        "in which other users keep less than a tenth of a core busy (default "
+        "30, 0 with --quick)",
+    )
     parser.add_argument("--size", type=int, help="image size (default 224)")
     parser.add_argument(
         "--library", choices=LIBRARIES, action="append", help="default: all"
@@ -417,6 +451,8 @@ def main(argv=None) -> int:
         worker(library, files, float(start_at), float(seconds))
         return 0
     seconds = opts.seconds or (0.5 if opts.quick else 5.0)
+    if opts.wait_quiet is None:
+        opts.wait_quiet = 0.0 if opts.quick else 30.0
     size = opts.size or (96 if opts.quick else 224)
     if seconds <= 0 or opts.rounds < 1 or size < 32:
         raise SystemExit("--seconds and --rounds must be positive, --size >= 32")
@@ -446,6 +482,8 @@ def main(argv=None) -> int:
         )
         for round_ in range(opts.rounds):
             for label, models, spinners in loads(opts.quick):
+                if label == "alone" and opts.wait_quiet:
+                    _wait_quiet(opts.wait_quiet)
                 load = os.getloadavg()[0]
                 print(f"  round {round_ + 1}, {label} (load average {load:.2f}) ...")
                 for row, (library, env) in rows.items():  # interleaved: drift
