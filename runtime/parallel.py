@@ -305,7 +305,7 @@ def _automatic() -> list[tuple[object, int]]:
 def _follow_load() -> None:
     """Every WINDOW: others' busy cores → the team size of automatic modules;
     ends when none is left."""
-    global _auto
+    global _auto, _monitor
     hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     cpus = _affinity()
     before = (time.monotonic(), _busy_ticks(cpus), time.process_time())
@@ -322,7 +322,9 @@ def _follow_load() -> None:
         with _lock:
             modules = _automatic()
             if not modules:
-                _auto = 0
+                # Under the lock: a module registered after this sees no
+                # monitor and starts one.
+                _auto, _monitor = 0, None
                 return
             _auto = team_size(len(cpus), max(0.0, others / wall))
             for _, address in modules:

@@ -249,3 +249,33 @@ def test_the_default_follows_the_cpu_affinity():
     # Every core of the affinity while nobody else is busy; one core once the
     # process is restricted to one (libgomp alone would keep its first count).
     assert (first, later) == (cores, 1)
+
+
+MONITOR = """
+import gc, time
+import ember
+from ember.runtime import parallel
+
+parallel.WINDOW = 0.01
+mod = ember.build('''{who}''', name="who")
+first = parallel._monitor
+alive = first is not None and first.is_alive()
+del mod
+gc.collect()
+first.join(5)  # no automatic module left: the monitor ends
+again = ember.build('''{who}''', name="who")
+print(alive, first.is_alive(), parallel._monitor is not first, parallel._monitor.is_alive())
+"""
+
+
+def test_the_monitor_runs_while_an_automatic_module_is_loaded():
+    env = {k: v for k, v in os.environ.items() if "NUM_THREADS" not in k}
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(MONITOR.format(who=WHO))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "True", "True"]
