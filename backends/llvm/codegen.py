@@ -51,7 +51,31 @@ def optimize(
     tuning.loop_interleaving = opt_level >= 2
     tuning.loop_unrolling = opt_level >= 2
     builder = llvm.create_pass_builder(target_machine, tuning)
-    builder.getModulePassManager().run(module, builder)
+    passes = builder.getModulePassManager()
+    try:
+        passes.run(module, builder)
+    finally:
+        _dispose(passes, builder, tuning)
+
+
+def _dispose(
+    passes: llvm.ModulePassManager,
+    builder: llvm.PassBuilder,
+    tuning: llvm.PipelineTuningOptions,
+) -> None:
+    """Free the -O3 pipeline now, passes before the builder they came from.
+
+    llvmlite 0.50's `ModulePassManager` never frees its pipeline: its MRO puts
+    `ObjectRef._dispose` (a no-op) before `NewPassManager._dispose`, so
+    `close()` and the garbage collector leave every pass and its state behind,
+    about 100 KiB a build. `NewPassManager._dispose` is called directly, then
+    the wrapper is detached so nothing frees it twice.
+    """
+    if not passes.closed:
+        llvm.newpassmanagers.NewPassManager._dispose(passes)
+        passes.detach()
+    builder.close()
+    tuning.close()
 
 
 # Operating systems whose toolchains ship libgomp (or LLVM's libomp, which
