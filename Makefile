@@ -2,23 +2,29 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# pyproject.toml gives the supported ranges, constraints.txt the tested versions:
+# every install here takes the latter. setuptools says "Editable installation:
+# folders in your working directory with the same name as your package may take
+# precedence" on every editable install: ember/__init__.py sees to that case.
+PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install \
+	--quiet -c constraints.txt
 
 .PHONY: demo test lint pytest lit bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(PIP_INSTALL) --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[bench]'
+$(VENV)/.installed-bench: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e '.[bench]'
 	touch $@ $(VENV)/.installed
 
 # MobileNetV2 from ONNX, compiled ahead of time, raced against onnxruntime (the

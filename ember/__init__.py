@@ -8,9 +8,18 @@ llvmlite), so the compiler's names are imported on first use.
 """
 
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 __version__ = "0.1.0"
+
+# In a source checkout the subpackages are this folder's siblings (pyproject's
+# package-dir maps ember.runtime to runtime/, ...). With the checkout's root on
+# sys.path (`python -c` run there) this folder shadows the installed package, so
+# its siblings must be importable from here too, or `import ember.runtime` fails.
+_checkout = Path(__file__).resolve().parent.parent
+if (_checkout / "pyproject.toml").is_file() and (_checkout / "runtime").is_dir():
+    __path__.append(str(_checkout))
 
 _LAZY = {
     "build": ("ember.driver", "build"),
