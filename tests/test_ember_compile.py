@@ -127,11 +127,68 @@ def test_wrong_output_suffix(tmp_path, capsys):
 
 
 def test_parse_shapes():
-    assert parse_shapes(["data:1,3,224,224", "mask:1,8"]) == {
-        "data": (1, 3, 224, 224),
-        "mask": (1, 8),
-    }
+    want = {"data": (1, 3, 224, 224), "mask": (1, 8)}
+    assert parse_shapes(["data:1,3,224,224", "mask:1,8"]) == want
+    assert parse_shapes(["data:1x3x224x224", "mask:1x8"]) == want
+    # tvmc's --input-shapes: several in one string, bracketed, spaces allowed
+    assert parse_shapes(["data:[1,3,224,224] mask:[1,8]"]) == want
+    assert parse_shapes(["data: [1, 3, 224, 224]", "mask:[1,8]"]) == want
     assert parse_shapes(["a:b:2"]) == {"a:b": (2,)}
-    for bad in ("1,2", "x:", "x:0,2", "x:a"):
+    assert parse_shapes(["input/0:[2]"]) == {"input/0": (2,)}
+    for bad in ("1,2", "x:", "x:0,2", "x:a", "x:[-1,3]", "x:[1,2", "x:1x", "x:1 x:2"):
         with pytest.raises(UsageError):
             parse_shapes([bad])
+
+
+def test_tvmc_input_shapes_flag(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    _conv_model(tmp_path / "m.onnx")
+    lib = tmp_path / "m.so"
+    argv = [str(tmp_path / "m.onnx"), "-o", str(lib), "-q"]
+    assert main([*argv, "--input-shapes", "data:[2,3,8,8]"]) == 0
+    model = load_module(str(lib)).metadata["model"]
+    assert model["inputs"][0]["shape"] == [2, 3, 8, 8]
+
+
+def test_output_checked_before_compiling(tmp_path, capsys, monkeypatch):
+    import ember
+
+    _conv_model(tmp_path / "m.onnx")
+
+    def never(*args, **kwargs):
+        raise AssertionError("compiled before checking the output")
+
+    monkeypatch.setattr(ember, "compile_model", never, raising=False)
+    model = str(tmp_path / "m.onnx")
+    for args, message in [
+        (["-o", str(tmp_path / "no" / "m.so")], f"no such directory: {tmp_path}/no"),
+        (["-o", str(tmp_path / "d.so")], "is a directory"),
+        (
+            ["-o", str(tmp_path / "m.so"), "--params-separate", "/no/dir/m.params"],
+            "--params-separate /no/dir/m.params: no such directory",
+        ),
+    ]:
+        (tmp_path / "d.so").mkdir(exist_ok=True)
+        assert main([model, "-q", *args]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("ember-compile: error: ") and message in err
+
+
+def test_internal_error_is_exit_3(tmp_path, capsys, monkeypatch):
+    import ember
+
+    _conv_model(tmp_path / "m.onnx")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ember, "compile_model", boom, raising=False)
+    argv = [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.so")]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "ember-compile: internal error: RuntimeError: boom" in err
+    assert "importing" in err and "Traceback" not in err
+    assert main([*argv, "-q"]) == 3
+    assert "importing" not in capsys.readouterr().err
+    with pytest.raises(RuntimeError):
+        main([*argv, "--show-traceback"])

@@ -1,5 +1,6 @@
 """ember-run: running model libraries from the command line, and its errors."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 import ember
 from ember.runtime import save_param_dict
 from ember.tools import ember_run
+from ember.tools.common import setup_logging
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = hm.random_params()
@@ -81,6 +83,27 @@ def test_inputs_from_files(models, capsys, tmp_path):
         )
 
 
+def test_inputs_from_an_npz(models, capsys, tmp_path):
+    x = np.full((1, hm.K), 0.25, "float32")
+    np.savez(tmp_path / "in.npz", x=x)
+    for flag in ("--input", "--inputs"):
+        code, out, err = _run(
+            capsys,
+            models["embedded"],
+            flag,
+            tmp_path / "in.npz",
+            "--repeat",
+            0,
+            "--output-dir",
+            tmp_path,
+        )
+        assert code == 0, err
+        assert f"from {tmp_path / 'in.npz'}['x']" in out
+        np.testing.assert_allclose(
+            np.load(tmp_path / "y.npy"), hm.reference(x, PARAMS), rtol=1e-5, atol=1e-5
+        )
+
+
 def test_separate_params(models, capsys):
     code, out, err = _run(capsys, models["separate"])
     assert code == 1
@@ -93,7 +116,7 @@ def test_separate_params(models, capsys):
     code, out, err = _run(capsys, models["separate"], "--params", models["embedded"])
     assert code == 1 and "a packed params blob for this model has 896 bytes" in err
     code, out, err = _run(capsys, models["separate"], "--params", "/no/such.params")
-    assert code == 2 and "cannot read --params /no/such.params" in err
+    assert code == 1 and "cannot read --params /no/such.params" in err
 
 
 @pytest.mark.parametrize(
@@ -101,11 +124,14 @@ def test_separate_params(models, capsys):
     [
         (["{lib}", "--input", "q={npy}"], 2, "has no input 'q'; its inputs are 'x'"),
         (["{lib}", "--input", "x={npy}", "--input", "x={npy}"], 2, "given twice"),
-        (["{lib}", "--input", "x=/no/x.npy"], 2, "no such file: /no/x.npy"),
-        (["{lib}", "--input", "x={lib}"], 2, "cannot read {lib} as a .npy array"),
+        (["{lib}", "--input", "x=/no/x.npy"], 1, "no such file: /no/x.npy"),
+        (["{lib}", "--input", "x={lib}"], 1, "cannot read {lib} as a .npy array"),
+        (["{lib}", "--input", "x={npz}"], 1, "holds several arrays (.npz)"),
+        (["{lib}", "--inputs", "{npz}"], 2, "has no input 'q'; its inputs are 'x'"),
+        (["{lib}", "--input", "/no/x.npz"], 1, "no such file: /no/x.npz"),
         (["{lib}", "--input", "x={wrong}"], 1, r"expected float32 (1, 8), got float64"),
         (["{lib}", "--repeat", "-1"], 2, "--repeat must be >= 0"),
-        (["/no/model.so"], 2, "no such file: /no/model.so"),
+        (["/no/model.so"], 1, "no such file: /no/model.so"),
         (["{npy}"], 1, "expected a shared library (.so) or a library archive"),
         (["{kernel}"], 1, 'not a model library (its metadata has no "model"'),
     ],
@@ -115,6 +141,7 @@ def test_errors_are_one_line_and_an_exit_status(
 ):
     np.save(tmp_path / "x.npy", np.zeros((1, hm.K), "float32"))
     np.save(tmp_path / "wrong.npy", np.zeros((1, hm.K)))
+    np.savez(tmp_path / "q.npz", x=np.zeros((1, hm.K), "float32"), q=np.zeros(2))
     from ember import te
 
     A = te.placeholder((4,), name="A")
@@ -127,6 +154,7 @@ def test_errors_are_one_line_and_an_exit_status(
         "npy": tmp_path / "x.npy",
         "wrong": tmp_path / "wrong.npy",
         "kernel": tmp_path / "kernel.so",
+        "npz": tmp_path / "q.npz",
     }
     argv = [a.format(**values) for a in argv]
     code, out, err = _run(capsys, *argv)
@@ -143,6 +171,7 @@ def test_bad_option_is_usage_error(capsys):
 
 
 def test_progress_shows_on_long_work(capsys):
+    setup_logging("ember-run", logging.INFO)
     with ember_run.progress("working", delay=0.0):
         import time
 
@@ -179,7 +208,33 @@ def test_runs_as_a_program_without_the_compiler(models, tmp_path):
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+
+
+def test_internal_error_is_one_line_exit_3(models, capsys, monkeypatch):
+    def boom(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ember_run, "_summary", boom)
+    code, out, err = _run(capsys, models["embedded"], "--repeat", 0)
+    assert code == 3 and "ember-run: internal error: RuntimeError: boom" in err
+    assert "Traceback" not in err
+    with pytest.raises(RuntimeError):
+        ember_run.main([str(models["embedded"]), "--show-traceback"])
+
+
+def test_quiet_hides_progress(models, capsys, monkeypatch):
+    monkeypatch.setattr(ember_run, "PROGRESS_AFTER_S", 0.0)
+    code, out, err = _run(capsys, models["tar"], "--repeat", 0, "-q")
+    assert code == 0 and err == ""
+    monkeypatch.setenv("EMBER_LOG_LEVEL", "warning")
+    code, out, err = _run(capsys, models["tar"], "--repeat", 0)
+    assert code == 0 and err == ""
+    code, out, err = _run(capsys, models["tar"], "--repeat", 0, "-v")
+    assert code == 0 and "linking" in err
+    monkeypatch.setenv("EMBER_LOG_LEVEL", "loud")
+    code, out, err = _run(capsys, models["tar"], "--repeat", 0)
+    assert code == 2 and "EMBER_LOG_LEVEL: expected DEBUG" in err
 
 
 def test_entry_point_is_declared():

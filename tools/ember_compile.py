@@ -1,33 +1,38 @@
 """`ember-compile`: compile an ONNX model ahead of time into one library.
 
     ember-compile model.onnx -o model.so [--target "llvm -mcpu=native"]
-                  [--input-shape name:1,3,224,224] [--opt-level 3]
+                  [--input-shape data:1,3,224,224] [--opt-level 3]
                   [--params-separate model.params]
+    ember-compile model.onnx -o model.so --input-shapes "data:[1,3,224,224] mask:[1,8]"
 
 The library holds `default_run` (the whole model), every kernel, the model's
 description and, unless `--params-separate` is given, its params; run it with
 `ember-run model.so` or `GraphModule(load_module("model.so")["default"](dev))`.
-Progress goes to stderr (importing, kernels compiled k/n with cache hits,
-linking); the last line says what was written.
+Progress goes to stderr through logging (importing, kernels compiled k/n with
+cache hits, linking; `-q` hides it); the last line says what was written. The
+output paths are checked before any work.
 
-Exit status: 0 on success, 1 when the model cannot be compiled (an unsupported
-operator, a file that is not ONNX: one message, no traceback), 2 for bad
-command-line arguments.
+Exit status (as every ember tool, see `ember.tools.common`): 0 on success, 1
+when the model cannot be read or compiled or an output cannot be written (one
+message, no traceback), 2 for bad command-line arguments, 3 for a bug.
 """
 
 import argparse
+import logging
+import os
+import re
 import sys
 import time
 from pathlib import Path
 
+from ember.tools.common import UsageError, add_common_arguments
 
-class UsageError(Exception):
-    """A bad command-line argument: exit status 2."""
+log = logging.getLogger("ember.tools.compile")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="ember-compile",
+        prog=prog,
         description="Compile an ONNX model into an ember model library.",
     )
     parser.add_argument("model", help="the ONNX model file")
@@ -42,7 +47,15 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME:D0,D1,...",
-        help="the shape of an input with symbolic dimensions (repeatable)",
+        help="the shape of an input with symbolic dimensions (repeatable); "
+        "NAME:1,3,224,224, NAME:1x3x224x224 or NAME:[1,3,224,224]",
+    )
+    parser.add_argument(
+        "--input-shapes",
+        action="append",
+        default=[],
+        metavar='"NAME:[D0,...] NAME:[...]"',
+        help="tvmc's spelling: several shapes in one argument, space-separated",
     )
     parser.add_argument(
         "--opt-level", type=int, default=3, help="graph optimization level 0-3"
@@ -52,56 +65,84 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the params to FILE (save_param_dict) instead of the library",
     )
-    parser.add_argument(
-        "--quiet", "-q", action="store_true", help="no progress on stderr"
-    )
+    add_common_arguments(parser, prog)
     return parser
 
 
+_SHAPE_USAGE = (
+    "expected NAME:D0,D1,..., NAME:D0xD1x... or NAME:[D0,D1,...] with positive extents"
+)
+
+
 def parse_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
-    """`["data:1,3,224,224"]` -> `{"data": (1, 3, 224, 224)}`.
+    """Input shapes as ember and tvmc spell them: `["data:1,3,224,224"]`,
+    `["data:1x3x224x224"]` and `["data:[1,3,224,224] mask:[1,8]"]` (several in
+    one string, tvmc's `--input-shapes`) give `{"data": (1, 3, 224, 224), ...}`.
 
     Raises:
         UsageError: a spec without a name or with non-positive extents.
     """
     shapes = {}
     for spec in specs:
-        name, sep, dims = spec.rpartition(":")
-        try:
-            shape = tuple(int(d) for d in dims.split(","))
-        except ValueError:
-            shape = ()
-        if not sep or not name or not shape or min(shape) < 1:
-            raise UsageError(
-                f"--input-shape: expected NAME:D0,D1,... with positive extents, "
-                f"got {spec!r}"
+        # spaces inside brackets and after the colon belong to one mapping
+        tight = re.sub(r"\[[^\]]*\]", lambda m: re.sub(r"\s+", "", m[0]), spec)
+        tight = re.sub(r":\s+\[", ":[", tight)
+        for mapping in tight.split() or [spec]:
+            name, sep, dims = mapping.rpartition(":")
+            bracketed = dims.startswith("[") and dims.endswith("]")
+            text = dims[1:-1] if bracketed else dims
+            parts = (
+                text.split("x") if "x" in text and not bracketed else text.split(",")
             )
-        shapes[name] = shape
+            try:
+                shape = tuple(int(d) for d in parts)
+            except ValueError:
+                shape = ()
+            if not sep or not name or not shape or min(shape) < 1:
+                raise UsageError(f"--input-shape: {_SHAPE_USAGE}, got {mapping!r}")
+            if name in shapes:
+                raise UsageError(f"--input-shape: {name!r} is given twice")
+            shapes[name] = shape
     return shapes
 
 
-class _Progress:
-    """Kernel progress on one stderr line (rewritten on a terminal)."""
+def check_writable(path: Path, option: str) -> None:
+    """Fail now, not after the compilation, when `path` cannot be written.
 
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
+    Raises:
+        FileNotFoundError: its directory does not exist.
+        PermissionError: its directory cannot be written, or `path` can't.
+        IsADirectoryError: `path` is a directory.
+    """
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise FileNotFoundError(f"{option} {path}: no such directory: {parent}")
+    if path.is_dir():
+        raise IsADirectoryError(f"{option} {path}: is a directory")
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+        path.exists() and not os.access(path, os.W_OK)
+    ):
+        raise PermissionError(f"{option} {path}: permission denied")
+
+
+class _Progress:
+    """Kernel progress: one stderr line rewritten on a terminal, else a log
+    record every ten kernels; nothing below INFO."""
+
+    def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.hits = 0
 
     def __call__(self, stage: str, done: int, total: int, detail: str) -> None:
-        if self.quiet:
-            return
         self.hits += detail.endswith("(cached)")
+        if not log.isEnabledFor(logging.INFO):
+            return
         line = f"kernels {done}/{total} ({self.hits} cached) {detail}"
         if self.tty:
             print(f"\r\033[K{line}", end="" if done < total else "\n", file=sys.stderr)
+            sys.stderr.flush()
         elif done == total or done % 10 == 0:
-            print(line, file=sys.stderr)
-        sys.stderr.flush()
-
-    def say(self, message: str) -> None:
-        if not self.quiet:
-            print(message, file=sys.stderr, flush=True)
+            log.info(line)
 
 
 def run(opts: argparse.Namespace) -> None:
@@ -110,12 +151,14 @@ def run(opts: argparse.Namespace) -> None:
         raise UsageError(f"-o: expected a .so or .tar file, got {opts.output!r}")
     if not 0 <= opts.opt_level <= 3:
         raise UsageError(f"--opt-level: expected 0..3, got {opts.opt_level}")
-    shapes = parse_shapes(opts.input_shape)
+    shapes = parse_shapes(opts.input_shape + opts.input_shapes)
     if not Path(opts.model).is_file():
         raise FileNotFoundError(f"no such model file: {opts.model}")
-    report = _Progress(opts.quiet)
+    check_writable(output, "-o")
+    if opts.params_separate is not None:
+        check_writable(Path(opts.params_separate), "--params-separate")
     start = time.perf_counter()
-    report.say(f"importing {opts.model}")
+    log.info("importing %s", opts.model)
     import ember
     from ember.runtime import save_param_dict
 
@@ -125,15 +168,15 @@ def run(opts: argparse.Namespace) -> None:
         shape=shapes or None,
         opt_level=opts.opt_level,
         embed_params=opts.params_separate is None,
-        progress=report,
+        progress=_Progress(),
     )
-    report.say(f"linking {output}")
+    log.info("linking %s", output)
     mod.export_library(str(output))
     if opts.params_separate is not None:
         Path(opts.params_separate).write_bytes(save_param_dict(mod.params))
     stats = mod.compile_stats
     where = f", params in {opts.params_separate}" if opts.params_separate else ""
-    report.say(
+    log.info(
         f"wrote {output} ({stats.calls} kernel calls, {stats.kernels} kernels, "
         f"{stats.cache_hits} from cache, workspace {stats.workspace_bytes / 2**20:.1f} "
         f"MiB, params {stats.params_bytes / 2**20:.1f} MiB{where}) in "
@@ -141,22 +184,18 @@ def run(opts: argparse.Namespace) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "ember-compile") -> int:
+    """Run ember-compile; returns the exit status (see `ember.tools.common`)."""
     from ember.runtime import EmberError
+    from ember.tools.common import log_level, run_tool, setup_logging, show_traceback
 
-    opts = _parser().parse_args(argv)
-    try:
+    opts = _parser(prog).parse_args(argv)
+
+    def body() -> None:
+        setup_logging(prog, log_level(opts.verbose, opts.quiet))
         run(opts)
-    except UsageError as e:
-        print(f"ember-compile: error: {e}", file=sys.stderr)
-        return 2
-    except (EmberError, OSError, ValueError) as e:
-        print(f"ember-compile: error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("ember-compile: interrupted", file=sys.stderr)
-        return 130
-    return 0
+
+    return run_tool(prog, body, (EmberError, OSError, ValueError), show_traceback(opts))
 
 
 if __name__ == "__main__":

@@ -2,19 +2,24 @@
 
     ember-run model.so --input data=x.npy [--input ...] [--params model.params]
                        [--repeat 10] [--output-dir out/] [--seed 0]
+    ember-run model.so --inputs inputs.npz      # arrays named as the inputs
 
 Loads the library (``.so`` or ``.tar``) with the runtime alone, sets the inputs
-from ``.npy`` files (random ones, seeded, for inputs not given), runs the model,
+from ``.npy`` files or an ``.npz`` archive of arrays named as the model's inputs
+(tvmc's ``--inputs``; random ones, seeded, for inputs not given), runs the model,
 prints each output's name, shape, dtype, min/max/mean and first values, then
 the latency: the median of ``--repeat`` timed runs (``time_evaluator``).
 ``--output-dir`` saves each output as ``<name>.npy``.
 
-Exit status: 0 on success, 1 when the model cannot be loaded or run (the
-message says why), 2 for bad command-line arguments or unreadable files.
-Imports nothing but the standard library, numpy and ``ember.runtime``.
+Exit status (as every ember tool, see ``ember.tools.common``): 0 on success, 1
+when a file is missing or unreadable or the model cannot be loaded or run (the
+message says why), 2 for bad command-line arguments, 3 for a bug. Progress goes
+to stderr through logging (``-q`` hides it), results to stdout. Imports nothing
+but the standard library, numpy and ``ember.runtime``.
 """
 
 import argparse
+import logging
 import os
 import re
 import sys
@@ -27,13 +32,12 @@ import numpy as np
 
 from ember import runtime
 from ember.runtime import EmberError, GraphModule
+from ember.tools.common import UsageError, add_common_arguments
 
 PROGRESS_AFTER_S = 0.5
 """Loading that takes longer than this gets a progress line on stderr."""
 
-
-class UsageError(Exception):
-    """A bad argument or an unreadable file: exit status 2."""
+log = logging.getLogger("ember.tools.run")
 
 
 @contextmanager
@@ -47,7 +51,7 @@ def progress(message: str, delay: float | None = None) -> Iterator[None]:
 
     def show() -> None:
         shown.set()
-        print(f"{message}...", file=sys.stderr, flush=True)
+        log.info("%s...", message)
 
     timer = threading.Timer(delay, show)
     timer.daemon = True
@@ -58,12 +62,12 @@ def progress(message: str, delay: float | None = None) -> Iterator[None]:
         timer.cancel()
         if shown.is_set():
             elapsed = time.perf_counter() - start
-            print(f"{message}: done in {elapsed:.1f} s", file=sys.stderr, flush=True)
+            log.info("%s: done in %.1f s", message, elapsed)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = "ember-run") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="ember-run",
+        prog=prog,
         description="Run a compiled ember model library and time it.",
     )
     parser.add_argument("library", help="the model library (.so or .tar)")
@@ -73,7 +77,15 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=FILE.npy",
-        help="an input from a .npy file (FILE.npy alone for a model with one input)",
+        help="an input from a .npy file (FILE.npy alone for a model with one "
+        "input), or FILE.npz: inputs from the arrays named as them",
+    )
+    parser.add_argument(
+        "--inputs",
+        action="append",
+        default=[],
+        metavar="FILE.npz",
+        help="tvmc's spelling: inputs from the arrays of an .npz named as them",
     )
     parser.add_argument(
         "--params",
@@ -93,13 +105,33 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--show", type=int, default=8, help="values printed per output (default 8)"
     )
+    add_common_arguments(parser, prog)
     return parser
 
 
-def _parse_inputs(specs: list[str], names: list[str]) -> dict[str, str]:
-    files: dict[str, str] = {}
+Source = tuple[str, str | None]
+"""Where an input comes from: a .npy file, or an .npz file and its key."""
+
+
+def _parse_inputs(specs: list[str], names: list[str]) -> dict[str, Source]:
+    sources: dict[str, Source] = {}
+
+    def add(name: str, source: Source, spec: str) -> None:
+        if name not in names:
+            raise UsageError(
+                f"--input {spec}: the model has no input {name!r}; its inputs "
+                f"are {', '.join(map(repr, names))}"
+            )
+        if name in sources:
+            raise UsageError(f"--input {name} is given twice")
+        sources[name] = source
+
     for spec in specs:
         name, sep, path = spec.rpartition("=")
+        if not sep and spec.endswith(".npz"):
+            for key in _npz_keys(spec):
+                add(key, (spec, key), spec)
+            continue
         if not sep:
             if len(names) != 1:
                 raise UsageError(
@@ -107,26 +139,37 @@ def _parse_inputs(specs: list[str], names: list[str]) -> dict[str, str]:
                     f"({', '.join(names)}); write NAME=FILE.npy"
                 )
             name, path = names[0], spec
-        if name not in names:
-            raise UsageError(
-                f"--input {spec}: the model has no input {name!r}; its inputs "
-                f"are {', '.join(map(repr, names))}"
-            )
-        if name in files:
-            raise UsageError(f"--input {name} is given twice")
-        files[name] = path
-    return files
+        add(name, (path, None), spec)
+    return sources
 
 
-def _load_npy(path: str) -> np.ndarray:
+def _npz_keys(path: str) -> list[str]:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return list(archive.files)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {path}") from None
+    except (OSError, ValueError, AttributeError) as e:
+        raise ValueError(f"cannot read {path} as an .npz archive: {e}") from None
+
+
+def _load(source: Source) -> np.ndarray:
+    path, key = source
+    if key is not None:
+        with np.load(path, allow_pickle=False) as archive:
+            return archive[key]
     try:
         value = np.load(path, allow_pickle=False)
     except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
+        raise FileNotFoundError(f"no such file: {path}") from None
     except (OSError, ValueError) as e:
-        raise UsageError(f"cannot read {path} as a .npy array: {e}") from None
+        raise ValueError(f"cannot read {path} as a .npy array: {e}") from None
     if not isinstance(value, np.ndarray):
-        raise UsageError(f"{path} holds several arrays (.npz); give one .npy per input")
+        value.close()
+        raise ValueError(
+            f"{path} holds several arrays (.npz): name it --input FILE.npz "
+            "(arrays named as the inputs), or give one .npy per input"
+        )
     return value
 
 
@@ -163,7 +206,9 @@ def run(opts: argparse.Namespace) -> None:
     if opts.repeat < 0:
         raise UsageError(f"--repeat must be >= 0, got {opts.repeat}")
     if not os.path.exists(opts.library):
-        raise UsageError(f"no such file: {opts.library}")
+        raise FileNotFoundError(f"no such file: {opts.library}")
+    if opts.output_dir:  # before the work, not after it
+        os.makedirs(opts.output_dir, exist_ok=True)
     what = "linking" if opts.library.endswith(".tar") else "loading"
     with progress(f"{what} {opts.library}"):
         lib = runtime.load_module(opts.library)
@@ -177,15 +222,13 @@ def run(opts: argparse.Namespace) -> None:
         )
     module = GraphModule(lib["default"](runtime.cpu()))
     names = [t["name"] for t in model["inputs"]]
-    files = _parse_inputs(opts.input, names)
+    files = _parse_inputs(opts.input + opts.inputs, names)
     if opts.params is not None:
         try:
             with open(opts.params, "rb") as f:
                 data = f.read()
         except OSError as e:
-            raise UsageError(
-                f"cannot read --params {opts.params}: {e.strerror}"
-            ) from None
+            raise OSError(f"cannot read --params {opts.params}: {e.strerror}") from None
         module.load_params(data)
     elif not model["params_embedded"] and model["params"]:
         raise EmberError(
@@ -203,8 +246,9 @@ def run(opts: argparse.Namespace) -> None:
     for tensor in model["inputs"]:
         name, shape, dtype = tensor["name"], tuple(tensor["shape"]), tensor["dtype"]
         if name in files:
-            value = _load_npy(files[name])
-            origin = files[name]
+            value = _load(files[name])
+            path, key = files[name]
+            origin = path if key is None else f"{path}[{key!r}]"
         else:
             value = _random_input(shape, dtype, rng)
             origin = f"random (seed {opts.seed})"
@@ -212,8 +256,6 @@ def run(opts: argparse.Namespace) -> None:
         print(f"input {name!r}: {dtype} {shape} from {origin}")
 
     module.run()
-    if opts.output_dir:
-        os.makedirs(opts.output_dir, exist_ok=True)
     for i, tensor in enumerate(model["outputs"]):
         value = module.get_output(i).numpy()
         print(f"output {i} {tensor['name']!r}: {value.dtype} {value.shape}")
@@ -236,22 +278,19 @@ def run(opts: argparse.Namespace) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    opts = _parser().parse_args(argv)
-    try:
+def main(argv: list[str] | None = None, prog: str = "ember-run") -> int:
+    """Run ember-run; returns the exit status (see `ember.tools.common`)."""
+    from ember.tools.common import log_level, run_tool, setup_logging, show_traceback
+
+    opts = _parser(prog).parse_args(argv)
+
+    def body() -> None:
+        setup_logging(prog, log_level(opts.verbose, opts.quiet))
         run(opts)
-    except UsageError as e:
-        print(f"ember-run: error: {e}", file=sys.stderr)
-        return 2
-    except (EmberError, ValueError, TypeError, OSError) as e:
-        if os.environ.get("EMBER_TRACEBACK"):
-            raise
-        print(f"ember-run: error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("ember-run: interrupted", file=sys.stderr)
-        return 130
-    return 0
+
+    return run_tool(
+        prog, body, (EmberError, ValueError, TypeError, OSError), show_traceback(opts)
+    )
 
 
 if __name__ == "__main__":
