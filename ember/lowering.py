@@ -318,6 +318,15 @@ def _combiner(body: te.Expr) -> tuple[Block | None, Attribute | None]:
     return block, _const_attr(identity)
 
 
+def _operands(e: te.Expr) -> list[te.Expr]:
+    """The subexpressions `_BodyEmitter._emit` emits in `e`'s scope before `e`."""
+    if isinstance(e, te.Select):
+        return [e.cond]  # the sides may belong to branches of their own
+    if isinstance(e, (te.Read, te.Binary, te.Compare, te.Call, te.Cast)):
+        return e.children
+    return []  # leaves, and a misplaced reduction (an error of its own)
+
+
 def _const_attr(c: te.Const) -> FloatAttr | IntegerAttr:
     t = ir_type(c.dtype)
     if c.dtype in te.FLOAT_DTYPES:
@@ -355,9 +364,23 @@ class _BodyEmitter:
 
     def emit(self, e: te.Expr) -> SSAValue:
         value = self._lookup(e)
-        if value is None:
-            value = self._emit(e)
-            self.scopes[-1][id(e)] = (e, value)
+        if value is not None:
+            return value
+        # Operands first, deepest first, from an explicit stack: `_emit` then
+        # finds them emitted, so an expression thousands of operations deep
+        # needs no Python recursion (only nested guarded selects recurse).
+        stack: list[tuple[te.Expr, bool]] = [(e, False)]
+        while stack:
+            node, ready = stack.pop()
+            if self._lookup(node) is not None:
+                continue
+            if ready:
+                self.scopes[-1][id(node)] = (node, self._emit(node))
+                continue
+            stack.append((node, True))
+            stack.extend((o, False) for o in reversed(_operands(node)))
+        value = self._lookup(e)
+        assert value is not None
         return value
 
     def _emit(self, e: te.Expr) -> SSAValue:

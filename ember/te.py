@@ -211,6 +211,7 @@ class Tensor:
     """The result of a placeholder or a compute; index it to read an element."""
 
     def __init__(self, shape: tuple[int, ...], dtype: str, op: Operation):
+        check_size(op.name, shape, dtype)
         self.shape, self.dtype, self.op = shape, dtype, op
         op.output = self
 
@@ -235,6 +236,31 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"Tensor({self.name}, shape={self.shape}, dtype={self.dtype})"
+
+
+MAX_BYTES = 2**63 - 1
+"""The largest tensor, in bytes: compiled code computes sizes, offsets and
+indices in int64 (the packed ABI's overlap check, byte offsets, loop bounds)."""
+
+_ITEM_BYTES = {"bool": 1, "int8": 1, "float16": 2}
+
+
+def check_size(name: str, shape: Sequence[int], dtype: str) -> None:
+    """Refuse a tensor whose byte size does not fit in int64.
+
+    Raises:
+        ValueError: naming the tensor, its size and the limit.
+    """
+    count = 1
+    for d in shape:
+        count *= d
+    size = count * _ITEM_BYTES.get(dtype, 8 if dtype.endswith("64") else 4)
+    if size > MAX_BYTES:
+        raise ValueError(
+            f"tensor '{name}' of shape {tuple(shape)} and dtype {dtype} has "
+            f"{count} elements ({size} bytes); ember's limit is {MAX_BYTES} bytes "
+            "(2**63 - 1: sizes and indices are int64)"
+        )
 
 
 def _index(value: ExprLike, tensor: str) -> Expr:
@@ -276,6 +302,10 @@ def reduce_axis(dom: tuple[int, int], name: str = "rv") -> Var:
     lower, upper = dom
     if upper <= lower:
         raise ValueError(f"reduce_axis '{name}': empty range [{lower}, {upper})")
+    if not -(2**63) <= lower < upper <= MAX_BYTES:
+        raise ValueError(
+            f"reduce_axis '{name}': range [{lower}, {upper}) does not fit in int64"
+        )
     return Var(name, lower, upper - lower, reduce=True)
 
 

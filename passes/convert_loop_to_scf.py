@@ -25,6 +25,12 @@ ALIGNMENT = 64
 """Bytes; a cache line, and enough for any SIMD load on the CPUs ember targets."""
 
 
+MAX_UNROLL_COPIES = 4096
+"""The most copies of a body that unrolling may make (the product of the trip
+counts of the unrolled loops around it): beyond it code size, compile time and
+the instruction cache all lose, and a schedule should split the loop first."""
+
+
 @dataclass(frozen=True)
 class ConvertLoopToScfPass(ModulePass):
     """Lower `loop.for` to `scf.for` (or unroll it) and `loop.alloc` to memref.
@@ -58,7 +64,9 @@ class ConvertLoopToScfPass(ModulePass):
     `loop.alloc` becomes a 64-byte aligned `memref.alloc` freed by a `memref.dealloc`
     just before the terminator of its block (the end of the block if it has none); a
     local one becomes an aligned `memref.alloca`. The walk is post-order, so an
-    unrolled body is copied after its inner loops are already lowered.
+    unrolled body is copied after its inner loops are already lowered. Unrolling
+    that would make more than `MAX_UNROLL_COPIES` copies of a body (counting the
+    unrolled loops around it) fails, naming the loop.
     """
 
     name = "convert-loop-to-scf"
@@ -124,6 +132,14 @@ def _unroll(op: loop.ForOp) -> bool:
     assert lower is not None and upper is not None and step is not None
     if step <= 0:
         return False
+    copies = _unrolled_copies(op)
+    if copies > MAX_UNROLL_COPIES:
+        name = op.induction_var.name_hint or "?"
+        _fail(
+            op,
+            f"unrolling loop %{name} makes {copies} copies of its body (with the "
+            f"unrolled loops around it), more than the cap of {MAX_UNROLL_COPIES}",
+        )
     body = list(op.body.block.ops)[:-1]
     iv = op.induction_var
     before = InsertPoint.before(op)
@@ -135,6 +151,22 @@ def _unroll(op: loop.ForOp) -> bool:
         Rewriter.insert_op([inner.clone(mapping) for inner in body], before)
     Rewriter.erase_op(op)
     return True
+
+
+def _unrolled_copies(op: loop.ForOp) -> int:
+    """How many copies of `op`'s body unrolling it and the unrolled loops with
+    constant bounds around it makes."""
+    copies = 1
+    current: Operation | None = op
+    while current is not None:
+        if isinstance(current, loop.ForOp) and current.kind.data == "unrolled":
+            lower, upper, step = (
+                constant_value(v) for v in (current.lower, current.upper, current.step)
+            )
+            if lower is not None and upper is not None and step and step > 0:
+                copies *= max(0, -(-(upper - lower) // step))
+        current = current.parent_op()
+    return copies
 
 
 def _lower_alloc(op: loop.AllocOp) -> None:

@@ -24,6 +24,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ember.dialects import loop, te
 from ember.passes import affine
 from ember.passes.affine import Form
+from ember.passes.convert_loop_to_scf import MAX_UNROLL_COPIES
 from ember.passes.te_reductions import combine, identity
 from ember.passes.te_stages import (
     IterVar,
@@ -293,6 +294,7 @@ class NestEmitter:
     ) -> InsertPoint:
         domain = self.domains[stage]
         unroll_limits = _unroll_limits(stage, domain)
+        _check_unroll(stage, domain, unroll_limits)
         for v in leaves:
             x = domain.vars[v]
             end = loop.YieldOp()
@@ -435,18 +437,43 @@ def _hint(name: str) -> str | None:
 
 def _unroll_limits(stage: Stage, domain: Domain) -> dict[IterVar, bool]:
     """Loops that an `auto_unroll_max_step` pragma on an enclosing loop unrolls:
-    those whose whole nest below (itself included) runs at most that many steps."""
+    those whose whole nest below (itself included) runs at most that many steps,
+    and never more than `MAX_UNROLL_COPIES` (a pragma is a hint: beyond the cap
+    loops stay serial)."""
     result: dict[IterVar, bool] = {}
     for n, v in enumerate(stage.leaves):
         limit = constant_attr(v.pragmas.get("auto_unroll_max_step"))
         if limit is None:
             continue
+        limit = min(limit, MAX_UNROLL_COPIES)
         steps = 1
         for inner in reversed(stage.leaves[n + 1 :]):
             steps *= domain.vars[inner].extent
             if steps <= limit:
                 result[inner] = True
     return result
+
+
+def _check_unroll(stage: Stage, domain: Domain, auto: dict[IterVar, bool]) -> None:
+    """Refuse a stage whose unrolled loops would copy its body more than
+    `MAX_UNROLL_COPIES` times (their extents multiply: they are nested)."""
+    unrolled = [v for v in stage.leaves if v.kind == "unrolled" or auto.get(v)]
+    copies = 1
+    for v in unrolled:
+        copies *= domain.vars[v].extent
+    if copies > MAX_UNROLL_COPIES:
+        loops = (
+            f"loop '{unrolled[0].name}'"
+            if len(unrolled) == 1
+            else "loops "
+            + ", ".join(f"'{v.name}' ({domain.vars[v].extent})" for v in unrolled)
+        )
+        raise ScheduleError(
+            f"te.unroll: unrolling {loops} "
+            f"of stage '{stage.name}' makes {copies} copies of its body, more than "
+            f"ember's cap of {MAX_UNROLL_COPIES}; split the loop and unroll the "
+            "inner part"
+        )
 
 
 def _evaluate(

@@ -1,0 +1,123 @@
+"""Compiler limits give clear errors or work (issue 16): deep expressions,
+unrolling beyond the cap, shapes whose size overflows int64."""
+
+import numpy as np
+import pytest
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import PassFailedException
+
+import ember
+from ember import te
+from ember.passes import get_context, run
+from ember.passes.convert_loop_to_scf import MAX_UNROLL_COPIES
+
+
+def test_deep_expression_compiles_and_runs():
+    A = te.placeholder((16,), name="A")
+
+    def body(i):
+        x = A[i]
+        for _ in range(1500):  # past Python's default recursion limit of 1000
+            x = x + 1.0
+        return x
+
+    C = te.compute((16,), body, name="C")
+    mod = ember.build(te.create_schedule(C.op), [A, C], name="deep")
+    a = np.arange(16, dtype="float32")
+    c = np.zeros(16, "float32")
+    mod(a, c)
+    np.testing.assert_array_equal(c, a + 1500)
+
+
+def test_deep_index_expression():
+    A = te.placeholder((16,), name="A")
+
+    def body(i):
+        x = i
+        for _ in range(800):
+            x = x + 1
+        for _ in range(800):
+            x = x - 1
+        return A[x] * 2.0
+
+    C = te.compute((16,), body, name="C")
+    mod = ember.build(te.create_schedule(C.op), [A, C], name="deep_index")
+    a = np.arange(16, dtype="float32")
+    c = np.zeros(16, "float32")
+    mod(a, c)
+    np.testing.assert_array_equal(c, a * 2)
+
+
+def _vecadd(n: int):
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[i] + 1.0, name="C")
+    return A, C, te.create_schedule(C.op)
+
+
+def test_unroll_beyond_the_cap_names_the_loop_and_the_cap():
+    A, C, s = _vecadd(30000)
+    s[C].unroll(C.op.axis[0])
+    with pytest.raises(PassFailedException) as info:
+        ember.build(s, [A, C], name="unrolled")
+    message = str(info.value)
+    assert "loop 'i' of stage 'C' makes 30000 copies" in message
+    assert f"cap of {MAX_UNROLL_COPIES}" in message
+
+
+def test_nested_unrolls_multiply():
+    A = te.placeholder((128, 64), name="A")
+    C = te.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[C].unroll(C.op.axis[0])
+    s[C].unroll(C.op.axis[1])
+    with pytest.raises(PassFailedException, match=r"8192 copies"):
+        ember.build(s, [A, C], name="unrolled2")
+
+
+def test_unroll_pragma_stops_at_the_cap():
+    A, C, s = _vecadd(30000)
+    s[C].pragma(C.op.axis[0], "auto_unroll_max_step", 100000)
+    mod = ember.build(s, [A, C], name="pragma")
+    assert "unrolled" not in mod.get_source("loop")  # too long: stays serial
+    a = np.arange(30000, dtype="float32")
+    c = np.zeros_like(a)
+    mod(a, c)
+    np.testing.assert_array_equal(c, a + 1)
+
+
+LOOP_IR = """
+func.func @f(%A: memref<8192xf32>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %c1 = arith.constant 1 : index
+  loop.for %i = %c0 to %c64 step %c1 unrolled {
+    loop.for %j = %c0 to %c128 step %c1 unrolled {
+      %x = memref.load %A[%j] : memref<8192xf32>
+      memref.store %x, %A[%j] : memref<8192xf32>
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_loop_ir_unroll_cap():
+    module = Parser(get_context(), LOOP_IR).parse_module()
+    with pytest.raises(PassFailedException, match=r"%j makes 8192 copies"):
+        run(module, "convert-loop-to-scf")
+
+
+@pytest.mark.parametrize(
+    "shape, dtype",
+    [((2**40, 2**40), "float32"), ((2**62,), "float32"), ((2**63,), "bool")],
+)
+def test_huge_shapes_are_refused_with_the_limit(shape, dtype):
+    with pytest.raises(ValueError, match=r"tensor 'A' of shape .* limit is"):
+        te.placeholder(shape, dtype=dtype, name="A")
+
+
+def test_huge_compute_is_refused():
+    A = te.placeholder((2**31,), name="A")
+    with pytest.raises(ValueError, match=r"tensor 'C' of shape .* bytes"):
+        te.compute((2**31, 2**31), lambda i, j: A[i] + A[j], name="C")
