@@ -482,14 +482,14 @@ def main(argv=None) -> int:
         )
         for round_ in range(opts.rounds):
             for label, models, spinners in loads(opts.quick):
-                if label == "alone" and opts.wait_quiet:
-                    _wait_quiet(opts.wait_quiet)
                 load = os.getloadavg()[0]
                 print(f"  round {round_ + 1}, {label} (load average {load:.2f}) ...")
                 for row, (library, env) in rows.items():  # interleaved: drift
                     if library in problems:  # hits every row alike
                         continue
                     rounds = results[row].setdefault(label, [])
+                    if label == "alone" and opts.wait_quiet:
+                        _wait_quiet(opts.wait_quiet)
                     try:
                         rounds.append(
                             measure(library, files, models, spinners, seconds, env)
