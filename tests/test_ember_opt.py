@@ -1,6 +1,7 @@
 """ember-opt's driver from Python: stages, stderr-only instrumentation, elided
 constants refused when read back, obj output, DOT that Graphviz accepts."""
 
+import re
 import shutil
 import subprocess
 
@@ -78,7 +79,7 @@ def test_internal_error_is_one_line_unless_asked(neg, capsys, monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(opt_stages, "codegen", boom)
-    assert main([str(neg), "--emit=asm"]) == 2
+    assert main([str(neg), "--emit=asm"]) == 3
     assert "internal error: RuntimeError: boom" in capsys.readouterr().err
     with pytest.raises(RuntimeError):
         main([str(neg), "--emit=asm", "--show-traceback"])
@@ -91,3 +92,49 @@ def test_dot_renders_with_graphviz(neg, capsys):
     assert "te.compute B\\n4xf32" in dot
     svg = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True)
     assert svg.returncode == 0 and "<svg" in svg.stdout
+
+
+def test_targets_are_those_that_print_ember_ir(neg, capsys):
+    for target in ("x86-asm", "wgsl", "riscv-asm", "csl"):
+        assert main([str(neg), "-t", target]) == 2
+        err = capsys.readouterr().err
+        assert f"invalid choice: '{target}' (choose from mlir, llvm, dot)" in err
+    assert main([str(neg), "-p", "ember-cpu", "-t", "llvm"]) == 0
+    assert "define " in capsys.readouterr().out
+
+
+def test_pass_pipeline_in_mlir_form(neg, capsys):
+    assert main([str(neg), "-p", "convert-te-to-loop,cse"]) == 0
+    want = capsys.readouterr().out
+    spec = "builtin.module(convert-te-to-loop{scratch-args=false},cse)"
+    assert main([str(neg), f"--pass-pipeline={spec}"]) == 0
+    assert capsys.readouterr().out == want and "memref<4xf32>" in want
+    assert main([str(neg), "-p", "builtin.module(convert-te-to-loop,cse)"]) == 0
+    assert capsys.readouterr().out == want
+    assert main([str(neg), "--pass-pipeline=func.func(cse)"]) == 2
+    assert "expected builtin.module(...)" in capsys.readouterr().err
+    assert main([str(neg), "-p", "cse", "--pass-pipeline=builtin.module(cse)"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_list_passes_and_help_give_summaries(capsys):
+    assert main(["--list-passes"]) == 0
+    listing = capsys.readouterr().out
+    ours, xdsl = listing.split("xDSL's passes:")
+    assert ours.startswith("ember's passes:")
+    assert re.search(r"\n  convert-te-to-loop +Lower te functions to loop nests", ours)
+    assert re.search(r"\n  licm +Moves operations without side effects", xdsl)
+    assert "\n  cse\n" in xdsl and "convert-te-to-loop" not in xdsl  # cse: no doc
+    assert main(["--help"]) == 0
+    help_text = capsys.readouterr().out
+    assert help_text.startswith("usage: ember-opt") and listing in help_text
+
+
+def test_version_and_verbosity_flags(neg, capsys):
+    import ember
+
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"ember-opt (ember) {ember.__version__} (xdsl ")
+    assert main([str(neg), "-v", "-q", "-p", "cse"]) == 0  # -v is not --version
+    assert capsys.readouterr().out.lstrip().startswith("builtin.module")

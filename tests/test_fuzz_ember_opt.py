@@ -510,7 +510,7 @@ def _fuzz(data_randoms: random.Random, path: Path) -> None:
     check(case, o)
     # An internal error is a one-line diagnostic, but one raised in ember's own
     # code is a bug to fix; xDSL's are reported upstream.
-    if o.rc == 2 and "internal error" in o.stderr:
+    if o.rc == 3 and "internal error" in o.stderr:
         where = _where(case, path)
         assert not where.startswith("ember"), (
             f"internal error at {where}\n{case.repro()}\n{o.stderr}"
@@ -650,13 +650,15 @@ def catalogue(
             if why:
                 broken += 1
                 print(f"BROKEN ({why}):\n{case.repro()}\n{o.stderr[-2000:]}\n")
-            tally[{0: "ok", 1: "diagnostic", 2: "usage/internal"}.get(o.rc, "?")] += 1
+            tally[
+                {0: "ok", 1: "diagnostic", 2: "usage", 3: "internal"}.get(o.rc, "?")
+            ] += 1
             tally["ok to LLVM"] += o.rc == 0 and bool(set(case.args) & _TO_LLVM)
             tally["in a process"] += bool(sub)
             if o.rc and not o.stderr.lstrip().startswith(str(path)):
                 first = o.stderr.strip().splitlines()[0] if o.stderr.strip() else ""
                 unplaced[re.sub(r"\d+", "N", first)[:160]] += 1
-            if o.rc == 2 and "internal error" in o.stderr:
+            if o.rc == 3 and "internal error" in o.stderr:
                 key = o.stderr.strip().splitlines()[-1][:160]
                 n, first, where = internal.get(key, (0, case, ""))
                 internal[key] = (n + 1, first, where or _where(case, path))

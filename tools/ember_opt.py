@@ -5,11 +5,14 @@ and mlir-opt's instrumentation and diagnostics (see docs/ember_opt.md).
     ember-opt kernel.mlir --emit=asm -t "llvm -mtriple=aarch64-linux-gnu"
     ember-opt model.mlir --emit=graph -t dot | dot -Tsvg > model.svg
     ember-opt kernel.mlir -p ember-cpu --print-ir-after=loop-vectorize --time-passes
+    ember-opt kernel.mlir --pass-pipeline='builtin.module(convert-te-to-loop,cse)'
+    ember-opt --list-passes
 
 Bad input (a parse or verification error, an unknown pass, a failing pass) prints
 `file:line:col: error: message` with the offending line on stderr and exits with
-status 1; `--show-traceback` (or EMBER_TRACEBACK=1) shows the Python traceback of
-an internal error.
+status 1; a bad option is status 2, an internal error status 3 (as every ember
+tool: `ember.tools.common`); `--show-traceback` (or EMBER_TRACEBACK=1) shows the
+Python traceback of an internal error.
 """
 
 import argparse
@@ -36,6 +39,18 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ember.passes.api import add_plugin_argument, parse_pipeline
 from ember.runtime import EmberError
+from ember.tools.common import (
+    INPUT_ERROR,
+    INTERNAL_ERROR,
+    OK,
+    USAGE_ERROR,
+    UsageError,
+    add_verbosity_arguments,
+    internal_error,
+    log_level,
+    setup_logging,
+    version,
+)
 from ember.tools.opt_diagnostics import (
     EmberDiagnostic,
     LocatingParser,
@@ -48,7 +63,12 @@ from ember.tools.opt_diagnostics import (
     from_verify_error,
 )
 from ember.tools.opt_instrument import Instrumentation, Timer, print_module
+from ember.tools.opt_passes import list_passes, strip_module_anchor
 from ember.tools.opt_stages import STAGES
+
+TARGETS = ("mlir", "llvm", "dot")
+"""The `-t` formats that print ember IR. xDSL's others (x86-asm, wgsl, csl, ...)
+expect their own dialects: on ember IR they crash or print nothing."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +86,7 @@ class LLVMIRTarget(Target):
 
 
 class EmberOptMain(xDSLOptMain):
-    version_format = "ember-opt on xdsl {xdsl_version}"
+    version_format = version("ember-opt") + " (xdsl {xdsl_version})"
     codegen_target: str = "llvm"
     """The LLVM target (TVM form) for --emit=llvm-ir/asm/obj and graph lowering."""
 
@@ -85,13 +105,25 @@ class EmberOptMain(xDSLOptMain):
         from ember.tools.opt_dot import DotTarget
 
         super().register_all_targets()
-        self.available_targets["llvm"] = lambda: LLVMIRTarget
-        self.available_targets["dot"] = lambda: DotTarget
+        ours = {"llvm": lambda: LLVMIRTarget, "dot": lambda: DotTarget}
+        self.available_targets = {
+            t: ours.get(t) or self.available_targets[t] for t in TARGETS
+        }
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         add_plugin_argument(arg_parser)  # loaded by main() before parsing; for --help
+        arg_parser.prog = "ember-opt"
+        # -v is --verbose in every ember tool; xDSL gives it to --version
+        arg_parser._option_string_actions.pop("-v").option_strings.remove("-v")
+        add_verbosity_arguments(arg_parser)
+        _append_pass_list_to_help(arg_parser, self.available_passes)
         for action in arg_parser._actions:
+            if "--passes" in action.option_strings:
+                action.help = (
+                    "a comma-separated pass pipeline, `p1,p2{opt=1}` (--list-passes "
+                    "lists the passes; MLIR's builtin.module(...) is accepted too)"
+                )
             if "--target" in action.option_strings:
                 # `-t "llvm -mtriple=..."`: output LLVM code for that target
                 action.type = self._split_target
@@ -115,6 +147,16 @@ class EmberOptMain(xDSLOptMain):
             "--list-pipelines",
             action="store_true",
             help="list the named pipelines and --emit stages, then exit",
+        )
+        arg_parser.add_argument(
+            "--list-passes",
+            action="store_true",
+            help="list the passes with their summaries, ember's then xDSL's, then exit",
+        )
+        arg_parser.add_argument(
+            "--pass-pipeline",
+            metavar="'builtin.module(P1,P2{OPT=V})'",
+            help="the pass pipeline in MLIR's form (instead of -p)",
         )
         arg_parser.add_argument("--print-ir-after-all", action="store_true")
         arg_parser.add_argument("--print-ir-before-all", action="store_true")
@@ -151,6 +193,15 @@ class EmberOptMain(xDSLOptMain):
 
     def setup_pipeline(self) -> None:
         args = self.args
+        setup_logging("ember-opt", log_level(args.verbose, args.quiet))
+        if args.pass_pipeline is not None:
+            if args.passes:
+                raise UsageError("give -p or --pass-pipeline, not both")
+            args.passes = args.pass_pipeline
+        try:
+            args.passes = strip_module_anchor(args.passes)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
         if args.mcpu:
             self.codegen_target = f"{self.codegen_target} -mcpu={args.mcpu}"
         self.args.passes = expand_pipelines(args.passes)
@@ -208,6 +259,9 @@ class EmberOptMain(xDSLOptMain):
         diagnostic per failing chunk (every chunk is tried)."""
         if self.args.list_pipelines:
             print(list_pipelines())
+            return
+        if self.args.list_passes:
+            print(list_passes(self.available_passes), end="")
             return
         self._check_emit_args()
         chunks, file_extension = self.prepare_input()
@@ -411,6 +465,19 @@ def expand_pipelines(spec: str) -> str:
     return ",".join(p for p in re.split(r",(?![^{]*\})", spec) if p.strip())
 
 
+def _append_pass_list_to_help(
+    parser: argparse.ArgumentParser, available: dict[str, Callable]
+) -> None:
+    """`--help` ends with the passes and their summaries, computed only when
+    help is printed (it imports every pass)."""
+    format_help = parser.format_help
+
+    def with_passes() -> str:
+        return f"{format_help()}\n{list_passes(available)}"
+
+    parser.format_help = with_passes
+
+
 def list_pipelines() -> str:
     """The named pipelines with their passes, and the --emit stages."""
     from ember.passes.pipelines import PIPELINES
@@ -444,31 +511,33 @@ def main(argv: list[str] | None = None) -> int:
         argv = load_plugins_from_argv(argv)  # --load-pass-plugin, before passes list
         EmberOptMain(description="ember's modular optimizer driver", args=argv).run()
     except SystemExit as e:
-        return e.code if isinstance(e.code, int) else 1
+        return e.code if isinstance(e.code, int) else INPUT_ERROR
+    except UsageError as e:
+        print(f"ember-opt: error: {e}", file=sys.stderr)
+        return USAGE_ERROR
     except EmberDiagnostic as e:
         print(e.render(), file=sys.stderr)
-        return 1
+        return INPUT_ERROR
     except (DiagnosticException, ParseError) as e:
         print(f"ember-opt: error: {str(e).strip()}", file=sys.stderr)
-        return 1
+        return INPUT_ERROR
     except ArgSpecParseError as e:  # a BaseException in xDSL: catch it by name
         print(f"ember-opt: error: {e}", file=sys.stderr)
-        return 1
+        return INPUT_ERROR
     except (ValueError, LookupError, NotImplementedError, OSError, EmberError) as e:
         if show_tb:
             raise
         print(f"ember-opt: error: {e}", file=sys.stderr)
-        return 1
+        return INPUT_ERROR
+    except KeyboardInterrupt:
+        print("ember-opt: interrupted", file=sys.stderr)
+        return 130
     except Exception as e:  # a bug in ember or xDSL, reported as one line
         if show_tb:
             raise
-        print(
-            f"ember-opt: internal error: {type(e).__name__}: {e} "
-            "(--show-traceback or EMBER_TRACEBACK=1 shows the traceback)",
-            file=sys.stderr,
-        )
-        return 2
-    return 0
+        print(internal_error("ember-opt", e), file=sys.stderr)
+        return INTERNAL_ERROR
+    return OK
 
 
 if __name__ == "__main__":
