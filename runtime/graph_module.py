@@ -21,10 +21,27 @@ an error, not garbage). ``GraphModule`` wraps it with TVM's Python methods::
     m.set_input("input", x)
     m.run()
     y = m.get_output(0).numpy()
+    (y,) = m(input=x)  # the same, safe from any number of threads
+
+**Threads.** ``m(**inputs)`` (the executor's ``invoke``) takes the inputs and
+returns new outputs, as onnxruntime's ``session.run`` does: each call takes a
+workspace from the executor's pool (one per call running at once, kept for the
+next) and allocates its outputs, so any number of threads may call it at once.
+``set_input``/``run``/``get_output`` share the executor's one set of inputs,
+outputs and workspace, so they are one thread's at a time: a thread's
+``set_input`` makes it the owner (with new output arrays, so outputs another
+thread already holds are never overwritten); ``run``, ``get_output`` or
+``get_input`` from any other thread, and anything while another thread is in
+``run``, raise ``EmberError``: never another thread's result. ``load_params``
+while a run is in progress raises too.
 """
 
 import json
-from collections.abc import Mapping
+import math
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -39,6 +56,12 @@ RUN_FUNCTION = "default_run"
 """The packed function a model library runs the whole model with."""
 PARAMS_SYMBOL = "__ember_params"
 """The library symbol holding the packed params when they are embedded."""
+
+_ONE_THREAD = (
+    "set_input/run/get_output are one thread's at a time: call "
+    "GraphModule(...)(**inputs) (the executor's invoke), safe from any number "
+    "of threads, or give each thread its own executor"
+)
 
 
 def check_model(model: object) -> None:
@@ -87,6 +110,18 @@ def factory(lib: Module) -> PackedFunc:
 
 def _describe(shape, dtype) -> str:
     return f"{dtype} {tuple(shape)}"
+
+
+def _output_array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """A new uninitialized output: a numpy array (making an NDArray costs
+    more than a small model's run), 64-byte aligned from 4 KiB on, where
+    vector stores across cache lines would cost more than aligning (~2 us)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes < 4096:
+        return np.empty(shape, dtype)
+    raw = np.empty(nbytes + 64, np.uint8)
+    start = -raw.__array_interface__["data"][0] % 64
+    return np.ndarray(shape, dtype, buffer=raw, offset=start)
 
 
 def _as_numpy(value, what: str) -> np.ndarray:
@@ -142,9 +177,18 @@ class GraphExecutor(Module):
             ) from None
         self._input_names = [t["name"] for t in model["inputs"]]
         self._output_names = [t["name"] for t in model["outputs"]]
+        self._input_types = [(tuple(t["shape"]), t["dtype"]) for t in model["inputs"]]
+        self._output_types = [(tuple(t["shape"]), t["dtype"]) for t in model["outputs"]]
         self._inputs = [self._zeros(t) for t in model["inputs"]]
         self._outputs = [self._zeros(t) for t in model["outputs"]]
-        self._workspace = empty((model["workspace_bytes"],), "uint8")
+        self._workspace = self._new_workspace()
+        # Workspaces of invoke() calls that have returned, for the next ones.
+        self._free_workspaces: list[NDArray] = []
+        # Guards the fields below (see the module docstring, "Threads").
+        self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread the stateful API is for
+        self._running: int | None = None  # the thread inside run(), if any
+        self._calls = 0  # run() and invoke() calls in progress
         self._layout: dict[str, dict] = model["params"]
         nbytes = model["params_bytes"]
         self._missing: set[str] = set()
@@ -157,35 +201,55 @@ class GraphExecutor(Module):
                 )
             self._params = params
         else:
-            self._params = empty((nbytes,), "uint8")
+            self._params = self._allocate((nbytes,), "uint8", "the params")
             np.asarray(self._params)[:] = 0
             self._missing = set(self._layout)
-        self._funcs = {
-            "set_input": self.set_input,
-            "run": self.run,
-            "get_output": self.get_output,
-            "get_input": self.get_input,
-            "get_num_outputs": self.get_num_outputs,
-            "get_num_inputs": self.get_num_inputs,
-            "load_params": self.load_params,
-            "get_input_index": self.get_input_index,
-            "get_io_info": self.get_io_info,
-        }
+        # The functions handed out hold the executor; it holds them weakly, so
+        # that a dropped executor is freed at once, not by the cycle collector.
+        self._handed_out: weakref.WeakValueDictionary[str, PackedFunc] = (
+            weakref.WeakValueDictionary()
+        )
 
-    @staticmethod
-    def _zeros(tensor: dict) -> NDArray:
-        array = empty(tensor["shape"], tensor["dtype"])
+    _FUNCTIONS = (
+        "set_input",
+        "run",
+        "invoke",
+        "get_output",
+        "get_input",
+        "get_num_outputs",
+        "get_num_inputs",
+        "load_params",
+        "get_input_index",
+        "get_io_info",
+    )
+
+    def _allocate(self, shape, dtype: str, what: str) -> NDArray:
+        try:
+            return empty(shape, dtype)
+        except (MemoryError, ValueError) as e:
+            raise EmberError(
+                f"{self._describe()}: cannot allocate {what} "
+                f"({_describe(shape, dtype)}): {e}"
+            ) from None
+
+    def _zeros(self, tensor: dict) -> NDArray:
+        array = self._allocate(tensor["shape"], tensor["dtype"], repr(tensor["name"]))
         np.asarray(array)[...] = 0
         return array
 
+    def _new_workspace(self) -> NDArray:
+        size = self.model["workspace_bytes"]
+        return self._allocate((size,), "uint8", "the workspace")
+
     def _find(self, name: str, query_imports: bool) -> PackedFunc | None:
-        func = self._functions.get(name)
-        if func is None and name in self._funcs:
-            func = self._functions[name] = PackedFunc(self._funcs[name], name=name)
+        func = self._handed_out.get(name)
+        if func is None and name in self._FUNCTIONS:
+            func = PackedFunc(getattr(self, name), name=name)
+            self._handed_out[name] = func
         return func
 
     def function_names(self) -> list[str]:
-        return list(self._funcs)
+        return list(self._FUNCTIONS)
 
     def _describe(self) -> str:
         return f"graph executor of {self.lib._describe()}"
@@ -219,25 +283,60 @@ class GraphExecutor(Module):
                 or dtype other than the input's.
         """
         i = self._index(key, self._input_names, "input")
-        target = self._inputs[i]
         what = f"set_input {self._input_names[i]!r}"
+        source = self._checked_input(i, value, what)
+        with self._lock:  # a copy after another thread's claim would be theirs
+            self._claim_locked("set_input", take=True)
+            np.copyto(np.asarray(self._inputs[i]), source)
+
+    def _checked_input(self, i: int, value, what: str) -> np.ndarray:
+        """``value`` as numpy, refused unless it has input ``i``'s shape and dtype."""
+        shape, dtype = self._input_types[i]
         source = _as_numpy(value, what)
-        if source.shape != target.shape or source.dtype.name != target.dtype:
+        if source.shape != shape or source.dtype.name != dtype:
             raise EmberError(
-                f"{what}: expected {_describe(target.shape, target.dtype)}, "
+                f"{what}: expected {_describe(shape, dtype)}, "
                 f"got {_describe(source.shape, source.dtype.name)}"
             )
-        np.copyto(np.asarray(target), source)
+        return source
+
+    def _claim(self, what: str, take: bool = False) -> None:
+        """Let the calling thread use the stateful API, or raise: another
+        thread is in ``run``, or (unless ``take``, for ``set_input``) another
+        thread set the inputs. A thread taking over gets new output arrays,
+        so outputs the previous owner holds are never overwritten."""
+        with self._lock:
+            self._claim_locked(what, take)
+
+    def _claim_locked(self, what: str, take: bool) -> None:
+        me = threading.get_ident()
+        if self._running is not None and self._running != me:
+            raise EmberError(
+                f"{what}: another thread is running this graph executor; {_ONE_THREAD}"
+            )
+        if self._owner is None or self._owner == me:
+            self._owner = me
+        elif take:
+            self._owner = me
+            self._outputs = [self._zeros(t) for t in self.model["outputs"]]
+        else:
+            raise EmberError(
+                f"{what}: another thread has set this graph executor's inputs "
+                f"since this thread did; {_ONE_THREAD}"
+            )
 
     def get_input(self, key) -> NDArray:
         """The executor's own NDArray of input ``key`` (a name or an index)."""
-        return self._inputs[self._index(key, self._input_names, "input")]
+        i = self._index(key, self._input_names, "input")
+        self._claim("get_input")
+        return self._inputs[i]
 
     def get_output(self, index, out=None) -> NDArray:
         """Output ``index`` (or its name): the executor's own NDArray, which
         the next ``run`` overwrites; with ``out`` (an NDArray or a writeable
         numpy array of the output's shape and dtype), a copy into ``out``."""
         i = self._index(index, self._output_names, "output")
+        self._claim("get_output")
         output = self._outputs[i]
         if out is None:
             return output
@@ -269,15 +368,70 @@ class GraphExecutor(Module):
             EmberError: params are still missing (a library without embedded
                 params, before ``load_params``).
         """
+        with self._lock:
+            self._claim_locked("run", take=False)
+            if self._running is not None:  # this thread, from a callback
+                raise EmberError("run: this graph executor is already running")
+            self._check_params("run")
+            self._running, self._calls = threading.get_ident(), self._calls + 1
+            args = (*self._inputs, *self._outputs, self._workspace, self._params)
+        try:
+            self._run(*args)
+        finally:
+            with self._lock:
+                self._running, self._calls = None, self._calls - 1
+
+    def invoke(self, *inputs) -> list[np.ndarray]:
+        """Run the model on ``inputs`` (one per model input, in order) and
+        return its outputs as new numpy arrays. Safe from any number of threads
+        at once: each call has its own workspace (from a pool) and outputs,
+        and the executor's ``set_input`` state is neither used nor changed.
+
+        Raises:
+            EmberError: a wrong number of inputs, an input's shape or dtype
+                other than the model's, or params still missing.
+        """
+        names = self._input_names
+        if len(inputs) != len(names):
+            raise EmberError(
+                f"invoke: the model takes {len(names)} input(s) "
+                f"({', '.join(map(repr, names))}), got {len(inputs)}"
+            )
+        arrays = []
+        for i, value in enumerate(inputs):
+            array = self._checked_input(i, value, f"input {names[i]!r}")
+            flags = array.flags
+            if not (flags.c_contiguous and flags.aligned and array.dtype.isnative):
+                array = np.ascontiguousarray(array, array.dtype.newbyteorder("="))
+            arrays.append(array)
+        outputs = [_output_array(shape, dtype) for shape, dtype in self._output_types]
+        with self._lock:
+            self._check_params("invoke")
+            self._calls += 1
+            params = self._params
+        workspace = None
+        try:
+            try:
+                workspace = self._free_workspaces.pop()  # atomic under the GIL
+            except IndexError:
+                workspace = self._new_workspace()
+            self._run(*arrays, *outputs, workspace, params)
+        finally:
+            with self._lock:
+                self._calls -= 1
+            if workspace is not None:
+                self._free_workspaces.append(workspace)
+        return outputs
+
+    def _check_params(self, what: str) -> None:
         if self._missing:
             missing = sorted(self._missing)
             shown = ", ".join(map(repr, missing[:8]))
             more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
             raise EmberError(
-                f"run: params {shown}{more} are not loaded; the library keeps "
+                f"{what}: params {shown}{more} are not loaded; the library keeps "
                 "its params separate: call load_params(...) first"
             )
-        self._run(*self._inputs, *self._outputs, self._workspace, self._params)
 
     def _writable_params(self) -> np.ndarray:
         params = np.asarray(self._params)
@@ -300,7 +454,8 @@ class GraphExecutor(Module):
                 the wrong size; ValueError for a corrupt param dict.
         """
         if isinstance(data, Mapping):
-            self._load_dict(data)
+            with self._loading():
+                self._load_dict(data)
             return
         if not isinstance(data, bytes | bytearray | memoryview):
             raise TypeError(
@@ -309,7 +464,9 @@ class GraphExecutor(Module):
             )
         raw = memoryview(data).cast("B")
         if bytes(raw[: len(_params.MAGIC)]) == _params.MAGIC:
-            self._load_dict(_params.load_param_dict(raw))
+            params = _params.load_param_dict(raw)
+            with self._loading():
+                self._load_dict(params)
             return
         nbytes = self.model["params_bytes"]
         if len(raw) != nbytes:
@@ -317,8 +474,22 @@ class GraphExecutor(Module):
                 f"load_params: a packed params blob for this model has {nbytes} "
                 f"bytes, got {len(raw)} (and no param dict header)"
             )
-        self._writable_params()[:] = np.frombuffer(raw, np.uint8)
-        self._missing.clear()
+        with self._loading():
+            self._writable_params()[:] = np.frombuffer(raw, np.uint8)
+            self._missing.clear()
+
+    @contextmanager
+    def _loading(self) -> Iterator[None]:
+        """Hold the executor while params change: a run in progress would
+        read half old and half new weights, so it is refused; runs that
+        start meanwhile wait."""
+        with self._lock:
+            if self._calls:
+                raise EmberError(
+                    "load_params: the model is running in another thread; load "
+                    "params before running it, or in an executor of its own"
+                )
+            yield
 
     def _load_dict(self, params: Mapping) -> None:
         unknown = [name for name in params if name not in self._layout]
@@ -386,6 +557,9 @@ class GraphModule:
         self._get_input = module["get_input"]
         self._load_params = module["load_params"]
         self._io: dict | None = None
+        if self._remote_device is None:
+            self._invoke = module["invoke"]
+        self._remote_lock = threading.Lock()  # __call__ on a remote executor
 
     def _here(self, value):
         """``value`` where the executor is: copied to the server if it is remote."""
@@ -418,6 +592,61 @@ class GraphModule:
         if inputs:
             self.set_input(**inputs)
         self._run()
+
+    def __call__(self, *args, **inputs) -> list[np.ndarray]:
+        """Run the model on the given inputs and return its outputs, like
+        onnxruntime's ``session.run``: safe from any number of threads at
+        once (each call has its own workspace and outputs), and independent
+        of ``set_input``/``get_output``.
+
+        Args:
+            args: inputs in the model's order.
+            inputs: inputs by name (numpy arrays, NDArrays or DLPack tensors
+                of the inputs' shapes and dtypes, not copied when C-contiguous).
+
+        Returns:
+            The outputs in the model's order, new numpy arrays.
+
+        Raises:
+            EmberError: an input missing, given twice or unknown, or of
+                another shape or dtype than the model's.
+
+        Example:
+            >>> (y,) = m(input=x)  # doctest: +SKIP
+        """
+        names = list(self.get_input_info()[0])
+        if len(args) > len(names):
+            raise EmberError(
+                f"the model takes {len(names)} input(s), got {len(args)} positional"
+            )
+        given = dict(zip(names, args, strict=False))
+        for name, value in inputs.items():
+            if name not in names:
+                raise EmberError(
+                    f"model has no input named {name!r}; its inputs are "
+                    f"{', '.join(map(repr, names)) or 'none'}"
+                )
+            if name in given:
+                raise EmberError(f"input {name!r} given twice")
+            given[name] = value
+        missing = [name for name in names if name not in given]
+        if missing:
+            raise EmberError(
+                f"input(s) {', '.join(map(repr, missing))} not given: a call "
+                "takes every input (set_input's values are not used)"
+            )
+        if self._remote_device is None:
+            return [np.asarray(y) for y in self._invoke(*(given[n] for n in names))]
+        # The server runs one request at a time; the lock keeps this call's
+        # set_input, run and get_output together.
+        with self._remote_lock:
+            for name in names:
+                self._set_input(name, self._here(given[name]))
+            self._run()
+            return [
+                self._get_output(i).numpy()
+                for i in range(len(self._info("outputs")[0]))
+            ]
 
     def get_output(self, index, out=None):
         """Output ``index``: the executor's NDArray, or a copy into ``out``."""
