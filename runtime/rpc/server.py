@@ -1,37 +1,57 @@
 """The RPC server: ``ember-rpc-server`` / ``python -m ember.rpc.server``.
 
 It is part of the runtime and needs no compiler: a board with numpy, ember's
-runtime and a C compiler (only to load ``.tar`` libraries) can serve. Each
-connection runs in a process of its own, forked from the listener, with its
-own workspace directory under the server's root: a library that crashes or
-hangs takes down its session, never the server or the other sessions, and
-every library a session loaded is gone with its process. The listener keeps
-no per-session state but the child's pid and workspace, which it removes when
-the child exits, however it exits.
+runtime and a C compiler (only to load ``.tar`` libraries) can serve.
+
+The listener runs every connection's handshake itself, many at once and
+without blocking (``handshake``): a connection that has not authenticated
+holds a socket and nothing else, at most ``max_pending`` of them wait at once
+(a new one pushes out the oldest), and each has 10 s to authenticate. Only a
+client that has passed gets a session: a process of its own, forked from the
+listener, with its own workspace directory under the server's root. A library
+that crashes or hangs takes down its session, never the server or the other
+sessions, and every library a session loaded is gone with its process. The
+listener keeps no per-session state but the child's pid and workspace, which
+it removes when the child exits, however it exits. Session processes die with
+the listener (on Linux, ``PR_SET_PDEATHSIG``), and a server's root holds a
+lock for as long as one of its processes lives: a new server removes the
+roots whose lock nobody holds, left by a server that was killed.
 
 The server runs code that clients upload, by design. Whom to expose it to,
 and what the key does and does not protect, is in ``docs/rpc.md``.
 
-    ember-rpc-server --host 127.0.0.1 --port 9090 [--key KEY | $EMBER_RPC_KEY]
+    ember-rpc-server --host 127.0.0.1 --port 9090 [$EMBER_RPC_KEY | --key-file PATH]
 """
 
 import argparse
+import ctypes
+import fcntl
 import ipaddress
 import logging
 import os
-import select
+import selectors
 import shutil
 import signal
 import socket
+import stat
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 
 from . import protocol as p
+from .handshake import Handshake, Refused
 from .session import Limits, ServerSession
 
 log = logging.getLogger("ember.rpc.server")
+
+MIN_KEY_BYTES = 16
+"""The shortest key a server accepts: anyone who records a handshake can test
+guesses offline, so a key must be too long to guess."""
+LOCK = ".lock"
+"""The lock file in a server's root, held (``flock``) by its processes."""
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 class Server:
@@ -40,17 +60,28 @@ class Server:
     Args:
         host: the address to bind; loopback unless you mean to expose it.
         port: the TCP port; 0 picks a free one (read ``address``).
-        key: a shared secret clients must prove they know, or None.
-        workspace: the directory under which session workspaces are made
-            (default: the system's temporary directory).
+        key: a shared secret of at least 16 bytes clients must prove they
+            know, or None (see ``insecure_no_key``).
+        workspace: the directory under which the server makes its root, where
+            session workspaces are made (default: the system's temporary
+            directory). Roots left there by a server that is gone are removed.
         max_sessions: sessions served at once; more are refused with a reply.
         limits: frame, workspace and memory limits, and the idle timeout.
+        max_pending: connections waiting to authenticate at once; one more
+            pushes out the oldest.
+        insecure_no_key: serve an address beyond loopback without a key,
+            which lets anyone who can connect run code as this user.
+
+    Raises:
+        ValueError: a key shorter than 16 bytes (UTF-8), or no key for an
+            address beyond loopback without ``insecure_no_key``.
+        OSError: the address cannot be bound.
 
     Sessions run in forked processes, so create and serve a Server in a
     process without other threads (the command line does).
 
     Example:
-        >>> server = Server("127.0.0.1", 0)  # doctest: +SKIP
+        >>> server = Server("127.0.0.1", 0, key=os.environ["EMBER_RPC_KEY"])  # doctest: +SKIP
         >>> server.serve_forever()  # doctest: +SKIP
     """
 
@@ -62,50 +93,184 @@ class Server:
         workspace: str | None = None,
         max_sessions: int = 16,
         limits: Limits | None = None,
+        max_pending: int = 128,
+        insecure_no_key: bool = False,
     ):
+        check_key(key)
         self.key = key
         self.limits = limits if limits is not None else Limits()
         self.max_sessions = max_sessions
-        self.listener = socket.create_server((host, port), backlog=64)
+        self.max_pending = max_pending
+        # Decided from the address as given, before anything listens: a host
+        # name other than "localhost" counts as reachable from elsewhere.
+        exposed = not is_loopback(host)
+        if exposed and key is None and not insecure_no_key:
+            raise ValueError(
+                f"refusing to listen on {host or '*'} without a key: anyone who can "
+                "connect could run code here as this user; give a key, listen on "
+                "loopback, or accept that with --insecure-no-key (insecure_no_key=True)"
+            )
+        self.listener = socket.create_server((host, port), backlog=128)
         self.address: tuple[str, int] = self.listener.getsockname()[:2]
-        self.root = tempfile.mkdtemp(prefix="ember-rpc-", dir=workspace)
+        if exposed:
+            log.warning(
+                "listening on %s, reachable from other machines: anyone who can "
+                "connect%s can run code here as this user",
+                host or "*",
+                "" if key is None else " and knows the key",
+            )
+        if key is None:
+            log.warning(
+                "no key: any client that can connect is served and can run code "
+                "here as this user"
+            )
+        parent = workspace if workspace is not None else tempfile.gettempdir()
+        remove_stale_roots(parent)
+        self.root = tempfile.mkdtemp(prefix="ember-rpc-", dir=parent)
+        self.lock = _lock(self.root)
+        self.pid = os.getpid()
         self.sessions: dict[int, tuple[str, str]] = {}  # pid -> (name, workspace)
+        self.pending: dict[socket.socket, Handshake] = {}  # oldest first
+        self.selector: selectors.BaseSelector | None = None
         self.count = 0
+        self.pushed_out = 0
+        self.pushed_out_logged = 0.0
         self.stopping = False
 
     def serve_forever(self) -> None:
         """Accept and serve clients until ``stop()`` or SIGTERM/SIGINT."""
+        self.selector = selectors.DefaultSelector()
+        self.listener.setblocking(False)
+        self.selector.register(self.listener, selectors.EVENT_READ)
         try:
             while not self.stopping:
-                ready, _, _ = select.select([self.listener], [], [], 0.5)
+                wait = 0.5
+                if self.pending:
+                    first = next(iter(self.pending.values())).deadline
+                    wait = max(0.0, min(wait, first - time.monotonic()))
+                for key, events in self.selector.select(wait):
+                    if key.fileobj is self.listener:
+                        self.accept()
+                    elif self.pending.get(key.data.conn) is key.data:
+                        self.advance(key.data, events)
+                self.expire()
                 self.reap()
-                if ready:
-                    try:
-                        conn, peer = self.listener.accept()
-                    except OSError as e:  # e.g. out of file descriptors
-                        log.error("accept failed: %s", e)
-                        continue
-                    self.start_session(conn, peer)
         finally:
             self.close()
 
     def stop(self) -> None:
         self.stopping = True
 
-    def start_session(self, conn: socket.socket, peer) -> None:
-        where = f"{peer[0]}:{peer[1]}"
+    def accept(self) -> None:
+        """Take the connections waiting in the backlog and start their handshakes."""
+        assert self.selector is not None
+        for _ in range(64):  # then the others' handshakes get a turn
+            try:
+                conn, peer = self.listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as e:  # e.g. out of file descriptors
+                log.error("accept failed: %s", e)
+                return
+            self.count += 1
+            name = f"session {self.count} ({peer[0]}:{peer[1]})"
+            if len(self.sessions) >= self.max_sessions:
+                log.warning(
+                    "%s refused: %d sessions already running", name, len(self.sessions)
+                )
+                _refuse(conn, f"server busy: {len(self.sessions)} sessions running")
+                continue
+            if len(self.pending) >= self.max_pending:
+                self.push_out_oldest()
+            try:
+                handshake = Handshake(
+                    conn, name, self.key, self.limits, time.monotonic()
+                )
+            except OSError as e:
+                log.info("%s: connection lost before AUTH: %s", name, e)
+                conn.close()
+                continue
+            self.pending[conn] = handshake
+            events = selectors.EVENT_READ
+            if handshake.out:
+                events |= selectors.EVENT_WRITE
+            self.selector.register(conn, events, handshake)
+
+    def push_out_oldest(self) -> None:
+        """Drop the oldest connection waiting to authenticate. The log says so
+        once, then counts (a flood of connections must not flood the log)."""
+        oldest = next(iter(self.pending.values()))
+        self.drop(oldest, "refused: too many connections wait to authenticate")
+        self.pushed_out += 1
+        now = time.monotonic()
+        if self.pushed_out == 1 or now - self.pushed_out_logged > 5.0:
+            log.warning(
+                "%s: dropped, the oldest of %d connections waiting to authenticate "
+                "(%d dropped so far)",
+                oldest.name,
+                self.max_pending,
+                self.pushed_out,
+            )
+            self.pushed_out_logged = now
+
+    def advance(self, handshake: Handshake, events: int) -> None:
+        """Go on with a handshake whose socket is ready; start its session
+        once it has authenticated."""
+        assert self.selector is not None
+        try:
+            if events & selectors.EVENT_WRITE:
+                handshake.write()
+                if not handshake.out:
+                    self.selector.modify(
+                        handshake.conn, selectors.EVENT_READ, handshake
+                    )
+            if not (events & selectors.EVENT_READ and handshake.read()):
+                return
+        except Refused as e:
+            log.warning("%s: %s", handshake.name, e.log)
+            self.drop(handshake, str(e))
+            return
+        except (OSError, p.ConnectionClosed) as e:
+            log.info("%s: connection lost before AUTH: %s", handshake.name, e)
+            self.drop(handshake)
+            return
+        self.selector.unregister(handshake.conn)
+        del self.pending[handshake.conn]
+        handshake.conn.setblocking(True)
+        self.start_session(handshake.conn, handshake.name)
+
+    def drop(self, handshake: Handshake, reply: str | None = None) -> None:
+        assert self.selector is not None
+        self.selector.unregister(handshake.conn)
+        del self.pending[handshake.conn]
+        if reply is None:
+            handshake.conn.close()
+        else:
+            handshake.refuse(reply)
+
+    def expire(self) -> None:
+        """Refuse the handshakes past their deadline (the oldest come first)."""
+        now = time.monotonic()
+        while self.pending:
+            handshake = next(iter(self.pending.values()))
+            if handshake.deadline > now:
+                return
+            refusal = handshake.expired()
+            log.warning("%s: %s", handshake.name, refusal.log)
+            self.drop(handshake, str(refusal))
+
+    def start_session(self, conn: socket.socket, name: str) -> None:
         if len(self.sessions) >= self.max_sessions:
             log.warning(
-                "%s refused: %d sessions already running", where, len(self.sessions)
+                "%s refused: %d sessions already running", name, len(self.sessions)
             )
             _refuse(conn, f"server busy: {len(self.sessions)} sessions running")
             return
-        self.count += 1
-        name = f"session {self.count} ({where})"
+        number = name.split()[1]
         # Out of disk, processes or memory: this client is refused, the
         # listener goes on serving the others.
         try:
-            workspace = tempfile.mkdtemp(prefix=f"session-{self.count}-", dir=self.root)
+            workspace = tempfile.mkdtemp(prefix=f"session-{number}-", dir=self.root)
         except OSError as e:
             log.error("%s: refused: cannot make its workspace: %s", name, e)
             _refuse(conn, f"the server cannot start a session: {e.strerror or e}")
@@ -126,7 +291,7 @@ class Server:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         conn.close()
         self.sessions[pid] = (name, workspace)
-        log.info("%s: connected (pid %d)", name, pid)
+        log.info("%s: authenticated (pid %d)", name, pid)
 
     def _run_child(
         self, conn: socket.socket, workspace: str, name: str, stops: set
@@ -135,14 +300,21 @@ class Server:
         so that nothing unwinds into the listener's code."""
         code = 1
         try:
+            _die_with(self.pid)
             # The default actions, not Python handlers: a handler runs only
             # between bytecodes, never while a library's function runs.
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+            # The other clients' sockets are the listener's alone: closing
+            # these copies leaves the listener's selector as it was.
             self.listener.close()
+            for other in self.pending:
+                other.close()
+            if self.selector is not None:
+                self.selector.close()
             os.environ["TMPDIR"] = tempfile.tempdir = os.path.join(workspace, "tmp")
-            ServerSession(conn, workspace, self.key, self.limits, name).run()
+            ServerSession(conn, workspace, self.limits, name).run()
             code = 0
         except OSError as e:
             log.info("%s: connection lost: %s", name, e)
@@ -176,11 +348,16 @@ class Server:
                 log.info("%s: ended", name)
 
     def close(self, grace: float = 2.0) -> None:
-        """Stop the sessions, remove every workspace and close the socket.
+        """Stop the sessions, remove every workspace and close the sockets.
 
         Sessions get SIGTERM; one still running ``grace`` seconds later (a
         library that blocks the signal) gets SIGKILL."""
         self.listener.close()
+        for conn in self.pending:
+            conn.close()
+        self.pending.clear()
+        if self.selector is not None:
+            self.selector.close()
         for pid in self.sessions:
             _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
@@ -195,6 +372,72 @@ class Server:
             _ended(pid, 0)
         self.sessions.clear()
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.lock >= 0:
+            os.close(self.lock)
+            self.lock = -1
+
+
+def check_key(key: str | None) -> None:
+    """Refuse a key too short to resist guessing (``MIN_KEY_BYTES``).
+
+    Raises:
+        ValueError: naming the rule and how to make a good key.
+    """
+    if key is not None and len(key.encode()) < MIN_KEY_BYTES:
+        raise ValueError(
+            f"the key is {len(key.encode())} bytes; a key must be at least "
+            f"{MIN_KEY_BYTES} bytes (make one with: python3 -c 'import secrets; "
+            "print(secrets.token_hex(32))')"
+        )
+
+
+def _lock(root: str) -> int:
+    """Lock ``root`` for this server and its sessions (they inherit the
+    descriptor); the file appears under its name already locked."""
+    part = os.path.join(root, f"{LOCK}-{os.getpid()}")
+    fd = os.open(part, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    os.rename(part, os.path.join(root, LOCK))
+    return fd
+
+
+def remove_stale_roots(parent: str) -> None:
+    """Remove the server roots under ``parent`` whose lock no process holds:
+    their server and all its sessions are gone (killed, or the machine
+    stopped), and nobody else would remove them."""
+    try:
+        entries = [
+            e
+            for e in os.scandir(parent)
+            if e.name.startswith("ember-rpc-") and e.is_dir(follow_symlinks=False)
+        ]
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            fd = os.open(
+                os.path.join(entry.path, LOCK), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
+            )
+        except OSError:  # not a server root, not ours, or not locked yet
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # its server or a session of it still runs
+            os.close(fd)
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        log.warning("removed %s, left by a server that is gone", entry.path)
+        os.close(fd)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when the listener dies; if it has
+    died already (before the request), end now."""
+    if _LIBC is not None and _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0):
+        log.warning("prctl(PR_SET_PDEATHSIG): %s", os.strerror(ctypes.get_errno()))
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _refuse(conn: socket.socket, message: str) -> None:
@@ -268,15 +511,35 @@ def _parser() -> argparse.ArgumentParser:
         default=p.DEFAULT_PORT,
         help="TCP port; 0 picks a free one",
     )
-    parser.add_argument(
+    keys = parser.add_mutually_exclusive_group()
+    keys.add_argument(
+        "--key-file",
+        metavar="PATH",
+        help="read the shared key clients must know from this file (its first "
+        "line; default: $EMBER_RPC_KEY); at least 16 bytes",
+    )
+    keys.add_argument(
         "--key",
-        default=os.environ.get("EMBER_RPC_KEY"),
-        help="shared key clients must know (default $EMBER_RPC_KEY)",
+        help="the key itself; warns, since every user of this machine can read a "
+        "command line (ps): prefer $EMBER_RPC_KEY or --key-file",
+    )
+    parser.add_argument(
+        "--insecure-no-key",
+        action="store_true",
+        help="serve an address beyond loopback without a key: anyone who can "
+        "connect runs code here as this user",
     )
     parser.add_argument(
         "--workspace", help="directory for session workspaces (default: system temp)"
     )
     parser.add_argument("--max-sessions", type=_positive(int), default=16)
+    parser.add_argument(
+        "--max-pending",
+        type=_positive(int),
+        default=128,
+        help="connections waiting to authenticate at once; one more pushes out "
+        "the oldest (default 128)",
+    )
     parser.add_argument(
         "--max-frame-bytes", type=_positive(int), default=p.DEFAULT_MAX_FRAME_BYTES
     )
@@ -297,7 +560,43 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="log only warnings and errors"
     )
+    from ember import __version__  # the package, not the compiler
+
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ember-rpc-server (ember) {__version__}",
+    )
     return parser
+
+
+def _key(args: argparse.Namespace) -> str | None:
+    """The key from --key, --key-file or $EMBER_RPC_KEY (an empty variable is none).
+
+    Raises:
+        ValueError: an unreadable key file.
+    """
+    if args.key is not None:
+        log.warning(
+            "--key puts the key on the command line, where every user of this "
+            "machine can read it (ps); use $EMBER_RPC_KEY or --key-file"
+        )
+        return args.key
+    if args.key_file is None:
+        return os.environ.get("EMBER_RPC_KEY") or None
+    try:
+        with open(args.key_file, encoding="utf-8") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            key = f.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"cannot read --key-file {args.key_file}: {e}") from None
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        log.warning(
+            "%s can be read by other users (mode %o): chmod 600 it",
+            args.key_file,
+            stat.S_IMODE(mode),
+        )
+    return key
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -320,29 +619,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.idle_timeout,
     )
     try:
+        key = _key(args)
         server = Server(
             args.host,
             args.port,
-            args.key or None,
+            key,
             args.workspace,
             args.max_sessions,
             limits,
+            args.max_pending,
+            args.insecure_no_key,
         )
+    except ValueError as e:
+        print(f"ember-rpc-server: error: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(
             f"ember-rpc-server: error: cannot listen on {args.host}:{args.port}: {e.strerror or e}",
             file=sys.stderr,
         )
         return 1
-    if not is_loopback(args.host):
-        log.warning(
-            "listening on %s, reachable from other machines: anyone who can connect%s "
-            "can run code here as this user",
-            args.host,
-            "" if args.key is None else " and knows the key",
-        )
-    if args.key is None:
-        log.info("no key: any client that can connect is served")
     host, port = server.address
     print(f"ember-rpc-server: listening on {host}:{port}", flush=True)
     signal.signal(signal.SIGTERM, _exit_on_signal)
