@@ -40,7 +40,9 @@ def version(prog: str) -> str:
     """What `prog --version` prints: the tool and ember's version."""
     from ember import __version__
 
-    return f"{prog} (ember) {__version__}"
+    return (
+        f"ember {__version__}" if prog == "ember" else f"{prog} (ember) {__version__}"
+    )
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, prog: str) -> None:
