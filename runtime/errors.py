@@ -46,3 +46,9 @@ class LinkError(EmberError):
 class CompilerNotFoundError(LinkError):
     """The C compiler named by ``cc=``, ``$CC`` or the default ``cc`` does not
     exist."""
+
+
+class InvalidParamsError(EmberError, ValueError):
+    """A param dict cannot be read: not one, another version, truncated, or
+    damaged (its checksum does not match). Also a ``ValueError``, as these
+    errors were before the class existed."""

@@ -451,7 +451,8 @@ class GraphExecutor(Module):
         Raises:
             EmberError: a name the model has no param for (the message lists
                 some), a shape or dtype unlike the param's, or a raw blob of
-                the wrong size; ValueError for a corrupt param dict.
+                the wrong size; ``InvalidParamsError`` (an EmberError) for a
+                damaged, truncated or corrupt param dict.
         """
         if isinstance(data, Mapping):
             with self._loading():

@@ -6,7 +6,7 @@ name → array mapping in one little-endian binary document::
 
     offset  size  field
     0       8     magic b"EMBERPRM"
-    8       4     version (uint32, 1)
+    8       4     version (uint32, 2)
     12      4     count (uint32): the number of entries
     16            count entries, each:
                     uint32 name length, name (UTF-8, non-empty, unique)
@@ -15,11 +15,20 @@ name → array mapping in one little-endian binary document::
                     uint64 nbytes (= product of extents x element size)
                     zero padding to the next multiple of 64 from the start
                     nbytes of data, row-major, little-endian elements
+    end-4   4     CRC-32 (zlib's, uint32) of every byte before it
 
 Data starts 64-byte aligned in the file, so a reader that maps the file can view
-every array in place. Every length is checked against what is left, so a
-truncated or damaged document is a ``ValueError`` saying where, never a crash
-or a huge allocation.
+every array in place. The checksum is verified before anything else is read: a
+changed bit anywhere, a lost or an added byte is an ``InvalidParamsError``
+(an ``EmberError`` and a ``ValueError``), never weights loaded silently (CRC-32
+catches every error of up to 3 bits and every burst of up to 32 bits; it is
+no defence against deliberate changes, which a signature would need). Version 1
+(ember's first format: the same without the checksum; ``ember-compile
+--params`` wrote it) is still read, unchecked: saving it again upgrades it. A
+single flipped bit cannot turn version 2 into 1. Every length is checked
+against what is left, so a document that is truncated, or carries a valid
+checksum over invalid fields, is an ``InvalidParamsError`` saying where,
+never a crash or a huge allocation.
 
 **Packed params** (``pack_params``): the blob a compiled model's ``default_run``
 takes as its ``params`` argument, each param at the offset its metadata gives
@@ -28,14 +37,17 @@ between. ``param_layout`` makes such a layout.
 """
 
 import struct
+import zlib
 from collections.abc import Mapping
 
 import numpy as np
 
+from .errors import InvalidParamsError
 from .ndarray import NDArray, empty
 
 MAGIC = b"EMBERPRM"
-VERSION = 1
+VERSION = 2
+"""The version ``save_param_dict`` writes; ``load_param_dict`` reads 1 and 2."""
 ALIGNMENT = 64
 """Byte alignment of every array's data in a param dict and in a packed blob."""
 
@@ -116,6 +128,10 @@ def save_param_dict(params: Mapping[str, "np.ndarray | NDArray"]) -> bytes:
         padding = b"\0" * _pad(size)
         chunks += [head, padding, data.tobytes()]
         size += len(padding) + data.nbytes
+    checksum = 0
+    for chunk in chunks:
+        checksum = zlib.crc32(chunk, checksum)
+    chunks.append(_U32.pack(checksum))
     return b"".join(chunks)
 
 
@@ -127,7 +143,7 @@ class _Reader:
 
     def take(self, n: int, what: str) -> memoryview:
         if n > len(self.data) - self.at:
-            raise ValueError(
+            raise InvalidParamsError(
                 f"truncated param dict: {what} needs {n} bytes at offset "
                 f"{self.at}, only {len(self.data) - self.at} left"
             )
@@ -149,32 +165,36 @@ def load_param_dict(data: "bytes | bytearray | memoryview") -> dict[str, NDArray
         name → NDArray (each a fresh, 64-byte aligned copy), in file order.
 
     Raises:
-        ValueError: not a param dict (bad magic), another version, or a
-            truncated or corrupt document; the message says which entry and
-            field.
+        InvalidParamsError: (an EmberError and a ValueError) not a param
+            dict (bad magic), another version, a checksum that does not match
+            (a changed, lost or added byte), or a truncated or corrupt
+            document; the message says which entry and field.
         TypeError: ``data`` is not bytes-like.
 
     Example:
         >>> load_param_dict(b"not params")
         Traceback (most recent call last):
         ...
-        ValueError: not an ember param dict: expected magic b'EMBERPRM', got b'not para'
+        ember.runtime.errors.InvalidParamsError: not an ember param dict: expected magic b'EMBERPRM', got b'not para'
     """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"expected bytes, got {type(data).__name__}")
     view = memoryview(data).cast("B")
     if bytes(view[:8]) != MAGIC:
-        raise ValueError(
+        raise InvalidParamsError(
             f"not an ember param dict: expected magic {MAGIC!r}, "
             f"got {bytes(view[:8])!r}"
         )
-    reader = _Reader(view)
-    _, version, count = _HEADER.unpack(reader.take(_HEADER.size, "the header"))
-    if version != VERSION:
-        raise ValueError(
+    _, version, count = _HEADER.unpack(_Reader(view).take(_HEADER.size, "the header"))
+    if version not in (1, VERSION):
+        raise InvalidParamsError(
             f"param dict version {version} is not supported (this runtime "
-            f"reads version {VERSION})"
+            f"reads versions 1 and {VERSION}), or the file is damaged"
         )
+    if version >= 2:
+        view = _checked(view)
+    reader = _Reader(view)
+    reader.take(_HEADER.size, "the header")
     result: dict[str, NDArray] = {}
     for i in range(count):
         where = f"entry {i}"
@@ -182,32 +202,40 @@ def load_param_dict(data: "bytes | bytearray | memoryview") -> dict[str, NDArray
         try:
             name = bytes(reader.take(length, f"{where}: the name")).decode()
         except UnicodeDecodeError:
-            raise ValueError(
+            raise InvalidParamsError(
                 f"corrupt param dict: {where}: name is not UTF-8"
             ) from None
         if not name:
-            raise ValueError(f"corrupt param dict: {where} has an empty name")
+            raise InvalidParamsError(f"corrupt param dict: {where} has an empty name")
         if name in result:
-            raise ValueError(f"corrupt param dict: param {name!r} appears twice")
+            raise InvalidParamsError(
+                f"corrupt param dict: param {name!r} appears twice"
+            )
         where = f"param {name!r}"
         dtype_length = reader.unpack(_U16, f"{where}: the dtype length")
         dtype = bytes(reader.take(dtype_length, f"{where}: the dtype"))
         dtype_name = dtype.decode("ascii", "replace")
         if dtype_name not in DTYPES:
-            raise ValueError(f"corrupt param dict: {where}: unknown dtype {dtype!r}")
+            raise InvalidParamsError(
+                f"corrupt param dict: {where}: unknown dtype {dtype!r}"
+            )
         ndim = reader.unpack(_U32, f"{where}: ndim")
         if ndim > 32:
-            raise ValueError(f"corrupt param dict: {where}: ndim {ndim} exceeds 32")
+            raise InvalidParamsError(
+                f"corrupt param dict: {where}: ndim {ndim} exceeds 32"
+            )
         shape = struct.unpack(f"<{ndim}q", reader.take(8 * ndim, f"{where}: shape"))
         if any(n < 0 for n in shape):
-            raise ValueError(f"corrupt param dict: {where}: negative shape {shape}")
+            raise InvalidParamsError(
+                f"corrupt param dict: {where}: negative shape {shape}"
+            )
         nbytes = reader.unpack(_U64, f"{where}: nbytes")
         itemsize = np.dtype(dtype_name).itemsize
         expected = itemsize
         for n in shape:
             expected *= n
         if nbytes != expected:
-            raise ValueError(
+            raise InvalidParamsError(
                 f"corrupt param dict: {where}: {nbytes} bytes of data for "
                 f"{dtype_name} {shape}, expected {expected}"
             )
@@ -219,11 +247,30 @@ def load_param_dict(data: "bytes | bytearray | memoryview") -> dict[str, NDArray
             array.numpy().byteswap(inplace=True)
         result[name] = array
     if reader.at != len(view):
-        raise ValueError(
+        raise InvalidParamsError(
             f"corrupt param dict: {len(view) - reader.at} bytes after the last "
             f"of {count} entries"
         )
     return result
+
+
+def _checked(view: memoryview) -> memoryview:
+    """The document without its CRC-32, once the CRC-32 matches."""
+    if len(view) < _HEADER.size + _U32.size:
+        raise InvalidParamsError(
+            f"truncated param dict: {len(view)} bytes, shorter than a header "
+            "and a checksum"
+        )
+    body = view[: -_U32.size]
+    recorded = _U32.unpack(view[-_U32.size :])[0]
+    actual = zlib.crc32(body)
+    if actual != recorded:
+        raise InvalidParamsError(
+            f"damaged param dict: the CRC-32 of its {len(body)} bytes is "
+            f"{actual:#010x}, its last 4 bytes record {recorded:#010x}: a byte "
+            "was changed, or the file was cut short or extended"
+        )
+    return body
 
 
 def param_layout(

@@ -190,10 +190,22 @@ def test_load_params_errors(separate):
         m.load_params({"w1": PARAMS["w1"].T.copy()})
     with pytest.raises(EmberError, match="has 896 bytes, got 10"):
         m.load_params(b"0123456789")
-    with pytest.raises(ValueError, match="truncated param dict"):
+    with pytest.raises(EmberError, match="damaged param dict"):
         m.load_params(save_param_dict(PARAMS)[:-3])
     with pytest.raises(TypeError, match="expected bytes or a dict"):
         m.load_params(3)
+
+
+def test_a_flipped_weight_bit_is_refused(separate):
+    """It loaded silently before the param dict had a checksum."""
+    m = GraphModule(separate["default"](cpu()))
+    blob = bytearray(save_param_dict(PARAMS))
+    at = bytes(blob).find(PARAMS["w2"].tobytes()) + 5
+    blob[at] ^= 0x10
+    with pytest.raises(EmberError, match="damaged param dict"):
+        m.load_params(bytes(blob))
+    with pytest.raises(EmberError, match="are not loaded"):
+        m.run(x=X)
 
 
 def test_load_params_raw_blob_and_over_embedded(embedded):

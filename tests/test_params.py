@@ -3,6 +3,7 @@ the ELF objects that carry a blob into a library."""
 
 import doctest
 import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ember.runtime import (
+    EmberError,
     NDArray,
     array,
     load_param_dict,
@@ -20,6 +22,7 @@ from ember.runtime import (
 from ember.runtime import data_object as data_object_module
 from ember.runtime import params as params_module
 from ember.runtime.data_object import data_object
+from ember.runtime.errors import InvalidParamsError
 
 
 def _params():
@@ -75,14 +78,58 @@ def test_accepts_ndarrays_strided_arrays_and_big_endian():
 def test_the_format_is_as_documented():
     blob = save_param_dict({"w": np.array([1.0, 2.0], "float32")})
     assert blob[:8] == b"EMBERPRM"
-    assert struct.unpack_from("<II", blob, 8) == (1, 1)
+    assert struct.unpack_from("<II", blob, 8) == (2, 1)
     assert struct.unpack_from("<I", blob, 16) == (1,)
     assert blob[20:21] == b"w"
     assert struct.unpack_from("<H", blob, 21) == (7,)
     assert blob[23:30] == b"float32"
     assert struct.unpack_from("<Iq", blob, 30) == (1, 2)
     assert struct.unpack_from("<Q", blob, 42) == (8,)
-    assert blob[64:] == np.array([1.0, 2.0], "<f4").tobytes()
+    assert blob[64:-4] == np.array([1.0, 2.0], "<f4").tobytes()
+    assert struct.unpack("<I", blob[-4:]) == (zlib.crc32(blob[:-4]),)
+
+
+def _reseal(blob: bytes) -> bytes:
+    """``blob`` (a version 2 document, checksum included) with the checksum
+    of what it holds now: a crafted document, not a damaged one."""
+    return blob[:-4] + struct.pack("<I", zlib.crc32(blob[:-4]))
+
+
+def _version_1(blob: bytes) -> bytes:
+    """``blob`` in the first format: version 1, no checksum."""
+    return blob[:8] + struct.pack("<I", 1) + blob[12:-4]
+
+
+def test_version_1_documents_are_still_read():
+    params = _params()
+    loaded = load_param_dict(_version_1(save_param_dict(params)))
+    assert list(loaded) == list(params)
+    for name, value in params.items():
+        np.testing.assert_array_equal(loaded[name].numpy(), value)
+
+
+def test_every_flipped_bit_is_an_error():
+    """Before the checksum, a flipped bit in a weight loaded silently."""
+    blob = save_param_dict(_params())
+    rng = np.random.default_rng(0)
+    bits = list(range(0, 8 * 200)) + list(rng.integers(0, 8 * len(blob), 2000))
+    bits += list(range(8 * len(blob) - 64, 8 * len(blob)))  # the checksum itself
+    for bit in bits:
+        damaged = bytearray(blob)
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises(EmberError) as caught:
+            load_param_dict(bytes(damaged))
+        assert isinstance(caught.value, InvalidParamsError | ValueError)
+        assert "param dict" in str(caught.value), bit
+
+
+def test_a_lost_or_added_byte_is_an_error():
+    blob = save_param_dict({"w": np.arange(4, dtype="float32")})
+    for at in range(len(blob)):
+        with pytest.raises(InvalidParamsError):
+            load_param_dict(blob[:at] + blob[at + 1 :])
+        with pytest.raises(InvalidParamsError):
+            load_param_dict(blob[:at] + b"\0" + blob[at:])
 
 
 def test_empty_dict():
@@ -115,26 +162,32 @@ def test_not_a_param_dict():
 def test_other_version():
     blob = bytearray(save_param_dict({}))
     blob[8] = 9
-    with pytest.raises(ValueError, match="version 9 is not supported"):
+    with pytest.raises(InvalidParamsError, match="version 9 is not supported"):
         load_param_dict(bytes(blob))
 
 
 def test_every_truncation_is_a_clear_error():
     blob = save_param_dict({"a": np.arange(20, dtype="float32"), "b": np.ones(3)})
     for n in range(8, len(blob)):
-        with pytest.raises(ValueError, match="truncated param dict|corrupt"):
+        with pytest.raises(InvalidParamsError, match="truncated param dict|damaged"):
             load_param_dict(blob[:n])
+    old = _version_1(blob)
+    for n in range(8, len(old)):
+        with pytest.raises(InvalidParamsError, match="truncated param dict|corrupt"):
+            load_param_dict(old[:n])
 
 
 def test_trailing_bytes():
-    with pytest.raises(ValueError, match="3 bytes after the last of 0 entries"):
+    with pytest.raises(InvalidParamsError, match="damaged param dict: the CRC-32"):
         load_param_dict(save_param_dict({}) + b"abc")
+    with pytest.raises(ValueError, match="3 bytes after the last of 0 entries"):
+        load_param_dict(_reseal(save_param_dict({})[:-4] + b"abc" + bytes(4)))
 
 
 def _corrupt(offset: int, value: bytes) -> bytes:
     blob = bytearray(save_param_dict({"w": np.arange(4, dtype="float32")}))
     blob[offset : offset + len(value)] = value
-    return bytes(blob)
+    return _reseal(bytes(blob))
 
 
 @pytest.mark.parametrize(
@@ -157,8 +210,8 @@ def test_corrupt_fields_are_named(offset, value, message):
 
 def test_duplicate_names():
     one = save_param_dict({"w": np.zeros(1, "float32")})
-    entry = one[16:]
-    blob = b"EMBERPRM" + struct.pack("<II", 1, 2) + entry + entry
+    entry = one[16:-4]
+    blob = _reseal(b"EMBERPRM" + struct.pack("<II", 2, 2) + entry + entry + bytes(4))
     with pytest.raises(ValueError, match="'w' appears twice"):
         load_param_dict(blob)
 
@@ -168,10 +221,11 @@ def test_duplicate_names():
 def test_random_damage_raises_only_value_errors(noise, at):
     blob = bytearray(save_param_dict(_params()))
     blob[at : at + len(noise)] = noise
-    try:
-        load_param_dict(bytes(blob))
-    except ValueError:
-        pass
+    for document in (bytes(blob), _reseal(bytes(blob))):
+        try:
+            load_param_dict(document)
+        except InvalidParamsError:
+            pass
 
 
 def test_pack_params_at_layout_offsets():
