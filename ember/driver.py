@@ -14,6 +14,8 @@ from ember.lowering import lower
 from ember.passes import get_context, run
 from ember.passes.pipelines import EMBER_CPU, TE_TO_LOOP
 
+CHECKED_TE_TO_LOOP = "convert-te-to-loop{bounds-check=true}"
+
 if TYPE_CHECKING:
     from ember.backends.llvm import LLVMModule, Target
 
@@ -23,6 +25,7 @@ def build(
     args: Sequence[te.Tensor] | None = None,
     target: str | dict | Target | None = None,
     name: str = "default_function",
+    bounds_check: bool = False,
 ) -> LLVMModule:
     """Compile a computation to machine code for `target`.
 
@@ -37,6 +40,11 @@ def build(
             The module records it (`ember.target`), so `loop-vectorize` and the
             other passes see the machine's vector width.
         name: the function's name (with a schedule) and the module's entry.
+        bounds_check: check every tensor read that bound inference cannot
+            prove in range (an index read from another tensor, a clamp, a
+            division); one outside its tensor makes the call raise an
+            `EmberError` naming the read instead of reading out of bounds.
+            Reads proven out of range are refused either way.
 
     Returns:
         The compiled module; `mod(a, b, c)` or `mod[name](a, b, c)` runs it.
@@ -78,7 +86,11 @@ def build(
         target = module_target(module)  # IR that says what it is for
     target = Target.resolve(target)
     set_module_target(module, target)
-    run(module, ",".join(TE_TO_LOOP))
+    te_to_loop = [
+        CHECKED_TE_TO_LOOP if bounds_check and p == "convert-te-to-loop" else p
+        for p in TE_TO_LOOP
+    ]
+    run(module, ",".join(te_to_loop))
     loop_source = str(module)
     run(module, ",".join(EMBER_CPU[len(TE_TO_LOOP) :]))
     mod = build_module(module, target=target, entry_name=entry)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith, func, llvm, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -25,18 +25,25 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     UnrankedTensorType,
+    i8,
+    i32,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import loop, te
+from ember.dialects.llvm import SelectOp
 from ember.dialects.te_schedule import ScheduleOp
+from ember.passes.func_packed_abi import FALLIBLE
 from ember.passes.names import ssa_name
-from ember.passes.te_nests import NestEmitter
+from ember.passes.te_nests import BoundsChecks, NestEmitter, out_of_bounds
 from ember.passes.te_reductions import ReductionError
 from ember.passes.te_stages import Schedule, ScheduleError, Stage
+
+PTR = llvm.LLVMPointerType()
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,17 @@ class ConvertTeToLoopPass(ModulePass):
     caller gives them memory, as an ahead-of-time model gives each a slice of
     its workspace. `scratch_buffers` lists them without lowering."""
 
+    bounds_check: bool = False
+    """The bounds-checked build mode: each load whose index bound inference
+    cannot prove in range (an index read from a tensor, a clamp, a division)
+    is checked; an index outside its tensor loads element 0 instead and the
+    function returns a message naming the read (its result becomes
+    `!llvm.ptr`, marked `ember.fallible`: func-packed-abi turns the message
+    into an error the caller sees). Reads proven out of range are refused in
+    either mode."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _lower_block(op.body.block, self.scratch_args)
+        _lower_block(op.body.block, self.scratch_args, self.bounds_check)
 
 
 def scratch_buffers(function: func.FuncOp) -> list[tuple[str, MemRefType]]:
@@ -137,13 +153,13 @@ def _is_scratch(stage: Stage) -> bool:
     return stage.scope == "global"
 
 
-def _lower_block(block: Block, scratch: bool) -> None:
+def _lower_block(block: Block, scratch: bool, bounds_check: bool = False) -> None:
     for op in list(block.ops):
         if isinstance(op, ModuleOp):
-            _lower_block(op.body.block, scratch)
+            _lower_block(op.body.block, scratch, bounds_check)
         elif isinstance(op, func.FuncOp):
             if _is_te_function(op):
-                _FunctionLowering(op, scratch).run()
+                _FunctionLowering(op, scratch, bounds_check).run()
         else:
             _reject_te(op, "module")
 
@@ -181,6 +197,8 @@ class _FunctionLowering:
     function: func.FuncOp
     scratch: bool = False
     """Root-stage global buffers become `ember.scratch` out-parameters."""
+    bounds_check: bool = False
+    """Loads not proven in range are checked (see `ConvertTeToLoopPass`)."""
     block: Block = field(init=False)
     where: str = field(init=False)
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
@@ -194,6 +212,7 @@ class _FunctionLowering:
     scratch_attrs: list[DictionaryAttr] = field(default_factory=list[DictionaryAttr])
     last_alloc: Operation | None = None
     last_const: Operation | None = None
+    error_cell: SSAValue | None = None
 
     def __post_init__(self):
         self.where = f"@{self.function.sym_name.data}"
@@ -223,6 +242,8 @@ class _FunctionLowering:
         for op in self.block.ops:
             if isinstance(op, te.ComputeOp):
                 self._check_body(op)
+                if message := out_of_bounds(op, self._tensor_name):
+                    _fail(self.where, message)
         try:
             schedule = self._apply_schedule(ret)
         except ScheduleError as error:
@@ -232,6 +253,9 @@ class _FunctionLowering:
             if not isinstance(op, te.ComputeOp | te.ExternOp) and op is not ret:
                 self._check_scalar(op)
         stages = schedule.ordered()
+        checks = None
+        if self.bounds_check:
+            checks = BoundsChecks(self._error_cell, self._tensor_name)
         try:
             emitter = NestEmitter(
                 stages,
@@ -239,6 +263,7 @@ class _FunctionLowering:
                 self.buffers.get,
                 self._index,
                 self._const_attr,
+                checks,
             )
             for stage in stages:
                 if stage.attach is None:
@@ -249,7 +274,10 @@ class _FunctionLowering:
             self._copy(
                 emitter.buffers[src][0] if src in emitter.buffers else src, dst, ret
             )
-        Rewriter.replace_op(ret, func.ReturnOp())
+        if checks is not None and checks.messages:
+            self._return_failure(checks, ret)
+        else:
+            Rewriter.replace_op(ret, func.ReturnOp())
         for stage in reversed(stages):
             Rewriter.erase_op(stage.op)
         if self.scratch_attrs:
@@ -257,8 +285,74 @@ class _FunctionLowering:
             assert attrs is not None
             self.function.arg_attrs = ArrayAttr([*attrs.data, *self.scratch_attrs])
             self.function.function_type = FunctionType.from_lists(
-                self.block.arg_types, []
+                self.block.arg_types, self.function.function_type.outputs.data
             )
+
+    def _tensor_name(self, tensor: SSAValue) -> str:
+        owner = tensor.owner
+        if isinstance(owner, te.ComputeOp | te.ExternOp):
+            return owner.tensor_name.data
+        if isinstance(tensor, BlockArgument) and tensor.block is self.block:
+            attrs = self.function.arg_attrs
+            if attrs is not None and tensor.index < len(attrs.data):
+                name = attrs.data[tensor.index].data.get("ember.name")
+                if isinstance(name, StringAttr):
+                    return name.data
+            return tensor.name_hint or f"arg{tensor.index}"
+        return tensor.name_hint or "?"
+
+    def _error_cell(self) -> SSAValue:
+        """The bounds-checked mode's error cell, 0 (no failure) on entry."""
+        if self.error_cell is None:
+            cell = loop.AllocOp(MemRefType(i32, [1]), "local")
+            cell.buffer.name_hint = "bounds_error"
+            self._prologue(cell)
+            zero = self._const(0, i32, "c0_i32")
+            init = memref.StoreOp.get(zero, cell.buffer, [self._index(0)])
+            last = self.last_const or self.last_alloc
+            assert last is not None
+            Rewriter.insert_op(init, InsertPoint.after(last))
+            self.error_cell = cell.buffer
+        return self.error_cell
+
+    def _return_failure(self, checks: BoundsChecks, ret: func.ReturnOp) -> None:
+        """End the function returning the failed check's message, null if none."""
+        if any(isinstance(op, te.ExternOp) for op in self.block.ops):
+            _fail(
+                self.where,
+                "bounds-check: a function with te.extern stages cannot be "
+                "checked (its host calls already return their own failures)",
+            )
+        name = self.function.sym_name.data
+        module = self.function.parent_op()
+        assert isinstance(module, ModuleOp)
+        at = InsertPoint.before(ret)
+        site = memref.LoadOp.get(self.error_cell, [self._index(0)])
+        message = llvm.ZeroOp(result_types=[PTR])
+        Rewriter.insert_op([site, message], at)
+        for k, text in enumerate(checks.messages, 1):
+            symbol = f"__ember_bounds.{name}.{k}"
+            while SymbolTable.lookup_symbol(module, symbol) is not None:
+                symbol += "_"
+            data = f"{name}: {text}".encode() + b"\0"
+            module.body.block.add_op(
+                llvm.GlobalOp(
+                    llvm.LLVMArrayType(len(data), i8),
+                    symbol,
+                    "internal",
+                    constant=True,
+                    value=StringAttr(data.decode()),
+                )
+            )
+            address = llvm.AddressOfOp(symbol, PTR)
+            hit = arith.CmpiOp(site.res, self._const(k, i32, "site"), "eq")
+            message = SelectOp(hit, address.result, message.results[0])
+            Rewriter.insert_op([address, hit, message], at)
+        Rewriter.replace_op(ret, func.ReturnOp(message.results[0]))
+        self.function.function_type = FunctionType.from_lists(
+            self.block.arg_types, [PTR]
+        )
+        self.function.attributes[FALLIBLE] = UnitAttr()
 
     def _apply_schedule(self, ret: func.ReturnOp) -> Schedule:
         found = [op for op in self.block.ops if isinstance(op, ScheduleOp)]

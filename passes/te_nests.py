@@ -17,7 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr, i1
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    i1,
+    i32,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -52,6 +60,25 @@ class Domain:
     """(form, low, high): the body runs only where low <= form < high."""
 
 
+@dataclass(eq=False)
+class BoundsChecks:
+    """The bounds-checked build mode: every load whose index bound inference
+    cannot prove in range is checked.
+
+    A failed check loads element 0 instead (the load never leaves its buffer)
+    and records its site in the function's error cell, an i32 that is 0 while
+    every check passed; the function then returns the site's message
+    (`convert-te-to-loop{bounds-check=true}`).
+    """
+
+    cell: Callable[[], SSAValue]
+    """The function's error cell (`memref<1xi32>`), made on first use."""
+    name_of: Callable[[SSAValue], str]
+    """A tensor's name for messages."""
+    messages: list[str] = field(default_factory=list[str])
+    """The message of each site; site k (from 1) is messages[k - 1]."""
+
+
 class NestEmitter:
     """Emits the loop nests of one function's stages."""
 
@@ -62,8 +89,10 @@ class NestEmitter:
         tensor_buffer: Callable[[SSAValue], SSAValue | None],
         constant: Callable[[int], SSAValue],
         constant_attr: Callable[[Attribute, str], SSAValue],
+        checks: BoundsChecks | None = None,
     ):
         self.stages = stages
+        self.checks = checks
         self.buffer_of = buffer_of
         self.tensor_buffer = tensor_buffer
         self.constant = constant
@@ -407,13 +436,22 @@ class NestEmitter:
             buffer, domain = self.tensor_buffer(tensor), None
             assert buffer is not None
         indices: list[SSAValue] = []
+        shape = _shape(read.tensor)
         for d, index in enumerate(read.indices):
             offset = domain.offsets[d] if domain is not None else Form()
             form = forms.get(index)
-            if form is not None:
+            checked = self.checks is not None and not (
+                form is not None and within(form, shape[d])
+            )
+            if form is not None and not checked:
                 indices.append(self.index.emit(form - offset, at))
                 continue
-            value = mapping.get(index, index)
+            if form is not None:
+                value = self.index.emit(form, at)
+            else:
+                value = mapping.get(index, index)
+            if checked:
+                value = self._checked(read, d, shape[d], value, at)
             if not offset.is_const() or offset.const:
                 shift = arith.SubiOp(value, self.index.emit(offset, at))
                 Rewriter.insert_op(shift, at)
@@ -422,6 +460,87 @@ class NestEmitter:
         load = memref.LoadOp.get(buffer, indices)
         Rewriter.insert_op(load, at)
         return load.res
+
+    def _checked(
+        self, read: te.ReadOp, d: int, size: int, value: SSAValue, at: InsertPoint
+    ) -> SSAValue:
+        """`value` where `0 <= value < size`, else 0 with the failure recorded."""
+        checks = self.checks
+        assert checks is not None
+        stage = read.parent_op()
+        while stage is not None and not isinstance(stage, te.ComputeOp):
+            stage = stage.parent_op()
+        where = f" in stage '{stage.tensor_name.data}'" if stage is not None else ""
+        checks.messages.append(
+            f"te.read of '{checks.name_of(read.tensor)}' index {d}{where} is "
+            f"outside [0, {size - 1}]"
+        )
+        site = self.constant_attr(IntegerAttr(len(checks.messages), i32), "site")
+        cell = checks.cell()
+        zero = self.constant(0)
+        ok = arith.CmpiOp(value, self.constant(size), "ult")  # negatives too
+        safe = arith.SelectOp(ok, value, zero)
+        seen = memref.LoadOp.get(cell, [zero])
+        flag = arith.SelectOp(ok, seen.res, site)
+        store = memref.StoreOp.get(flag.result, cell, [zero])
+        Rewriter.insert_op([ok, safe, seen, flag, store], at)
+        return safe.result
+
+
+def within(form: Form, size: int) -> bool:
+    """Whether bound inference proves `0 <= form < size`."""
+    low, high = form.range()
+    return 0 <= low and high < size
+
+
+def out_of_bounds(compute: te.ComputeOp, name_of: Callable[[SSAValue], str]) -> str:
+    """The first read of `compute` that is out of its tensor's bounds at some
+    point of the compute's domain (a message), or "".
+
+    Only what is proven is reported: a read in the body's own block (one in a
+    guarded branch runs only where its condition holds) whose every index is
+    an affine form of distinct loop variables, so its range over the domain
+    (the output's extents, then the reduction extents) is exact.
+    """
+    shape = list(compute.output_type.get_shape())
+    extents = shape + list(compute.extents)
+    block = compute.body.block
+    forms: dict[SSAValue, Form] = {
+        arg: Form.of(affine.Var(arg.name_hint or f"i{n}", extent))
+        for n, (arg, extent) in enumerate(zip(block.args, extents, strict=True))
+    }
+    consts: dict[SSAValue, int] = {}
+    for op in block.ops:
+        result = _evaluate(op, forms, consts)
+        if isinstance(result, Form):
+            forms[op.results[0]] = result
+        elif isinstance(result, int):
+            consts[op.results[0]] = result
+            if isinstance(op.results[0].type, IndexType):
+                forms[op.results[0]] = Form({}, result)
+        if not isinstance(op, te.ReadOp):
+            continue
+        for d, (index, size) in enumerate(
+            zip(op.indices, _shape(op.tensor), strict=True)
+        ):
+            form = forms.get(index)
+            if form is None or within(form, size):
+                continue
+            if not all(isinstance(a, affine.Var) for a in form.terms):
+                continue  # divisions and remainders: ranges are bounds only
+            low, high = form.range()
+            return (
+                f"te.read of '{name_of(op.tensor)}' index {d} ranges over "
+                f"[{low}, {high}], outside [0, {size - 1}] (in compute "
+                f"'{compute.tensor_name.data}')"
+            )
+    return ""
+
+
+def _shape(tensor: SSAValue) -> tuple[int, ...]:
+    t = tensor.type
+    assert isinstance(t, TensorType | MemRefType)
+    return tuple(t.get_shape())
 
 
 def _reads(stage: Stage) -> list[te.ReadOp]:
