@@ -257,7 +257,7 @@ def _manifest(path: str, tar: tarfile.TarFile) -> dict:
         )
     try:
         document = json.loads(_member(path, tar, MANIFEST))
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # not UTF-8 too, or nested too deeply
         raise InvalidLibraryError(f"{path}: invalid {MANIFEST}: {e}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise InvalidLibraryError(

@@ -168,11 +168,18 @@ class Module:
             text = PackedFunc(address, name=METADATA_FUNCTION, owner=self)()
         except EmberError as e:
             raise EmberError(f"{where}: {e}") from None
+        except UnicodeDecodeError as e:  # a damaged library's bytes
+            raise EmberError(
+                f"{where}: the JSON is not UTF-8 (byte {e.object[e.start]:#04x} "
+                f"at offset {e.start})"
+            ) from None
         if not isinstance(text, str):
             got = "nothing" if text is None else f"{type(text).__name__} {text!r}"
             raise EmberError(f"{where}: returned {got}, expected a JSON string")
         try:
             return _check_metadata(json.loads(text))
+        except RecursionError:
+            raise EmberError(f"{where}: the JSON is nested too deeply") from None
         except ValueError as e:
             raise EmberError(f"{where}: {e}") from None
 
