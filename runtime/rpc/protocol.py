@@ -201,6 +201,18 @@ def receive(
         raise ConnectionClosed("the peer closed the connection")
     deadline = None if frame_timeout is None else time.monotonic() + frame_timeout
     _read_into(sock, head, got, "frame header", deadline)
+    type_, length = parse_head(head, max_bytes)
+    payload = memoryview(bytearray(length))
+    _read_into(sock, payload, 0, "frame", deadline)
+    return Message(type_, *split_payload(payload))
+
+
+def parse_head(head: bytes | memoryview, max_bytes: int) -> tuple[int, int]:
+    """A frame's fixed header: its message type and payload length.
+
+    Raises:
+        FrameError: bad magic, another version, or a payload over ``max_bytes``.
+    """
     magic, version, type_, _, length = HEADER.unpack(head)
     if magic != MAGIC:
         raise FrameError(f"not an ember RPC frame (magic {bytes(magic)!r})")
@@ -212,12 +224,16 @@ def receive(
         raise FrameError(
             f"a frame of {length} bytes exceeds the limit of {max_bytes} bytes"
         )
-    payload = memoryview(bytearray(length))
-    _read_into(sock, payload, 0, "frame", deadline)
-    return Message(type_, *_split_payload(payload))
+    return type_, length
 
 
-def _split_payload(payload: memoryview) -> tuple[dict, memoryview]:
+def split_payload(payload: memoryview) -> tuple[dict, memoryview]:
+    """A payload's JSON header and raw data.
+
+    Raises:
+        MessageError: no header length, a length past the end, or a header
+            that is not a JSON object.
+    """
     if len(payload) < _JSON_LENGTH.size:
         raise MessageError(f"a payload of {len(payload)} bytes has no header length")
     (size,) = _JSON_LENGTH.unpack(payload[: _JSON_LENGTH.size])

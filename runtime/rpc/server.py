@@ -131,7 +131,9 @@ class Server:
         self.pid = os.getpid()
         self.sessions: dict[int, tuple[str, str]] = {}  # pid -> (name, workspace)
         self.pending: dict[socket.socket, Handshake] = {}  # oldest first
-        self.selector: selectors.BaseSelector | None = None
+        self.selector = selectors.DefaultSelector()
+        self.listener.setblocking(False)
+        self.selector.register(self.listener, selectors.EVENT_READ)
         self.count = 0
         self.pushed_out = 0
         self.pushed_out_logged = 0.0
@@ -139,9 +141,6 @@ class Server:
 
     def serve_forever(self) -> None:
         """Accept and serve clients until ``stop()`` or SIGTERM/SIGINT."""
-        self.selector = selectors.DefaultSelector()
-        self.listener.setblocking(False)
-        self.selector.register(self.listener, selectors.EVENT_READ)
         try:
             while not self.stopping:
                 wait = 0.5
@@ -163,7 +162,6 @@ class Server:
 
     def accept(self) -> None:
         """Take the connections waiting in the backlog and start their handshakes."""
-        assert self.selector is not None
         for _ in range(64):  # then the others' handshakes get a turn
             try:
                 conn, peer = self.listener.accept()
@@ -216,7 +214,6 @@ class Server:
     def advance(self, handshake: Handshake, events: int) -> None:
         """Go on with a handshake whose socket is ready; start its session
         once it has authenticated."""
-        assert self.selector is not None
         try:
             if events & selectors.EVENT_WRITE:
                 handshake.write()
@@ -240,7 +237,6 @@ class Server:
         self.start_session(handshake.conn, handshake.name)
 
     def drop(self, handshake: Handshake, reply: str | None = None) -> None:
-        assert self.selector is not None
         self.selector.unregister(handshake.conn)
         del self.pending[handshake.conn]
         if reply is None:
@@ -311,8 +307,7 @@ class Server:
             self.listener.close()
             for other in self.pending:
                 other.close()
-            if self.selector is not None:
-                self.selector.close()
+            self.selector.close()
             os.environ["TMPDIR"] = tempfile.tempdir = os.path.join(workspace, "tmp")
             ServerSession(conn, workspace, self.limits, name).run()
             code = 0
@@ -356,8 +351,7 @@ class Server:
         for conn in self.pending:
             conn.close()
         self.pending.clear()
-        if self.selector is not None:
-            self.selector.close()
+        self.selector.close()
         for pid in self.sessions:
             _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace

@@ -1,11 +1,11 @@
-"""One RPC session on the server: the handshake, then one request at a time.
+"""One RPC session on the server, one request at a time, in a process of its
+own that the listener forks once the client has authenticated (``handshake``).
 
 A session owns a workspace directory: ``files/`` holds what the client
 uploads (plain names only, see ``protocol.check_name``; an upload in progress
 is ``files/.upload-<name>`` until its last chunk), ``tmp/`` is the session's
-``TMPDIR`` (a ``.tar`` library is linked there). Both are made only once the
-client has passed the handshake. The server removes the workspace when the
-session ends. The session's objects, arrays and loaded modules, live in a
+``TMPDIR`` (a ``.tar`` library is linked there). The server removes the
+workspace when the session ends. The session's objects, arrays and loaded modules, live in a
 table of integer handles that only this session can name.
 
 A client that goes away while its request runs (it closes the connection, or
@@ -14,11 +14,8 @@ socket, so that a long call does not hold the session's process, its slot and
 its workspace until it returns, to answer nobody.
 """
 
-import hmac
 import logging
 import os
-import platform
-import secrets
 import select
 import socket
 import threading
@@ -37,8 +34,6 @@ from .protocol import MessageError, MsgType, RPCError
 
 log = logging.getLogger("ember.rpc.server")
 
-_AUTH_FRAME_BYTES = 4096
-_AUTH_SECONDS = 10.0
 _PARTIAL = ".upload-"
 T = TypeVar("T")
 
@@ -60,12 +55,10 @@ class ServerSession:
         self,
         sock: socket.socket,
         workspace: str,
-        key: str | None,
         limits: Limits,
         name: str,
     ):
         self.sock = sock
-        self.key = key
         self.limits = limits
         self.name = name
         self.files = os.path.join(workspace, "files")
@@ -92,17 +85,17 @@ class ServerSession:
         }
 
     def run(self) -> None:
-        """The handshake, then requests until the client leaves. Socket errors
-        (the client went away) end the session; nothing else does."""
+        """Answer the client's AUTH (the listener has checked it), then serve
+        requests until the client leaves. Socket errors (the client went away)
+        end the session; nothing else does."""
         self.sock.settimeout(self.limits.idle_timeout)
         # Replies go out as soon as they are written: no Nagle delay on a reply
         # sent as a header and a payload.
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if not self.handshake():
-            return
-        # Only a client that passed the handshake gets anything on disk.
         os.makedirs(self.files, exist_ok=True)
         os.makedirs(self.tmp, exist_ok=True)
+        p.send(self.sock, MsgType.OK)
+        log.info("%s: session started", self.name)
         if hasattr(select, "POLLRDHUP"):
             threading.Thread(target=self.watch, name="watch", daemon=True).start()
         while True:
@@ -127,59 +120,6 @@ class ServerSession:
                 )
                 return
             self.dispatch(msg)
-
-    def handshake(self) -> bool:
-        nonce = secrets.token_bytes(32)
-        p.send(
-            self.sock,
-            MsgType.HELLO,
-            {
-                "version": p.VERSION,
-                "nonce": nonce.hex(),
-                "key_required": self.key is not None,
-                "max_frame_bytes": self.limits.max_frame_bytes,
-                "max_workspace_bytes": self.limits.max_workspace_bytes,
-                "max_memory_bytes": self.limits.max_memory_bytes,
-                "machine": platform.machine(),
-                "system": platform.system(),
-            },
-        )
-        # A client that does not authenticate promptly holds no slot for long.
-        wait = min(self.limits.idle_timeout or _AUTH_SECONDS, _AUTH_SECONDS)
-        try:
-            self.sock.settimeout(wait)
-            msg = p.receive(self.sock, _AUTH_FRAME_BYTES, wait)
-            self.sock.settimeout(self.limits.idle_timeout)
-        except (RPCError, TimeoutError) as e:
-            log.warning("%s: refused: no valid AUTH frame (%s)", self.name, e)
-            self.reply_error(RPCError(f"expected an AUTH frame: {e}"))
-            return False
-        if msg.type != MsgType.AUTH:
-            log.warning("%s: refused: message type %d before AUTH", self.name, msg.type)
-            self.reply_error(
-                RPCError(f"expected an AUTH frame, got message type {msg.type}")
-            )
-            return False
-        digest = msg.header.get("digest")
-        if self.key is not None and not (
-            isinstance(digest, str)
-            # As bytes: compare_digest refuses a str that is not ASCII.
-            and hmac.compare_digest(
-                digest.encode(errors="replace"),
-                p.expected_digest(self.key, nonce).encode(),
-            )
-        ):
-            why = "no key" if digest is None else "a wrong key"
-            log.warning("%s: refused: the client sent %s", self.name, why)
-            self.reply_error(
-                RPCError(
-                    f"refused: the server requires a key and the client sent {why}"
-                )
-            )
-            return False
-        p.send(self.sock, MsgType.OK)
-        log.info("%s: session started", self.name)
-        return True
 
     def watch(self) -> None:
         """Wait for the client's end of the connection to close; if a request
