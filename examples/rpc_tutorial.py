@@ -147,8 +147,14 @@ def describe_tar(path: Path) -> str:
 
 
 def session_workspaces(server_dir: Path) -> list[str]:
-    """The session workspaces on disk under a server's ``--workspace``."""
-    return [s.name for root in server_dir.iterdir() for s in root.iterdir()]
+    """The session workspaces on disk under a server's ``--workspace`` (each
+    server's root there also holds its ``.lock``)."""
+    return [
+        s.name
+        for root in server_dir.iterdir()
+        for s in root.iterdir()
+        if s.name.startswith("session-")
+    ]
 
 
 def session(

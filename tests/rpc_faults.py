@@ -21,7 +21,7 @@ from ember.runtime import rpc
 from ember.runtime.rpc import protocol as p
 from ember.runtime.rpc.protocol import HEADER, MAGIC, VERSION, MsgType
 
-KEY = "fault-test-key"
+KEY = "fault-test-key-0123"
 N = 256
 MAX_FRAME = 1 << 18
 MAX_WORKSPACE = 1 << 20
@@ -59,13 +59,16 @@ class Raw:
         self.server = server
         before = set(server.sessions())
         self.sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        host, port = self.sock.getsockname()[:2]
+        self.peer = f"{host}:{port}"
         self.hello = p.receive(self.sock, REPLY_LIMIT)
         assert self.hello.type == MsgType.HELLO, self.hello
-        # The listener makes the session's directory before it forks the session.
-        (self.session,) = set(server.sessions()) - before
+        self.session: str | None = None  # its workspace's name, once it has one
         if auth:
             self.send(MsgType.AUTH, {"digest": self.digest(key)})
             assert self.reply().type == MsgType.OK
+            # The listener makes the session's directory before it forks the session.
+            (self.session,) = set(server.sessions()) - before
 
     def digest(self, key: str | None) -> str | None:
         nonce = bytes.fromhex(self.hello.header["nonce"])
@@ -109,25 +112,24 @@ class Raw:
 
     def gone(self) -> None:
         """This session's process has ended and its workspace is removed."""
-        wait_for(
-            lambda: self.session not in self.server.sessions(),
-            f"workspace {self.session} to be removed",
-        )
+        if self.session is not None:
+            wait_for(
+                lambda: self.session not in self.server.sessions(),
+                f"workspace {self.session} to be removed",
+            )
         self.sock.close()
 
     @property
     def workspace(self) -> str:
         """This session's workspace directory on the server."""
+        assert self.session is not None, "no session before AUTH"
         (root,) = os.listdir(self.server.workspace)
         return os.path.join(self.server.workspace, root, self.session)
 
     def log_lines(self) -> list[str]:
-        """The server's log lines about this session."""
-        number = self.session.split("-")[1]
+        """The server's log lines about this connection and its session."""
         return [
-            line
-            for line in self.server.log().splitlines()
-            if f"session {number} (" in line
+            line for line in self.server.log().splitlines() if f"({self.peer})" in line
         ]
 
     def close(self) -> None:
@@ -177,14 +179,13 @@ def fault_server(cwd: str):
     resource.setrlimit(resource.RLIMIT_CORE, (0, core[1]))
     try:
         with rpc_server(
-            "--key",
-            KEY,
             "--max-frame-bytes",
             str(MAX_FRAME),
             "--max-workspace-bytes",
             str(MAX_WORKSPACE),
             "--max-memory-bytes",
             str(MAX_MEMORY),
+            key=KEY,
             cwd=cwd,
         ) as s:
             yield s

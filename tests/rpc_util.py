@@ -41,7 +41,12 @@ class RunningServer:
     def sessions(self) -> list[str]:
         """Session workspaces still on disk."""
         roots = os.listdir(self.workspace)
-        return [s for r in roots for s in os.listdir(os.path.join(self.workspace, r))]
+        return [
+            s
+            for r in roots
+            for s in os.listdir(os.path.join(self.workspace, r))
+            if s.startswith("session-")
+        ]
 
 
 _PRELUDE_MAIN = """{}
@@ -53,19 +58,31 @@ sys.exit(main())
 
 @contextlib.contextmanager
 def rpc_server(
-    *args: str, timeout: float = 30.0, cwd: str | None = None, prelude: str = ""
+    *args: str,
+    key: str | None = None,
+    timeout: float = 30.0,
+    cwd: str | None = None,
+    prelude: str = "",
+    workspace: str | None = None,
 ) -> Iterator[RunningServer]:
     """Run ``python -m ember.rpc.server --port 0 *args`` until the block ends.
 
-    Its log goes to a file (``server.log()``) and its sessions' workspaces
-    under a directory of their own (``server.workspace``); ``cwd`` is its
-    working directory (default: the caller's). ``prelude``, Python code, runs
-    in the server's process before the server starts (to inject a fault).
+    ``key`` goes to the server in ``$EMBER_RPC_KEY`` (which is unset when
+    there is none); without a key, a loopback server warns that it has none
+    and serves anyone. Its log goes to a file (``server.log()``) and its
+    sessions' workspaces under a directory of their own (``server.workspace``,
+    or ``workspace`` if given); ``cwd`` is its working directory (default: the
+    caller's). ``prelude``, Python code, runs in the server's process before
+    the server starts (to inject a fault).
     """
+    env = {k: v for k, v in os.environ.items() if k != "EMBER_RPC_KEY"}
+    if key is not None:
+        env["EMBER_RPC_KEY"] = key
     with tempfile.TemporaryDirectory(prefix="ember-rpc-test-") as tmp:
         log_path = os.path.join(tmp, "server.log")
-        workspace = os.path.join(tmp, "workspace")
-        os.mkdir(workspace)
+        if workspace is None:
+            workspace = os.path.join(tmp, "workspace")
+            os.mkdir(workspace)
         launch = (
             ("-c", _PRELUDE_MAIN.format(prelude))
             if prelude
@@ -86,6 +103,7 @@ def rpc_server(
                 stderr=log,
                 text=True,
                 cwd=cwd,
+                env=env,
             )
         try:
             assert process.stdout is not None

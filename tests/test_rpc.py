@@ -35,7 +35,7 @@ N = 1024
 
 @pytest.fixture(scope="module")
 def server():
-    with rpc_server("--key", KEY) as running:
+    with rpc_server(key=KEY) as running:
         yield running
 
 

@@ -1,7 +1,8 @@
 """The RPC tutorial (examples/rpc_tutorial.py), the server's command line as
 docs/rpc.md describes it, and the security claims docs/rpc.md makes: the key
 stays off command lines and off the wire, a captured handshake cannot be
-replayed, binding beyond loopback warns."""
+replayed, binding beyond loopback warns and without a key is refused, short
+keys are refused, a key on the command line warns."""
 
 import hmac
 import os
@@ -21,6 +22,7 @@ from rpc_util import rpc_server
 import ember.rpc
 from ember.runtime import cc
 from ember.runtime.rpc import protocol as p
+from ember.runtime.rpc.server import Server
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = ROOT / "examples" / "rpc_tutorial.py"
@@ -98,7 +100,7 @@ def test_tutorial_runs_the_whole_session_on_a_server_it_starts():
 
 
 def test_tutorial_uses_a_running_server_with_the_key_from_the_environment():
-    with rpc_server("--key", KEY) as server:
+    with rpc_server(key=KEY) as server:
         out = run_tutorial(
             "--port", str(server.port), "--size", "96",
             env={**os.environ, "EMBER_RPC_KEY": KEY},
@@ -113,7 +115,7 @@ def test_tutorial_uses_a_running_server_with_the_key_from_the_environment():
 
 
 def test_tutorial_without_the_key_says_so_without_a_traceback():
-    with rpc_server("--key", KEY) as server:
+    with rpc_server(key=KEY) as server:
         env = {k: v for k, v in os.environ.items() if k != "EMBER_RPC_KEY"}
         result = subprocess.run(
             [sys.executable, str(TUTORIAL), "--port", str(server.port), "--size", "32"],
@@ -180,13 +182,27 @@ def test_docs_table_lists_exactly_the_server_options():
     assert documented == offered
 
 
+NO_KEY = "WARNING no key: any client that can connect is served"
+
+
+def run_server(*args: str, key: str | None = None) -> subprocess.CompletedProcess:
+    """The server's command line, for one that must refuse to start."""
+    env = {k: v for k, v in os.environ.items() if k != "EMBER_RPC_KEY"}
+    if key is not None:
+        env["EMBER_RPC_KEY"] = key
+    return subprocess.run(
+        [sys.executable, "-m", "ember.rpc.server", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+
+
 @pytest.mark.parametrize("key", [None, KEY], ids=["no-key", "key"])
-def test_binding_beyond_loopback_warns_in_the_log(key, monkeypatch):
-    if key is None:
-        monkeypatch.delenv("EMBER_RPC_KEY", raising=False)
-    else:
-        monkeypatch.setenv("EMBER_RPC_KEY", key)
-    with rpc_server("--host", "0.0.0.0") as server:
+def test_binding_beyond_loopback_warns_in_the_log(key):
+    flags = ("--insecure-no-key",) if key is None else ()
+    with rpc_server("--host", "0.0.0.0", *flags, key=key) as server:
         with ember.rpc.connect("127.0.0.1", server.port, key=key) as remote:
             assert remote.info["key_required"] is (key is not None)
         log = server.log()
@@ -198,13 +214,85 @@ def test_binding_beyond_loopback_warns_in_the_log(key, monkeypatch):
         else "anyone who can connect can"
     )
     assert who in warning and "can run code here as this user" in warning
+    assert (NO_KEY in log) is (key is None), log
 
 
-def test_loopback_does_not_warn():
+def test_binding_beyond_loopback_without_a_key_is_refused():
+    done = run_server("--host", "0.0.0.0")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stdout == ""  # it never listened
+    assert (
+        "ember-rpc-server: error: refusing to listen on 0.0.0.0 without a key: anyone "
+        "who can connect could run code here as this user"
+    ) in done.stderr
+    assert "--insecure-no-key" in done.stderr
+    with pytest.raises(ValueError, match="insecure_no_key=True"):
+        Server("0.0.0.0", 0)
+    with pytest.raises(ValueError, match="refusing to listen on \\* without a key"):
+        Server("", 0)
+
+
+def test_loopback_without_a_key_serves_and_warns_that_it_has_none():
     with rpc_server() as server:
-        with ember.rpc.connect("127.0.0.1", server.port):
+        with ember.rpc.connect("127.0.0.1", server.port) as remote:
+            assert remote.info["key_required"] is False
+        log = server.log()
+    assert NO_KEY in log and " WARNING " in log
+    assert [line for line in log.splitlines() if " WARNING " in line] == [
+        line for line in log.splitlines() if NO_KEY in line
+    ]
+    with rpc_server(key=KEY) as server:
+        with ember.rpc.connect("127.0.0.1", server.port, key=KEY):
             pass
-        assert WARNING not in server.log()
+        assert " WARNING " not in server.log(), server.log()
+
+
+def test_short_keys_are_refused_naming_the_rule(tmp_path):
+    short = "0123456789abcde"  # 15 bytes
+    done = run_server(key=short)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "error: the key is 15 bytes; a key must be at least 16 bytes" in done.stderr
+    assert "secrets.token_hex(32)" in done.stderr
+    with pytest.raises(ValueError, match="a key must be at least 16 bytes"):
+        Server("127.0.0.1", 0, key=short)
+    with pytest.raises(ValueError, match="the key is 15 bytes"):
+        Server("127.0.0.1", 0, key="é" * 7 + "x")  # 8 characters, 15 bytes
+    path = tmp_path / "short"
+    path.write_text(short + "\n")
+    path.chmod(0o600)
+    assert "the key is 15 bytes" in run_server("--key-file", str(path)).stderr
+    # 16 bytes is enough.
+    with rpc_server(key=short + "f") as server:
+        with ember.rpc.connect("127.0.0.1", server.port, key=short + "f") as remote:
+            assert remote.listdir() == []
+
+
+def test_key_file_serves_and_key_on_the_command_line_warns(tmp_path):
+    path = tmp_path / "key"
+    path.write_text(KEY + "\n")
+    path.chmod(0o600)
+    with rpc_server("--key-file", str(path)) as server:
+        with pytest.raises(ember.rpc.RPCError, match="requires a key"):
+            ember.rpc.connect("127.0.0.1", server.port)
+        with ember.rpc.connect("127.0.0.1", server.port, key=KEY) as remote:
+            assert remote.listdir() == []
+        assert " WARNING " not in server.log(), server.log()
+    with rpc_server("--key", KEY) as server:
+        with ember.rpc.connect("127.0.0.1", server.port, key=KEY):
+            pass
+        log = server.log()
+    assert (
+        "WARNING --key puts the key on the command line, where every user of this "
+        "machine can read it (ps); use $EMBER_RPC_KEY or --key-file"
+    ) in log
+    path.chmod(0o644)
+    with rpc_server("--key-file", str(path)) as server:
+        log = server.log()
+    assert f"WARNING {path} can be read by other users (mode 644)" in log
+    done = run_server("--key-file", str(tmp_path / "missing"))
+    assert done.returncode == 2 and "error: cannot read --key-file" in done.stderr
+    done = run_server("--key-file", str(path), "--key", KEY)
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
 
 
 def _read_frame(conn: socket.socket) -> bytes:
@@ -247,10 +335,10 @@ def test_the_key_never_crosses_the_wire_and_a_captured_digest_cannot_be_replayed
     (frame,) = captured
     assert KEY.encode() not in frame
     assert p.HEADER.unpack(frame[: p.HEADER.size])[2] == p.MsgType.AUTH
-    digest = p._split_payload(memoryview(frame[p.HEADER.size :]))[0]["digest"]
+    digest = p.split_payload(memoryview(frame[p.HEADER.size :]))[0]["digest"]
     assert hmac.compare_digest(digest, p.expected_digest(KEY, nonce))
 
-    with rpc_server("--key", KEY) as server:
+    with rpc_server(key=KEY) as server:
         with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
             hello = p.receive(sock, 1 << 20)
             assert bytes.fromhex(hello.header["nonce"]) != nonce
@@ -263,7 +351,7 @@ def test_the_key_never_crosses_the_wire_and_a_captured_digest_cannot_be_replayed
 
 
 def test_a_non_ascii_digest_is_refused_with_an_error_reply():
-    with rpc_server("--key", KEY) as server:
+    with rpc_server(key=KEY) as server:
         with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
             p.receive(sock, 1 << 20)
             p.send(sock, p.MsgType.AUTH, {"digest": "\u00e9" * 64})

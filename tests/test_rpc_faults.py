@@ -389,8 +389,11 @@ HANDSHAKES = {
 @pytest.mark.parametrize("case", HANDSHAKES)
 def test_bad_handshake_is_refused_before_anything_else(server, healthy, case):
     make, message, logged = HANDSHAKES[case]
+    sessions, children = server.sessions(), server.children()
     raw = Raw(server, auth=False)
-    assert os.listdir(raw.workspace) == [], "a workspace file before AUTH"
+    # Before AUTH a connection has no workspace and no process.
+    assert set(server.sessions()) <= set(sessions)
+    assert set(server.children()) <= set(children)
     # A request right behind the bad AUTH must not be served.
     upload = p.frame_head(
         MsgType.UPLOAD, {"name": "x.so", "offset": 0, "last": True}, 3

@@ -1,9 +1,16 @@
 """The RPC listener's own faults: it cannot start a session (no process, no
 disk), it is stopped while a session runs a library's code, or a session
 process will not stop. In each, the listener refuses or ends what it must and
-goes on (or stops) cleanly: no process, workspace or file left behind."""
+goes on (or stops) cleanly: no process, workspace or file left behind.
+
+And what others do to it: connections that never authenticate (they must not
+lock out a client with the key), and a kill -9 (its sessions die with it, and
+the next server removes what it left)."""
 
 import os
+import selectors
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -11,6 +18,7 @@ import time
 
 import numpy as np
 import pytest
+from rpc_faults import wait_for
 from rpc_util import export_vecadd, random_inputs, rpc_server
 
 import ember
@@ -18,6 +26,8 @@ import ember.rpc
 import ember.runtime as rt
 from ember import te
 from ember.rpc import RPCError
+from ember.runtime.rpc import protocol as p
+from ember.runtime.rpc.protocol import MsgType
 
 FAIL_FIRST_FORK = """
 import errno, os
@@ -180,3 +190,186 @@ def test_close_kills_a_session_that_ignores_sigterm(tmp_path):
     assert "not reaped" not in out and "root removed" in out, out
     seconds = float(out.split("closed in ")[1].split()[0])
     assert 0.5 <= seconds < 5, out
+
+
+# Connections that do not authenticate.
+
+KEY = "listener-test-key-0123456789"
+
+
+class Unauthenticated:
+    """``count`` connections that never authenticate, kept open by a thread:
+    half silent, half dribbling an AUTH frame's header a byte at a time (never
+    all of it); one the server drops is opened again at once."""
+
+    def __init__(self, port: int, count: int):
+        self.port = port
+        self.count = count
+        self.reopened = 0
+        self.stopping = False
+        self.selector = selectors.DefaultSelector()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self) -> "Unauthenticated":
+        for i in range(self.count):
+            self.open(dribble=i % 2 == 1)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping = True
+        self.thread.join(10)
+        for key in list(self.selector.get_map().values()):
+            key.fileobj.close()  # type: ignore[union-attr]
+        self.selector.close()
+
+    def open(self, dribble: bool) -> None:
+        """Connect, and wait for the server's first frame (HELLO, or a refusal)."""
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        try:
+            p.receive(sock, 1 << 16)
+        except (OSError, p.RPCError):
+            pass
+        sock.setblocking(False)
+        self.selector.register(sock, selectors.EVENT_READ, [dribble, 0])
+
+    def run(self) -> None:
+        head = p.frame_head(MsgType.AUTH, {"digest": "0" * 64}, 0)
+        next_drip = 0.0
+        while not self.stopping:
+            for key, _ in self.selector.select(0.02):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                try:
+                    closed = sock.recv(1 << 16) == b""
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    closed = True
+                if closed and not self.stopping:
+                    self.selector.unregister(sock)
+                    sock.close()
+                    self.reopened += 1
+                    self.open(key.data[0])
+            if time.monotonic() > next_drip:
+                next_drip = time.monotonic() + 0.1
+                for key in list(self.selector.get_map().values()):
+                    dribble, sent = key.data
+                    if dribble and sent < p.HEADER.size - 1:
+                        try:
+                            key.fileobj.send(head[sent : sent + 1])  # type: ignore[union-attr]
+                            key.data[1] += 1
+                        except OSError:
+                            pass
+
+
+def test_a_key_holder_gets_in_while_100_connections_never_authenticate():
+    """Before it authenticates a connection holds no session slot and no
+    process: 100 of them (25 times --max-sessions) cost a client with the key
+    nothing; it connects and calls within a second, each time."""
+    with rpc_server("--max-sessions", "4", key=KEY) as server:
+        with Unauthenticated(server.port, 100) as waiting:
+            assert server.children() == [] and server.sessions() == []
+            times = []
+            for _ in range(3):
+                start = time.monotonic()
+                with ember.rpc.connect("127.0.0.1", server.port, key=KEY) as remote:
+                    assert remote.listdir() == []
+                times.append(time.monotonic() - start)
+            # The key holder's sessions end; the 100 still hold no process.
+            wait_for(lambda: server.children() == [], "no session process")
+            reopened = waiting.reopened
+        print(f"connect + LISTDIR past 100 waiting sockets: {max(times) * 1e3:.1f} ms")
+        assert max(times) < 1.0, times
+        assert reopened == 0  # none was dropped: 100 is within --max-pending
+        log = server.log()
+    assert log.count(": session started") == 3, log
+    assert "refused" not in log, log
+
+
+def test_the_oldest_connection_waiting_to_authenticate_is_pushed_out():
+    with rpc_server("--max-pending", "8", key=KEY) as server:
+        socks = [
+            socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            for _ in range(20)
+        ]
+        try:
+            for sock in socks:  # each has been accepted: it has its HELLO
+                assert p.receive(sock, 1 << 16).type == MsgType.HELLO
+            for sock in socks[:12]:
+                refusal = p.receive(sock, 1 << 16)
+                assert refusal.type == MsgType.ERROR
+                assert refusal.header["message"] == (
+                    "refused: too many connections wait to authenticate"
+                )
+                assert sock.recv(1) == b""
+            with ember.rpc.connect("127.0.0.1", server.port, key=KEY) as remote:
+                assert remote.listdir() == []
+            assert p.receive(socks[12], 1 << 16).type == MsgType.ERROR
+            for sock in socks[13:]:  # still waiting, within their 10 s
+                sock.setblocking(False)
+                with pytest.raises(BlockingIOError):
+                    sock.recv(1)
+        finally:
+            for sock in socks:
+                sock.close()
+        log = server.log()
+    # The first drop is logged; those right behind it only counted.
+    assert log.count("dropped, the oldest of 8 connections waiting") == 1, log
+    assert "(1 dropped so far)" in log
+
+
+# A killed server.
+
+
+def test_sessions_die_with_a_killed_server():
+    """kill -9 of the listener ends its sessions (PR_SET_PDEATHSIG): none
+    goes on serving outside --max-sessions, and its client is told."""
+    with rpc_server(key=KEY) as server:
+        remote = ember.rpc.connect("127.0.0.1", server.port, key=KEY, timeout=10)
+        assert remote.listdir() == []
+        (session,) = server.children()
+        start = time.monotonic()
+        os.kill(server.pid, signal.SIGKILL)
+        server.process.wait(10)
+        wait_for(lambda: not _alive(session), "the session process to end", 2.0)
+        print(f"session gone {time.monotonic() - start:.3f} s after kill -9")
+        with pytest.raises(RPCError, match="during LISTDIR.*the session is closed"):
+            remote.listdir()
+        remote.close()
+
+
+def test_a_new_server_removes_what_a_killed_one_left(tmp_path):
+    workspace = str(tmp_path)
+    with rpc_server(key=KEY, workspace=workspace) as killed:
+        remote = ember.rpc.connect("127.0.0.1", killed.port, key=KEY, timeout=10)
+        remote.upload(__file__, "left.py")
+        (session,) = killed.children()
+        (left,) = os.listdir(workspace)
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.process.wait(10)
+        wait_for(lambda: not _alive(session), "the session process to end", 2.0)
+        remote.close()
+    assert os.listdir(os.path.join(workspace, left)) == [".lock", killed.sessions()[0]]
+    with rpc_server(key=KEY, workspace=workspace) as server:
+        (root,) = os.listdir(workspace)
+        assert root != left
+        assert (
+            f"removed {os.path.join(workspace, left)}, left by a server that is gone"
+            in server.log()
+        )
+        # A server that runs keeps its root: the next one leaves it alone.
+        with rpc_server(key=KEY, workspace=workspace) as other:
+            assert root in os.listdir(workspace)
+            assert "removed" not in other.log()
+        with ember.rpc.connect("127.0.0.1", server.port, key=KEY) as remote:
+            assert remote.listdir() == []
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
