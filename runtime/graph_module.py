@@ -83,7 +83,7 @@ def check_model(model: object) -> None:
                 type(n) is int and n >= 0 for n in shape
             ):
                 raise ValueError(f'{where}: "shape" must be a list of extents')
-            if t.get("dtype") not in _params.DTYPES:
+            if not isinstance(t.get("dtype"), str) or t["dtype"] not in _params.DTYPES:
                 raise ValueError(f"{where}: unknown dtype {t.get('dtype')!r}")
             if t["name"] in names:
                 raise ValueError(f"{where}: name {t['name']!r} appears twice")

@@ -36,6 +36,7 @@ takes as its ``params`` argument, each param at the offset its metadata gives
 between. ``param_layout`` makes such a layout.
 """
 
+import math
 import struct
 import zlib
 from collections.abc import Mapping
@@ -306,7 +307,7 @@ def param_layout(
 def _layout_size(layout: Mapping[str, Mapping]) -> int:
     end = 0
     for entry in layout.values():
-        size = np.dtype(entry["dtype"]).itemsize * int(np.prod(entry["shape"]))
+        size = np.dtype(entry["dtype"]).itemsize * math.prod(entry["shape"])
         end = max(end, entry["offset"] + size)
     return end + _pad(end)
 
@@ -341,9 +342,9 @@ def check_layout(layout: object, nbytes: int | None = None) -> None:
             raise ValueError(
                 f'{where}: "shape" must be a list of extents, got {shape!r}'
             )
-        if dtype not in DTYPES:
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             raise ValueError(f'{where}: "dtype" must be a dtype name, got {dtype!r}')
-        size = np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))
+        size = np.dtype(dtype).itemsize * math.prod(shape)  # exact, no overflow
         if nbytes is not None and offset + size > nbytes:
             raise ValueError(
                 f"{where}: bytes [{offset}, {offset + size}) are past the end of "

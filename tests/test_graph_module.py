@@ -295,6 +295,9 @@ def test_embedded_but_missing_blob_is_an_error():
         (lambda m: m["inputs"][0].update(dtype="float128"), "unknown dtype 'float128'"),
         (lambda m: m["params"]["w1"].update(offset=3), "multiple of 64, got 3"),
         (lambda m: m.update(params_bytes=100), "past the end of the 100-byte"),
+        (lambda m: m["inputs"][0].update(dtype=["float32"]), "unknown dtype"),
+        (lambda m: m["params"]["w1"].update(dtype={}), "must be a dtype name"),
+        (lambda m: m["params"]["w1"].update(shape=[2**62, 2**62]), "past the end"),
     ],
 )
 def test_invalid_model_metadata_names_the_problem(change, message):

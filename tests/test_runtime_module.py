@@ -24,9 +24,11 @@ def constant(value: int):
     return PACKED_FUNC_TYPE(run)
 
 
-def returns_string(text: "str | None", rc: int = 0):
-    """A native packed function returning ``text`` (None: a NULL string)."""
-    buf = None if text is None else ctypes.create_string_buffer(text.encode())
+def returns_string(text: "str | bytes | None", rc: int = 0):
+    """A native packed function returning ``text`` (None: a NULL string;
+    bytes as they are, UTF-8 or not)."""
+    data = text.encode() if isinstance(text, str) else text
+    buf = None if data is None else ctypes.create_string_buffer(data)
 
     def run(values, codes, n, ret, ret_code):
         address = ctypes.addressof(buf) if buf is not None else None
@@ -219,6 +221,13 @@ def test_metadata_marks_outputs_read_only_arrays_are_refused():
         ('{"functions": {"f": {"args": [3]}}}', "argument 0 must be an object"),
         ('{"functions": {"f": {"args": [{"name": 1}]}}}', '"name" must be a string'),
         ('{"functions": {"f": {"args": [{"output": 1}]}}}', '"output" must be true'),
+        (b'{"entry": "f\xffg"}', r"the JSON is not UTF-8 \(byte 0xff at offset 12\)"),
+        ("[" * 100_000, "the JSON is nested too deeply"),
+        (
+            '{"model": {"inputs": [{"name": "x", "shape": [1], "dtype": []}]}}',
+            "unknown dtype",
+        ),
+        ('{"model": 3}', '"model" must be an object'),
     ],
 )
 def test_malformed_metadata_is_an_ember_error(text, message):
