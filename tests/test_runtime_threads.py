@@ -207,3 +207,32 @@ def test_a_dropped_executor_is_freed_without_the_collector(lib, tmp_path, kind):
             assert alive() is None, "the executor is kept by a reference cycle"
     finally:
         gc.enable()
+
+
+def test_calls_from_many_threads_on_a_remote_executor(tmp_path):
+    """A remote executor's calls keep each one's set_input, run and
+    get_output together (the server runs one request at a time)."""
+    import handmade_model as hm
+    from rpc_util import rpc_server
+
+    import ember.rpc
+
+    KEY = "a key of sixteen bytes or more"
+    params = hm.random_params()
+    xs = [np.full((1, hm.K), i, "float32") for i in range(THREADS)]
+    hm.build(params).export_library(tmp_path / "mlp.so")
+    with (
+        rpc_server(key=KEY) as server,
+        ember.rpc.connect("127.0.0.1", server.port, key=KEY) as remote,
+    ):
+        remote.upload(tmp_path / "mlp.so")
+        m = GraphModule(remote.load_module("mlp.so")["default"](remote.cpu()))
+
+        def work(i):
+            want = hm.reference(xs[i], params)
+            return sum(
+                not np.allclose(m(x=xs[i])[0], want, rtol=1e-5, atol=1e-5)
+                for _ in range(10)
+            )
+
+        assert _in_threads(work) == [0] * THREADS
