@@ -15,7 +15,9 @@ arrays there and calls and times its functions there::
 
 The wire format is in ``protocol``; the client's session in ``client`` and the
 handles it gives out in ``remote``; the server's side of a session in
-``session``, the listener and command line in ``server``. Like the rest of the
+``session``, the handshake the listener runs before it forks a session in
+``handshake``, the server's directory of workspaces in ``roots``, the
+listener and command line in ``server``. Like the rest of the
 runtime, this package imports nothing from the compiler.
 """
 

@@ -25,7 +25,6 @@ and what the key does and does not protect, is in ``docs/rpc.md``.
 
 import argparse
 import ctypes
-import fcntl
 import ipaddress
 import logging
 import os
@@ -41,6 +40,7 @@ from collections.abc import Sequence
 
 from . import protocol as p
 from .handshake import Handshake, Refused
+from .roots import make_root
 from .session import Limits, ServerSession
 
 log = logging.getLogger("ember.rpc.server")
@@ -48,8 +48,6 @@ log = logging.getLogger("ember.rpc.server")
 MIN_KEY_BYTES = 16
 """The shortest key a server accepts: anyone who records a handshake can test
 guesses offline, so a key must be too long to guess."""
-LOCK = ".lock"
-"""The lock file in a server's root, held (``flock``) by its processes."""
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
@@ -125,9 +123,7 @@ class Server:
                 "here as this user"
             )
         parent = workspace if workspace is not None else tempfile.gettempdir()
-        remove_stale_roots(parent)
-        self.root = tempfile.mkdtemp(prefix="ember-rpc-", dir=parent)
-        self.lock = _lock(self.root)
+        self.root, self.lock = make_root(parent)
         self.pid = os.getpid()
         self.sessions: dict[int, tuple[str, str]] = {}  # pid -> (name, workspace)
         self.pending: dict[socket.socket, Handshake] = {}  # oldest first
@@ -383,46 +379,6 @@ def check_key(key: str | None) -> None:
             f"{MIN_KEY_BYTES} bytes (make one with: python3 -c 'import secrets; "
             "print(secrets.token_hex(32))')"
         )
-
-
-def _lock(root: str) -> int:
-    """Lock ``root`` for this server and its sessions (they inherit the
-    descriptor); the file appears under its name already locked."""
-    part = os.path.join(root, f"{LOCK}-{os.getpid()}")
-    fd = os.open(part, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    os.rename(part, os.path.join(root, LOCK))
-    return fd
-
-
-def remove_stale_roots(parent: str) -> None:
-    """Remove the server roots under ``parent`` whose lock no process holds:
-    their server and all its sessions are gone (killed, or the machine
-    stopped), and nobody else would remove them."""
-    try:
-        entries = [
-            e
-            for e in os.scandir(parent)
-            if e.name.startswith("ember-rpc-") and e.is_dir(follow_symlinks=False)
-        ]
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            fd = os.open(
-                os.path.join(entry.path, LOCK), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
-            )
-        except OSError:  # not a server root, not ours, or not locked yet
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # its server or a session of it still runs
-            os.close(fd)
-            continue
-        shutil.rmtree(entry.path, ignore_errors=True)
-        log.warning("removed %s, left by a server that is gone", entry.path)
-        os.close(fd)
 
 
 def _die_with(parent: int) -> None:
