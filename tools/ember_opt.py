@@ -115,7 +115,8 @@ class EmberOptMain(xDSLOptMain):
         add_plugin_argument(arg_parser)  # loaded by main() before parsing; for --help
         arg_parser.prog = "ember-opt"
         # -v is --verbose in every ember tool; xDSL gives it to --version
-        arg_parser._option_string_actions.pop("-v").option_strings.remove("-v")
+        version_action = arg_parser._option_string_actions.pop("-v")
+        version_action.option_strings = ["--version"]
         add_verbosity_arguments(arg_parser)
         _append_pass_list_to_help(arg_parser, self.available_passes)
         for action in arg_parser._actions:
