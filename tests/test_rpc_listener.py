@@ -319,6 +319,75 @@ def test_the_oldest_connection_waiting_to_authenticate_is_pushed_out():
     assert "(1 dropped so far)" in log
 
 
+CHURN = """
+import selectors, socket, sys, time
+port, count, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+selector, opened = selectors.DefaultSelector(), 0
+def open_one():
+    global opened
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    except OSError:
+        return
+    sock.setblocking(False)
+    selector.register(sock, selectors.EVENT_READ)
+    opened += 1
+for _ in range(count):
+    open_one()
+print("open", flush=True)
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    for key, _ in selector.select(0.05):
+        try:
+            closed = key.fileobj.recv(1 << 16) == b""
+        except BlockingIOError:
+            continue
+        except OSError:
+            closed = True
+        if closed:
+            selector.unregister(key.fileobj)
+            key.fileobj.close()
+            open_one()
+print(opened - count, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_key_holder_gets_in_while_connections_churn_past_max_pending():
+    """200 connections that never authenticate, beyond --max-pending (128),
+    each opened again as soon as the server pushes it out (thousands a
+    second, from another process): a client with the key still connects
+    and calls within a second, each of 5 times."""
+    with rpc_server(key=KEY) as server:
+        churn = subprocess.Popen(
+            [sys.executable, "-c", CHURN, str(server.port), "200", "8"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert churn.stdout is not None
+            assert churn.stdout.readline() == "open\n"
+            time.sleep(1.0)  # the churn is under way
+            times = []
+            for _ in range(5):
+                start = time.monotonic()
+                with ember.rpc.connect("127.0.0.1", server.port, key=KEY) as remote:
+                    assert remote.listdir() == []
+                times.append(time.monotonic() - start)
+            reopened = int(churn.communicate(timeout=30)[0])
+        finally:
+            churn.kill()
+            churn.wait()
+        log = server.log()
+    print(
+        f"connect + LISTDIR past 200 churning sockets: {max(times) * 1e3:.1f} ms "
+        f"at most; {reopened} pushed out and reopened"
+    )
+    assert max(times) < 1.0, times
+    assert reopened > 1000  # the churn ran
+    assert log.count(": session started") == 5, log
+
+
 # A killed server.
 
 

@@ -207,7 +207,7 @@ def receive(
     return Message(type_, *split_payload(payload))
 
 
-def parse_head(head: bytes | memoryview, max_bytes: int) -> tuple[int, int]:
+def parse_head(head: bytes | bytearray | memoryview, max_bytes: int) -> tuple[int, int]:
     """A frame's fixed header: its message type and payload length.
 
     Raises:
