@@ -107,6 +107,7 @@ from ember.dialects.graph_tensor import (
     TanhOp,
     TransposeOp,
 )
+from ember.runtime.errors import EmberValueError
 
 # ---------------------------------------------------------------- leaves
 
@@ -158,7 +159,7 @@ class ConstantOp(IRDLOperation):
         """A constant holding `array` (float32, float64, int32 or int64)."""
         array = np.asarray(array)
         if array.dtype.name not in NUMPY_TYPES:
-            raise ValueError(
+            raise EmberValueError(
                 f"expected a float32, float64, int32 or int64 array, got {array.dtype}"
             )
         element = NUMPY_TYPES[array.dtype.name]

@@ -11,10 +11,12 @@ from math import ceil, prod
 
 from xdsl.utils.exceptions import VerifyException
 
+from ember.runtime.errors import EmberValueError
+
 Shape = tuple[int, ...]
 
 
-class ShapeError(VerifyException):
+class ShapeError(VerifyException, EmberValueError):
     """Operands or attributes an op cannot take; the message says what was expected."""
 
 

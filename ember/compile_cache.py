@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ember.runtime.errors import EmberValueError
+
 if TYPE_CHECKING:
     from ember.backends.llvm import Target
 
@@ -232,7 +234,7 @@ class CompileCache:
         if self.directory is None:
             return None
         if not _SAFE_KEY.fullmatch(key):
-            raise ValueError(f"expected a cache key of [0-9A-Za-z_-], got {key!r}")
+            raise EmberValueError(f"expected a cache key of [0-9A-Za-z_-], got {key!r}")
         return self.directory / "kernels" / key[:2] / f"{key}.o"
 
     def get(self, key: str) -> bytes | None:

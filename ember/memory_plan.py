@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ember.runtime.errors import EmberValueError
+
 ALIGNMENT = 64
 """Every tensor starts on a cache line (and a full AVX-512 vector)."""
 
@@ -74,25 +76,25 @@ def _roots(tensors: list[TensorLife]) -> dict[str, str]:
     if len(by_name) != len(tensors):
         seen: set[str] = set()
         duplicate = next(t.name for t in tensors if t.name in seen or seen.add(t.name))
-        raise ValueError(f"plan_memory: tensor '{duplicate}' is given twice")
+        raise EmberValueError(f"plan_memory: tensor '{duplicate}' is given twice")
     roots: dict[str, str] = {}
     for t in tensors:
         chain = [t.name]
         current = t
         while current.alias_of is not None:
             if current.alias_of not in by_name:
-                raise ValueError(
+                raise EmberValueError(
                     f"plan_memory: tensor '{current.name}' aliases "
                     f"'{current.alias_of}', which is not planned"
                 )
             current = by_name[current.alias_of]
             if current.name in chain:
-                raise ValueError(
+                raise EmberValueError(
                     f"plan_memory: alias cycle {' -> '.join([*chain, current.name])}"
                 )
             chain.append(current.name)
         if t.nbytes > current.nbytes:
-            raise ValueError(
+            raise EmberValueError(
                 f"plan_memory: tensor '{t.name}' ({t.nbytes} bytes) cannot alias "
                 f"'{current.name}' ({current.nbytes} bytes)"
             )
@@ -118,7 +120,7 @@ def plan_memory(tensors: list[TensorLife]) -> MemoryPlan:
     """
     for t in tensors:
         if t.nbytes < 0 or t.last < t.first:
-            raise ValueError(
+            raise EmberValueError(
                 f"plan_memory: tensor '{t.name}': expected nbytes >= 0 and "
                 f"last >= first, got nbytes={t.nbytes}, first={t.first}, "
                 f"last={t.last}"

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, ClassVar
 
+from ember.runtime.errors import EmberTypeError, EmberValueError
+
 # TVM's names for the passes ember has under another name
 PASS_ALIASES = {
     "FoldConstant": "graph-fold-constants",
@@ -47,9 +49,9 @@ class PassContext:
         config: dict[str, Any] | None = None,
     ):
         if not isinstance(opt_level, int) or not 0 <= opt_level <= 4:
-            raise ValueError(f"expected opt_level in 0..4, got {opt_level!r}")
+            raise EmberValueError(f"expected opt_level in 0..4, got {opt_level!r}")
         if isinstance(disabled_pass, str):
-            raise TypeError(
+            raise EmberTypeError(
                 f"expected a list of pass names for disabled_pass, got the string "
                 f"{disabled_pass!r}"
             )

@@ -44,6 +44,7 @@ from xdsl.ir import Operation, SSAValue
 
 from ember import te
 from ember.dialects import graph
+from ember.runtime.errors import EmberValueError
 
 if TYPE_CHECKING:
     from ember.backends.llvm import Target
@@ -60,7 +61,7 @@ ScalarForm = Callable[[Any, list[Value]], te.Expr]
 TensorForm = Callable[[Any, list[Any], str], te.Tensor]
 
 
-class StrategyError(ValueError):
+class StrategyError(EmberValueError):
     """A graph op or group no strategy can lower; the message names the op."""
 
 

@@ -15,6 +15,7 @@ import numbers
 from collections.abc import Callable, Sequence
 
 from ember import te_expr as _x
+from ember.runtime.errors import EmberTypeError, EmberValueError
 from ember.te import Operation, Tensor, _shape
 from ember.te_expr import FLOAT_DTYPES, Const, ExprLike
 
@@ -62,7 +63,7 @@ def call_packed(name: str, *args: ExternBuffer | Tensor | ExprLike | str) -> Pac
         ...     "my.sort", ins[0], outs[0]), name="B")
     """
     if not isinstance(name, str) or not name:
-        raise ValueError(f"te.call_packed: expected a function name, got {name!r}")
+        raise EmberValueError(f"te.call_packed: expected a function name, got {name!r}")
     packed: list[ExternBuffer | Tensor | int | float | str] = []
     for k, a in enumerate(args):
         if isinstance(a, ExternBuffer | Tensor | str):
@@ -71,14 +72,14 @@ def call_packed(name: str, *args: ExternBuffer | Tensor | ExprLike | str) -> Pac
             packed.append(a.value if a.dtype not in FLOAT_DTYPES else float(a.value))
         elif isinstance(a, numbers.Integral):
             if not -(2**63) <= int(a) < 2**63:
-                raise ValueError(
+                raise EmberValueError(
                     f"te.call_packed '{name}': argument {k}: {a} does not fit in int64"
                 )
             packed.append(int(a))
         elif isinstance(a, numbers.Real):
             packed.append(float(a))
         else:
-            raise TypeError(
+            raise EmberTypeError(
                 f"te.call_packed '{name}': argument {k}: expected a buffer of the "
                 f"extern, an int, float or str constant, got {a!r}"
             )
@@ -137,7 +138,7 @@ def extern(
     if not isinstance(shape, int) and shape and not isinstance(shape[0], int):
         shapes = list(shape)
         if len(shapes) != 1:
-            raise ValueError(
+            raise EmberValueError(
                 f"{what}: several outputs are not supported yet; got {len(shapes)} "
                 "shapes, expected one"
             )
@@ -146,7 +147,7 @@ def extern(
     if not isinstance(dtype, str | None):
         dtypes = list(dtype)
         if len(dtypes) != 1:
-            raise ValueError(
+            raise EmberValueError(
                 f"{what}: several outputs are not supported yet; got {len(dtypes)} "
                 "dtypes, expected one"
             )
@@ -154,7 +155,7 @@ def extern(
     inputs = list(inputs)
     for t in inputs:
         if not isinstance(t, Tensor):
-            raise TypeError(f"{what}: expected te tensors as inputs, got {t!r}")
+            raise EmberTypeError(f"{what}: expected te tensors as inputs, got {t!r}")
     dtype = _x.check_dtype(dtype or (inputs[0].dtype if inputs else "float32"))
     ins = [ExternBuffer(t.name, t.shape, t.dtype, "input") for t in inputs]
     out = ExternBuffer(name, dims, dtype, "output")
@@ -163,18 +164,20 @@ def extern(
     if not isinstance(calls, list | tuple) or not builtins.all(
         isinstance(c, PackedCall) for c in calls
     ):
-        raise TypeError(
+        raise EmberTypeError(
             f"{what}: expected fcompute to return te.call_packed(...) or a list of "
             f"them, got {body!r}"
         )
     if not calls:
-        raise ValueError(f"{what}: fcompute returned no calls; the output is unset")
+        raise EmberValueError(
+            f"{what}: fcompute returned no calls; the output is unset"
+        )
     for call in calls:
         for k, a in enumerate(call.args):
             if isinstance(a, Tensor):
                 at = next((i for i, t in enumerate(inputs) if t is a), None)
                 if at is None:
-                    raise ValueError(
+                    raise EmberValueError(
                         f"{what}: te.call_packed '{call.name}' argument {k}: tensor "
                         f"'{a.name}' is not among the extern's inputs"
                     )
@@ -182,7 +185,7 @@ def extern(
             elif isinstance(a, ExternBuffer) and not builtins.any(
                 a is b for b in (*ins, out)
             ):
-                raise ValueError(
+                raise EmberValueError(
                     f"{what}: te.call_packed '{call.name}' argument {k}: buffer "
                     f"'{a.name}' belongs to another extern"
                 )

@@ -63,6 +63,8 @@ from xdsl.utils.arg_spec import parse_pipeline as parse_arg_specs
 from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.utils.hints import isa, type_repr
 
+from ember.runtime.errors import EmberTypeError, EmberValueError
+
 PassFactory = Callable[[], type[ModulePass]]
 P = TypeVar("P")
 
@@ -77,7 +79,7 @@ _plugins: dict[Path, tuple[str, ...]] = {}
 _origin: str | None = None  # the plugin or entry point being loaded
 
 
-class PassPluginError(ValueError):
+class PassPluginError(EmberValueError):
     """A plugin file that cannot be loaded; the message is one line."""
 
 
@@ -181,38 +183,38 @@ def register_pass(
     if isinstance(pass_, type):
         cls = _checked_pass_class(pass_)
         if name is not None and name != cls.name:
-            raise ValueError(
+            raise EmberValueError(
                 f"expected name '{cls.name}' (the name of {cls.__qualname__}), "
                 f"got '{name}'"
             )
         name, factory = cls.name, _constant(cls)
         origin = _origin or cls.__module__
     elif isinstance(pass_, ModulePass):
-        raise TypeError(
+        raise EmberTypeError(
             f"expected a pass class, got an instance of {type(pass_).__qualname__}: "
             "register the class"
         )
     elif callable(pass_):
         if name is None:
-            raise TypeError(
+            raise EmberTypeError(
                 "a pass factory needs name=...: it is not called until used"
             )
         factory = _checked_factory(name, pass_)
         origin = _origin or getattr(pass_, "__module__", "?")
     else:
-        raise TypeError(
+        raise EmberTypeError(
             "expected a ModulePass subclass or a function returning one, "
             f"got {type(pass_).__name__} {pass_!r}"
         )
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(
+        raise EmberValueError(
             f"invalid pass name {name!r}: expected lowercase words joined by '-', "
             "like 'my-pass'"
         )
     if isinstance(pass_, type) and _same_class(name, pass_):
         return pass_
     if not override and (where := _where_registered(name)):
-        raise ValueError(
+        raise EmberValueError(
             f"a pass named '{name}' is already registered ({where}); "
             "pass override=True to replace it"
         )
@@ -234,19 +236,21 @@ def registered_passes() -> dict[str, PassFactory]:
 
 def _checked_pass_class(cls: type) -> type[ModulePass]:
     if not issubclass(cls, ModulePass):
-        raise TypeError(f"expected a ModulePass subclass, got class {cls.__qualname__}")
+        raise EmberTypeError(
+            f"expected a ModulePass subclass, got class {cls.__qualname__}"
+        )
     if not isinstance(getattr(cls, "name", None), str):
-        raise TypeError(
+        raise EmberTypeError(
             f"pass class {cls.__qualname__} has no name: give it a class attribute "
             '`name = "my-pass"`'
         )
     if inspect.isabstract(cls):
         missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
-        raise TypeError(f"pass class {cls.__qualname__} does not define {missing}")
+        raise EmberTypeError(f"pass class {cls.__qualname__} does not define {missing}")
     options = {f.name for f in dataclasses.fields(cls)}
     for field, hint in vars(cls).get("__annotations__", {}).items():
         if field not in options and "ClassVar" not in str(hint):
-            raise TypeError(
+            raise EmberTypeError(
                 f"option '{field}' of pass class {cls.__qualname__} is not a dataclass "
                 "field: decorate the class with @dataclass(frozen=True)"
             )
@@ -460,7 +464,7 @@ def parse_pipeline(
     try:
         specs = list(parse_arg_specs(spec))
     except ArgSpecParseError as e:  # a BaseException in xDSL
-        raise ValueError(str(e).rstrip()) from None
+        raise EmberValueError(str(e).rstrip()) from None
     built = []
     for arg in specs:
         if arg.name not in available:
@@ -470,7 +474,7 @@ def parse_pipeline(
                 if near
                 else "ember.passes.get_all_passes() lists them"
             )
-            raise ValueError(f"unknown pass '{arg.name}'; {hint}")
+            raise EmberValueError(f"unknown pass '{arg.name}'; {hint}")
         built.append(instantiate(available[arg.name](), arg))
     return PassPipeline(tuple(built), callback)
 
@@ -487,20 +491,20 @@ def instantiate(cls: type[ModulePass], arg: ArgSpec) -> ModulePass:
     for key, given in arg.parameters.items():
         field = key.replace("-", "_")
         if field not in fields:
-            raise ValueError(
+            raise EmberValueError(
                 f"pass '{cls.name}' has no option '{key}'; {_options(cls)}"
             )
         hint = hints[field]
         value = _coerce(given, hint)
         if value is None:
             shown = ",".join(str(v) for v in given) or "no value"
-            raise ValueError(
+            raise EmberValueError(
                 f"pass '{cls.name}': option '{key}' expects "
                 f"{type_repr(hint)}, got {shown}"
             )
         values[field] = value
     for field in sorted(cls.required_fields() - set(values) - {"name"}):
-        raise ValueError(
+        raise EmberValueError(
             f"pass '{cls.name}' needs option '{field.replace('_', '-')}' "
             f"({type_repr(hints[field])})"
         )

@@ -15,6 +15,7 @@ from xdsl.ir import Operation, SSAValue
 
 from ember.dialects import graph
 from ember.dialects.graph_numpy import conv2d, erf, pool2d
+from ember.runtime.errors import EmberValueError
 
 Array = np.ndarray
 
@@ -46,7 +47,7 @@ def _run_block(
             continue
         outs = evaluate(op, [env[v] for v in op.operands])
         env[op.results[0]] = outs
-    raise ValueError("expected the block to end in func.return or graph.yield")
+    raise EmberValueError("expected the block to end in func.return or graph.yield")
 
 
 def run_graph(

@@ -17,6 +17,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
+from ember.runtime.errors import EmberValueError
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -154,7 +156,7 @@ def model_passes(
         passes += segment
         if stage == until:
             return tuple(passes)
-    raise ValueError(f"no model stage {until!r}")
+    raise EmberValueError(f"no model stage {until!r}")
 
 
 def _run(ctx: Context, module: ModuleOp, passes: tuple[str, ...]) -> None:

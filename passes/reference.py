@@ -17,6 +17,8 @@ import typing
 
 from xdsl.passes import ModulePass
 
+from ember.runtime.errors import EmberValueError
+
 
 def _ember_passes() -> dict[str, type[ModulePass]]:
     from ember.passes import builtin_passes
@@ -78,7 +80,7 @@ def _description(name: str, cls: type[ModulePass]) -> str:
     by its module's, where a pass file named for it describes it at length."""
     doc = inspect.cleandoc(cls.__doc__ or "").strip()
     if not doc:
-        raise ValueError(f"pass {name} has no docstring")
+        raise EmberValueError(f"pass {name} has no docstring")
     module = sys.modules[cls.__module__]
     own_file = cls.__module__.rsplit(".", 1)[-1] == name.replace("-", "_")
     if own_file and module.__doc__ and len(doc.splitlines()) < 4:

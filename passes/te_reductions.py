@@ -31,6 +31,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ember.dialects import te
+from ember.runtime.errors import EmberValueError
 
 _FLOAT_COMBINERS = {
     "sum": arith.AddfOp,
@@ -46,7 +47,7 @@ def _fail(op: te.ComputeOp, message: str) -> NoReturn:
     raise ReductionError(f"'{op.tensor_name.data}': {message}")
 
 
-class ReductionError(ValueError):
+class ReductionError(EmberValueError):
     """A reduction that cannot be lowered; the message names the compute."""
 
 

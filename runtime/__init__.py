@@ -11,6 +11,8 @@ model needs only ``ember.runtime``.
 from .errors import (
     CompilerNotFoundError,
     EmberError,
+    EmberTypeError,
+    EmberValueError,
     ExportError,
     FunctionNotFoundError,
     IncompatibleLibraryError,
@@ -46,6 +48,8 @@ __all__ = [
     "DSOModule",
     "Device",
     "EmberError",
+    "EmberTypeError",
+    "EmberValueError",
     "GraphExecutor",
     "GraphModule",
     "Module",

@@ -27,7 +27,7 @@ from ctypes import CFUNCTYPE, c_char, c_double, c_int32, c_int64, c_void_p
 import numpy as np
 
 from .dlpack import DL_CPU, DLTensor, dl_to_dtype, dltensor_layout, is_compact
-from .errors import EmberError, FunctionNotFoundError
+from .errors import EmberError, EmberTypeError, EmberValueError, FunctionNotFoundError
 from .ndarray import NDArray, cpu
 from .packed_func import (
     EmberValue,
@@ -89,7 +89,7 @@ def _tensor(address: int, index: int) -> NDArray:
     dtype = dl_to_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
     shape, strides = dltensor_layout(t)
     if not is_compact(shape, strides):
-        raise ValueError(
+        raise EmberValueError(
             f"argument {index}: expected a compact row-major tensor, got shape "
             f"{shape} with strides {strides}"
         )
@@ -129,7 +129,7 @@ def _argument(value: EmberValue, code: int, index: int):
         return packed_func_from_handle(value.v_handle or 0)
     if code == MODULE_HANDLE:
         return module_from_handle(value.v_handle or 0)
-    raise TypeError(
+    raise EmberTypeError(
         f"argument {index}: cannot convert type code {code} to a Python value"
     )
 
@@ -155,7 +155,7 @@ def _write_return(result, ret: int, ret_code: int) -> None:
     elif result is None:
         value, code, kind = 0, TypeCode.NULL, c_int64
     else:
-        raise TypeError(
+        raise EmberTypeError(
             f"returned a {type(result).__name__}; expected None, int, float, str "
             "or NDArray"
         )

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .errors import EmberValueError
+
 ALIGNMENT = 64
 
 _SHT_PROGBITS, _SHT_SYMTAB, _SHT_STRTAB = 1, 2, 3
@@ -72,7 +74,7 @@ def data_object(template: bytes, blobs: Mapping[str, object]) -> bytes:
             holds a NUL.
     """
     if not is_elf(template) or len(template) < 52:
-        raise ValueError("data objects can only be made for ELF targets")
+        raise EmberValueError("data objects can only be made for ELF targets")
     is64 = template[4] == 2
     endian = "<" if template[5] == 1 else ">"
     e_machine = struct.unpack_from(endian + "H", template, 18)[0]
@@ -82,7 +84,7 @@ def data_object(template: bytes, blobs: Mapping[str, object]) -> bytes:
     offsets, size = {}, 0
     for name, view in views.items():
         if not name or "\0" in name:
-            raise ValueError(f"invalid symbol name {name!r}")
+            raise EmberValueError(f"invalid symbol name {name!r}")
         offsets[name] = size
         size += len(view) + (-len(view) % ALIGNMENT)
 

@@ -30,6 +30,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .errors import EmberTypeError
+
 DL_CPU = 1
 """``kDLCPU``: the only device type the ember runtime reads and writes."""
 
@@ -169,7 +171,7 @@ def dtype_to_dl(dtype) -> tuple[int, int, int]:
         return _NUMPY_TO_DL[name]
     except KeyError:
         supported = ", ".join(_NUMPY_TO_DL)
-        raise TypeError(
+        raise EmberTypeError(
             f"unsupported dtype {name}; expected one of {supported}"
         ) from None
 
@@ -196,7 +198,7 @@ def dl_to_dtype(code: int, bits: int, lanes: int = 1) -> np.dtype:
     try:
         return _DL_TO_NUMPY[(code, bits, lanes)]
     except KeyError:
-        raise TypeError(
+        raise EmberTypeError(
             f"unsupported DLPack dtype {dl_type_name(code, bits, lanes)} "
             f"(code={code}, bits={bits}, lanes={lanes}): ember's arrays hold "
             "numpy's types; convert the tensor first (torch: t.float())"

@@ -10,6 +10,18 @@ class EmberError(RuntimeError):
     """
 
 
+class EmberValueError(EmberError, ValueError):
+    """An argument of the right type with a wrong value (a shape, a name, an
+    option): both an ``EmberError`` and a ``ValueError``, so ``except
+    EmberError`` catches every error ember raises and ``except ValueError``
+    keeps working."""
+
+
+class EmberTypeError(EmberError, TypeError):
+    """An argument of the wrong type: both an ``EmberError`` and a
+    ``TypeError``."""
+
+
 class FunctionNotFoundError(EmberError, AttributeError):
     """A module or the global registry has no function with the requested name."""
 

@@ -27,7 +27,7 @@ from .dlpack import (
     is_compact,
     read_capsule,
 )
-from .errors import EmberError
+from .errors import EmberError, EmberTypeError, EmberValueError
 
 ALIGNMENT = 64
 """Byte alignment of the data of every NDArray that ember allocates."""
@@ -105,7 +105,7 @@ def device(dev_type: str | int, dev_id: int = 0) -> Device:
             dev_type = _DEVICE_TYPES[dev_type]
         except KeyError:
             known = ", ".join(_DEVICE_TYPES)
-            raise ValueError(
+            raise EmberValueError(
                 f"unknown device {dev_type!r}; expected one of {known}"
             ) from None
     return Device(int(dev_type), int(dev_id))
@@ -143,7 +143,7 @@ class NDArray:
             device: the device the memory is on (only the CPU is supported).
         """
         if not arr.flags.c_contiguous:
-            raise ValueError(
+            raise EmberValueError(
                 f"NDArray memory must be C-contiguous, got a {arr.shape} view with "
                 f"byte strides {arr.strides}; array(x) copies it"
             )
@@ -212,7 +212,7 @@ class NDArray:
         ``copy=True`` or another ``dtype`` is asked for)."""
         if copy or (dtype is not None and np.dtype(dtype) != self._arr.dtype):
             if copy is False:
-                raise ValueError(
+                raise EmberValueError(
                     f"NDArray: cannot give a {np.dtype(dtype).name} view of "
                     f"{self.dtype} memory without a copy"
                 )
@@ -257,7 +257,7 @@ class NDArray:
             return target.copyfrom(self)
         if isinstance(target, Device):
             return array(self, device=target)
-        raise TypeError(f"copyto: expected an NDArray or a Device, got {target!r}")
+        raise EmberTypeError(f"copyto: expected an NDArray or a Device, got {target!r}")
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export the array as a DLPack capsule sharing its memory.
@@ -306,12 +306,14 @@ def copy_source(source, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     else:
         src = np.asarray(source, dtype=dtype)
     if src.shape != shape:
-        raise ValueError(f"copyfrom: expected shape {shape}, got shape {src.shape}")
+        raise EmberValueError(
+            f"copyfrom: expected shape {shape}, got shape {src.shape}"
+        )
     if src.dtype != np.dtype(dtype):  # byte order too: bytes are copied as they are
         got = src.dtype.name
         if got == dtype:
             got += f" of the other byte order ({src.dtype.str})"
-        raise ValueError(f"copyfrom: expected dtype {dtype}, got dtype {got}")
+        raise EmberValueError(f"copyfrom: expected dtype {dtype}, got dtype {got}")
     return src
 
 
@@ -319,7 +321,7 @@ def _as_shape(shape) -> tuple[int, ...]:
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
     dims = tuple(operator.index(d) for d in dims)
     if any(d < 0 for d in dims):
-        raise ValueError(f"expected non-negative extents, got shape {dims}")
+        raise EmberValueError(f"expected non-negative extents, got shape {dims}")
     return dims
 
 
@@ -442,7 +444,7 @@ def _check_producer(tensor, what: str) -> None:
     """Refuse an object that does not speak DLPack or whose memory is not the
     CPU's, naming its device."""
     if not hasattr(tensor, "__dlpack__"):
-        raise TypeError(
+        raise EmberTypeError(
             f"{what}: expected an object with __dlpack__, got {_type_name(tensor)}"
         )
     if not hasattr(tensor, "__dlpack_device__"):
@@ -504,7 +506,7 @@ def _from_capsule(capsule) -> NDArray:
     dtype = dl_to_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
     shape, strides = dltensor_layout(t)
     if not is_compact(shape, strides):
-        raise ValueError(
+        raise EmberValueError(
             f"from_dlpack: expected a compact row-major tensor, got shape {shape} "
             f"with strides {strides}; make it contiguous first "
             "(np.ascontiguousarray(x), torch: x.contiguous()) or copy it with array(x)"

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import dlpack, fast_call
 from .dlpack import VERSIONED_TENSOR_OFFSET, capsule_pointer
-from .errors import EmberError
+from .errors import EmberError, EmberTypeError, EmberValueError
 from .ndarray import NDArray, from_dlpack
 
 
@@ -135,7 +135,7 @@ def _kind_of(t: type, index: int):
         return _SIMPLE_KINDS[float]
     if hasattr(t, "__dlpack__"):
         return _DLPACK
-    raise TypeError(
+    raise EmberTypeError(
         f"argument {index}: cannot pass a {t.__name__} to a packed function; "
         "expected an NDArray, a numpy array, a DLPack tensor, int, float, str, "
         "None, a PackedFunc or a Module"
@@ -238,7 +238,7 @@ def _numpy_capsule(arr: np.ndarray) -> tuple[object, int]:
     capsule, left unconsumed, frees it when the call drops the capsule.
     """
     if not arr.flags.c_contiguous:
-        raise ValueError(
+        raise EmberValueError(
             f"expected a C-contiguous array, got a strided {arr.dtype} view of "
             f"shape {arr.shape}; pass np.ascontiguousarray(x)"
         )
@@ -298,9 +298,17 @@ _ARGUMENT_ERRORS = (EmberError, TypeError, ValueError, BufferError)
 
 
 def _with_context(error: Exception, context: str) -> Exception:
-    """The same kind of error with ``context: `` in front of its message."""
-    kind = next(k for k in _ARGUMENT_ERRORS if isinstance(error, k))
-    return kind(f"{context}: {error}")
+    """The same kind of error with ``context: `` in front of its message (the
+    nearest of `_ARGUMENT_ERRORS` where the class takes more than a message,
+    as ``UnicodeEncodeError`` does)."""
+    message = f"{context}: {error}"
+    try:
+        return type(error)(message)
+    except TypeError:
+        kind = next(
+            k for k in (*_ARGUMENT_ERRORS[1:], EmberError) if isinstance(error, k)
+        )
+        return kind(message)
 
 
 def _overflow_message(args: tuple) -> str:
@@ -515,13 +523,13 @@ class PackedFunc:
         names = dict(outputs) if isinstance(outputs, Mapping) else {}
         indices = sorted({operator.index(i) for i in (outputs or ())})
         if any(i < 0 for i in indices):
-            raise ValueError(f"output positions must be >= 0, got {indices}")
+            raise EmberValueError(f"output positions must be >= 0, got {indices}")
         self._outputs: tuple[int, ...] = tuple(indices)
         self._output_set: frozenset[int] = frozenset(indices)
         self._output_names: dict[int, str | None] = {i: names.get(i) for i in indices}
         if isinstance(func, int) and not isinstance(func, bool):
             if not func:
-                raise ValueError("cannot wrap a null function pointer")
+                raise EmberValueError("cannot wrap a null function pointer")
             self._address = func
             self._cfunc = _UNCHECKED_TYPE(func)
             self._pyfunc = None
@@ -534,7 +542,9 @@ class PackedFunc:
             self._call = _call_python
             self.name = name or getattr(func, "__name__", repr(func))
         else:
-            raise TypeError(f"expected a function address or a callable, got {func!r}")
+            raise EmberTypeError(
+                f"expected a function address or a callable, got {func!r}"
+            )
 
     @property
     def address(self) -> int | None:

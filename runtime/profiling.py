@@ -22,7 +22,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-from .errors import EmberError
+from .errors import EmberError, EmberTypeError, EmberValueError
 from .ndarray import Device, cpu
 from .registry import get_global_func
 
@@ -49,7 +49,7 @@ class BenchmarkResult:
     def __init__(self, results: Sequence[float]):
         """Summarize ``results`` (seconds; at least one)."""
         if not results:
-            raise ValueError("a benchmark result needs at least one measurement")
+            raise EmberValueError("a benchmark result needs at least one measurement")
         self.results: tuple[float, ...] = tuple(float(r) for r in results)
         self.mean = statistics.fmean(self.results)
         self.median = statistics.median(self.results)
@@ -165,7 +165,7 @@ def _grow(calls: int, elapsed: float, min_repeat_s: float) -> int:
 
 def _check_device(dev) -> None:
     if not isinstance(dev, Device):
-        raise TypeError(
+        raise EmberTypeError(
             f"time_evaluator: expected a Device such as ember.runtime.cpu(), "
             f"got {dev!r}"
         )
@@ -177,17 +177,17 @@ def _check_device(dev) -> None:
 
 def _count(name: str, value, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"time_evaluator: {name} must be an int, got {value!r}")
+        raise EmberTypeError(f"time_evaluator: {name} must be an int, got {value!r}")
     if value < least:
-        raise ValueError(f"time_evaluator: {name} must be >= {least}, got {value}")
+        raise EmberValueError(f"time_evaluator: {name} must be >= {least}, got {value}")
     return value
 
 
 def _milliseconds(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"time_evaluator: {name} must be a number, got {value!r}")
+        raise EmberTypeError(f"time_evaluator: {name} must be a number, got {value!r}")
     if not 0 <= value < math.inf:
-        raise ValueError(
+        raise EmberValueError(
             f"time_evaluator: {name} must be a finite number >= 0, got {value}"
         )
     return float(value)

@@ -6,7 +6,7 @@ module at load time; Python code gets them back with ``get_global_func``.
 
 import threading
 
-from .errors import EmberError, FunctionNotFoundError
+from .errors import EmberError, EmberTypeError, FunctionNotFoundError
 from .packed_func import PackedFunc
 
 _FUNCTIONS: dict[str, PackedFunc] = {}
@@ -41,7 +41,7 @@ def register_func(func_name, f=None, override: bool = False):
         f = func_name
         func_name = f.name if isinstance(f, PackedFunc) else f.__name__
     if not isinstance(func_name, str):
-        raise TypeError(f"expected a function name, got {func_name!r}")
+        raise EmberTypeError(f"expected a function name, got {func_name!r}")
 
     def register(func):
         packed = func if isinstance(func, PackedFunc) else PackedFunc(func, func_name)

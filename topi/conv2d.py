@@ -39,6 +39,7 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
+from ember.runtime.errors import EmberValueError
 from ember.strategy import anchor_strategy
 from ember.topi.kernel import Epilogue, Kernel, accumulator_registers, apply_epilogue
 
@@ -93,7 +94,9 @@ class Conv2dShape:
 def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
     pair = (value, value) if isinstance(value, int) else tuple(value)
     if len(pair) != 2 or not all(isinstance(v, int) and v >= 1 for v in pair):
-        raise ValueError(f"conv2d: expected {what} as 2 positive ints, got {value!r}")
+        raise EmberValueError(
+            f"conv2d: expected {what} as 2 positive ints, got {value!r}"
+        )
     return pair  # type: ignore[return-value]
 
 
@@ -102,7 +105,7 @@ def _padding(value: int | Sequence[int]) -> tuple[int, int, int, int]:
     if len(pads) == 2:
         pads = (pads[0], pads[1], pads[0], pads[1])
     if len(pads) != 4 or not all(isinstance(v, int) and v >= 0 for v in pads):
-        raise ValueError(
+        raise EmberValueError(
             "conv2d: expected padding as [top, left, bottom, right] non-negative "
             f"ints (or [h, w]), got {value!r}"
         )
@@ -120,20 +123,22 @@ def conv2d_shape(
     """Check a convolution's shapes and attributes; raise ValueError naming what is
     wrong ("expected X, got Y")."""
     if len(data_shape) != 4:
-        raise ValueError(f"conv2d: expected NCHW data, got shape {tuple(data_shape)}")
+        raise EmberValueError(
+            f"conv2d: expected NCHW data, got shape {tuple(data_shape)}"
+        )
     if len(weight_shape) != 4:
-        raise ValueError(
+        raise EmberValueError(
             f"conv2d: expected an OIHW weight, got shape {tuple(weight_shape)}"
         )
     n, c, h, w = data_shape
     o, ig, kh, kw = weight_shape
     if groups < 1 or c % groups or o % groups:
-        raise ValueError(
+        raise EmberValueError(
             f"conv2d: expected groups dividing input channels {c} and output "
             f"channels {o}, got {groups}"
         )
     if ig * groups != c:
-        raise ValueError(
+        raise EmberValueError(
             f"conv2d: expected weight input channels {c // groups} (= {c} / groups "
             f"{groups}), got {ig}"
         )
@@ -151,7 +156,7 @@ def conv2d_shape(
         groups,
     )
     if shape.oh < 1 or shape.ow < 1:
-        raise ValueError(
+        raise EmberValueError(
             f"conv2d: expected a kernel {kh}x{kw} (dilation {shape.dilation}) no "
             f"larger than the padded input {h}x{w} (padding {shape.padding}), "
             f"got output {shape.oh}x{shape.ow}"
@@ -197,7 +202,9 @@ def conv2d(
     """
     shape = conv2d_shape(data.shape, weight_shape, strides, padding, dilation, groups)
     if data.dtype != "float32":
-        raise ValueError(f"conv2d '{name}': expected float32 data, got {data.dtype}")
+        raise EmberValueError(
+            f"conv2d '{name}': expected float32 data, got {data.dtype}"
+        )
     if groups == 1:
         builder = _nchwc
     elif groups == shape.c == shape.o:

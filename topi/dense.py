@@ -35,6 +35,7 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
+from ember.runtime.errors import EmberValueError
 from ember.strategy import anchor_strategy
 from ember.topi.kernel import Epilogue, Kernel, accumulator_registers, apply_epilogue
 
@@ -98,14 +99,14 @@ def dense(
         (<name>.bias (N,)), *epilogue_inputs].
     """
     if data.ndim != 2 or len(weight_shape) != 2:
-        raise ValueError(
+        raise EmberValueError(
             f"dense '{name}': expected data (M, K) and weight (N, K), got "
             f"{tuple(data.shape)} and {tuple(weight_shape)}"
         )
     m, k = data.shape
     n, kw = weight_shape
     if k != kw:
-        raise ValueError(
+        raise EmberValueError(
             f"dense '{name}': expected weight (N, {k}) to match data's K, got "
             f"{tuple(weight_shape)}"
         )
@@ -151,11 +152,11 @@ def dense(
 def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     """numpy's matmul result shape; ValueError naming the mismatch."""
     if not a or not b:
-        raise ValueError("matmul: expected operands of at least 1 dimension")
+        raise EmberValueError("matmul: expected operands of at least 1 dimension")
     a2 = (1, *a) if len(a) == 1 else tuple(a)
     b2 = (*b, 1) if len(b) == 1 else tuple(b)
     if a2[-1] != b2[-2]:
-        raise ValueError(
+        raise EmberValueError(
             f"matmul: expected the left operand's K {a2[-1]} to equal the right "
             f"operand's {b2[-2]}, got shapes {tuple(a)} and {tuple(b)}"
         )
@@ -186,7 +187,7 @@ def matmul(
     """
     result = matmul_shape(a.shape, b.shape)
     if a.ndim == 1 and b.ndim == 1:
-        raise ValueError(
+        raise EmberValueError(
             f"matmul '{name}': expected a matrix operand, got two vectors (a dot "
             "product: a reduction)"
         )
@@ -258,7 +259,7 @@ def batch_matmul(
 ) -> Kernel:
     """(B, M, K) x (B, K, N) -> (B, M, N), then the epilogue."""
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
-        raise ValueError(
+        raise EmberValueError(
             f"batch_matmul '{name}': expected (B, M, K) and (B, K, N), got "
             f"{tuple(a.shape)} and {tuple(b.shape)}"
         )

@@ -28,6 +28,7 @@ from xdsl.ir import Operation
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
+from ember.runtime.errors import EmberTypeError, EmberValueError
 from ember.schedule import Schedule, Stage
 from ember.strategy import injective_strategy, scalar_strategy, tensor_operand
 from ember.te import Expr
@@ -62,7 +63,7 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
     for shape in shapes:
         for d, extent in enumerate(shape, ndim - len(shape)):
             if extent != out[d] and 1 not in (extent, out[d]):
-                raise ValueError(
+                raise EmberValueError(
                     "expected shapes that broadcast, got "
                     + " and ".join(str(tuple(s)) for s in shapes)
                 )
@@ -203,7 +204,9 @@ def map_binary(
     constant (one side must be a tensor)."""
     shapes = [t.shape for t in (a, b) if isinstance(t, te.Tensor)]
     if not shapes:
-        raise TypeError(f"{name}: expected at least one tensor operand, got {a}, {b}")
+        raise EmberTypeError(
+            f"{name}: expected at least one tensor operand, got {a}, {b}"
+        )
     shape = broadcast_shape(*shapes)
 
     def element(*i: Expr) -> Expr:
@@ -267,7 +270,7 @@ def batch_norm(
     channels = x.shape[1]
     for t in (gamma, beta, mean, var):
         if t.shape != (channels,):
-            raise ValueError(
+            raise EmberValueError(
                 f"batch_norm: expected ({channels},) statistics for "
                 f"{x.shape}, got {t.name} of {t.shape}"
             )
@@ -293,7 +296,7 @@ def compute_of(x: Stage | te.Tensor) -> te.ComputeOp:
     """The compute op of a stage or computed tensor (schedules only touch those)."""
     op = x.op
     if not isinstance(op, te.ComputeOp):
-        raise TypeError(f"expected a computed tensor, got '{op.name}'")
+        raise EmberTypeError(f"expected a computed tensor, got '{op.name}'")
     return op
 
 
@@ -384,7 +387,7 @@ def injective(
     """
     machine = Target.resolve(target)
     if not isinstance(output.op, te.ComputeOp):
-        raise ValueError(
+        raise EmberValueError(
             f"kernel: expected a computed output, got the placeholder "
             f"'{output.name}'; copy it with te.compute"
         )
@@ -394,7 +397,7 @@ def injective(
         if all(t is not p for p in placeholders)
     ]
     if missing:
-        raise ValueError(
+        raise EmberValueError(
             f"kernel '{output.name}': expected every input among the placeholders, "
             f"got reads of {', '.join(missing)} that are not"
         )

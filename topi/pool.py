@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 from ember import te
 from ember.dialects import graph
+from ember.runtime.errors import EmberValueError
 from ember.schedule import Schedule
 from ember.strategy import anchor_strategy
 from ember.te import Expr
@@ -58,7 +59,7 @@ def pool_output_size(
     span = dilation * (kernel - 1) + 1
     room = size + pad_begin + pad_end - span
     if room < 0:
-        raise ValueError(
+        raise EmberValueError(
             f"pool: a window of {span} does not fit {size} with padding "
             f"({pad_begin}, {pad_end})"
         )
@@ -71,13 +72,13 @@ def pool_output_size(
 def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
     pair = (value, value) if isinstance(value, int) else tuple(value)
     if len(pair) != 2 or any(not isinstance(v, int) or v <= 0 for v in pair):
-        raise ValueError(f"pool: expected two positive {what}, got {value!r}")
+        raise EmberValueError(f"pool: expected two positive {what}, got {value!r}")
     return pair  # type: ignore[return-value]
 
 
 def _check_input(x: te.Tensor, what: str) -> None:
     if x.ndim != 4:
-        raise ValueError(f"{what}: expected NCHW input, got shape {x.shape}")
+        raise EmberValueError(f"{what}: expected NCHW input, got shape {x.shape}")
 
 
 def _window_count(
@@ -108,12 +109,12 @@ def _pool(
     (kh, kw), (sh, sw) = _pair(kernel, "kernel sizes"), _pair(strides, "strides")
     (dh, dw) = _pair(dilation, "dilations")
     if len(padding) != 4 or any(p < 0 for p in padding):
-        raise ValueError(
+        raise EmberValueError(
             f"{kind}_pool2d: expected padding [top, left, bottom, right] >= 0, "
             f"got {list(padding)}"
         )
     if kind == "avg" and (dh, dw) != (1, 1):
-        raise ValueError(f"avg_pool2d: expected no dilation, got {(dh, dw)}")
+        raise EmberValueError(f"avg_pool2d: expected no dilation, got {(dh, dw)}")
     top, left, bottom, right = padding
     n, c, h, w = x.shape
     oh = pool_output_size(h, kh, sh, top, bottom, dh, ceil_mode)

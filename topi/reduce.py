@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
+from ember.runtime.errors import EmberValueError
 from ember.schedule import Schedule
 from ember.strategy import anchor_strategy
 from ember.te import Expr
@@ -72,7 +73,7 @@ def normalize_axes(axes: Sequence[int] | None, ndim: int, what: str) -> list[int
         return list(range(ndim))
     out = sorted({a + ndim if a < 0 else a for a in axes})
     if any(not 0 <= a < ndim for a in out) or len(out) != len(list(axes)):
-        raise ValueError(
+        raise EmberValueError(
             f"{what}: expected distinct axes in [{-ndim}, {ndim}), got {list(axes)}"
         )
     return out
@@ -82,7 +83,7 @@ def _inputs(x: te.Tensor, placeholders: Sequence[te.Tensor] | None) -> list[te.T
     if placeholders is not None:
         return list(placeholders)
     if not isinstance(x.op, te.PlaceholderOp):
-        raise ValueError(
+        raise EmberValueError(
             f"'{x.name}' is computed: pass the kernel's placeholders= as well"
         )
     return [x]
@@ -172,7 +173,7 @@ def reduce(
             `Target.current()`).
     """
     if kind not in _COMBINERS:
-        raise ValueError(f"reduce: expected sum, mean or max, got '{kind}'")
+        raise EmberValueError(f"reduce: expected sum, mean or max, got '{kind}'")
     name = name or f"reduce_{kind}"
     reduced = normalize_axes(axes, x.ndim, f"reduce_{kind}")
     kept = [d for d in range(x.ndim) if d not in reduced]
@@ -385,7 +386,7 @@ def layer_norm(
     rows = x.shape[:-1]
     for t in (gamma, beta):
         if t is not None and t.shape != (length,):
-            raise ValueError(
+            raise EmberValueError(
                 f"layer_norm: expected ({length},) scale/shift, got {t.name} of {t.shape}"
             )
     mean_partials, total = _row_reduce(

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from ember import te
 from ember.dialects import graph
+from ember.runtime.errors import EmberValueError
 from ember.strategy import injective_strategy, tensor_operand
 from ember.te import Expr
 
@@ -40,12 +41,14 @@ def reshape_shape(shape: Sequence[int], new_shape: Sequence[int]) -> tuple[int, 
         shape[d] if e == 0 and d < len(shape) else e for d, e in enumerate(new_shape)
     ]
     if out.count(-1) > 1:
-        raise ValueError(f"reshape: expected at most one -1, got {tuple(new_shape)}")
+        raise EmberValueError(
+            f"reshape: expected at most one -1, got {tuple(new_shape)}"
+        )
     known = math.prod(e for e in out if e != -1)
     if -1 in out and known and math.prod(shape) % known == 0:
         out[out.index(-1)] = math.prod(shape) // known
     if math.prod(out) != math.prod(shape) or any(e <= 0 for e in out):
-        raise ValueError(
+        raise EmberValueError(
             f"reshape: expected a shape of {math.prod(shape)} elements for "
             f"{tuple(shape)}, got {tuple(new_shape)}"
         )
@@ -76,7 +79,7 @@ def flatten(x: te.Tensor, axis: int = 1, name: str = "flatten") -> te.Tensor:
     if axis < 0:
         axis += x.ndim
     if not 0 <= axis <= x.ndim:
-        raise ValueError(f"flatten: expected an axis in [0, {x.ndim}], got {axis}")
+        raise EmberValueError(f"flatten: expected an axis in [0, {x.ndim}], got {axis}")
     shape = (math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
     return reshape(x, shape, name=name)
 
@@ -88,7 +91,7 @@ def transpose(
     (graph.transpose; no perm reverses the axes)."""
     perm = list(reversed(range(x.ndim))) if perm is None else list(perm)
     if sorted(perm) != list(range(x.ndim)):
-        raise ValueError(
+        raise EmberValueError(
             f"transpose: expected a permutation of 0..{x.ndim - 1}, got {perm}"
         )
     shape = tuple(x.shape[p] for p in perm)
@@ -105,17 +108,17 @@ def transpose(
 def concat(tensors: Sequence[te.Tensor], axis: int, name: str = "concat") -> te.Tensor:
     """`tensors` joined along `axis` (graph.concat); the other extents must match."""
     if not tensors:
-        raise ValueError("concat: expected at least one tensor")
+        raise EmberValueError("concat: expected at least one tensor")
     ndim = tensors[0].ndim
     if axis < 0:
         axis += ndim
     if not 0 <= axis < ndim:
-        raise ValueError(f"concat: expected an axis in [0, {ndim}), got {axis}")
+        raise EmberValueError(f"concat: expected an axis in [0, {ndim}), got {axis}")
     for t in tensors:
         rest = [e for d, e in enumerate(t.shape) if d != axis]
         first = [e for d, e in enumerate(tensors[0].shape) if d != axis]
         if t.ndim != ndim or rest != first:
-            raise ValueError(
+            raise EmberValueError(
                 f"concat: expected shapes equal but for axis {axis}, got "
                 + ", ".join(str(u.shape) for u in tensors)
             )
@@ -146,14 +149,14 @@ def pad(
     """`x` with `pads = [begin..., end...]` elements of `value` around it
     (graph.pad, constant mode); a negative pad crops."""
     if len(pads) != 2 * x.ndim:
-        raise ValueError(
+        raise EmberValueError(
             f"pad: expected {2 * x.ndim} pads (begin..., end...) for {x.shape}, "
             f"got {len(pads)}"
         )
     begin, end = pads[: x.ndim], pads[x.ndim :]
     shape = tuple(n + b + e for n, b, e in zip(x.shape, begin, end, strict=True))
     if any(e <= 0 for e in shape):
-        raise ValueError(f"pad: pads {list(pads)} leave nothing of {x.shape}")
+        raise EmberValueError(f"pad: pads {list(pads)} leave nothing of {x.shape}")
 
     def element(*i: Expr) -> Expr:
         inside: list[Expr] = []

@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from ember.backends.llvm import machine
 from ember.backends.llvm.codegen import has_openmp, initialize
+from ember.runtime.errors import EmberTypeError, EmberValueError
 
 # What LLVM's target machine is made from, then facts a user may state about the
 # machine (`-num-cores=4`), which LLVM never sees.
@@ -104,7 +105,7 @@ class Target:
         elif isinstance(spec, Mapping):
             options = _parse_dict(spec)
         else:
-            raise TypeError(f"expected a target string or dict, got {spec!r}")
+            raise EmberTypeError(f"expected a target string or dict, got {spec!r}")
         if options.get("mcpu") == "native":
             del options["mcpu"]
         self._options: dict[str, str] = options
@@ -120,7 +121,7 @@ class Target:
         try:
             self._llvm_target = llvm.Target.from_triple(self.triple)
         except RuntimeError as e:
-            raise ValueError(
+            raise EmberValueError(
                 f"target {self}: -mtriple={self.triple} is not a target this LLVM "
                 f"knows ({str(e).strip()})"
             ) from None
@@ -143,7 +144,7 @@ class Target:
         if self._needs_validation(same_triple, host_cpu):
             error = _llvm_rejects(self.triple, self.cpu, self.features, self.mabi)
             if error:
-                raise ValueError(f"target {self}: {error}")
+                raise EmberValueError(f"target {self}: {error}")
         self.not_host_reason = self._not_host_reason(host_triple, host_cpu)
         self.is_host = not self.not_host_reason
 
@@ -162,7 +163,7 @@ class Target:
         known = _ABIS.get(self.arch)
         if known is not None and self.mabi not in known:
             choices = ", ".join(known) if known else "none: it has one ABI"
-            raise ValueError(
+            raise EmberValueError(
                 f"target {self}: -mabi={self.mabi} is not an ABI of {self.arch} "
                 f"(expected {choices})"
             )
@@ -412,11 +413,13 @@ def module_target(module: ModuleOp) -> Target:
     if attr is None:
         return Target.current()
     if not isinstance(attr, StringAttr):
-        raise ValueError(f"expected {MODULE_ATTR} to be a target string, got {attr}")
+        raise EmberValueError(
+            f"expected {MODULE_ATTR} to be a target string, got {attr}"
+        )
     try:
         return Target(attr.data)
     except ValueError as e:
-        raise ValueError(f"{MODULE_ATTR} = {attr}: {e}") from None
+        raise EmberValueError(f"{MODULE_ATTR} = {attr}: {e}") from None
 
 
 def set_module_target(
@@ -507,12 +510,16 @@ def _llvm_rejects(triple: str, cpu: str, features: str, abi: str) -> str:
 def _parse_string(spec: str) -> dict[str, str]:
     kind, *words = spec.split()
     if kind != "llvm":
-        raise ValueError(f"target {spec!r}: unsupported kind {kind!r}, expected 'llvm'")
+        raise EmberValueError(
+            f"target {spec!r}: unsupported kind {kind!r}, expected 'llvm'"
+        )
     options: dict[str, str] = {}
     for word in words:
         key, eq, value = word.partition("=")
         if not key.startswith("-") or not eq or not value:
-            raise ValueError(f"target {spec!r}: expected -option=value, got {word!r}")
+            raise EmberValueError(
+                f"target {spec!r}: expected -option=value, got {word!r}"
+            )
         _set_option(options, spec, key.lstrip("-"), value)
     return options
 
@@ -520,9 +527,9 @@ def _parse_string(spec: str) -> dict[str, str]:
 def _parse_dict(spec: Mapping[str, Any]) -> dict[str, str]:
     unknown = sorted(set(spec) - _DICT_KEYS)
     if unknown:
-        raise ValueError(f"target {dict(spec)!r}: unknown key {unknown[0]!r}")
+        raise EmberValueError(f"target {dict(spec)!r}: unknown key {unknown[0]!r}")
     if spec.get("kind", "llvm") != "llvm":
-        raise ValueError(
+        raise EmberValueError(
             f"target {dict(spec)!r}: unsupported kind {spec['kind']!r}, expected 'llvm'"
         )
     options: dict[str, str] = {}
@@ -537,25 +544,27 @@ def _parse_dict(spec: Mapping[str, Any]) -> dict[str, str]:
 
 def _set_option(options: dict[str, str], spec: object, key: str, value: str) -> None:
     if key not in _OPTIONS:
-        raise ValueError(
+        raise EmberValueError(
             f"target {spec!r}: unknown option -{key} "
             f"(expected one of {', '.join('-' + o for o in _OPTIONS)})"
         )
     if key in options:
-        raise ValueError(f"target {spec!r}: -{key} given twice")
+        raise EmberValueError(f"target {spec!r}: -{key} given twice")
     if key == "mattr":
         bad = [a for a in value.split(",") if not _FEATURE_NAME.fullmatch(a)]
         if bad:
-            raise ValueError(
+            raise EmberValueError(
                 f"target {spec!r}: -mattr entries are +feature or -feature, "
                 f"got {bad[0]!r}"
             )
     if key == "opt-level" and value not in ("0", "1", "2", "3"):
-        raise ValueError(f"target {spec!r}: -opt-level must be 0 to 3, got {value!r}")
+        raise EmberValueError(
+            f"target {spec!r}: -opt-level must be 0 to 3, got {value!r}"
+        )
     if key in _FACT_OPTIONS:
         least = 0 if key == "l3-bytes" else 1
         if not value.isdigit() or int(value) < least:
-            raise ValueError(
+            raise EmberValueError(
                 f"target {spec!r}: -{key} must be an integer >= {least}, got {value!r}"
             )
     options[key] = value
