@@ -3,7 +3,8 @@
     .venv/bin/python examples/rpc_tutorial.py                  # a server started here
     .venv/bin/python examples/rpc_tutorial.py --host board.local --port 9090
                                                                # a server already running
-                                                               # (key from --key or $EMBER_RPC_KEY)
+                                                               # (key from $EMBER_RPC_KEY
+                                                               # or --key-file, as the server's)
 
 The story, as docs/rpc.md tells it:
 
@@ -278,10 +279,16 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="server address")
     parser.add_argument("--port", type=int, help="use the server on this port")
-    parser.add_argument(
+    keys = parser.add_mutually_exclusive_group()
+    keys.add_argument(
+        "--key-file",
+        type=Path,
+        help="a file whose first line is the server's key (default $EMBER_RPC_KEY)",
+    )
+    keys.add_argument(
         "--key",
         default=os.environ.get("EMBER_RPC_KEY"),
-        help="the server's key (default $EMBER_RPC_KEY)",
+        help="the server's key itself (visible to other users in ps)",
     )
     parser.add_argument("--size", type=int, default=N, help="matrix size (default 256)")
     parser.add_argument(
@@ -292,6 +299,11 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.size <= 0:
         parser.error(f"--size must be positive, got {args.size}")
+    if args.key_file is not None:
+        try:
+            args.key = args.key_file.read_text().splitlines()[0]
+        except (OSError, IndexError) as e:
+            parser.error(f"cannot read a key from --key-file {args.key_file}: {e}")
     try:
         tutorial(args)
     except runtime.EmberError as e:  # RPCError included: no traceback for these

@@ -114,6 +114,20 @@ def test_tutorial_uses_a_running_server_with_the_key_from_the_environment():
     assert "session started" in log and "uploaded matmul_aarch64.tar" in log
 
 
+def test_tutorial_reads_the_key_from_the_file_the_server_reads(tmp_path):
+    path = tmp_path / "key"
+    path.write_text(KEY + "\n")
+    path.chmod(0o600)
+    with rpc_server("--key-file", str(path)) as server:
+        env = {k: v for k, v in os.environ.items() if k != "EMBER_RPC_KEY"}
+        out = run_tutorial(
+            "--port", str(server.port), "--size", "32", "--key-file", str(path),
+            env=env,
+        )  # fmt: skip
+        assert " WARNING " not in server.log(), server.log()
+    assert "remote run: matches numpy" in out
+
+
 def test_tutorial_without_the_key_says_so_without_a_traceback():
     with rpc_server(key=KEY) as server:
         env = {k: v for k, v in os.environ.items() if k != "EMBER_RPC_KEY"}
