@@ -6,6 +6,11 @@ One node per op (its name, key attributes, result shape), edges labelled with
 the tensor's shape, params as small grey boxes, inputs and outputs as
 house-shaped nodes, and each `graph.fused` group as a `cluster_<name>` box
 holding its ops. A te function shows one node per `te.compute`.
+
+Every edge is written after the clusters, at the function's level: Graphviz
+puts both ends of an edge written inside a cluster into that cluster, which
+pulled a model's input into its first group and stacked a whole network into
+one column. A node belongs to the cluster where it is declared, and only there.
 """
 
 from dataclasses import dataclass
@@ -20,6 +25,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     ShapedType,
     StringAttr,
+    SymbolRefAttr,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.target import Target
@@ -42,6 +48,8 @@ def _attr_text(a: Attribute) -> str | None:
         return f"{a.value.data:g}"
     if isinstance(a, StringAttr):
         return a.data
+    if isinstance(a, SymbolRefAttr):  # a graph.call_kernel's kernel
+        return "@" + a.string_value()
     if isinstance(a, ArrayAttr) and len(a.data) <= 8:
         items = [_attr_text(x) for x in a.data]
         if all(i is not None for i in items):
@@ -59,6 +67,8 @@ class _DotWriter:
     lines: list[str]
     source: dict[SSAValue, str]
     count: int = 0
+    edges: list[str] | None = None
+    """Edges, written after every node and cluster of the function."""
 
     def node(self, label: str, indent: str, **style: str) -> str:
         name = f"n{self.count}"
@@ -69,10 +79,12 @@ class _DotWriter:
         self.lines.append(f"{indent}{name} [{attrs}];")
         return name
 
-    def edge(self, value: SSAValue, to: str, indent: str) -> None:
+    def edge(self, value: SSAValue, to: str) -> None:
         if value in self.source:
             label = _quote(_shape(value.type))
-            self.lines.append(f"{indent}{self.source[value]} -> {to} [label={label}];")
+            if self.edges is None:
+                self.edges = []
+            self.edges.append(f"{self.source[value]} -> {to} [label={label}];")
 
 
 def _op_label(op: Operation) -> str:
@@ -124,7 +136,7 @@ def _graph_ops(w: _DotWriter, ops: list[Operation], indent: str) -> None:
         )
         node = w.node(_op_label(op), indent, **style)
         for operand in op.operands:
-            w.edge(operand, node, indent)
+            w.edge(operand, node)
         for r in op.results:
             w.source[r] = node
 
@@ -142,7 +154,7 @@ def _te_ops(w: _DotWriter, f: func.FuncOp, indent: str) -> None:
         reads = {r.operands[0] for r in op.walk() if r.name == "te.read"}
         reads |= {v for v in op.operands if v in w.source}
         for value in sorted(reads, key=lambda v: w.source.get(v, "")):
-            w.edge(value, node, indent)
+            w.edge(value, node)
         for r in op.results:
             w.source[r] = node
 
@@ -181,11 +193,12 @@ def module_to_dot(module: ModuleOp) -> str:
         if isinstance(ret, func.ReturnOp):
             for i, value in enumerate(ret.arguments):
                 node = w.node(f"output {i}", indent, shape="house", color="darkred")
-                w.edge(value, node, indent)
+                w.edge(value, node)
         out.append(f"  subgraph {_quote('cluster_func_' + fname)} {{")
         out.append(f"    label={_quote('@' + fname)}; style=dashed;")
         out.extend(w.lines)
         out.append("  }")
+        out.extend(f"  {e}" for e in w.edges or ())
         drawn += 1
     if not drawn:
         raise ValueError(
