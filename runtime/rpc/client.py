@@ -144,9 +144,9 @@ class RPCSession:
                     why = f"no reply to {request} within the timeout"
                 elif isinstance(e, p.ConnectionClosed):
                     why = (
-                        f"the server closed the connection during {request} (if "
-                        "that ran a library's code, its session may have crashed: "
-                        "the server's log says)"
+                        f"the server closed the connection during {request}: its "
+                        "session ended (a library's code that crashed it, or the "
+                        "server stopped or killed; the server's log says which)"
                     )
                 else:
                     why = f"connection lost during {request}: {e}"
