@@ -190,5 +190,7 @@ def test_internal_error_is_exit_3(tmp_path, capsys, monkeypatch):
     assert "importing" in err and "Traceback" not in err
     assert main([*argv, "-q"]) == 3
     assert "importing" not in capsys.readouterr().err
+    assert main([*argv, "-v"]) == 3
+    assert "target 'llvm', opt-level 3" in capsys.readouterr().err
     with pytest.raises(RuntimeError):
         main([*argv, "--show-traceback"])

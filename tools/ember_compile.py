@@ -158,6 +158,12 @@ def run(opts: argparse.Namespace) -> None:
     if opts.params_separate is not None:
         check_writable(Path(opts.params_separate), "--params-separate")
     start = time.perf_counter()
+    log.debug(
+        "target %r, opt-level %d, input shapes %s",
+        opts.target,
+        opts.opt_level,
+        shapes or "from the model",
+    )
     log.info("importing %s", opts.model)
     import ember
     from ember.runtime import save_param_dict
