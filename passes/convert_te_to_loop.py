@@ -7,6 +7,7 @@ its body (`loop.call_packed`s) on the whole buffers of its inputs and its result
 """
 
 from dataclasses import dataclass, field
+from math import prod
 from typing import NoReturn
 
 from xdsl.context import Context
@@ -37,6 +38,7 @@ from xdsl.utils.exceptions import PassFailedException
 from ember.dialects import loop, te
 from ember.dialects.llvm import SelectOp
 from ember.dialects.te_schedule import ScheduleOp
+from ember.passes.convert_memref_to_llvm import element_bytes
 from ember.passes.func_packed_abi import FALLIBLE
 from ember.passes.names import ssa_name
 from ember.passes.te_nests import BoundsChecks, NestEmitter, out_of_bounds
@@ -44,6 +46,8 @@ from ember.passes.te_reductions import ReductionError
 from ember.passes.te_stages import Schedule, ScheduleError, Stage
 
 PTR = llvm.LLVMPointerType()
+MAX_BYTES = 2**63 - 1
+"""The largest buffer: sizes, offsets and indices are int64 (`ember.te.MAX_BYTES`)."""
 
 
 @dataclass(frozen=True)
@@ -327,7 +331,7 @@ class _FunctionLowering:
         module = self.function.parent_op()
         assert isinstance(module, ModuleOp)
         at = InsertPoint.before(ret)
-        site = memref.LoadOp.get(self.error_cell, [self._index(0)])
+        site = memref.LoadOp.get(self._error_cell(), [self._index(0)])
         message = llvm.ZeroOp(result_types=[PTR])
         Rewriter.insert_op([site, message], at)
         for k, text in enumerate(checks.messages, 1):
@@ -445,6 +449,13 @@ class _FunctionLowering:
         shape = t.get_shape()
         if any(d < 0 for d in shape):
             _fail(self.where, f"expected a static shape for {what}, got {t}")
+        size = prod(shape) * (element_bytes(t.element_type) or 1)
+        if size > MAX_BYTES:
+            _fail(
+                self.where,
+                f"{what} ({t}) has {prod(shape)} elements ({size} bytes); ember's "
+                f"limit is {MAX_BYTES} bytes (2**63 - 1: sizes and indices are int64)",
+            )
         return MemRefType(t.element_type, shape)
 
     def _check_scalar(self, op: Operation) -> None:

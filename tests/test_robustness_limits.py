@@ -121,3 +121,21 @@ def test_huge_compute_is_refused():
     A = te.placeholder((2**31,), name="A")
     with pytest.raises(ValueError, match=r"tensor 'C' of shape .* bytes"):
         te.compute((2**31, 2**31), lambda i, j: A[i] + A[j], name="C")
+
+
+def test_huge_te_ir_shape_is_refused():
+    ir = """
+    func.func @f(%A: tensor<1099511627776x1099511627776xf32>)
+        -> tensor<1099511627776x1099511627776xf32> {
+      %C = te.compute "C" (%i, %j) -> tensor<1099511627776x1099511627776xf32> {
+        %x = te.read %A[%i, %j] : tensor<1099511627776x1099511627776xf32>
+        te.yield %x : f32
+      }
+      func.return %C : tensor<1099511627776x1099511627776xf32>
+    }
+    """
+    module = Parser(get_context(), ir).parse_module()
+    with pytest.raises(
+        PassFailedException, match=r"@f: argument 0 .* bytes\); ember's limit is"
+    ):
+        run(module, "convert-te-to-loop")
