@@ -1,0 +1,529 @@
+"""The graph executor: a model library's state for running it, as TVM's
+graph executor module offers it (``GraphModule`` in ``graph_module`` is the
+Python wrapper users hold).
+
+A model library (the AOT compiler's output: JIT module, ``.so`` or ``.tar``)
+defines one packed function ``default_run(inputs..., outputs..., workspace,
+params)`` and describes the model under ``"model"`` in its metadata::
+
+    {"inputs": [{"name", "shape", "dtype"}], "outputs": [...],
+     "workspace_bytes": N, "params_bytes": M,
+     "params": {"name": {"offset", "shape", "dtype"}}, "params_embedded": bool}
+
+``lib["default"]`` is then a factory: ``lib["default"](dev)`` returns a
+``GraphExecutor`` module (type_key "graph_executor") that owns one NDArray per
+input and output, the workspace (``workspace_bytes``, 64-byte aligned, for the
+intermediates the compiler's static memory plan placed) and the params blob:
+the library's ``__ember_params`` viewed in place when the params are embedded,
+else zeros that ``load_params`` fills (running before every param is loaded is
+an error, not garbage).
+
+**Threads.** ``invoke(*inputs)`` (``GraphModule``'s ``m(**inputs)``) takes the
+inputs and returns new outputs, as onnxruntime's ``session.run`` does: each
+call takes a workspace from the executor's pool (one per call running at once,
+kept for the next) and allocates its outputs, so any number of threads may
+call it at once. ``set_input``/``run``/``get_output`` share the executor's one
+set of inputs, outputs and workspace, so they are one thread's at a time: a
+thread's ``set_input`` makes it the owner (with new output arrays, so outputs
+another thread already holds are never overwritten); ``run``, ``get_output``
+or ``get_input`` from any other thread, and anything while another thread is
+in ``run``, raise ``EmberError``: never another thread's result.
+``load_params`` while a run is in progress raises too.
+
+**Lifetime.** The functions an executor hands out (``executor["run"]``) keep
+it alive; it keeps them only weakly, so a dropped executor is freed by
+reference counting at once, not later by the cycle collector.
+"""
+
+import json
+import math
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+import numpy as np
+
+from . import params as _params
+from .errors import EmberError, FunctionNotFoundError
+from .module import Module
+from .ndarray import Device, NDArray, cpu, empty
+from .packed_func import PackedFunc
+
+RUN_FUNCTION = "default_run"
+"""The packed function a model library runs the whole model with."""
+PARAMS_SYMBOL = "__ember_params"
+"""The library symbol holding the packed params when they are embedded."""
+
+_ONE_THREAD = (
+    "set_input/run/get_output are one thread's at a time: call "
+    "GraphModule(...)(**inputs) (the executor's invoke), safe from any number "
+    "of threads, or give each thread its own executor"
+)
+
+
+def check_model(model: object) -> None:
+    """Raise ValueError unless ``model`` has the shape of the metadata's
+    "model" object (see the module docstring)."""
+    if not isinstance(model, dict):
+        raise ValueError(f'"model" must be an object, got {type(model).__name__}')
+    for key in ("inputs", "outputs"):
+        tensors = model.get(key)
+        if not isinstance(tensors, list):
+            raise ValueError(f'model: "{key}" must be a list')
+        names = set()
+        for i, t in enumerate(tensors):
+            where = f"model: {key}[{i}]"
+            if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+                raise ValueError(f'{where} must be an object with a "name" string')
+            shape = t.get("shape")
+            if not isinstance(shape, list) or not all(
+                type(n) is int and n >= 0 for n in shape
+            ):
+                raise ValueError(f'{where}: "shape" must be a list of extents')
+            if not isinstance(t.get("dtype"), str) or t["dtype"] not in _params.DTYPES:
+                raise ValueError(f"{where}: unknown dtype {t.get('dtype')!r}")
+            if t["name"] in names:
+                raise ValueError(f"{where}: name {t['name']!r} appears twice")
+            names.add(t["name"])
+    for key in ("workspace_bytes", "params_bytes"):
+        value = model.get(key)
+        if type(value) is not int or value < 0:
+            raise ValueError(
+                f'model: "{key}" must be a non-negative integer, got {value!r}'
+            )
+    if not isinstance(model.get("params_embedded"), bool):
+        raise ValueError('model: "params_embedded" must be true or false')
+    _params.check_layout(model.get("params"), model["params_bytes"])
+
+
+def factory(lib: Module) -> PackedFunc:
+    """``lib["default"]`` of a model library: ``f(dev)`` makes its executor."""
+
+    def create(dev: Device | None = None) -> GraphExecutor:
+        return GraphExecutor(lib, dev if dev is not None else cpu())
+
+    return PackedFunc(create, name="default")
+
+
+def _describe(shape, dtype) -> str:
+    return f"{dtype} {tuple(shape)}"
+
+
+def _output_array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """A new uninitialized output: a numpy array (making an NDArray costs
+    more than a small model's run), 64-byte aligned from 4 KiB on, where
+    vector stores across cache lines would cost more than aligning (~2 us)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes < 4096:
+        return np.empty(shape, dtype)
+    raw = np.empty(nbytes + 64, np.uint8)
+    start = -raw.__array_interface__["data"][0] % 64
+    return np.ndarray(shape, dtype, buffer=raw, offset=start)
+
+
+def _as_numpy(value, what: str) -> np.ndarray:
+    if isinstance(value, NDArray):
+        return np.asarray(value)
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except (BufferError, TypeError, RuntimeError) as e:
+            raise EmberError(
+                f"{what}: cannot read a {type(value).__name__}: {e}"
+            ) from None
+    if isinstance(value, list | tuple | int | float):
+        return np.asarray(value)
+    raise TypeError(
+        f"{what}: expected a numpy array, NDArray or DLPack tensor, "
+        f"got {type(value).__name__}"
+    )
+
+
+class GraphExecutor(Module):
+    """A model library's state for running it: its inputs, outputs, workspace
+    and params, and the functions that use them (TVM's graph executor module).
+
+    Functions: ``set_input(name_or_index, value)``, ``run()``,
+    ``get_output(i[, out])``, ``get_input(name_or_index)``,
+    ``invoke(*inputs)`` (outputs returned; from any thread),
+    ``get_num_outputs()``, ``get_num_inputs()``, ``load_params(bytes)``,
+    ``get_input_index(name)``, ``get_io_info()``. Use it through
+    ``GraphModule``.
+
+    Attributes:
+        lib: the model library.
+        model: its metadata's "model" object.
+    """
+
+    type_key = "graph_executor"
+
+    def __init__(self, lib: Module, dev: Device):
+        super().__init__()
+        if not isinstance(dev, Device):
+            raise TypeError(f"expected a Device such as cpu(), got {dev!r}")
+        if dev.device_type != cpu().device_type:
+            raise EmberError(f"compiled models run on the cpu; got {dev}")
+        self.lib = lib
+        self.device = dev
+        self.model = model = lib.metadata["model"]
+        try:
+            self._run = lib.get_function(RUN_FUNCTION)
+        except FunctionNotFoundError:
+            raise EmberError(
+                f"{lib._describe()} describes a model but defines no {RUN_FUNCTION}"
+            ) from None
+        self._input_names = [t["name"] for t in model["inputs"]]
+        self._output_names = [t["name"] for t in model["outputs"]]
+        self._input_types = [(tuple(t["shape"]), t["dtype"]) for t in model["inputs"]]
+        self._output_types = [(tuple(t["shape"]), t["dtype"]) for t in model["outputs"]]
+        self._inputs = [self._zeros(t) for t in model["inputs"]]
+        self._outputs = [self._zeros(t) for t in model["outputs"]]
+        self._workspace = self._new_workspace()
+        # Workspaces of invoke() calls that have returned, for the next ones.
+        self._free_workspaces: list[NDArray] = []
+        # Guards the fields below (see the module docstring, "Threads").
+        self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread the stateful API is for
+        self._running: int | None = None  # the thread inside run(), if any
+        self._calls = 0  # run() and invoke() calls in progress
+        self._layout: dict[str, dict] = model["params"]
+        nbytes = model["params_bytes"]
+        self._missing: set[str] = set()
+        if model["params_embedded"]:
+            params = lib.get_data(PARAMS_SYMBOL, nbytes)
+            if params is None:
+                raise EmberError(
+                    f"{lib._describe()}: the metadata says the params are "
+                    f"embedded, but the library has no {PARAMS_SYMBOL}"
+                )
+            self._params = params
+        else:
+            self._params = self._allocate((nbytes,), "uint8", "the params")
+            np.asarray(self._params)[:] = 0
+            self._missing = set(self._layout)
+        # The functions handed out hold the executor; it holds them weakly, so
+        # that a dropped executor is freed at once, not by the cycle collector.
+        self._handed_out: weakref.WeakValueDictionary[str, PackedFunc] = (
+            weakref.WeakValueDictionary()
+        )
+
+    _FUNCTIONS = (
+        "set_input",
+        "run",
+        "invoke",
+        "get_output",
+        "get_input",
+        "get_num_outputs",
+        "get_num_inputs",
+        "load_params",
+        "get_input_index",
+        "get_io_info",
+    )
+
+    def _allocate(self, shape, dtype: str, what: str) -> NDArray:
+        try:
+            return empty(shape, dtype)
+        except (MemoryError, ValueError) as e:
+            raise EmberError(
+                f"{self._describe()}: cannot allocate {what} "
+                f"({_describe(shape, dtype)}): {e}"
+            ) from None
+
+    def _zeros(self, tensor: dict) -> NDArray:
+        array = self._allocate(tensor["shape"], tensor["dtype"], repr(tensor["name"]))
+        np.asarray(array)[...] = 0
+        return array
+
+    def _new_workspace(self) -> NDArray:
+        size = self.model["workspace_bytes"]
+        return self._allocate((size,), "uint8", "the workspace")
+
+    def _find(self, name: str, query_imports: bool) -> PackedFunc | None:
+        func = self._handed_out.get(name)
+        if func is None and name in self._FUNCTIONS:
+            func = PackedFunc(getattr(self, name), name=name)
+            self._handed_out[name] = func
+        return func
+
+    def function_names(self) -> list[str]:
+        return list(self._FUNCTIONS)
+
+    def _describe(self) -> str:
+        return f"graph executor of {self.lib._describe()}"
+
+    def get_input_index(self, name: str) -> int:
+        """The position of the input ``name``, or -1 (as TVM)."""
+        return self._input_names.index(name) if name in self._input_names else -1
+
+    def _index(self, key, names: list[str], kind: str) -> int:
+        if isinstance(key, str):
+            if key in names:
+                return names.index(key)
+            raise EmberError(
+                f"model has no {kind} named {key!r}; its {kind}s are "
+                f"{', '.join(map(repr, names)) or 'none'}"
+            )
+        if isinstance(key, bool) or not isinstance(key, int | np.integer):
+            raise TypeError(f"{kind} must be a name or an index, got {key!r}")
+        if not 0 <= key < len(names):
+            raise EmberError(
+                f"{kind} index {key} is out of range: the model has "
+                f"{len(names)} {kind}(s)"
+            )
+        return int(key)
+
+    def set_input(self, key, value) -> None:
+        """Copy ``value`` into input ``key`` (a name or an index).
+
+        Raises:
+            EmberError: no such input (the message lists them), or a shape
+                or dtype other than the input's.
+        """
+        i = self._index(key, self._input_names, "input")
+        what = f"set_input {self._input_names[i]!r}"
+        source = self._checked_input(i, value, what)
+        with self._lock:  # a copy after another thread's claim would be theirs
+            self._claim_locked("set_input", take=True)
+            np.copyto(np.asarray(self._inputs[i]), source)
+
+    def _checked_input(self, i: int, value, what: str) -> np.ndarray:
+        """``value`` as numpy, refused unless it has input ``i``'s shape and dtype."""
+        shape, dtype = self._input_types[i]
+        source = _as_numpy(value, what)
+        if source.shape != shape or source.dtype.name != dtype:
+            raise EmberError(
+                f"{what}: expected {_describe(shape, dtype)}, "
+                f"got {_describe(source.shape, source.dtype.name)}"
+            )
+        return source
+
+    def _claim(self, what: str, take: bool = False) -> None:
+        """Let the calling thread use the stateful API, or raise: another
+        thread is in ``run``, or (unless ``take``, for ``set_input``) another
+        thread set the inputs. A thread taking over gets new output arrays,
+        so outputs the previous owner holds are never overwritten."""
+        with self._lock:
+            self._claim_locked(what, take)
+
+    def _claim_locked(self, what: str, take: bool) -> None:
+        me = threading.get_ident()
+        if self._running is not None and self._running != me:
+            raise EmberError(
+                f"{what}: another thread is running this graph executor; {_ONE_THREAD}"
+            )
+        if self._owner is None or self._owner == me:
+            self._owner = me
+        elif take:
+            self._owner = me
+            self._outputs = [self._zeros(t) for t in self.model["outputs"]]
+        else:
+            raise EmberError(
+                f"{what}: another thread has set this graph executor's inputs "
+                f"since this thread did; {_ONE_THREAD}"
+            )
+
+    def get_input(self, key) -> NDArray:
+        """The executor's own NDArray of input ``key`` (a name or an index)."""
+        i = self._index(key, self._input_names, "input")
+        self._claim("get_input")
+        return self._inputs[i]
+
+    def get_output(self, index, out=None) -> NDArray:
+        """Output ``index`` (or its name): the executor's own NDArray, which
+        the next ``run`` overwrites; with ``out`` (an NDArray or a writeable
+        numpy array of the output's shape and dtype), a copy into ``out``."""
+        i = self._index(index, self._output_names, "output")
+        self._claim("get_output")
+        output = self._outputs[i]
+        if out is None:
+            return output
+        what = f"get_output {self._output_names[i]!r}"
+        target = _as_numpy(out, what)
+        if target.shape != output.shape or target.dtype.name != output.dtype:
+            raise EmberError(
+                f"{what}: out must be {_describe(output.shape, output.dtype)}, "
+                f"got {_describe(target.shape, target.dtype.name)}"
+            )
+        np.copyto(target, np.asarray(output))
+        return out
+
+    def get_num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def get_io_info(self) -> str:
+        """The model's inputs and outputs as JSON: ``{"inputs": [{"name",
+        "shape", "dtype"}], "outputs": [...]}``."""
+        return json.dumps({k: self.model[k] for k in ("inputs", "outputs")})
+
+    def get_num_inputs(self) -> int:
+        return len(self._inputs)
+
+    def run(self) -> None:
+        """Run the model on the current inputs.
+
+        Raises:
+            EmberError: params are still missing (a library without embedded
+                params, before ``load_params``).
+        """
+        with self._lock:
+            self._claim_locked("run", take=False)
+            if self._running is not None:  # this thread, from a callback
+                raise EmberError("run: this graph executor is already running")
+            self._check_params("run")
+            self._running, self._calls = threading.get_ident(), self._calls + 1
+            args = (*self._inputs, *self._outputs, self._workspace, self._params)
+        try:
+            self._run(*args)
+        finally:
+            with self._lock:
+                self._running, self._calls = None, self._calls - 1
+
+    def invoke(self, *inputs) -> list[np.ndarray]:
+        """Run the model on ``inputs`` (one per model input, in order) and
+        return its outputs as new numpy arrays. Safe from any number of threads
+        at once: each call has its own workspace (from a pool) and outputs,
+        and the executor's ``set_input`` state is neither used nor changed.
+
+        Raises:
+            EmberError: a wrong number of inputs, an input's shape or dtype
+                other than the model's, or params still missing.
+        """
+        names = self._input_names
+        if len(inputs) != len(names):
+            raise EmberError(
+                f"invoke: the model takes {len(names)} input(s) "
+                f"({', '.join(map(repr, names))}), got {len(inputs)}"
+            )
+        arrays = []
+        for i, value in enumerate(inputs):
+            array = self._checked_input(i, value, f"input {names[i]!r}")
+            flags = array.flags
+            if not (flags.c_contiguous and flags.aligned and array.dtype.isnative):
+                array = np.ascontiguousarray(array, array.dtype.newbyteorder("="))
+            arrays.append(array)
+        outputs = [_output_array(shape, dtype) for shape, dtype in self._output_types]
+        with self._lock:
+            self._check_params("invoke")
+            self._calls += 1
+            params = self._params
+        workspace = None
+        try:
+            try:
+                workspace = self._free_workspaces.pop()  # atomic under the GIL
+            except IndexError:
+                workspace = self._new_workspace()
+            self._run(*arrays, *outputs, workspace, params)
+        finally:
+            with self._lock:
+                self._calls -= 1
+            if workspace is not None:
+                self._free_workspaces.append(workspace)
+        return outputs
+
+    def _check_params(self, what: str) -> None:
+        if self._missing:
+            missing = sorted(self._missing)
+            shown = ", ".join(map(repr, missing[:8]))
+            more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+            raise EmberError(
+                f"{what}: params {shown}{more} are not loaded; the library keeps "
+                "its params separate: call load_params(...) first"
+            )
+
+    def _writable_params(self) -> np.ndarray:
+        params = np.asarray(self._params)
+        if not params.flags.writeable:  # the library's own read-only bytes
+            copy = empty(params.shape, "uint8")
+            np.asarray(copy)[:] = params
+            self._params = copy
+            params = np.asarray(copy)
+        return params
+
+    def load_params(self, data) -> None:
+        """Load params: a param dict (``save_param_dict``'s bytes, or a dict of
+        arrays) whose entries are some of the model's params, each with its
+        (packed) shape and dtype; or the whole packed blob (``params_bytes``
+        raw bytes, as ``pack_params`` makes it).
+
+        Raises:
+            EmberError: a name the model has no param for (the message lists
+                some), a shape or dtype unlike the param's, or a raw blob of
+                the wrong size; ``InvalidParamsError`` (an EmberError) for a
+                damaged, truncated or corrupt param dict.
+        """
+        if isinstance(data, Mapping):
+            with self._loading():
+                self._load_dict(data)
+            return
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"load_params: expected bytes or a dict of arrays, got "
+                f"{type(data).__name__}"
+            )
+        raw = memoryview(data).cast("B")
+        if bytes(raw[: len(_params.MAGIC)]) == _params.MAGIC:
+            params = _params.load_param_dict(raw)
+            with self._loading():
+                self._load_dict(params)
+            return
+        nbytes = self.model["params_bytes"]
+        if len(raw) != nbytes:
+            raise EmberError(
+                f"load_params: a packed params blob for this model has {nbytes} "
+                f"bytes, got {len(raw)} (and no param dict header)"
+            )
+        with self._loading():
+            self._writable_params()[:] = np.frombuffer(raw, np.uint8)
+            self._missing.clear()
+
+    @contextmanager
+    def _loading(self) -> Iterator[None]:
+        """Hold the executor while params change: a run in progress would
+        read half old and half new weights, so it is refused; runs that
+        start meanwhile wait."""
+        with self._lock:
+            if self._calls:
+                raise EmberError(
+                    "load_params: the model is running in another thread; load "
+                    "params before running it, or in an executor of its own"
+                )
+            yield
+
+    def _load_dict(self, params: Mapping) -> None:
+        unknown = [name for name in params if name not in self._layout]
+        if unknown:
+            known = list(self._layout)
+            shown = ", ".join(map(repr, known[:6])) + (
+                ", ..." if len(known) > 6 else ""
+            )
+            raise EmberError(
+                f"load_params: the model has no param {unknown[0]!r}"
+                + (f" (nor {len(unknown) - 1} others)" if len(unknown) > 1 else "")
+                + f"; its params are {shown or 'none'}"
+            )
+        arrays = {}
+        for name, value in params.items():
+            entry = self._layout[name]
+            array = _as_numpy(value, f"load_params {name!r}")
+            if (
+                list(array.shape) != entry["shape"]
+                or array.dtype.name != entry["dtype"]
+            ):
+                raise EmberError(
+                    f"load_params: param {name!r} must be "
+                    f"{_describe(entry['shape'], entry['dtype'])} (as the compiled "
+                    f"kernels read it), got {_describe(array.shape, array.dtype.name)}"
+                )
+            arrays[name] = array
+        blob = self._writable_params()
+        for name, array in arrays.items():
+            offset = self._layout[name]["offset"]
+            data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+            blob[offset : offset + data.nbytes] = data
+            self._missing.discard(name)
+
+
+__all__ = ["GraphExecutor", "check_model", "factory"]
