@@ -60,7 +60,7 @@ class CompilerNotFoundError(LinkError):
     exist."""
 
 
-class InvalidParamsError(EmberError, ValueError):
+class InvalidParamsError(EmberValueError):
     """A param dict cannot be read: not one, another version, truncated, or
     damaged (its checksum does not match). Also a ``ValueError``, as these
     errors were before the class existed."""
