@@ -67,3 +67,45 @@ def test_ember_opt_draws_the_graph_as_compiled(tmp_path):
     ).stdout
     assert "cluster_fused_conv2d_add_relu_2" in out
     assert out.rstrip().endswith("}")
+
+
+def test_an_onnx_file_is_drawn_as_compiled(tmp_path):
+    """`ember-opt model.onnx` imports with the params bound: the picture has
+    one cluster or lone op per call of the compiled model (batch norms folded
+    into the convolutions with their weights, as `compile_model` folds them)."""
+    import onnx
+
+    import ember
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+    try:
+        import onnx_models
+    finally:
+        sys.path.pop(0)
+    model = onnx_models.mobilenet_v2(size=32, width=0.35, num_classes=10)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    dot = subprocess.run(
+        [sys.executable, "-m", "ember.tools.ember_opt", str(path)]
+        + ["--emit=te", "-t", "dot"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    calls = len(re.findall(r"call_kernel\\n", dot))
+    assert "batch_norm" not in dot
+    mod = ember.compile_model(model)
+    assert calls == mod.compile_stats.calls  # type: ignore[attr-defined]
+
+
+def test_a_file_that_is_not_onnx_is_one_error(tmp_path):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(b"\x00\x01 not a protobuf \xff" * 10)
+    done = subprocess.run(
+        [sys.executable, "-m", "ember.tools.ember_opt", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1, done
+    assert "Traceback" not in done.stderr
+    assert "bad.onnx" in done.stderr

@@ -239,6 +239,8 @@ class EmberOptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["mlir"] = self._parse_mlir
+        # binary: read whole by `_run_onnx`, never as text chunks
+        self.available_frontends["onnx"] = self._parse_mlir
 
     def _parse_mlir(self, io: IO[bytes]) -> ModuleOp:
         from ember.tools.opt_lexer_guard import check_string_literals
@@ -266,6 +268,12 @@ class EmberOptMain(xDSLOptMain):
             return
         self._check_emit_args()
         chunks, file_extension = self.prepare_input()
+        if file_extension == "onnx":
+            data = chunks[0][0].read()
+            for chunk, _ in chunks:
+                chunk.close()
+            self._run_onnx(data)
+            return
         failures = 0
         binary: list[bytes] = []
         stream = None if self.args.emit == "obj" else self.prepare_output()
@@ -297,6 +305,40 @@ class EmberOptMain(xDSLOptMain):
             print(self.instr.timer.report(), file=sys.stderr)
         if failures:
             raise SystemExit(1)
+
+    def _run_onnx(self, data: bytes) -> None:
+        """An ONNX model: imported to graph IR with its params bound, so the
+        passes fold and pack weights as `compile_model` does and `-t dot`
+        draws the graph that is compiled."""
+        import onnx
+
+        from ember.frontends.onnx import from_onnx
+        from ember.passes.bound_params import bind_params
+
+        try:
+            model = onnx.load_from_string(data)
+        except Exception as e:  # protobuf's DecodeError, among others
+            raise ValueError(
+                f"{self.get_input_name()}: not an ONNX model ({type(e).__name__}: {e})"
+            ) from None
+        module, params = from_onnx(model)
+        if self.codegen_target != "llvm":
+            module.attributes["ember.target"] = StringAttr(self.codegen_target)
+        with bind_params(params):
+            self.instr.current = None
+            self.apply_passes(module)
+            outputs = self._emit(module)
+        binary = [o for o in outputs if isinstance(o, bytes)]
+        if binary:
+            self._write_binary(b"".join(binary))
+            return
+        stream = self.prepare_output()
+        try:
+            for o in outputs:
+                stream.write(o)  # type: ignore[arg-type]
+        finally:
+            if stream is not sys.stdout:
+                stream.close()
 
     def _run_chunk(
         self, chunk: ParsedChunk, file_extension: str, outputs: list[str | bytes]
