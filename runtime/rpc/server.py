@@ -123,7 +123,11 @@ class Server:
                 "here as this user"
             )
         parent = workspace if workspace is not None else tempfile.gettempdir()
-        self.root, self.lock = make_root(parent)
+        try:
+            self.root, self.lock = make_root(parent)
+        except OSError:
+            self.listener.close()
+            raise
         self.pid = os.getpid()
         self.sessions: dict[int, tuple[str, str]] = {}  # pid -> (name, workspace)
         self.pending: dict[socket.socket, Handshake] = {}  # oldest first
