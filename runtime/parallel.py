@@ -43,7 +43,7 @@ import time
 import weakref
 from functools import cache
 
-from .errors import EmberError
+from .errors import EmberError, EmberTypeError, EmberValueError
 
 NUM_THREADS_SYMBOL = "__ember_num_threads"
 """The int32 global of a module with parallel loops: threads per parallel
@@ -201,8 +201,9 @@ def set_num_threads(count: int) -> None:
             the automatic count, see ``ember.runtime.parallel``).
 
     Raises:
-        TypeError: `count` is not an int.
-        ValueError: `count` is negative or above 2**31 - 1.
+        EmberTypeError: `count` is not an int (also a ``TypeError``).
+        EmberValueError: `count` is negative or above 2**31 - 1 (also a
+            ``ValueError``).
 
     Example:
         >>> import ember.runtime
@@ -213,11 +214,11 @@ def set_num_threads(count: int) -> None:
     """
     global _requested
     if isinstance(count, bool) or not isinstance(count, int):
-        raise TypeError(
+        raise EmberTypeError(
             f"set_num_threads expects an int, got {type(count).__name__} {count!r}"
         )
     if count < 0 or count > MAX_THREADS:
-        raise ValueError(
+        raise EmberValueError(
             f"set_num_threads expects a count in 1..{MAX_THREADS}, or 0 for the "
             f"default, got {count}"
         )

@@ -14,6 +14,8 @@ import pytest
 import ember
 from ember.runtime import (
     EmberError,
+    EmberTypeError,
+    EmberValueError,
     get_num_threads,
     load_module,
     parallel,
@@ -94,13 +96,15 @@ def test_the_default_follows_the_free_cores(monkeypatch):
 
 @pytest.mark.parametrize("bad", ["2", 2.0, True, None])
 def test_a_count_that_is_not_an_int(bad):
-    with pytest.raises(TypeError, match="set_num_threads expects an int, got"):
+    with pytest.raises(EmberTypeError, match="set_num_threads expects an int, got"):
         set_num_threads(bad)  # pyright: ignore[reportArgumentType]
 
 
 @pytest.mark.parametrize("bad", [-1, 2**31])
 def test_a_count_out_of_range(bad):
-    with pytest.raises(ValueError, match=rf"expects a count in 1\.\..*, got {bad}"):
+    with pytest.raises(
+        EmberValueError, match=rf"expects a count in 1\.\..*, got {bad}"
+    ):
         set_num_threads(bad)
 
 
