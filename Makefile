@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install \
 	--quiet -c constraints.txt
 
-.PHONY: demo test lint pytest lit bench clean system-deps
+.PHONY: demo test lint pytest lit docs docs-check bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,15 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/python .ci/pyright_tree.py --run
 
-test: lint pytest lit
+# The API reference (docs/api.md) and pass reference (docs/passes.md), generated
+# from the docstrings; `make test` fails when they are stale.
+docs: $(VENV)/.installed-dev
+	$(BIN)/python -m ember.tools.docs
+
+docs-check: $(VENV)/.installed-dev
+	$(BIN)/python -m ember.tools.docs --check
+
+test: lint docs-check pytest lit
 
 # Side by side with numpy, onnxruntime, PyTorch and apache-tvm (the bench extra).
 bench: $(VENV)/.installed-bench
@@ -60,6 +68,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/call_overhead.py
 	$(BIN)/python benchmarks/models.py
 	$(BIN)/python benchmarks/rpc.py
+	$(BIN)/python benchmarks/under_load.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
