@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, func, llvm, memref
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -48,7 +48,6 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     UnrealizedConversionCastOp,
     i8,
-    i32,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -353,20 +352,9 @@ class _Planner:
     def _thread_count_global(self) -> None:
         """The model defines the thread count its kernels' parallel loops read
         (kernels compiled apart declare it)."""
-        from xdsl.traits import SymbolTable
+        from ember.passes.loop_outline_parallel import define_thread_count
 
-        from ember.runtime.parallel import NUM_THREADS_SYMBOL
-
-        if SymbolTable.lookup_symbol(self.module, NUM_THREADS_SYMBOL) is None:
-            self.module.body.block.add_op(
-                llvm.GlobalOp(
-                    i32,
-                    NUM_THREADS_SYMBOL,
-                    "external",
-                    value=IntegerAttr(0, i32),
-                    alignment=4,
-                )
-            )
+        define_thread_count(self.module, GraphPlanMemory.name)
 
     def _mark_noalias(self) -> None:
         for symbol in {c.callee for c in self.calls}:

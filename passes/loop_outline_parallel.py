@@ -386,22 +386,28 @@ class _Outliner:
                     f"loop-outline-parallel: @{name} must be a function of type "
                     f"{expected}, got {got}"
                 )
-        existing = SymbolTable.lookup_symbol(module, NUM_THREADS_SYMBOL)
-        if existing is None:
-            module.body.block.add_op(
-                llvm.GlobalOp(
-                    i32,
-                    NUM_THREADS_SYMBOL,
-                    "external",
-                    value=IntegerAttr(0, i32),
-                    alignment=4,
-                )
+        define_thread_count(module, LoopOutlineParallelPass.name)
+
+
+def define_thread_count(module: ModuleOp, by: str) -> None:
+    """Define `@__ember_num_threads` (0: the runtime's choice) in `module`
+    unless it is there; one of another kind is an error naming pass `by`."""
+    existing = SymbolTable.lookup_symbol(module, NUM_THREADS_SYMBOL)
+    if existing is None:
+        module.body.block.add_op(
+            llvm.GlobalOp(
+                i32,
+                NUM_THREADS_SYMBOL,
+                "external",
+                value=IntegerAttr(0, i32),
+                alignment=4,
             )
-        elif not (isinstance(existing, llvm.GlobalOp) and existing.global_type == i32):
-            raise PassFailedException(
-                f"loop-outline-parallel: @{NUM_THREADS_SYMBOL} must be an i32 "
-                f"llvm.mlir.global, got '{existing.name}'"
-            )
+        )
+    elif not (isinstance(existing, llvm.GlobalOp) and existing.global_type == i32):
+        raise PassFailedException(
+            f"{by}: @{NUM_THREADS_SYMBOL} must be an i32 llvm.mlir.global, "
+            f"got '{existing.name}'"
+        )
 
 
 def _struct(fields: Sequence[SSAValue]) -> llvm.LLVMStructType:
