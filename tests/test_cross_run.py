@@ -455,3 +455,39 @@ def test_compiled_cnn_runs_in_the_c_host_and_matches_onnxruntime(
         for path, want in zip(outputs, expected, strict=True):
             got = np.fromfile(path, np.float32).reshape(want.shape)
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_compiled_cnn_runs_in_wasmtime_and_matches_onnxruntime(cnn, tmp_path):
+    """The CNN compiled for wasm32: its objects (entry and kernels, from the
+    exported .tar) linked by wasm-ld, `default_run` called through the packed
+    ABI in wasmtime with the params blob beside it (a wasm module holds no ELF
+    data object, so the params stay separate)."""
+    import tarfile
+
+    from ember.runtime import pack_params
+    from ember.runtime.cc import read_manifest
+
+    t = BY_NAME["wasm32-simd128"]
+    _require(t)
+    model, x, expected = cnn
+    mod = ember.compile_model(
+        model, target=t.target, cache=CompileCache(None), embed_params=False
+    )
+    mod.export_library(tmp_path / "cnn.tar")
+    with tarfile.open(tmp_path / "cnn.tar") as tar:
+        tar.extractall(tmp_path / "objects", filter="data")
+    objects = sorted((tmp_path / "objects").rglob("*.o"))
+    assert len(objects) > 2  # the entry and the kernels
+    wasm = WasmModule(link_wasm(objects, tmp_path / "cnn.wasm").read_bytes())
+    info = read_manifest(str(tmp_path / "cnn.tar"))["metadata"]["model"]
+    blob = np.frombuffer(
+        pack_params(mod.params, info["params"], info["params_bytes"]),  # type: ignore[attr-defined]
+        np.uint8,
+    )
+    outputs = [np.zeros(o["shape"], np.float32) for o in info["outputs"]]
+    workspace = np.zeros(info["workspace_bytes"], np.uint8)
+    arrays = [x, *outputs, workspace, blob.copy()]
+    rc, message = wasm.call("default_run", arrays)
+    assert rc == 0, message
+    for got, want in zip(arrays[1 : 1 + len(outputs)], expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
