@@ -236,7 +236,7 @@ def _emit_compute(
     assert isinstance(op, te.ComputeOp)
     axes = [*op.axis, *op.reduce_axis]
     block = Block(arg_types=[IndexType()] * len(axes))
-    emitter = _BodyEmitter(block, values)
+    emitter = _BodyEmitter(block, values, t.name)
     axis_names.start_compute()
     for var, arg in zip(axes, block.args, strict=True):
         arg.name_hint = axis_names.name(var)
@@ -318,11 +318,27 @@ def _combiner(body: te.Expr) -> tuple[Block | None, Attribute | None]:
     return block, _const_attr(identity)
 
 
+MAX_BRANCH_DEPTH = 64
+"""How deep guarded branches (`te.if_then_else` sides that read tensors, each
+an `scf.if` region) may nest: the compiler's walks over nested regions recurse
+(ember's and xDSL's), and 64 levels leave them room under Python's default
+recursion limit. Expressions are otherwise unlimited in depth."""
+
+_VISIT, _CONDITION, _EMIT = range(3)
+"""`_BodyEmitter.emit`'s states of an expression: its operands to emit, a
+guarded select's condition emitted (its sides not yet decided), ready."""
+
+
+def _is_guarded(e: te.Expr) -> bool:
+    return isinstance(e, te.Select) and e.guarded
+
+
 def _operands(e: te.Expr) -> list[te.Expr]:
     """The subexpressions `_BodyEmitter._emit` emits in `e`'s scope before `e`."""
-    if isinstance(e, te.Select):
+    if _is_guarded(e):
+        assert isinstance(e, te.Select)
         return [e.cond]  # the sides may belong to branches of their own
-    if isinstance(e, (te.Read, te.Binary, te.Compare, te.Call, te.Cast)):
+    if isinstance(e, (te.Read, te.Binary, te.Compare, te.Call, te.Cast, te.Select)):
         return e.children
     return []  # leaves, and a misplaced reduction (an error of its own)
 
@@ -340,8 +356,8 @@ class _BodyEmitter:
     a region of its own (an `scf.if` branch): what is emitted there is visible only
     there."""
 
-    def __init__(self, block: Block, tensors: dict[int, SSAValue]):
-        self.block, self.tensors = block, tensors
+    def __init__(self, block: Block, tensors: dict[int, SSAValue], name: str = ""):
+        self.block, self.tensors, self.name = block, tensors, name
         # Keyed by id(); holding the expression keeps the id from being reused.
         # One dictionary per open scope, innermost last.
         self.scopes: list[dict[int, tuple[te.Expr, SSAValue]]] = [{}]
@@ -368,17 +384,24 @@ class _BodyEmitter:
             return value
         # Operands first, deepest first, from an explicit stack: `_emit` then
         # finds them emitted, so an expression thousands of operations deep
-        # needs no Python recursion (only nested guarded selects recurse).
-        stack: list[tuple[te.Expr, bool]] = [(e, False)]
+        # needs no Python recursion. Only a guarded select whose sides read
+        # tensors recurses, once per branch nested in a branch (`_scoped`).
+        stack: list[tuple[te.Expr, int]] = [(e, _VISIT)]
         while stack:
-            node, ready = stack.pop()
+            node, state = stack.pop()
             if self._lookup(node) is not None:
                 continue
-            if ready:
+            if state == _VISIT:
+                stack.append((node, _CONDITION if _is_guarded(node) else _EMIT))
+                stack.extend((o, _VISIT) for o in reversed(_operands(node)))
+            elif state == _CONDITION:  # decided once the condition is emitted
+                assert isinstance(node, te.Select)
+                sides = [node.true_value, node.false_value]
+                stack.append((node, _EMIT))
+                if not any(self._reads(side) for side in sides):
+                    stack.extend((side, _VISIT) for side in reversed(sides))
+            else:
                 self.scopes[-1][id(node)] = (node, self._emit(node))
-                continue
-            stack.append((node, True))
-            stack.extend((o, False) for o in reversed(_operands(node)))
         value = self._lookup(e)
         assert value is not None
         return value
@@ -447,6 +470,12 @@ class _BodyEmitter:
 
     def _scoped(self, e: te.Expr) -> Block:
         """A block computing `e` and yielding it, with its own scope."""
+        if len(self.scopes) > MAX_BRANCH_DEPTH:
+            raise ValueError(
+                f"compute '{self.name}': te.if_then_else branches that read "
+                f"tensors nest more than {MAX_BRANCH_DEPTH} deep; ember's limit "
+                "is that depth (te.select evaluates both sides without a branch)"
+            )
         outer, self.block = self.block, Block()
         self.scopes.append({})
         try:

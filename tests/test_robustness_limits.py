@@ -8,6 +8,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 import ember
 from ember import te
+from ember.lowering import MAX_BRANCH_DEPTH
 from ember.passes import get_context, run
 from ember.passes.convert_loop_to_scf import MAX_UNROLL_COPIES
 
@@ -46,6 +47,49 @@ def test_deep_index_expression():
     c = np.zeros(16, "float32")
     mod(a, c)
     np.testing.assert_array_equal(c, a * 2)
+
+
+def _nested_selects(depth: int, select):
+    A = te.placeholder((16,), name="A")
+
+    def body(i):
+        x = A[i]
+        for k in range(depth):
+            x = select(i > k % 7, x + A[i], A[i] * 0.5)
+        return x
+
+    return A, te.compute((16,), body, name="C")
+
+
+def _nested_reference(depth: int, a):
+    x = a.copy()
+    for k in range(depth):
+        x = np.where(np.arange(16) > k % 7, x + a, a * np.float32(0.5))
+    return x
+
+
+def test_deep_select_chain():
+    A, C = _nested_selects(400, te.select)
+    mod = ember.build(te.create_schedule(C.op), [A, C], name="selects")
+    a = np.arange(16, dtype="float32") / 8
+    c = np.zeros(16, "float32")
+    mod(a, c)
+    np.testing.assert_allclose(c, _nested_reference(400, a), rtol=1e-5)
+
+
+def test_guarded_branches_nest_up_to_the_limit():
+    A, C = _nested_selects(MAX_BRANCH_DEPTH, te.if_then_else)
+    mod = ember.build(te.create_schedule(C.op), [A, C], name="branches")
+    a = np.arange(16, dtype="float32") / 8
+    c = np.zeros(16, "float32")
+    mod(a, c)
+    np.testing.assert_allclose(c, _nested_reference(MAX_BRANCH_DEPTH, a), rtol=1e-5)
+    A, C = _nested_selects(MAX_BRANCH_DEPTH + 1, te.if_then_else)
+    with pytest.raises(
+        ValueError,
+        match=f"compute 'C': te.if_then_else .* more than {MAX_BRANCH_DEPTH}",
+    ):
+        ember.build(te.create_schedule(C.op), [A, C], name="branches")
 
 
 def _vecadd(n: int):
