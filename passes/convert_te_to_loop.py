@@ -100,7 +100,10 @@ class ConvertTeToLoopPass(ModulePass):
     would drop it), `maxsi`/`minsi` on integers, and `maxui`/`minui` on i1 (any
     and all, from false and true). A sum of i1 is an error: numpy counts booleans,
     which an i1 cannot hold. Functions without te ops or tensors are left alone;
-    anything else over tensors is an error.
+    anything else over tensors is an error, and so is a read that bound
+    inference proves out of its tensor's range (`te.read of 'A' index 0
+    ranges over [1, 1024], outside [0, 1023]`), and a tensor whose byte size
+    overflows int64.
     """
 
     name = "convert-te-to-loop"
