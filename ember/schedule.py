@@ -209,7 +209,12 @@ class Stage:
         self._annotate("parallel", var)
 
     def unroll(self, var: te.Var) -> None:
-        """Unroll loop `var` completely."""
+        """Unroll loop `var` completely.
+
+        At most 4096 copies of the body (the extents of the stage's unrolled
+        loops multiplied); a build beyond it fails naming the loop: split the
+        loop and unroll the inner part.
+        """
         self._annotate("unroll", var)
 
     def _annotate(self, kind: str, var: te.Var) -> None:
@@ -228,7 +233,11 @@ class Stage:
         self._record(kind, var)
 
     def pragma(self, var: te.Var, pragma_type: str, pragma_value=None) -> None:
-        """Attach a pragma to loop `var`, e.g. ("auto_unroll_max_step", 16)."""
+        """Attach a pragma to loop `var`, e.g. ("auto_unroll_max_step", 16).
+
+        `auto_unroll_max_step` unrolls the loops below `var` whose nest runs at
+        most that many steps, and never more than 4096.
+        """
         self._leaf("pragma", var)
         if not isinstance(pragma_type, str) or not pragma_type:
             raise ScheduleError("pragma: expected a pragma name")
