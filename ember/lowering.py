@@ -29,6 +29,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from ember import te
 from ember.dialects import loop
 from ember.dialects import te as te_ir
+from ember.runtime.errors import EmberValueError
 
 _TYPES: dict[str, Attribute] = {
     "float16": Float16Type(),
@@ -471,7 +472,7 @@ class _BodyEmitter:
     def _scoped(self, e: te.Expr) -> Block:
         """A block computing `e` and yielding it, with its own scope."""
         if len(self.scopes) > MAX_BRANCH_DEPTH:
-            raise ValueError(
+            raise EmberValueError(
                 f"compute '{self.name}': te.if_then_else branches that read "
                 f"tensors nest more than {MAX_BRANCH_DEPTH} deep; ember's limit "
                 "is that depth (te.select evaluates both sides without a branch)"

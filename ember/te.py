@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ember import te_expr as _x
+from ember.runtime.errors import EmberValueError
 from ember.te_expr import (
     DTYPES,
     FLOAT_DTYPES,
@@ -249,14 +250,14 @@ def check_size(name: str, shape: Sequence[int], dtype: str) -> None:
     """Refuse a tensor whose byte size does not fit in int64.
 
     Raises:
-        ValueError: naming the tensor, its size and the limit.
+        EmberValueError: naming the tensor, its size and the limit.
     """
     count = 1
     for d in shape:
         count *= d
     size = count * _ITEM_BYTES.get(dtype, 8 if dtype.endswith("64") else 4)
     if size > MAX_BYTES:
-        raise ValueError(
+        raise EmberValueError(
             f"tensor '{name}' of shape {tuple(shape)} and dtype {dtype} has "
             f"{count} elements ({size} bytes); ember's limit is {MAX_BYTES} bytes "
             "(2**63 - 1: sizes and indices are int64)"
