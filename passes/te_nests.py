@@ -480,10 +480,11 @@ class NestEmitter:
         zero = self.constant(0)
         ok = arith.CmpiOp(value, self.constant(size), "ult")  # negatives too
         safe = arith.SelectOp(ok, value, zero)
-        seen = memref.LoadOp.get(cell, [zero])
-        flag = arith.SelectOp(ok, seen.res, site)
-        store = memref.StoreOp.get(flag.result, cell, [zero])
-        Rewriter.insert_op([ok, safe, seen, flag, store], at)
+        # Only a failed check writes the cell: iterations that pass must not
+        # write back an older value over another thread's failure.
+        failed = arith.XOrIOp(ok, self.constant_attr(IntegerAttr(1, i1), "true"))
+        record = Block([memref.StoreOp.get(site, cell, [zero]), scf.YieldOp()])
+        Rewriter.insert_op([ok, safe, failed, scf.IfOp(failed, [], [record])], at)
         return safe.result
 
 
