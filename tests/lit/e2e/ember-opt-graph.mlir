@@ -9,8 +9,8 @@
 // DOT: subgraph "cluster_fused_conv2d_relu_0" {
 // DOT: label="fused_conv2d_relu_0"
 // DOT: [label="conv2d\npadding=[1,1,1,1]\n1x8x8x8xf32"
-// DOT: [label="1x8x8x8xf32"];
 // DOT: shape=house
+// DOT: -> n{{[0-9]+}} [label="1x8x8x8xf32"];
 // GRAPH: graph.fused "fused_conv2d_add_relu_2"
 // LOOP: builtin.module attributes {ember.model = "{{.*}}workspace_bytes
 // LOOP: func.func private @ember_conv2d_relu_{{[0-9a-f]+}}(
