@@ -13,6 +13,7 @@ from ember import te
 from ember.lowering import lower
 from ember.passes import get_context, run
 from ember.passes.pipelines import EMBER_CPU, TE_TO_LOOP
+from ember.runtime.errors import EmberTypeError, EmberValueError
 
 CHECKED_TE_TO_LOOP = "convert-te-to-loop{bounds-check=true}"
 
@@ -63,7 +64,7 @@ def build(
 
     if isinstance(inputs, te.Schedule):
         if args is None:
-            raise ValueError("ember.build: a schedule needs its argument tensors")
+            raise EmberValueError("ember.build: a schedule needs its argument tensors")
         module = lower(inputs, args, name)
         entry: str | None = name
     else:
@@ -72,13 +73,13 @@ def build(
         elif isinstance(inputs, ModuleOp):
             module = inputs.clone()
         else:
-            raise TypeError(
+            raise EmberTypeError(
                 f"ember.build: expected a schedule or IR module, got {type(inputs)}"
             )
         entry = name if name != "default_function" else None
         functions = [op.sym_name.data for op in module.ops if isinstance(op, FuncOp)]
         if entry is not None and entry not in functions:
-            raise ValueError(
+            raise EmberValueError(
                 f"ember.build: no function @{entry} in the IR; it defines "
                 f"{', '.join('@' + f for f in functions) or 'no functions'}"
             )

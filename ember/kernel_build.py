@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ember.compile_cache import CompileCache
+from ember.runtime.errors import EmberValueError
 
 if TYPE_CHECKING:
     from ember.backends.llvm import Target
@@ -135,7 +136,7 @@ def compile_kernel(
                 if "ember.scratch" in d.data
             )
             if scratch is not None and made != tuple(scratch):
-                raise ValueError(
+                raise EmberValueError(
                     f"kernel {symbol}: expected scratch buffers "
                     f"[{', '.join(scratch)}], got [{', '.join(made)}]"
                 )
@@ -254,7 +255,7 @@ def object_symbols(code: bytes) -> tuple[set[str], set[str]]:
     """The global symbols an ELF64 little-endian object defines and those it
     needs (undefined), read from its symbol table."""
     if code[:4] != b"\x7fELF" or code[4] != 2 or code[5] != 1:
-        raise ValueError("expected a little-endian ELF64 object")
+        raise EmberValueError("expected a little-endian ELF64 object")
     (shoff,) = struct.unpack_from("<Q", code, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", code, 0x3A)
     sections = [

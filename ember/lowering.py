@@ -29,7 +29,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from ember import te
 from ember.dialects import loop
 from ember.dialects import te as te_ir
-from ember.runtime.errors import EmberValueError
+from ember.runtime.errors import EmberTypeError, EmberValueError
 
 _TYPES: dict[str, Attribute] = {
     "float16": Float16Type(),
@@ -111,14 +111,14 @@ def lower(
         A module holding the function.
     """
     if not isinstance(name, str) or not _SYMBOL.fullmatch(name):
-        raise ValueError(
+        raise EmberValueError(
             f"expected a function name of letters, digits, '_', '$' or '.' that "
             f"does not start with a digit, got {name!r}"
         )
     inputs, outputs = _split_args(args, name)
     for op in sched.outputs:
         if all(op is not t.op for t in outputs):
-            raise ValueError(
+            raise EmberValueError(
                 f"{name}: the schedule's output '{op.name}' is not among the arguments"
             )
     stages = _topological(outputs, inputs, name)
@@ -157,19 +157,19 @@ def _split_args(
     args: Sequence[te.Tensor], name: str
 ) -> tuple[list[te.Tensor], list[te.Tensor]]:
     if not args:
-        raise ValueError(f"{name}: expected the argument tensors, got none")
+        raise EmberValueError(f"{name}: expected the argument tensors, got none")
     for a in args:
         if not isinstance(a, te.Tensor):
-            raise TypeError(f"{name}: expected te tensors as arguments, got {a!r}")
+            raise EmberTypeError(f"{name}: expected te tensors as arguments, got {a!r}")
     inputs = [a for a in args if isinstance(a.op, te.PlaceholderOp)]
     outputs = [a for a in args if isinstance(a.op, te.ComputeOp | te.ExternOp)]
     if list(args) != inputs + outputs:
-        raise ValueError(
+        raise EmberValueError(
             f"{name}: expected the inputs (placeholders) first, then the outputs; "
             f"got {[a.name for a in args]}"
         )
     if not outputs:
-        raise ValueError(f"{name}: expected at least one computed output")
+        raise EmberValueError(f"{name}: expected at least one computed output")
     return inputs, outputs
 
 
@@ -184,7 +184,7 @@ def _topological(
         if id(t) in seen:
             return
         if isinstance(t.op, te.PlaceholderOp):
-            raise ValueError(
+            raise EmberValueError(
                 f"{name}: placeholder '{t.name}' is used but not among the arguments"
             )
         seen.add(id(t))
@@ -409,18 +409,18 @@ class _BodyEmitter:
 
     def _emit(self, e: te.Expr) -> SSAValue:
         if isinstance(e, te.Var):
-            raise ValueError(
+            raise EmberValueError(
                 f"loop index '{e.name}' is used outside the compute that defines it"
             )
         if isinstance(e, te.Param):
-            raise ValueError(
+            raise EmberValueError(
                 f"combiner argument '{e.name}' is used outside its combiner"
             )
         if isinstance(e, te.Const):
             return self.add(arith.ConstantOp(_const_attr(e)))
         if isinstance(e, te.Read):
             if id(e.tensor) not in self.tensors:
-                raise ValueError(f"tensor '{e.tensor.name}' is not available here")
+                raise EmberValueError(f"tensor '{e.tensor.name}' is not available here")
             indices = [self.emit(i) for i in e.indices]
             return self.add(te_ir.ReadOp(self.tensors[id(e.tensor)], indices))
         if isinstance(e, te.Binary):
@@ -439,8 +439,8 @@ class _BodyEmitter:
         if isinstance(e, te.Cast):
             return self._cast(self.emit(e.value), e.value.dtype, e.dtype)
         if isinstance(e, te.Reduce):
-            raise ValueError("a reduction must be the whole body of a compute")
-        raise TypeError(f"cannot lower expression {e!r}")
+            raise EmberValueError("a reduction must be the whole body of a compute")
+        raise EmberTypeError(f"cannot lower expression {e!r}")
 
     def _binary(self, op: str, dtype: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         if op in _LOGIC_OPS:

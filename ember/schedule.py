@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 
 from ember import te
 from ember.dialects.te_schedule import SCOPES, THREAD_TAGS
+from ember.runtime.errors import EmberTypeError, EmberValueError
 
 
-class ScheduleError(ValueError):
+class ScheduleError(EmberValueError):
     """An illegal schedule request; the message names the primitive and the loop."""
 
 
@@ -308,7 +309,9 @@ class Schedule:
         self.stages: dict[int, Stage] = {}
         for op in self.outputs:
             if not isinstance(op, te.ComputeOp | te.ExternOp):
-                raise TypeError(f"create_schedule: expected compute ops, got {op!r}")
+                raise EmberTypeError(
+                    f"create_schedule: expected compute ops, got {op!r}"
+                )
         for op in _reachable(self.outputs):
             self.stages[id(op)] = Stage(op, self)
 

@@ -14,13 +14,14 @@ compilation.
 from __future__ import annotations
 
 import builtins
+import inspect
 import numbers
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ember import te_expr as _x
-from ember.runtime.errors import EmberValueError
+from ember.runtime.errors import EmberTypeError, EmberValueError
 from ember.te_expr import (
     DTYPES,
     FLOAT_DTYPES,
@@ -108,7 +109,7 @@ BUILTIN_COMBINERS = ("sum", "max", "min")
 def const(value: int | float | bool, dtype: str = "float32") -> Expr:
     """The constant `value` of type `dtype` (TVM's `tvm.tir.const`)."""
     if not _x.is_number(value):
-        raise TypeError(f"te.const: expected a number, got {value!r}")
+        raise EmberTypeError(f"te.const: expected a number, got {value!r}")
     return _x.make_const(value, _x.check_dtype(dtype))  # type: ignore[arg-type]
 
 
@@ -127,7 +128,7 @@ def _condition(value: ExprLike, what: str) -> Expr:
         return Const(int(value), "bool")
     cond = _x.as_expr(value, "bool")
     if cond.dtype != "bool":
-        raise TypeError(
+        raise EmberTypeError(
             f"{what}: expected a bool condition, got {cond.dtype}; compare it "
             "first (x > 0, x != 0)"
         )
@@ -146,7 +147,7 @@ def any(*conds: ExprLike) -> Expr:  # noqa: A001 - TVM's name
 
 def _fold_conditions(fn: str, op: str, conds: Sequence[ExprLike]) -> Expr:
     if not conds:
-        raise ValueError(f"te.{fn} expects at least one condition")
+        raise EmberValueError(f"te.{fn} expects at least one condition")
     result = _condition(conds[0], f"te.{fn}")
     for c in conds[1:]:
         result = Binary(op, result, _condition(c, f"te.{fn}"))
@@ -269,14 +270,16 @@ def _index(value: ExprLike, tensor: str) -> Expr:
         return Const(int(value), "index")
     if isinstance(value, Expr) and value.dtype == "index":
         return value
-    raise TypeError(f"indices of '{tensor}' must be loop indices or ints, got {value}")
+    raise EmberTypeError(
+        f"indices of '{tensor}' must be loop indices or ints, got {value}"
+    )
 
 
 def _shape(shape: int | Sequence[int], what: str) -> tuple[int, ...]:
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
     for d in dims:
         if not isinstance(d, int) or isinstance(d, bool) or d <= 0:
-            raise ValueError(f"{what}: expected positive int extents, got {dims}")
+            raise EmberValueError(f"{what}: expected positive int extents, got {dims}")
     return dims
 
 
@@ -302,12 +305,27 @@ def reduce_axis(dom: tuple[int, int], name: str = "rv") -> Var:
     and reducers made by `te.comm_reducer`."""
     lower, upper = dom
     if upper <= lower:
-        raise ValueError(f"reduce_axis '{name}': empty range [{lower}, {upper})")
+        raise EmberValueError(f"reduce_axis '{name}': empty range [{lower}, {upper})")
     if not -(2**63) <= lower < upper <= MAX_BYTES:
-        raise ValueError(
+        raise EmberValueError(
             f"reduce_axis '{name}': range [{lower}, {upper}) does not fit in int64"
         )
     return Var(name, lower, upper - lower, reduce=True)
+
+
+def _check_arity(fcompute: Callable[..., object], ndim: int, name: str) -> None:
+    """`fcompute` must take one index per dimension (a raw TypeError from the
+    call would name neither the compute nor the shape)."""
+    try:
+        inspect.signature(fcompute).bind(*range(ndim))
+    except TypeError:
+        raise EmberTypeError(
+            f"compute '{name}': fcompute must take {ndim} index argument(s), one "
+            f"per dimension of the shape; its signature is "
+            f"{inspect.signature(fcompute)}"
+        ) from None
+    except ValueError:  # a builtin without a signature: the call will tell
+        pass
 
 
 def compute(
@@ -333,6 +351,7 @@ def compute(
         Var(names[d] if d < len(names) else f"i{d}", 0, extent)
         for d, extent in enumerate(dims)
     ]
+    _check_arity(fcompute, len(dims), name)
     body = _x.as_expr(fcompute(*axis), dtype or "float32")
     if body.dtype == "index":
         body = Cast(dtype or "int32", body)
@@ -345,11 +364,11 @@ def compute(
 def _check_body(body: Expr, name: str) -> None:
     for e in walk(body):
         if isinstance(e, Reduce) and e is not body:
-            raise ValueError(
+            raise EmberValueError(
                 f"compute '{name}': a reduction must be the whole body of a compute"
             )
         if isinstance(e, Param):
-            raise ValueError(
+            raise EmberValueError(
                 f"compute '{name}': the combiner argument '{e.name}' is used outside "
                 "its combiner"
             )
@@ -358,7 +377,7 @@ def _check_body(body: Expr, name: str) -> None:
 def _axes(fn: str, axis: Var | Sequence[Var]) -> list[Var]:
     axes = [axis] if isinstance(axis, Var) else list(axis)
     if not axes or not builtins.all(isinstance(a, Var) and a.reduce for a in axes):
-        raise ValueError(f"te.{fn}: axis must be reduce_axis variables")
+        raise EmberValueError(f"te.{fn}: axis must be reduce_axis variables")
     return axes
 
 
@@ -400,32 +419,36 @@ class CommReducer:
         value), the expression combining them, and the identity."""
         what = f"te.comm_reducer '{self.name}'"
         if dtype == "index":
-            raise TypeError(f"{what}: convert loop indices with .astype(...) first")
+            raise EmberTypeError(
+                f"{what}: convert loop indices with .astype(...) first"
+            )
         x, y = Param("x", dtype), Param("y", dtype)
         combined = _x.as_expr(self.fcombine(x, y), dtype)
         if combined.dtype != dtype:
-            raise TypeError(
+            raise EmberTypeError(
                 f"{what}: expected the combiner to return {dtype}, got {combined.dtype}"
             )
         for e in walk(combined):
             if isinstance(e, Read | Var | Reduce) or (
                 isinstance(e, Param) and e is not x and e is not y
             ):
-                raise ValueError(
+                raise EmberValueError(
                     f"{what}: a combiner may only use its two arguments and "
                     f"constants, got {_describe(e)}"
                 )
         identity = self.fidentity(dtype)
         if isinstance(identity, Expr):
             if not isinstance(identity, Const) or identity.dtype != dtype:
-                raise TypeError(
+                raise EmberTypeError(
                     f"{what}: expected the identity to be a {dtype} constant, "
                     f"got a {identity.dtype} {type(identity).__name__.lower()}"
                 )
         elif _x.is_number(identity):
             identity = _x.make_const(identity, dtype)
         else:
-            raise TypeError(f"{what}: expected a constant identity, got {identity!r}")
+            raise EmberTypeError(
+                f"{what}: expected a constant identity, got {identity!r}"
+            )
         return x, y, combined, identity
 
 
@@ -462,16 +485,18 @@ def comm_reducer(
         >>> P = te.compute((n,), lambda i: prod(A[i, k], axis=k), name="P")
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(
+        raise EmberValueError(
             f"te.comm_reducer: expected a name of letters, digits, '_', '$' or '.' "
             f"that does not start with a digit, got {name!r}"
         )
     if name in BUILTIN_COMBINERS:
-        raise ValueError(
+        raise EmberValueError(
             f"te.comm_reducer: '{name}' is the name of te.{name}; choose another"
         )
     if not callable(fcombine) or not callable(fidentity):
-        raise TypeError("te.comm_reducer: expected fcombine and fidentity functions")
+        raise EmberTypeError(
+            "te.comm_reducer: expected fcombine and fidentity functions"
+        )
     return CommReducer(fcombine, fidentity, name)
 
 
@@ -482,7 +507,7 @@ def max(  # noqa: A001 - TVM's name
     if axis is not None:
         return _max_reduce(a, axis)
     if b is None:
-        raise TypeError("te.max takes two values, or an expression and axis=")
+        raise EmberTypeError("te.max takes two values, or an expression and axis=")
     return _call2("max", a, b)
 
 
@@ -493,7 +518,7 @@ def min(  # noqa: A001 - TVM's name
     if axis is not None:
         return _min_reduce(a, axis)
     if b is None:
-        raise TypeError("te.min takes two values, or an expression and axis=")
+        raise EmberTypeError("te.min takes two values, or an expression and axis=")
     return _call2("min", a, b)
 
 
@@ -507,7 +532,7 @@ def _unary_math(fn: str) -> Callable[[Expr], Expr]:
     def call(x: Expr) -> Expr:
         x = _x.as_expr(x, "float32")
         if x.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"te.{fn} expects a float expression, got {x.dtype}")
+            raise EmberTypeError(f"te.{fn} expects a float expression, got {x.dtype}")
         return Call(fn, [x])
 
     call.__name__ = fn
@@ -529,7 +554,7 @@ def reinterpret(dtype: str, value: ExprLike) -> Expr:
     `tir.reinterpret`), e.g. a float32's IEEE bits as an int32."""
     value = _x.as_expr(value, "float32")
     if _BITS.get(value.dtype) is None or _BITS.get(dtype) != _BITS[value.dtype]:
-        raise TypeError(
+        raise EmberTypeError(
             f"te.reinterpret: expected {value.dtype} and {dtype} of one bit width "
             f"(float16/32/64, int32/64), got {value.dtype} -> {dtype}"
         )

@@ -14,6 +14,8 @@ import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ember.runtime.errors import EmberTypeError, EmberValueError
+
 if TYPE_CHECKING:
     from ember.te import CommReducer, Tensor
 
@@ -24,7 +26,7 @@ FLOAT_DTYPES = ("float16", "float32", "float64")
 
 def check_dtype(dtype: str) -> str:
     if dtype not in DTYPES:
-        raise ValueError(f"unsupported dtype '{dtype}'; expected one of {DTYPES}")
+        raise EmberValueError(f"unsupported dtype '{dtype}'; expected one of {DTYPES}")
     return dtype
 
 
@@ -101,7 +103,9 @@ class Expr:
     def __invert__(self) -> Expr:
         """Logical not of a bool, bitwise not of an integer (numpy's `~`)."""
         if self.dtype in FLOAT_DTYPES:
-            raise TypeError(f"'~' needs a bool or integer operand, got {self.dtype}")
+            raise EmberTypeError(
+                f"'~' needs a bool or integer operand, got {self.dtype}"
+            )
         return binary(
             "xor", self, make_const(1 if self.dtype == "bool" else -1, self.dtype)
         )
@@ -133,7 +137,7 @@ class Expr:
         return Cast(check_dtype(dtype), self)
 
     def __bool__(self) -> bool:
-        raise TypeError(
+        raise EmberTypeError(
             "a te expression has no truth value; use te.if_then_else / te.select "
             "for conditions, te.all / te.any to combine them, te.max / te.min"
         )
@@ -286,10 +290,10 @@ def make_const(value: int | float, dtype: str) -> Const:
     if dtype in FLOAT_DTYPES:
         return Const(float(value), dtype)
     if isinstance(value, float) and not value.is_integer():
-        raise TypeError(f"cannot use the float {value} in a {dtype} expression")
+        raise EmberTypeError(f"cannot use the float {value} in a {dtype} expression")
     low, high = _INT_RANGES[dtype]
     if not low <= int(value) <= high:
-        raise TypeError(f"the constant {value} does not fit {dtype}")
+        raise EmberTypeError(f"the constant {value} does not fit {dtype}")
     return Const(int(value), dtype)
 
 
@@ -308,7 +312,7 @@ def as_expr(value: ExprLike, like: str) -> Expr:
         return make_const(int(value), like)
     if isinstance(value, numbers.Real):
         return make_const(float(value), like)
-    raise TypeError(f"expected a te expression or a number, got {type(value)}")
+    raise EmberTypeError(f"expected a te expression or a number, got {type(value)}")
 
 
 def unify(what: str, lhs: ExprLike, rhs: ExprLike) -> tuple[Expr, Expr]:
@@ -323,7 +327,7 @@ def unify(what: str, lhs: ExprLike, rhs: ExprLike) -> tuple[Expr, Expr]:
         elif rhs.dtype == "index":
             rhs = Cast(lhs.dtype, rhs)
         else:
-            raise TypeError(
+            raise EmberTypeError(
                 f"{what} of {lhs.dtype} and {rhs.dtype}: convert one side "
                 "with .astype(...)"
             )
@@ -337,15 +341,15 @@ def binary(op: str, lhs: ExprLike, rhs: ExprLike) -> Expr:
     lhs, rhs = unify(f"'{op}'", lhs, rhs)
     if op in _LOGIC:
         if lhs.dtype in FLOAT_DTYPES:
-            raise TypeError(
+            raise EmberTypeError(
                 f"'{_LOGIC[op]}' needs bool or integer operands, got {lhs.dtype}"
             )
     elif lhs.dtype == "bool" and op not in ("max", "min"):
-        raise TypeError(f"'{op}' of bool values: convert them with .astype(...)")
+        raise EmberTypeError(f"'{op}' of bool values: convert them with .astype(...)")
     if lhs.dtype in FLOAT_DTYPES and op in ("floordiv", "mod"):
         # numpy's float floor division and modulo are built on fmod, which the
         # arith dialect of this xDSL version lacks; refuse rather than differ.
-        raise TypeError(f"'//' and '%' need integer operands, got {lhs.dtype}")
+        raise EmberTypeError(f"'//' and '%' need integer operands, got {lhs.dtype}")
     return Binary(op, lhs, rhs)
 
 

@@ -45,7 +45,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import params as _params
-from .errors import EmberError, FunctionNotFoundError
+from .errors import EmberError, EmberTypeError, EmberValueError, FunctionNotFoundError
 from .module import Module
 from .ndarray import Device, NDArray, cpu, empty
 from .packed_func import PackedFunc
@@ -66,34 +66,34 @@ def check_model(model: object) -> None:
     """Raise ValueError unless ``model`` has the shape of the metadata's
     "model" object (see the module docstring)."""
     if not isinstance(model, dict):
-        raise ValueError(f'"model" must be an object, got {type(model).__name__}')
+        raise EmberValueError(f'"model" must be an object, got {type(model).__name__}')
     for key in ("inputs", "outputs"):
         tensors = model.get(key)
         if not isinstance(tensors, list):
-            raise ValueError(f'model: "{key}" must be a list')
+            raise EmberValueError(f'model: "{key}" must be a list')
         names = set()
         for i, t in enumerate(tensors):
             where = f"model: {key}[{i}]"
             if not isinstance(t, dict) or not isinstance(t.get("name"), str):
-                raise ValueError(f'{where} must be an object with a "name" string')
+                raise EmberValueError(f'{where} must be an object with a "name" string')
             shape = t.get("shape")
             if not isinstance(shape, list) or not all(
                 type(n) is int and n >= 0 for n in shape
             ):
-                raise ValueError(f'{where}: "shape" must be a list of extents')
+                raise EmberValueError(f'{where}: "shape" must be a list of extents')
             if not isinstance(t.get("dtype"), str) or t["dtype"] not in _params.DTYPES:
-                raise ValueError(f"{where}: unknown dtype {t.get('dtype')!r}")
+                raise EmberValueError(f"{where}: unknown dtype {t.get('dtype')!r}")
             if t["name"] in names:
-                raise ValueError(f"{where}: name {t['name']!r} appears twice")
+                raise EmberValueError(f"{where}: name {t['name']!r} appears twice")
             names.add(t["name"])
     for key in ("workspace_bytes", "params_bytes"):
         value = model.get(key)
         if type(value) is not int or value < 0:
-            raise ValueError(
+            raise EmberValueError(
                 f'model: "{key}" must be a non-negative integer, got {value!r}'
             )
     if not isinstance(model.get("params_embedded"), bool):
-        raise ValueError('model: "params_embedded" must be true or false')
+        raise EmberValueError('model: "params_embedded" must be true or false')
     _params.check_layout(model.get("params"), model["params_bytes"])
 
 
@@ -136,7 +136,7 @@ def _as_numpy(value, what: str) -> np.ndarray:
             ) from None
     if isinstance(value, list | tuple | int | float):
         return np.asarray(value)
-    raise TypeError(
+    raise EmberTypeError(
         f"{what}: expected a numpy array, NDArray or DLPack tensor, "
         f"got {type(value).__name__}"
     )
@@ -163,7 +163,7 @@ class GraphExecutor(Module):
     def __init__(self, lib: Module, dev: Device):
         super().__init__()
         if not isinstance(dev, Device):
-            raise TypeError(f"expected a Device such as cpu(), got {dev!r}")
+            raise EmberTypeError(f"expected a Device such as cpu(), got {dev!r}")
         if dev.device_type != cpu().device_type:
             raise EmberError(f"compiled models run on the cpu; got {dev}")
         self.lib = lib
@@ -267,7 +267,7 @@ class GraphExecutor(Module):
                 f"{', '.join(map(repr, names)) or 'none'}"
             )
         if isinstance(key, bool) or not isinstance(key, int | np.integer):
-            raise TypeError(f"{kind} must be a name or an index, got {key!r}")
+            raise EmberTypeError(f"{kind} must be a name or an index, got {key!r}")
         if not 0 <= key < len(names):
             raise EmberError(
                 f"{kind} index {key} is out of range: the model has "
@@ -459,7 +459,7 @@ class GraphExecutor(Module):
                 self._load_dict(data)
             return
         if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(
+            raise EmberTypeError(
                 f"load_params: expected bytes or a dict of arrays, got "
                 f"{type(data).__name__}"
             )

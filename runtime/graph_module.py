@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import params as _params
-from .errors import EmberError
+from .errors import EmberError, EmberTypeError
 from .graph_executor import (
     PARAMS_SYMBOL,
     RUN_FUNCTION,
@@ -53,7 +53,7 @@ class GraphModule:
 
     def __init__(self, module):
         if getattr(module, "type_key", None) != GraphExecutor.type_key:
-            raise TypeError(
+            raise EmberTypeError(
                 'GraphModule wraps a graph executor, lib["default"](dev); got '
                 f"{module!r}"
             )
@@ -91,7 +91,7 @@ class GraphModule:
         """
         if key is not None:
             if value is None:
-                raise TypeError(f"set_input({key!r}): no value given")
+                raise EmberTypeError(f"set_input({key!r}): no value given")
             self._set_input(key, self._here(value))
         for name, v in params.items():
             self._set_input(name, self._here(v))

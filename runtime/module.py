@@ -23,6 +23,8 @@ from . import cc as _cc
 from . import export as _export
 from .errors import (
     EmberError,
+    EmberTypeError,
+    EmberValueError,
     ExportError,
     FunctionNotFoundError,
     IncompatibleLibraryError,
@@ -205,7 +207,7 @@ class Module:
             >>> mod.add_data("__ember_params", blob)  # doctest: +SKIP
         """
         if not isinstance(symbol, str) or not symbol or "\0" in symbol:
-            raise ValueError(f"expected a symbol name, got {symbol!r}")
+            raise EmberValueError(f"expected a symbol name, got {symbol!r}")
         data = (
             np.frombuffer(blob, np.uint8)
             if not isinstance(blob, np.ndarray)
@@ -240,7 +242,7 @@ class Module:
 
     def __getitem__(self, name: str) -> PackedFunc:
         if not isinstance(name, str):
-            raise TypeError(f"function names are strings, got {name!r}")
+            raise EmberTypeError(f"function names are strings, got {name!r}")
         return self.get_function(name)
 
     def __contains__(self, name: str) -> bool:
@@ -323,7 +325,7 @@ class Module:
             module: the module to import; kept alive by this one.
         """
         if not isinstance(module, Module):
-            raise TypeError(f"expected a Module, got {module!r}")
+            raise EmberTypeError(f"expected a Module, got {module!r}")
         self._imports.append(module)
 
     @property
@@ -393,33 +395,41 @@ class Module:
 def _check_metadata(document: object) -> dict:
     """``document`` if it has the shape of a metadata document, else ValueError."""
     if not isinstance(document, dict):
-        raise ValueError(f"expected a JSON object, got {_json_type(document)}")
+        raise EmberValueError(f"expected a JSON object, got {_json_type(document)}")
     entry = document.get("entry")
     if entry is not None and not isinstance(entry, str):
-        raise ValueError(f'"entry" must be a string or null, got {_json_type(entry)}')
+        raise EmberValueError(
+            f'"entry" must be a string or null, got {_json_type(entry)}'
+        )
     functions = document.get("functions", {})
     if not isinstance(functions, dict):
-        raise ValueError(f'"functions" must be an object, got {_json_type(functions)}')
+        raise EmberValueError(
+            f'"functions" must be an object, got {_json_type(functions)}'
+        )
     for name, function in functions.items():
         where = f"function {name!r}"
         if not isinstance(function, dict):
-            raise ValueError(f"{where} must be an object, got {_json_type(function)}")
+            raise EmberValueError(
+                f"{where} must be an object, got {_json_type(function)}"
+            )
         args = function.get("args", [])
         if not isinstance(args, list):
-            raise ValueError(f'{where}: "args" must be a list, got {_json_type(args)}')
+            raise EmberValueError(
+                f'{where}: "args" must be a list, got {_json_type(args)}'
+            )
         for i, arg in enumerate(args):
             if not isinstance(arg, dict):
-                raise ValueError(
+                raise EmberValueError(
                     f"{where}: argument {i} must be an object, got {_json_type(arg)}"
                 )
             arg_name = arg.get("name")
             if arg_name is not None and not isinstance(arg_name, str):
-                raise ValueError(
+                raise EmberValueError(
                     f'{where}: argument {i}: "name" must be a string, '
                     f"got {_json_type(arg_name)}"
                 )
             if not isinstance(arg.get("output", False), bool):
-                raise ValueError(
+                raise EmberValueError(
                     f'{where}: argument {i}: "output" must be true or false, '
                     f"got {_json_type(arg['output'])}"
                 )

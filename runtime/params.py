@@ -43,7 +43,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .errors import InvalidParamsError
+from .errors import EmberTypeError, EmberValueError, InvalidParamsError
 from .ndarray import NDArray, empty
 
 MAGIC = b"EMBERPRM"
@@ -70,12 +70,12 @@ def _as_numpy(name: str, value) -> np.ndarray:
     elif hasattr(value, "__dlpack__"):
         arr = np.from_dlpack(value)
     else:
-        raise TypeError(
+        raise EmberTypeError(
             f"param {name!r}: expected a numpy array or NDArray, "
             f"got {type(value).__name__}"
         )
     if arr.dtype.name not in DTYPES:
-        raise TypeError(
+        raise EmberTypeError(
             f"param {name!r}: unsupported dtype {arr.dtype}; expected one of "
             f"{', '.join(sorted(DTYPES))}"
         )
@@ -108,10 +108,10 @@ def save_param_dict(params: Mapping[str, "np.ndarray | NDArray"]) -> bytes:
     size = _HEADER.size
     for name, value in params.items():
         if not isinstance(name, str) or not name:
-            raise TypeError(f"param names are non-empty strings, got {name!r}")
+            raise EmberTypeError(f"param names are non-empty strings, got {name!r}")
         arr = _as_numpy(name, value)
         if arr.dtype.name not in DTYPES:
-            raise TypeError(f"param {name!r}: unsupported dtype {arr.dtype}")
+            raise EmberTypeError(f"param {name!r}: unsupported dtype {arr.dtype}")
         data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
         encoded, dtype = name.encode(), arr.dtype.name.encode()
         head = b"".join(
@@ -179,7 +179,7 @@ def load_param_dict(data: "bytes | bytearray | memoryview") -> dict[str, NDArray
         ember.runtime.errors.InvalidParamsError: not an ember param dict: expected magic b'EMBERPRM', got b'not para'
     """
     if not isinstance(data, bytes | bytearray | memoryview):
-        raise TypeError(f"expected bytes, got {type(data).__name__}")
+        raise EmberTypeError(f"expected bytes, got {type(data).__name__}")
     view = memoryview(data).cast("B")
     if bytes(view[:8]) != MAGIC:
         raise InvalidParamsError(
@@ -317,12 +317,14 @@ def check_layout(layout: object, nbytes: int | None = None) -> None:
     ``{"offset": int >= 0, multiple of 64, "shape": [int >= 0...], "dtype": str}``,
     inside ``nbytes`` when given, no two overlapping."""
     if not isinstance(layout, dict):
-        raise ValueError(f'"params" must be an object, got {type(layout).__name__}')
+        raise EmberValueError(
+            f'"params" must be an object, got {type(layout).__name__}'
+        )
     spans = []
     for name, entry in layout.items():
         where = f"param {name!r}"
         if not isinstance(entry, dict):
-            raise ValueError(f"{where} must be an object")
+            raise EmberValueError(f"{where} must be an object")
         offset, shape, dtype = (
             entry.get("offset"),
             entry.get("shape"),
@@ -334,19 +336,21 @@ def check_layout(layout: object, nbytes: int | None = None) -> None:
             or offset < 0
             or offset % ALIGNMENT
         ):
-            raise ValueError(
+            raise EmberValueError(
                 f'{where}: "offset" must be a non-negative multiple of '
                 f"{ALIGNMENT}, got {offset!r}"
             )
         if not isinstance(shape, list) or not all(_is_int(n) and n >= 0 for n in shape):
-            raise ValueError(
+            raise EmberValueError(
                 f'{where}: "shape" must be a list of extents, got {shape!r}'
             )
         if not isinstance(dtype, str) or dtype not in DTYPES:
-            raise ValueError(f'{where}: "dtype" must be a dtype name, got {dtype!r}')
+            raise EmberValueError(
+                f'{where}: "dtype" must be a dtype name, got {dtype!r}'
+            )
         size = np.dtype(dtype).itemsize * math.prod(shape)  # exact, no overflow
         if nbytes is not None and offset + size > nbytes:
-            raise ValueError(
+            raise EmberValueError(
                 f"{where}: bytes [{offset}, {offset + size}) are past the end of "
                 f"the {nbytes}-byte params blob"
             )
@@ -354,7 +358,7 @@ def check_layout(layout: object, nbytes: int | None = None) -> None:
     spans.sort()
     for (_, end, a), (start, _, b) in zip(spans, spans[1:], strict=False):
         if start < end:
-            raise ValueError(f"params {a!r} and {b!r} overlap in the params blob")
+            raise EmberValueError(f"params {a!r} and {b!r} overlap in the params blob")
 
 
 def _is_int(value: object) -> bool:
@@ -399,12 +403,12 @@ def pack_params(
             parts.append(f"missing {', '.join(map(repr, missing))}")
         if extra:
             parts.append(f"not in the layout: {', '.join(map(repr, extra))}")
-        raise ValueError(f"pack_params: {'; '.join(parts)}")
+        raise EmberValueError(f"pack_params: {'; '.join(parts)}")
     blob = np.zeros(nbytes, "uint8")
     for name, entry in layout.items():
         arr = _as_numpy(name, params[name])
         if list(arr.shape) != list(entry["shape"]) or arr.dtype.name != entry["dtype"]:
-            raise ValueError(
+            raise EmberValueError(
                 f"pack_params: param {name!r}: expected {entry['dtype']} "
                 f"{tuple(entry['shape'])}, got {arr.dtype.name} {arr.shape}"
             )

@@ -17,7 +17,36 @@ def _vecadd():
     return te.create_schedule(b.op), a, b
 
 
+def _build_without_an_input():
+    s, _, b = _vecadd()
+    ember.build(s, [b], name="f")
+
+
+def _lower_named(name: str):
+    s, a, b = _vecadd()
+    ember.lower(s, [a, b], name=name)
+
+
+def _split_by_zero():
+    s, _, b = _vecadd()
+    s[b].split(b.op.axis[0], factor=0)
+
+
 CASES = {
+    "a placeholder's shape": (ValueError, lambda: te.placeholder((0, -1), name="A")),
+    "a placeholder's dtype": (
+        ValueError,
+        lambda: te.placeholder((4,), dtype="complex64", name="A"),
+    ),
+    "a compute's index count": (
+        TypeError,
+        lambda: te.compute(
+            (4,), lambda i, j: te.placeholder((4,), name="A")[i], name="B"
+        ),
+    ),
+    "a build without its input": (ValueError, _build_without_an_input),
+    "a split by zero": (ValueError, _split_by_zero),
+    "a function name": (ValueError, lambda: _lower_named("1bad")),
     "an unknown CPU": (ValueError, lambda: ember.Target("llvm -mcpu=nonexistent")),
     "a target kind": (ValueError, lambda: ember.Target("cuda")),
     "a target of the wrong type": (TypeError, lambda: ember.Target(3)),  # type: ignore[arg-type]
@@ -43,6 +72,11 @@ def test_argument_errors_are_ember_errors_and_builtins(name):
     with pytest.raises(EmberError) as info:
         call()
     assert isinstance(info.value, builtin), type(info.value).__mro__
+
+
+def test_the_function_name_error_names_the_rule():
+    with pytest.raises(EmberValueError, match="expected a function name"):
+        _lower_named("1bad")
 
 
 def test_the_classes_derive_from_both():

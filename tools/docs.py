@@ -15,6 +15,8 @@ import inspect
 import sys
 from pathlib import Path
 
+from ember.runtime.errors import EmberValueError
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 MODULES = (
@@ -35,7 +37,7 @@ def _public(module) -> list[str]:
         return list(_FACADE)
     names = getattr(module, "__all__", None)
     if names is None:
-        raise ValueError(f"{module.__name__} has no __all__: its public names")
+        raise EmberValueError(f"{module.__name__} has no __all__: its public names")
     return list(names)
 
 
@@ -86,7 +88,7 @@ def api_reference() -> str:
                 continue  # modules and constants: their docstring is their type's
             lines += _entry(f"{name}.{attr}", obj, missing)
     if missing:
-        raise ValueError("public names without a docstring: " + ", ".join(missing))
+        raise EmberValueError("public names without a docstring: " + ", ".join(missing))
     return "\n".join(lines).rstrip() + "\n"
 
 

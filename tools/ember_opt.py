@@ -39,6 +39,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ember.passes.api import add_plugin_argument, parse_pipeline
 from ember.runtime import EmberError
+from ember.runtime.errors import EmberValueError
 from ember.tools.common import (
     INPUT_ERROR,
     INTERNAL_ERROR,
@@ -318,7 +319,7 @@ class EmberOptMain(xDSLOptMain):
         try:
             model = onnx.load_from_string(data)
         except Exception as e:  # protobuf's DecodeError, among others
-            raise ValueError(
+            raise EmberValueError(
                 f"{self.get_input_name()}: not an ONNX model ({type(e).__name__}: {e})"
             ) from None
         module, params = from_onnx(model)
@@ -409,7 +410,7 @@ class EmberOptMain(xDSLOptMain):
     def _check_emit_args(self) -> None:
         emit = self.args.emit
         if emit == "obj" and self.args.output_file is None and sys.stdout.isatty():
-            raise ValueError(
+            raise EmberValueError(
                 "--emit=obj writes object code: give -o FILE or redirect stdout"
             )
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from ember import runtime
 from ember.runtime import EmberError, GraphModule
+from ember.runtime.errors import EmberValueError
 from ember.tools.common import UsageError, add_common_arguments
 
 PROGRESS_AFTER_S = 0.5
@@ -150,7 +151,7 @@ def _npz_keys(path: str) -> list[str]:
     except FileNotFoundError:
         raise FileNotFoundError(f"no such file: {path}") from None
     except (OSError, ValueError, AttributeError) as e:
-        raise ValueError(f"cannot read {path} as an .npz archive: {e}") from None
+        raise EmberValueError(f"cannot read {path} as an .npz archive: {e}") from None
 
 
 def _load(source: Source) -> np.ndarray:
@@ -163,10 +164,10 @@ def _load(source: Source) -> np.ndarray:
     except FileNotFoundError:
         raise FileNotFoundError(f"no such file: {path}") from None
     except (OSError, ValueError) as e:
-        raise ValueError(f"cannot read {path} as a .npy array: {e}") from None
+        raise EmberValueError(f"cannot read {path} as a .npy array: {e}") from None
     if not isinstance(value, np.ndarray):
         value.close()
-        raise ValueError(
+        raise EmberValueError(
             f"{path} holds several arrays (.npz): name it --input FILE.npz "
             "(arrays named as the inputs), or give one .npy per input"
         )

@@ -30,6 +30,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.target import Target
 
+from ember.runtime.errors import EmberValueError
+
 _KEY_ATTRS = 4  # attributes shown on a node, at most
 
 
@@ -201,7 +203,7 @@ def module_to_dot(module: ModuleOp) -> str:
         out.extend(f"  {e}" for e in w.edges or ())
         drawn += 1
     if not drawn:
-        raise ValueError(
+        raise EmberValueError(
             "-t dot draws graph or te functions; expected a func.func holding "
             "graph.* or te.* ops, got none"
         )

@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+from ember.runtime.errors import EmberValueError
+
 PassFactory = Callable[[], type[ModulePass]]
 
 
@@ -72,7 +74,7 @@ def strip_module_anchor(spec: str) -> str:
     if m is None or "{" in spec[: spec.find("(")]:
         return spec
     if m[1] != "builtin.module":
-        raise ValueError(
+        raise EmberValueError(
             f"--pass-pipeline: expected builtin.module(...) (ember-opt runs passes "
             f"on the whole module), got {m[1]}(...)"
         )

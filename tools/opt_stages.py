@@ -19,13 +19,15 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
+from ember.runtime.errors import EmberValueError
+
 STAGES = ("graph", "te", "loop", "llvm", "llvm-ir", "asm", "obj")
 """The IR levels `--emit` names, in compile order."""
 
 TEXT_MODULE_STAGES = ("graph", "te", "loop", "llvm")
 
 
-class StageError(ValueError):
+class StageError(EmberValueError):
     """An `--emit` the input cannot give (a stage before the input's level)."""
 
 

@@ -7,6 +7,8 @@ from functools import cache
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ember.runtime.errors import EmberValueError
+
 
 @cache
 def initialize() -> None:
@@ -27,7 +29,7 @@ def parse(module: ir.Module | str) -> llvm.ModuleRef:
         parsed = llvm.parse_assembly(str(module))
         parsed.verify()
     except RuntimeError as e:
-        raise ValueError(f"invalid LLVM IR: {str(e).strip()}") from None
+        raise EmberValueError(f"invalid LLVM IR: {str(e).strip()}") from None
     return parsed
 
 
@@ -123,7 +125,7 @@ def define_serial_openmp(module: llvm.ModuleRef) -> None:
     ]
     unknown = [name for name in declared if name not in _SERIAL_OPENMP]
     if unknown:
-        raise ValueError(
+        raise EmberValueError(
             f"{module.triple} has no OpenMP runtime, and compiled code calls "
             f"{unknown[0]!r}, which ember cannot run serially"
         )

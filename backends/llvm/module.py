@@ -25,7 +25,7 @@ from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
 from ember.runtime import EmberError, Module, callbacks, parallel
 from ember.runtime.cc import ObjectFile
-from ember.runtime.errors import ExportError
+from ember.runtime.errors import EmberValueError, ExportError
 from ember.runtime.parallel import NUM_THREADS_SYMBOL, num_threads_from_env
 
 _PACKED_SIGNATURE = "i32 (ptr, ptr, i32, ptr, ptr)"
@@ -155,7 +155,7 @@ class LLVMModule(Module):
         "asm"."""
         if fmt == "loop":
             if self.loop_source is None:
-                raise ValueError("this module was not built from te or loop IR")
+                raise EmberValueError("this module was not built from te or loop IR")
             return self.loop_source
         if fmt in ("ll", ""):
             return self._optimized
@@ -163,7 +163,7 @@ class LLVMModule(Module):
             return self._unoptimized
         if fmt in ("asm", "s"):
             return self._emit("asm")  # type: ignore[return-value]
-        raise ValueError(
+        raise EmberValueError(
             f"unknown source format {fmt!r}, expected one of {_SOURCE_FORMATS}"
         )
 
@@ -195,7 +195,7 @@ class LLVMModule(Module):
         elif path.suffix == ".s":
             path.write_text(self.get_source("asm"))
         else:
-            raise ValueError(f"cannot save {path}: expected a .o, .ll or .s file")
+            raise EmberValueError(f"cannot save {path}: expected a .o, .ll or .s file")
 
     def _object_file(self, name: str) -> ObjectFile:
         """The module's object for a library, linkable beside other modules'
