@@ -30,7 +30,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    StringAttr,
     UnitAttr,
     UnrealizedConversionCastOp,
     i8,
@@ -208,19 +207,10 @@ class _Lowering:
         """The address of a constant C string (one global per distinct text)."""
         symbol = self.strings.get(text)
         if symbol is None:
+            from ember.passes.convert_cf_to_llvm import define_string
+
             symbol = f"__ember_{kind}.{self.name}.{len(self.strings)}"
-            while SymbolTable.lookup_symbol(self.module, symbol) is not None:
-                symbol += "_"
-            data = text.encode() + b"\0"
-            self.module.body.block.add_op(
-                llvm.GlobalOp(
-                    llvm.LLVMArrayType(len(data), i8),
-                    symbol,
-                    "internal",
-                    constant=True,
-                    value=StringAttr(data.decode()),
-                )
-            )
+            symbol = define_string(self.module, symbol, text)
             self.strings[text] = symbol
         return self._add(llvm.AddressOfOp(symbol, PTR))
 

@@ -56,24 +56,36 @@ def _switch(op: cf.SwitchOp) -> None:
     replace(op, [new], [])
 
 
-def _message(anchor: Operation, text: str) -> str:
-    """The name of an internal constant NUL-terminated string global holding `text`,
-    created once per distinct text."""
+def define_string(module: ModuleOp, symbol: str, text: str) -> str:
+    """Add an internal constant NUL-terminated string global holding `text`,
+    named `symbol` (with `_` appended while that name is taken).
+
+    Returns:
+        The global's name.
+    """
+    while SymbolTable.lookup_symbol(module, symbol) is not None:
+        symbol += "_"
     data = text.encode() + b"\0"
-    name = "__ember_assert_" + sha1(data).hexdigest()[:12]
-    if SymbolTable.lookup_symbol(anchor, name) is None:
-        module = anchor.get_toplevel_object()
-        assert isinstance(module, ModuleOp)
-        module.body.block.add_op(
-            llvm.GlobalOp(
-                llvm.LLVMArrayType(len(data), i8),
-                name,
-                "internal",
-                constant=True,
-                value=StringAttr(data.decode()),
-            )
+    module.body.block.add_op(
+        llvm.GlobalOp(
+            llvm.LLVMArrayType(len(data), i8),
+            symbol,
+            "internal",
+            constant=True,
+            value=StringAttr(data.decode()),
         )
-    return name
+    )
+    return symbol
+
+
+def _message(anchor: Operation, text: str) -> str:
+    """The name of the string global holding `text`, one per distinct text."""
+    name = "__ember_assert_" + sha1(text.encode()).hexdigest()[:12]
+    if SymbolTable.lookup_symbol(anchor, name) is not None:
+        return name
+    module = anchor.get_toplevel_object()
+    assert isinstance(module, ModuleOp)
+    return define_string(module, name, text)
 
 
 def _assert(op: cf.AssertOp) -> None:

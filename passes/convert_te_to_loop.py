@@ -26,18 +26,17 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     UnrankedTensorType,
-    i8,
     i32,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import loop, te
 from ember.dialects.llvm import SelectOp
 from ember.dialects.te_schedule import ScheduleOp
+from ember.passes.convert_cf_to_llvm import define_string
 from ember.passes.convert_memref_to_llvm import element_bytes
 from ember.passes.func_packed_abi import FALLIBLE
 from ember.passes.names import ssa_name
@@ -338,18 +337,8 @@ class _FunctionLowering:
         message = llvm.ZeroOp(result_types=[PTR])
         Rewriter.insert_op([site, message], at)
         for k, text in enumerate(checks.messages, 1):
-            symbol = f"__ember_bounds.{name}.{k}"
-            while SymbolTable.lookup_symbol(module, symbol) is not None:
-                symbol += "_"
-            data = f"{name}: {text}".encode() + b"\0"
-            module.body.block.add_op(
-                llvm.GlobalOp(
-                    llvm.LLVMArrayType(len(data), i8),
-                    symbol,
-                    "internal",
-                    constant=True,
-                    value=StringAttr(data.decode()),
-                )
+            symbol = define_string(
+                module, f"__ember_bounds.{name}.{k}", f"{name}: {text}"
             )
             address = llvm.AddressOfOp(symbol, PTR)
             hit = arith.CmpiOp(site.res, self._const(k, i32, "site"), "eq")
