@@ -221,6 +221,13 @@ def _largest_divisor(n: int, limit: int) -> int:
     return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
 
 
+def _largest_power_of_two_divisor(n: int, limit: int) -> int:
+    d = 1
+    while d * 2 <= limit and n % (d * 2) == 0:
+        d *= 2
+    return d
+
+
 def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
     """Stage (N, C/cb, H', W', cb): data zero-padded and channel-blocked, H' x W'
     only the rows and columns the convolution reads."""
@@ -247,6 +254,10 @@ def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
     )
 
 
+MIN_BLOCKED_MACS = 32
+"""Multiply-adds per output from which a tile takes several channel blocks
+(see `_tile`)."""
+
 MIN_COLUMNS = 8
 """Columns a deep tile keeps at least, whatever the register count: with 16
 registers (AVX2, SSE2) the accumulators then leave no room for a second channel
@@ -258,24 +269,27 @@ def _tile(shape: Conv2dShape, blocks: int, target: Target) -> tuple[int, int, in
     ot * yt * xt accumulators of one vector each (`accumulator_registers`).
 
     Each step of the reduction broadcasts xt inputs and loads ot weight vectors
-    for ot * xt FMAs. Where the reduction is deep (`_deep`) and there are
-    several channel blocks, columns go up to a quarter of the registers and the
-    accumulators left take more blocks (up to an eighth of the registers: ot
-    weight vectors are live at once): fewer loads per FMA than one long row of
-    columns (measured on ResNet-18's 3x3 layers, Zen 5, one thread: (2, 1, 7)
-    0.93 ms against (1, 1, 14) 1.10 at 256->256 @14, and 15% at 64->64 @56).
-    Shallow reductions (1x1 over few channels) are bound by writing the output,
+    for ot * xt FMAs. Where each output's reduction has `MIN_BLOCKED_MACS` or
+    more and there are several channel blocks, columns go up to a quarter of
+    the registers and the accumulators left take more blocks (a power of two,
+    up to an eighth of the registers: ot weight vectors are live at once):
+    fewer loads per FMA than one long row of columns. Measured on Zen 5, one
+    thread: ResNet-18's 3x3 256->256 @14 (2, 1, 7) 0.93 ms against (1, 1, 14)
+    1.10; MobileNetV2's 1x1 96->24 @56 0.123 against 0.145 and 64->384 @14
+    0.046 against 0.053; three blocks were slower than two (0.059). Shallower
+    reductions (1x1 over 16 or 24 channels) are bound by writing the output,
     which long rows of columns do best (16->96 @112: (1, 1, 14) 0.30 ms, (3, 1,
-    8) 0.64), as is one block (depthwise): columns up to half the registers.
-    Where the row is short, more rows fill the accumulators."""
+    8) 0.64; 24->144 @56: 0.144 against 0.273), as is one block (depthwise):
+    columns up to half the registers. Where the row is short, more rows fill
+    the accumulators."""
     registers = target.vector_registers
-    deep = blocks > 1 and _deep(shape)
-    widest = max(registers // 4, MIN_COLUMNS) if deep else registers // 2
+    blocked = blocks > 1 and _macs(shape) >= MIN_BLOCKED_MACS
+    widest = max(registers // 4, MIN_COLUMNS) if blocked else registers // 2
     xt = _largest_divisor(shape.ow, widest)
     if xt < 4 and shape.ow > widest:  # a prime-ish width: take a tile with a tail
         xt = widest // 2
     room = accumulator_registers(target) // xt
-    ot = _largest_divisor(blocks, max(1, min(registers // 8, room)))
+    ot = _largest_power_of_two_divisor(blocks, max(1, min(registers // 8, room)))
     room //= ot
     yt = _largest_divisor(shape.oh, room) if room >= 2 else 1
     return ot, yt, xt
@@ -408,17 +422,17 @@ def _schedule_pack(s, packed: te.Tensor, cb: int) -> None:
         s[packed].vectorize(ci)
 
 
-def _deep(shape: Conv2dShape) -> bool:
-    """Whether each output's reduction is long enough (128 multiply-adds) for
-    the FMAs to bound the kernel rather than writing its output."""
-    return shape.c // shape.groups * shape.kh * shape.kw >= 128
+def _macs(shape: Conv2dShape) -> int:
+    """Multiply-adds of one output element."""
+    return shape.c // shape.groups * shape.kh * shape.kw
 
 
 def _unroll_copy_out(shape: Conv2dShape, tile: tuple[int, int, int]) -> bool:
     """Whether the final stage unrolls its tile (the accumulators stay in
-    registers; measured up to 1.5x faster on memory-bound layers) or loops over
-    it (the tile goes through the stack: a third of the build time)."""
-    return not _deep(shape) and tile[0] * tile[1] * tile[2] <= 256
+    registers; measured up to 1.5x faster on memory-bound layers, those whose
+    outputs take fewer than 128 multiply-adds) or loops over it (the tile goes
+    through the stack: a third of the build time)."""
+    return _macs(shape) < 128 and tile[0] * tile[1] * tile[2] <= 256
 
 
 def _schedule_tile(s, conv: te.Tensor, output: te.Tensor, tile, unroll: bool) -> None:
