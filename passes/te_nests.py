@@ -257,15 +257,8 @@ class NestEmitter:
         )
         consts: dict[SSAValue, int] = {}
         for op in stage.op.body.walk():
-            if op is stage.op:
-                continue
-            result = _evaluate(op, forms, consts)
-            if isinstance(result, Form):
-                forms[op.results[0]] = result
-            elif isinstance(result, int):
-                consts[op.results[0]] = result
-                if isinstance(op.results[0].type, IndexType):
-                    forms[op.results[0]] = Form({}, result)
+            if op is not stage.op:
+                _record(op, forms, consts)
         return forms
 
     # --- emission ----------------------------------------------------------------
@@ -512,13 +505,7 @@ def out_of_bounds(compute: te.ComputeOp, name_of: Callable[[SSAValue], str]) -> 
     }
     consts: dict[SSAValue, int] = {}
     for op in block.ops:
-        result = _evaluate(op, forms, consts)
-        if isinstance(result, Form):
-            forms[op.results[0]] = result
-        elif isinstance(result, int):
-            consts[op.results[0]] = result
-            if isinstance(op.results[0].type, IndexType):
-                forms[op.results[0]] = Form({}, result)
+        _record(op, forms, consts)
         if not isinstance(op, te.ReadOp):
             continue
         for d, (index, size) in enumerate(
@@ -594,6 +581,20 @@ def _check_unroll(stage: Stage, domain: Domain, auto: dict[IterVar, bool]) -> No
             f"ember's cap of {MAX_UNROLL_COPIES}; split the loop and unroll the "
             "inner part"
         )
+
+
+def _record(
+    op: Operation, forms: dict[SSAValue, Form], consts: dict[SSAValue, int]
+) -> None:
+    """Note what `op` computes: an affine form, or a constant (an index
+    constant is also a form)."""
+    result = _evaluate(op, forms, consts)
+    if isinstance(result, Form):
+        forms[op.results[0]] = result
+    elif isinstance(result, int):
+        consts[op.results[0]] = result
+        if isinstance(op.results[0].type, IndexType):
+            forms[op.results[0]] = Form({}, result)
 
 
 def _evaluate(
