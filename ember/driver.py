@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 
@@ -19,15 +19,17 @@ CHECKED_TE_TO_LOOP = "convert-te-to-loop{bounds-check=true}"
 
 if TYPE_CHECKING:
     from ember.backends.llvm import LLVMModule, Target
+    from ember.backends.source import DeviceTarget
+    from ember.runtime import Module
 
 
 def build(
     inputs: te.Schedule | ModuleOp | str,
     args: Sequence[te.Tensor] | None = None,
-    target: str | dict | Target | None = None,
+    target: str | dict | Target | DeviceTarget | None = None,
     name: str = "default_function",
     bounds_check: bool = False,
-) -> LLVMModule:
+) -> LLVMModule | Module:
     """Compile a computation to machine code for `target`.
 
     Args:
@@ -36,6 +38,7 @@ def build(
         args: with a schedule, the tensors of the function: inputs first, then
             outputs.
         target: "llvm" for this machine, a TVM-style target string or dict;
+            "c", "opencl" or "cuda" (`DeviceTarget`) for C-family source;
             None: the IR's own `ember.target`, else `Target.current()` (the
             host unless a target is entered).
             The module records it (`ember.target`), so `loop-vectorize` and the
@@ -49,6 +52,9 @@ def build(
 
     Returns:
         The compiled module; `mod(a, b, c)` or `mod[name](a, b, c)` runs it.
+        For `c` a library of packed functions built by the system compiler; for
+        `opencl` and `cuda` a `DeviceModule` whose `get_source()` is the kernels'
+        source, run on device arrays (`ember.runtime.cuda(0)`, `opencl(0)`).
 
     Example:
         >>> mod = ember.build(s, [A, B, C], name="vecadd")
@@ -57,10 +63,10 @@ def build(
     from ember.backends.llvm import build_module
     from ember.backends.llvm.target import (
         MODULE_ATTR,
-        Target,
         module_target,
         set_module_target,
     )
+    from ember.backends.source import DeviceTarget, build_source, resolve_target
 
     if isinstance(inputs, te.Schedule):
         if args is None:
@@ -84,15 +90,23 @@ def build(
                 f"{', '.join('@' + f for f in functions) or 'no functions'}"
             )
     if target is None and MODULE_ATTR in module.attributes:
-        target = module_target(module)  # IR that says what it is for
-    target = Target.resolve(target)
-    set_module_target(module, target)
+        target = module.attributes[MODULE_ATTR]
+        target = (
+            target.data if isinstance(target, StringAttr) else module_target(module)
+        )
+    target = resolve_target(target)
+    if isinstance(target, DeviceTarget):
+        module.attributes[MODULE_ATTR] = StringAttr(str(target))
+    else:
+        set_module_target(module, target)
     te_to_loop = [
         CHECKED_TE_TO_LOOP if bounds_check and p == "convert-te-to-loop" else p
         for p in TE_TO_LOOP
     ]
     run(module, ",".join(te_to_loop))
     loop_source = str(module)
+    if isinstance(target, DeviceTarget):
+        return build_source(module, target, entry, loop_source)
     run(module, ",".join(EMBER_CPU[len(TE_TO_LOOP) :]))
     mod = build_module(module, target=target, entry_name=entry)
     mod.loop_source = loop_source
