@@ -1,7 +1,9 @@
 #!/bin/sh
 # The Debian packages tests/test_cross_run.py runs cross-built code with:
 # qemu-user (qemu-aarch64, qemu-riscv64), the aarch64 and riscv64 cross gcc with
-# their C libraries (libgomp comes with the gcc), and lld (wasm-ld).
+# their C libraries (libgomp comes with the gcc), and lld (wasm-ld); and for
+# tests/test_target_c.py the Cortex-M toolchain and newlib (its headers; micro-mode
+# C source compiled for a Cortex-M4).
 #
 # `make test` runs this first. When every tool is there it only looks them up.
 # Otherwise, as root with apt-get, it runs `apt-get update` once and installs
@@ -15,7 +17,9 @@ aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
 riscv64-linux-gnu-gcc:gcc-riscv64-linux-gnu
 /usr/aarch64-linux-gnu/lib/crti.o:libc6-dev-arm64-cross
 /usr/riscv64-linux-gnu/lib/crti.o:libc6-dev-riscv64-cross
-wasm-ld:lld"
+wasm-ld:lld
+arm-none-eabi-gcc:gcc-arm-none-eabi
+/usr/lib/arm-none-eabi/newlib/libc.a:libnewlib-arm-none-eabi"
 
 missing=""
 for dep in $DEPS; do
