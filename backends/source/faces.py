@@ -1,0 +1,306 @@
+"""What differs between C99, OpenCL C and CUDA C, for the one printer.
+
+A face names the types, qualifiers, math functions, literals and statements
+that the dialects spell differently; the printer (`printer.py`) asks it and
+never writes a dialect's word itself. `CFace` is the face of `c` (plain
+functions), `OpenCLFace` and `CUDAFace` those of the kernels `gpu.py` prints.
+"""
+
+import struct
+
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+)
+from xdsl.ir import Attribute
+
+from ember.runtime.errors import EmberValueError
+
+# math dialect op -> (C99 name for double, arity); float adds C99's `f` suffix
+MATH_FUNCTIONS: dict[str, tuple[str, int]] = {
+    "math.exp": ("exp", 1),
+    "math.exp2": ("exp2", 1),
+    "math.expm1": ("expm1", 1),
+    "math.log": ("log", 1),
+    "math.log2": ("log2", 1),
+    "math.log10": ("log10", 1),
+    "math.log1p": ("log1p", 1),
+    "math.sqrt": ("sqrt", 1),
+    "math.cbrt": ("cbrt", 1),
+    "math.tanh": ("tanh", 1),
+    "math.sinh": ("sinh", 1),
+    "math.cosh": ("cosh", 1),
+    "math.sin": ("sin", 1),
+    "math.cos": ("cos", 1),
+    "math.tan": ("tan", 1),
+    "math.asin": ("asin", 1),
+    "math.acos": ("acos", 1),
+    "math.atan": ("atan", 1),
+    "math.asinh": ("asinh", 1),
+    "math.acosh": ("acosh", 1),
+    "math.atanh": ("atanh", 1),
+    "math.erf": ("erf", 1),
+    "math.erfc": ("erfc", 1),
+    "math.absf": ("fabs", 1),
+    "math.floor": ("floor", 1),
+    "math.ceil": ("ceil", 1),
+    "math.round": ("round", 1),
+    "math.roundeven": ("rint", 1),
+    "math.trunc": ("trunc", 1),
+    "math.powf": ("pow", 2),
+    "math.atan2": ("atan2", 2),
+    "math.copysign": ("copysign", 2),
+    "arith.maxnumf": ("fmax", 2),
+    "arith.minnumf": ("fmin", 2),
+    "arith.remf": ("fmod", 2),
+    "math.fma": ("fma", 3),
+}
+
+
+def bits(t: Attribute) -> int:
+    """The width of a scalar type; `index` is 64 bits everywhere."""
+    if isinstance(t, IndexType):
+        return 64
+    if isinstance(t, IntegerType):
+        return t.width.data
+    if isinstance(t, Float16Type):
+        return 16
+    if isinstance(t, Float32Type):
+        return 32
+    if isinstance(t, Float64Type):
+        return 64
+    raise EmberValueError(f"C-family source: unsupported type {t}")
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, Float16Type | Float32Type | Float64Type)
+
+
+class Face:
+    """C99: the base every face changes only where its dialect differs."""
+
+    name = "c"
+    restrict = "restrict"
+    # qualifier of pointer parameters, and of `shared`-scope arrays
+    global_space = ""
+    shared_space = ""
+    function_qualifier = "static"
+    helper_qualifier = "static inline"
+    barrier = ""
+    # whether math functions are overloaded (OpenCL's `exp(float)`)
+    overloaded_math = False
+
+    def prelude(self, features: set[str]) -> list[str]:
+        """Lines that open a translation unit using `features` ("f16", "f64",
+        "malloc")."""
+        lines = ["#include <stdbool.h>", "#include <stdint.h>", "#include <math.h>"]
+        return lines + (["#include <stdlib.h>"] if "malloc" in features else [])
+
+    def int_type(self, width: int, unsigned: bool = False) -> str:
+        if width == 1:
+            return "bool"
+        return f"{'u' if unsigned else ''}int{width}_t"
+
+    def float_type(self, width: int) -> str:
+        if width == 16:
+            return "_Float16"
+        return {32: "float", 64: "double"}[width]
+
+    def ctype(self, t: Attribute, unsigned: bool = False) -> str:
+        """The C type of a scalar of type `t` in a variable."""
+        if is_float(t):
+            return self.float_type(bits(t))
+        return self.int_type(bits(t), unsigned)
+
+    def element_type(self, t: Attribute) -> str:
+        """The C type of a buffer's element."""
+        return self.ctype(t)
+
+    def math_function(self, op_name: str, t: Attribute) -> str:
+        base = MATH_FUNCTIONS[op_name][0]
+        width = bits(t)
+        if self.overloaded_math or width == 64:
+            return base
+        return base + "f"
+
+    def float_literal(self, value: float, t: Attribute) -> str:
+        width = bits(t)
+        if value != value:
+            return self.special_float("nan", width)
+        if value in (float("inf"), float("-inf")):
+            text = self.special_float("inf", width)
+            return text if value > 0 else f"(-{text})"
+        if width == 32:
+            value = struct.unpack("f", struct.pack("f", value))[0]
+            text = repr(value)
+            exact = struct.unpack("f", struct.pack("f", float(text)))[0] == value
+            text = text if exact else value.hex()
+        else:
+            text = repr(value)
+        if "e" not in text and "." not in text and "x" not in text:
+            text += ".0"
+        suffix = "f" if width == 32 else ""
+        if width == 16:
+            return f"(({self.float_type(16)}){text}f)"
+        return f"({text}{suffix})" if text.startswith("-") else text + suffix
+
+    def special_float(self, which: str, width: int) -> str:
+        name = "INFINITY" if which == "inf" else "NAN"
+        return name if width == 32 else f"(({self.float_type(width)}){name})"
+
+    def bitcast(self, expr: str, src: Attribute, dst: Attribute) -> str | None:
+        """A bit cast in the dialect's own spelling, or None for the union helper."""
+        return None
+
+    def pointer_param(self, t: Attribute, name: str, const: bool) -> str:
+        space = f"{self.global_space} " if self.global_space else ""
+        qual = "const " if const else ""
+        return f"{space}{qual}{self.element_type(t)}* {self.restrict} {name}"
+
+    def loop_pragma(self, kind: str, extent: int | None) -> list[str]:
+        """Lines before a loop of `kind`."""
+        if kind == "unrolled":
+            return (
+                ["#pragma GCC unroll 64"]
+                if extent is None
+                else [f"#pragma GCC unroll {min(extent, 64)}"]
+            )
+        return []
+
+    def alloc_global(
+        self, name: str, elem: str, count: int, live: list[str]
+    ) -> list[str]:
+        """Lines that allocate a `global`-scope buffer `name` of `count` `elem`s;
+        `live` are the global buffers allocated before it and still live (to
+        free when this allocation fails). The C face uses malloc/free."""
+        cleanup = " ".join(f"free({b});" for b in reversed(live))
+        return [
+            f"{elem}* {name} = ({elem}*)malloc(sizeof({elem}) * {count});",
+            f"if ({name} == NULL) {{ {cleanup}{' ' if cleanup else ''}return -1; }}",
+        ]
+
+    def free_global(self, name: str) -> list[str]:
+        return [f"free({name});"]
+
+    def thread_index(self, tag: str) -> str:
+        raise EmberValueError(f"{self.name}: no thread index {tag}")
+
+
+class CFace(Face):
+    """C99 for `c`: plain functions, malloc'd intermediates."""
+
+
+class OpenCLFace(Face):
+    """OpenCL C 1.2: `__kernel`, `__global` pointers, `__local` shared arrays,
+    overloaded math, `as_T` bit casts."""
+
+    name = "opencl"
+    global_space = "__global"
+    shared_space = "__local"
+    function_qualifier = ""
+    helper_qualifier = "static inline"
+    kernel_qualifier = "__kernel void"
+    barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
+    overloaded_math = True
+    _IDS = {"blockIdx": "get_group_id", "threadIdx": "get_local_id"}
+
+    def prelude(self, features: set[str]) -> list[str]:
+        return [
+            f"#pragma OPENCL EXTENSION cl_khr_fp{w}: enable"
+            for w in ("16", "64")
+            if "f" + w in features
+        ]
+
+    def int_type(self, width: int, unsigned: bool = False) -> str:
+        if width == 1:
+            return "bool"
+        name = {8: "char", 16: "short", 32: "int", 64: "long"}[width]
+        return f"u{name}" if unsigned else name
+
+    def float_type(self, width: int) -> str:
+        return {16: "half", 32: "float", 64: "double"}[width]
+
+    def element_type(self, t: Attribute) -> str:
+        # OpenCL forbids bool in buffers; a byte holds 0 or 1 as numpy's bool
+        return "uchar" if bits(t) == 1 else self.ctype(t)
+
+    def special_float(self, which: str, width: int) -> str:
+        name = "INFINITY" if which == "inf" else "NAN"
+        return name if width == 32 else f"(({self.float_type(width)}){name})"
+
+    def bitcast(self, expr: str, src: Attribute, dst: Attribute) -> str | None:
+        return f"as_{self.ctype(dst)}({expr})"
+
+    def loop_pragma(self, kind: str, extent: int | None) -> list[str]:
+        return ["#pragma unroll"] if kind == "unrolled" else []
+
+    def thread_index(self, tag: str) -> str:
+        base, _, dim = tag.partition(".")
+        return f"(long){self._IDS[base]}({'xyz'.index(dim)})"
+
+
+class CUDAFace(Face):
+    """CUDA C for NVRTC: `extern "C" __global__` kernels, `__shared__` arrays,
+    the C99 math names (NVRTC has no standard headers: the prelude types)."""
+
+    name = "cuda"
+    restrict = "__restrict__"
+    shared_space = "__shared__"
+    function_qualifier = ""
+    helper_qualifier = "static __device__ __forceinline__"
+    kernel_qualifier = 'extern "C" __global__ void'
+    barrier = "__syncthreads();"
+
+    def prelude(self, features: set[str]) -> list[str]:
+        return (["#include <cuda_fp16.h>"] if "f16" in features else []) + [
+            "typedef signed char int8_t;",
+            "typedef short int16_t;",
+            "typedef int int32_t;",
+            "typedef long long int64_t;",
+            "typedef unsigned char uint8_t;",
+            "typedef unsigned short uint16_t;",
+            "typedef unsigned int uint32_t;",
+            "typedef unsigned long long uint64_t;",
+        ]
+
+    def float_type(self, width: int) -> str:
+        return {16: "__half", 32: "float", 64: "double"}[width]
+
+    def special_float(self, which: str, width: int) -> str:
+        f32 = (
+            "__int_as_float(0x7f800000)"
+            if which == "inf"
+            else ("__int_as_float(0x7fc00000)")
+        )
+        if width == 64:
+            return (
+                "__longlong_as_double(0x7ff0000000000000LL)"
+                if which == "inf"
+                else "__longlong_as_double(0x7ff8000000000000LL)"
+            )
+        return f32 if width == 32 else f"__float2half({f32})"
+
+    def bitcast(self, expr: str, src: Attribute, dst: Attribute) -> str | None:
+        names = {
+            ("f", 32): "float",
+            ("i", 32): "int",
+            ("f", 64): "double",
+            ("i", 64): "longlong",
+        }
+        a = names.get(("f" if is_float(src) else "i", bits(src)))
+        b = names.get(("f" if is_float(dst) else "i", bits(dst)))
+        if a is None or b is None:
+            return None
+        return f"__{a}_as_{b}({expr})"
+
+    def loop_pragma(self, kind: str, extent: int | None) -> list[str]:
+        return ["#pragma unroll"] if kind == "unrolled" else []
+
+    def thread_index(self, tag: str) -> str:
+        return f"(int64_t){tag}"
+
+
+FACES: dict[str, type[Face]] = {"c": CFace, "opencl": OpenCLFace, "cuda": CUDAFace}
