@@ -61,6 +61,7 @@ from ember.runtime.cc import ObjectFile
 
 if TYPE_CHECKING:
     from ember.backends.llvm import LLVMModule, Target
+    from ember.backends.source import DeviceTarget
 
 Progress = Callable[[str, int, int, str], None]
 """`progress(stage, done, total, detail)`: stage is "graph", "kernels" or "link"."""
@@ -90,7 +91,7 @@ class CompileStats:
 def compile_model(
     model: ModuleOp | str | Path | Any,
     params: Mapping[str, np.ndarray] | None = None,
-    target: str | dict | Target = "llvm",
+    target: str | dict | Target | DeviceTarget = "llvm",
     shape: Mapping[str, Sequence[int]] | None = None,
     opt_level: int | None = None,
     embed_params: bool = True,
@@ -106,7 +107,8 @@ def compile_model(
             `ModelProto`, or the path of an `.onnx` file.
         params: the graph's params by name (with graph IR); an ONNX model
             brings its own.
-        target: where the code runs ("llvm" is this machine).
+        target: where the code runs ("llvm" is this machine; "cuda" and
+            "opencl" give a `DeviceModule`, see `ember.aot_device`).
         shape: input shapes by name, for ONNX models with symbolic dimensions.
         opt_level: the graph passes' level (0: none, 1: fold constants and
             fuse, 2+: everything); by default the current `PassContext`'s.
@@ -132,13 +134,26 @@ def compile_model(
     """
     from ember.backends.llvm import LLVMModule, Target
     from ember.backends.llvm.target import set_module_target
+    from ember.backends.source import KINDS, DeviceTarget, target_kind
     from ember.passes.bound_params import bind_params
     from ember.passes.graph_plan_memory import MODEL_ATTR
     from ember.passes.pipelines import model_segments
 
+    if target_kind(target) in KINDS:
+        from ember.aot_device import compile_device_model
+
+        device = DeviceTarget(target)  # type: ignore[arg-type]
+        if not device.is_gpu:
+            raise ModelCompileError(
+                "compile_model: target 'c' builds kernels (ember.build) but not "
+                "whole models yet; use 'llvm' for this machine, or 'cuda' / 'opencl'"
+            )
+        return compile_device_model(  # type: ignore[return-value]
+            model, params, device, shape, opt_level, disabled_pass
+        )
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    tgt = Target(target)
+    tgt = Target(target)  # type: ignore[arg-type]  # device kinds returned above
     module, params = _load(model, params, shape)
     _check_params(_main(module), params)
     set_module_target(module, tgt)

@@ -48,6 +48,7 @@ from ember.runtime.errors import EmberValueError
 
 if TYPE_CHECKING:
     from ember.backends.llvm import Target
+    from ember.backends.source import DeviceTarget
     from ember.topi.kernel import Epilogue, Kernel
 
 ConstantOf = Callable[[SSAValue], np.ndarray | None]
@@ -230,7 +231,7 @@ def _group(op: Operation, constant_of: ConstantOf) -> _Group:
 
 
 def lower_group(
-    op: Operation, constant_of: ConstantOf, target: Target | None = None
+    op: Operation, constant_of: ConstantOf, target: Target | DeviceTarget | None = None
 ) -> KernelSpec:
     """The kernel computing a `graph.fused` group or a lone graph op.
 
@@ -238,13 +239,19 @@ def lower_group(
         op: the `graph.fused` op or the lone graph op.
         constant_of: values known at compile time (params, constants).
         target: the machine the kernel's schedule is for (None:
-            `Target.current()`).
+            `Target.current()`); a GPU `DeviceTarget` takes the host's
+            computation with the generic GPU schedule (`ember.topi.gpu`).
 
     Raises:
         StrategyError: naming the group and the op no strategy covers.
     """
     from ember.backends.llvm import Target
+    from ember.backends.source import DeviceTarget
 
+    if isinstance(target, DeviceTarget):
+        if not target.is_gpu:
+            raise StrategyError(f"no model strategies for target '{target}' yet")
+        return _for_gpu(op, constant_of, target)
     _registered()
     machine = Target.resolve(target)
     g = _group(op, constant_of)
@@ -269,6 +276,19 @@ def lower_group(
                 )
             spec = _injective(g, machine)
     spec.kind = kind
+    return spec
+
+
+def _for_gpu(
+    op: Operation, constant_of: ConstantOf, target: DeviceTarget
+) -> KernelSpec:
+    """The group's computation as the host's strategy defines it, scheduled by
+    the generic GPU schedule (`topi.gpu`): the strategies' layouts are facts of
+    the computation, their schedules facts of a CPU."""
+    from ember.topi.gpu import schedule_gpu
+
+    spec = lower_group(op, constant_of, target.host)
+    spec.kernel.schedule_fn = lambda s: schedule_gpu(s, target) and None
     return spec
 
 

@@ -71,18 +71,23 @@ class ConvertGraphToTe(ModulePass):
     name = "convert-graph-to-te"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from ember.backends.llvm.target import module_target
+        from ember.backends.llvm.target import MODULE_ATTR, module_target
+        from ember.backends.source import DeviceTarget, resolve_target
         from ember.passes.bound_params import bound_params
 
+        attr = op.attributes.get(MODULE_ATTR)
         try:
-            target = module_target(op)
+            if isinstance(attr, StringAttr):
+                target = resolve_target(attr.data)
+            else:
+                target = module_target(op)
         except ValueError as e:
             raise PassFailedException(f"convert-graph-to-te: {e}") from None
         bound = bound_params()
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and is_graph_function(f)
         ]
-        with target:
+        with target.host if isinstance(target, DeviceTarget) else target:
             for f in functions:
                 _Converter(op, f, target, bound.values if bound else None).run()
 
