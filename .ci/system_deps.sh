@@ -3,7 +3,8 @@
 # qemu-user (qemu-aarch64, qemu-riscv64), the aarch64 and riscv64 cross gcc with
 # their C libraries (libgomp comes with the gcc), and lld (wasm-ld); and for
 # tests/test_target_c.py the Cortex-M toolchain and newlib (its headers; micro-mode
-# C source compiled for a Cortex-M4).
+# C source compiled for a Cortex-M4); and the OpenCL ICD loader with PoCL, a CPU
+# OpenCL platform that tests/test_runtime_opencl.py runs kernels on.
 #
 # `make test` runs this first. When every tool is there it only looks them up.
 # Otherwise, as root with apt-get, it runs `apt-get update` once and installs
@@ -19,7 +20,9 @@ riscv64-linux-gnu-gcc:gcc-riscv64-linux-gnu
 /usr/riscv64-linux-gnu/lib/crti.o:libc6-dev-riscv64-cross
 wasm-ld:lld
 arm-none-eabi-gcc:gcc-arm-none-eabi
-/usr/lib/arm-none-eabi/newlib/libc.a:libnewlib-arm-none-eabi"
+/usr/lib/arm-none-eabi/newlib/libc.a:libnewlib-arm-none-eabi
+/usr/lib/x86_64-linux-gnu/libOpenCL.so.1:ocl-icd-libopencl1
+/etc/OpenCL/vendors/pocl.icd:pocl-opencl-icd"
 
 missing=""
 for dep in $DEPS; do

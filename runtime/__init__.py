@@ -1,13 +1,16 @@
 """The ember runtime: run compiled code with nothing but numpy and ctypes.
 
-Arrays live in ``NDArray`` (CPU memory described by a DLPack ``DLTensor``; zero-copy
-to and from numpy, PyTorch and anything else that speaks DLPack), compiled code is a
+Arrays live in ``NDArray`` (memory described by a DLPack ``DLTensor``; zero-copy
+to and from numpy, PyTorch and anything else that speaks DLPack; on the CPU, or on
+a GPU: ``cuda(0)``, ``opencl(0)``, whose driver is loaded only when first used),
+GPU kernels run from a ``DeviceModule`` (a launch plan), compiled code is a
 ``Module`` of ``PackedFunc``s called through a packed C ABI, ``load_module`` opens a
 shared library of such functions, and ``register_func`` makes Python functions
 reachable by name. This package imports nothing from the compiler, so a deployed
 model needs only ``ember.runtime``.
 """
 
+from .device_module import DeviceModule, check_plan
 from .errors import (
     CompilerNotFoundError,
     EmberError,
@@ -23,7 +26,17 @@ from .errors import (
 )
 from .graph_module import GraphExecutor, GraphModule
 from .module import DSOModule, Module, load_module
-from .ndarray import Device, NDArray, array, cpu, device, empty, from_dlpack
+from .ndarray import (
+    Device,
+    NDArray,
+    array,
+    cpu,
+    cuda,
+    device,
+    empty,
+    from_dlpack,
+    opencl,
+)
 from .packed_func import PackedFunc, TypeCode
 from .parallel import get_num_threads, set_num_threads
 from .params import load_param_dict, pack_params, param_layout, save_param_dict
@@ -47,6 +60,7 @@ __all__ = [
     "LinkError",
     "DSOModule",
     "Device",
+    "DeviceModule",
     "EmberError",
     "EmberTypeError",
     "EmberValueError",
@@ -57,7 +71,9 @@ __all__ = [
     "PackedFunc",
     "TypeCode",
     "array",
+    "check_plan",
     "cpu",
+    "cuda",
     "device",
     "empty",
     "from_dlpack",
@@ -66,6 +82,7 @@ __all__ = [
     "list_global_func_names",
     "load_module",
     "load_param_dict",
+    "opencl",
     "pack_params",
     "param_layout",
     "register_func",

@@ -33,7 +33,11 @@ import numpy as np
 from .errors import EmberTypeError
 
 DL_CPU = 1
-"""``kDLCPU``: the only device type the ember runtime reads and writes."""
+"""``kDLCPU``: host memory, which compiled CPU code reads and writes."""
+DL_CUDA = 2
+"""``kDLCUDA``: CUDA device memory; a DLTensor's ``data`` is the ``CUdeviceptr``."""
+DL_OPENCL = 4
+"""``kDLOpenCL``: OpenCL memory; a DLTensor's ``data`` is the ``cl_mem`` handle."""
 
 DL_INT, DL_UINT, DL_FLOAT, DL_COMPLEX, DL_BOOL = 0, 1, 2, 5, 6
 

@@ -572,7 +572,8 @@ def load_module(
     cc: "str | list[str] | None" = None,
     check_cpu: bool = True,
 ) -> Module:
-    """Load a library of packed functions as a ``DSOModule``.
+    """Load a library of packed functions as a ``DSOModule`` (or a GPU launch
+    plan saved as ``.json`` by ``DeviceModule.save``, as a ``DeviceModule``).
 
     A ``.so`` is checked (ELF, a shared library, whole, for this machine) and
     opened with ctypes. A ``.tar`` (see ``Module.export_library``) is
@@ -583,7 +584,7 @@ def load_module(
     ``function_names()`` and ``metadata`` come from the library itself.
 
     Args:
-        path: a ``.so`` or ``.tar`` library.
+        path: a ``.so`` or ``.tar`` library, or a ``.json`` launch plan.
         cc: the C compiler that links a ``.tar`` (default ``$CC``, else ``cc``).
         check_cpu: refuse a library whose metadata lists CPU features that
             ``/proc/cpuinfo`` says this CPU lacks (its code would die of an
@@ -609,6 +610,10 @@ def load_module(
     if not os.path.isfile(path):
         raise LibraryNotFoundError(f"load_module: no such file: {path}")
     suffix = os.path.splitext(path)[1]
+    if suffix == ".json":
+        from .device_module import load_plan
+
+        return load_plan(path)
     if suffix not in LIBRARY_SUFFIXES:
         raise EmberError(
             f"load_module: cannot load {path}: expected a shared library (.so) or "

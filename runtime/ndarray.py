@@ -1,10 +1,12 @@
-"""NDArray and Device: tensors in CPU memory that compiled code reads and writes.
+"""NDArray and Device: tensors that compiled code reads and writes.
 
 An NDArray is a compact row-major block of memory described by a DLPack
 ``DLTensor`` whose address never changes, so passing it to compiled code costs one
 attribute read. Memory is either owned (``empty``, ``array``: 64-byte aligned) or
 borrowed from another framework through DLPack (``from_dlpack``), in which case the
-producer's deleter runs when the last view of it is gone.
+producer's deleter runs when the last view of it is gone. Arrays on a cuda or
+opencl device are ``DeviceNDArray``s (``ember.runtime.device_api``), made by the
+same functions given a GPU ``Device``.
 """
 
 import ctypes
@@ -17,6 +19,8 @@ from numpy.typing import DTypeLike
 
 from .dlpack import (
     DL_CPU,
+    DL_CUDA,
+    DL_OPENCL,
     DLDataType,
     DLDevice,
     DLTensor,
@@ -47,7 +51,10 @@ _DEVICE_NAMES = {
     15: "webgpu",
     16: "hexagon",
 }
-_DEVICE_TYPES = {name: code for code, name in _DEVICE_NAMES.items()} | {"llvm": DL_CPU}
+_DEVICE_TYPES = {name: code for code, name in _DEVICE_NAMES.items()} | {
+    "llvm": DL_CPU,
+    "cl": DL_OPENCL,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +72,38 @@ class Device:
     def __repr__(self) -> str:
         name = _DEVICE_NAMES.get(self.device_type, f"device{self.device_type}")
         return f"{name}({self.device_id})"
+
+    def sync(self) -> None:
+        """Wait until the work queued on the device is done (kernels launched
+        by a device module); nothing to wait for on the CPU.
+
+        Raises:
+            EmberError: the device's driver is missing or reports an error.
+
+        Example:
+            >>> cpu().sync()
+        """
+        if self.device_type != DL_CPU:
+            from .device_api import device_api
+
+            device_api(self).sync(self.device_id)
+
+    @property
+    def exist(self) -> bool:
+        """Whether this machine has the device (loads its driver to find out).
+
+        Example:
+            >>> cpu().exist
+            True
+        """
+        if self.device_type == DL_CPU:
+            return self.device_id == 0
+        from .device_api import device_api
+
+        try:
+            return 0 <= self.device_id < device_api(self).device_count()
+        except EmberError:
+            return False
 
 
 def cpu(dev_id: int = 0) -> Device:
@@ -111,14 +150,48 @@ def device(dev_type: str | int, dev_id: int = 0) -> Device:
     return Device(int(dev_type), int(dev_id))
 
 
+def cuda(dev_id: int = 0) -> Device:
+    """A CUDA GPU; nothing is asked of the driver until memory is.
+
+    Args:
+        dev_id: the device index, as CUDA numbers the GPUs.
+
+    Returns:
+        ``Device(2, dev_id)``.
+
+    Example:
+        >>> cuda(1)
+        cuda(1)
+    """
+    return Device(DL_CUDA, dev_id)
+
+
+def opencl(dev_id: int = 0) -> Device:
+    """An OpenCL device; nothing is asked of the driver until memory is.
+
+    Devices are numbered across the OpenCL platforms, GPUs first; where the
+    machine has no OpenCL GPU, every device counts (PoCL's CPU device).
+
+    Args:
+        dev_id: the device index.
+
+    Returns:
+        ``Device(4, dev_id)``.
+
+    Example:
+        >>> opencl()
+        opencl(0)
+    """
+    return Device(DL_OPENCL, dev_id)
+
+
 _CPU0 = cpu(0)
+_GPU_TYPES = (DL_CUDA, DL_OPENCL)
 
 
 def _check_cpu(dev: Device, what: str) -> Device:
     if dev.device_type != DL_CPU:
-        raise EmberError(
-            f"{what}: the ember runtime only handles cpu memory; got {dev}"
-        )
+        raise EmberError(f"{what}: expected cpu memory here; got {dev}")
     return dev
 
 
@@ -237,6 +310,9 @@ class NDArray:
             >>> empty((2,), "int32").copyfrom(np.array([1, 2], "int32")).numpy()
             array([1, 2], dtype=int32)
         """
+        if isinstance(source, NDArray) and source.device.device_type in _GPU_TYPES:
+            source.copy_into_host(self._arr)  # pyright: ignore[reportAttributeAccessIssue]
+            return self
         np.copyto(self._arr, copy_source(source, self.shape, self.dtype))
         return self
 
@@ -298,7 +374,7 @@ def copy_source(source, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     a numpy array or DLPack tensor as it is, a list converted to ``dtype``;
     checked to have ``shape`` and ``dtype`` (ValueError otherwise)."""
     if isinstance(source, NDArray):
-        src = source._arr
+        src = source.numpy() if _on_gpu(source) else source._arr
     elif isinstance(source, np.ndarray):
         src = source
     elif hasattr(source, "__dlpack__"):
@@ -315,6 +391,16 @@ def copy_source(source, shape: tuple[int, ...], dtype: str) -> np.ndarray:
             got += f" of the other byte order ({src.dtype.str})"
         raise EmberValueError(f"copyfrom: expected dtype {dtype}, got dtype {got}")
     return src
+
+
+def _on_gpu(tensor) -> bool:
+    """Whether an NDArray or a DLPack tensor is in cuda or opencl memory."""
+    if isinstance(tensor, NDArray):
+        return tensor.device.device_type in _GPU_TYPES
+    try:
+        return int(tensor.__dlpack_device__()[0]) in _GPU_TYPES
+    except Exception:  # noqa: BLE001 - not a DLPack tensor: the caller says so
+        return False
 
 
 def _as_shape(shape) -> tuple[int, ...]:
@@ -337,15 +423,23 @@ def empty(shape, dtype: DTypeLike = "float32", device: Device = _CPU0) -> NDArra
     Args:
         shape: an int or a sequence of ints.
         dtype: the element type ("float32", "int8", "bool", ...).
-        device: where to allocate: the CPU, or a remote device of an RPC
-            session (``remote.cpu(0)``), which returns a ``RemoteNDArray``.
+        device: where to allocate: the CPU, a GPU (``cuda(0)``,
+            ``opencl(0)``: a ``DeviceNDArray``, its memory freed with it), or a
+            remote device of an RPC session (``remote.cpu(0)``), which returns a
+            ``RemoteNDArray``.
 
     Returns:
         The new NDArray.
 
+    Raises:
+        EmberError: the device's driver is missing (the message names its
+            library, e.g. libcuda.so.1) or has no such device.
+
     Example:
         >>> empty((2, 3), "float16").shape
         (2, 3)
+        >>> empty((1024,), "float32", cuda(0)).device  # doctest: +SKIP
+        cuda(0)
     """
     shape = _as_shape(shape)
     dtype = np.dtype(dtype)
@@ -353,6 +447,10 @@ def empty(shape, dtype: DTypeLike = "float32", device: Device = _CPU0) -> NDArra
     session = _rpc_session(device)
     if session is not None:
         return session.empty(shape, dtype, device)
+    if isinstance(device, Device) and device.device_type != DL_CPU:
+        from .device_api import device_empty
+
+        return device_empty(shape, dtype, device)
     _check_cpu(device, "empty")
     nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, np.uint8)
@@ -366,8 +464,9 @@ def array(data, device: Device = _CPU0, dtype: DTypeLike | None = None) -> NDArr
     Args:
         data: a numpy array, an NDArray, a DLPack tensor (strided views too) or
             a (nested) list.
-        device: where to allocate: the CPU, or a remote device of an RPC
-            session (``remote.cpu(0)``), which returns a ``RemoteNDArray``.
+        device: where to allocate: the CPU, a GPU (``cuda(0)``,
+            ``opencl(0)``), or a remote device of an RPC session
+            (``remote.cpu(0)``), which returns a ``RemoteNDArray``.
         dtype: convert to this element type; by default keep numpy's choice.
 
     Returns:
@@ -377,7 +476,16 @@ def array(data, device: Device = _CPU0, dtype: DTypeLike | None = None) -> NDArr
         >>> array([[1, 2], [3, 4]], dtype="int8").numpy()
         array([[1, 2],
                [3, 4]], dtype=int8)
+        >>> array(np.ones(4, "float32"), device=opencl(0)).device  # doctest: +SKIP
+        opencl(0)
     """
+    if _on_gpu(data):
+        if not isinstance(data, NDArray):
+            data = from_dlpack(data)
+        if dtype is None or np.dtype(dtype) == np.dtype(data.dtype):
+            if isinstance(device, Device) and device.device_type in _GPU_TYPES:
+                return empty(data.shape, data.dtype, device).copyfrom(data)
+        data = data.numpy()
     if isinstance(data, NDArray):
         data = data._arr
     elif hasattr(data, "__dlpack__") and not isinstance(data, np.ndarray):
@@ -387,12 +495,19 @@ def array(data, device: Device = _CPU0, dtype: DTypeLike | None = None) -> NDArr
     if session is not None:
         return session.array(src, device)
     out = empty(src.shape, src.dtype, device)
+    if out.device.device_type in _GPU_TYPES:
+        return out.copyfrom(src)
     np.copyto(out._arr, src)
     return out
 
 
 def from_dlpack(tensor) -> NDArray:
-    """View another framework's CPU tensor as an NDArray, without copying.
+    """View another framework's tensor as an NDArray, without copying.
+
+    CPU, CUDA and OpenCL memory are shared: a torch CUDA tensor gives an
+    NDArray on ``cuda(i)`` whose ``data_ptr()`` is the tensor's (the producer is
+    asked to make its queued work visible to the legacy default stream, where
+    ember's kernels run).
 
     Args:
         tensor: an object with ``__dlpack__`` (a numpy array, a torch tensor,
@@ -403,8 +518,8 @@ def from_dlpack(tensor) -> NDArray:
         NDArray (and every array made from it) is gone.
 
     Raises:
-        EmberError: the tensor is not in CPU memory (the message names its
-            device, e.g. cuda(0) or torch's meta).
+        EmberError: the tensor is not in cpu, cuda or opencl memory (the
+            message names its device, e.g. torch's meta).
         ValueError: the tensor is not compact row-major (a transposed or
             strided view, negative strides); ``array(t)`` copies such views.
         TypeError: the object does not speak DLPack, or its dtype has no numpy
@@ -419,17 +534,20 @@ def from_dlpack(tensor) -> NDArray:
     """
     if type(tensor).__name__ == "PyCapsule":
         return _from_capsule(tensor)
-    return _from_capsule(_export(tensor, "from_dlpack"))
+    return _from_capsule(_export(tensor, "from_dlpack", gpu=True))
 
 
-def _export(tensor, what: str):
-    """The DLPack capsule of a CPU tensor, or an error naming what is wrong."""
-    _check_producer(tensor, what)
+def _export(tensor, what: str, gpu: bool = False):
+    """The DLPack capsule of a CPU tensor (or a GPU one, if ``gpu``), or an
+    error naming what is wrong."""
+    dev = _check_producer(tensor, what, gpu)
+    # CUDA: stream 1 is the legacy default stream, where ember's kernels run.
+    stream = {"stream": 1} if dev is not None and dev.device_type == DL_CUDA else {}
     try:
         try:
-            return tensor.__dlpack__(max_version=_DLPACK_MAX_VERSION)
+            return tensor.__dlpack__(max_version=_DLPACK_MAX_VERSION, **stream)
         except TypeError:  # a producer older than DLPack 1.0
-            return tensor.__dlpack__()
+            return tensor.__dlpack__(**stream)
     except Exception as e:
         raise _refused(tensor, what, e) from None
 
@@ -440,15 +558,16 @@ def _type_name(obj) -> str:
     return t.__qualname__ if module == "builtins" else f"{module}.{t.__qualname__}"
 
 
-def _check_producer(tensor, what: str) -> None:
+def _check_producer(tensor, what: str, gpu: bool = False) -> Device | None:
     """Refuse an object that does not speak DLPack or whose memory is not the
-    CPU's, naming its device."""
+    CPU's (nor a cuda or opencl device's, if ``gpu``), naming its device;
+    return the device it names."""
     if not hasattr(tensor, "__dlpack__"):
         raise EmberTypeError(
             f"{what}: expected an object with __dlpack__, got {_type_name(tensor)}"
         )
     if not hasattr(tensor, "__dlpack_device__"):
-        return
+        return None
     try:
         dev = Device(*map(int, tensor.__dlpack_device__()))
     except Exception as e:  # torch's meta tensors have no DLPack device
@@ -456,13 +575,15 @@ def _check_producer(tensor, what: str) -> None:
         where = f" on device {where}" if where is not None else ""
         raise EmberError(
             f"{what}: a {_type_name(tensor)}{where} has no DLPack device ({e}); "
-            "the ember runtime only handles cpu memory"
+            "the ember runtime only handles cpu, cuda and opencl memory"
         ) from None
-    if dev.device_type != DL_CPU:
+    if dev.device_type != DL_CPU and not (gpu and dev.device_type in _GPU_TYPES):
+        handles = "cpu, cuda and opencl" if gpu else "cpu"
         raise EmberError(
-            f"{what}: the ember runtime only handles cpu memory; got a "
+            f"{what}: only handles {handles} memory; got a "
             f"{_type_name(tensor)} on {dev}"
         )
+    return dev
 
 
 def _refused(tensor, what: str, error: Exception) -> BufferError:
@@ -502,7 +623,9 @@ def _numpy_view(tensor, what: str) -> np.ndarray:
 def _from_capsule(capsule) -> NDArray:
     opened = read_capsule(capsule)
     t = opened.tensor
-    dev = _check_cpu(Device(t.device.device_type, t.device.device_id), "from_dlpack")
+    dev = Device(t.device.device_type, t.device.device_id)
+    if dev.device_type not in _GPU_TYPES:
+        _check_cpu(dev, "from_dlpack")
     dtype = dl_to_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
     shape, strides = dltensor_layout(t)
     if not is_compact(shape, strides):
@@ -512,6 +635,10 @@ def _from_capsule(capsule) -> NDArray:
             "(np.ascontiguousarray(x), torch: x.contiguous()) or copy it with array(x)"
         )
     owner = consume_capsule(capsule, opened)
+    if dev.device_type in _GPU_TYPES:
+        from .device_api import device_from_capsule
+
+        return device_from_capsule(opened, owner, shape, dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes == 0:
         return NDArray(np.empty(shape, dtype), dev)

@@ -333,7 +333,10 @@ def describe(arg) -> str:
     """
     if hasattr(arg, "shape") and hasattr(arg, "dtype"):
         dtype = str(arg.dtype).removeprefix("torch.")
-        return f"{dtype} tensor of shape {tuple(arg.shape)}"
+        where = ""
+        if isinstance(arg, NDArray) and arg.device.device_type != dlpack.DL_CPU:
+            where = f" on {arg.device}"
+        return f"{dtype} tensor of shape {tuple(arg.shape)}{where}"
     return "None" if arg is None else type(arg).__name__
 
 

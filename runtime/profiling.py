@@ -9,6 +9,10 @@ records their mean; while a measurement lasts less than ``min_repeat_ms``,
 golden ratio, whichever is more, as TVM does) and the measurement is taken again.
 The grown ``number`` carries over to the following repeats.
 
+On a GPU (a ``DeviceModule``'s functions, which only queue their kernels), each
+measurement waits for the device before it starts and before it stops
+(``Device.sync``), so it times the kernels themselves.
+
 The calls are made from Python, so each measured call includes the PackedFunc's
 call overhead (about a microsecond; see "Call overhead" in
 ``docs/architecture.md``); for kernels of a few microseconds, read the figures
@@ -89,7 +93,8 @@ def time_evaluator(
     Args:
         module: the ``Module`` holding the function (imports are searched too).
         func_name: the function's name.
-        dev: the device the function runs on; ember runs on ``cpu()``.
+        dev: the device the function runs on: ``cpu()`` for compiled CPU code,
+            a cuda or opencl device for a ``DeviceModule``.
         number: calls per measurement, at least 1 (grown for min_repeat_ms).
         repeat: measurements, at least 1; each gives one of ``results``.
         min_repeat_ms: the shortest a measurement may last, in milliseconds.
@@ -106,7 +111,7 @@ def time_evaluator(
     Raises:
         FunctionNotFoundError: the module has no ``func_name``, or nothing is
             registered as ``f_preproc``.
-        EmberError: ``dev`` is not a cpu device.
+        EmberError: ``dev`` is not a device the module runs on.
         TypeError, ValueError: a count or a time is not a number in range.
 
     Example:
@@ -115,7 +120,7 @@ def time_evaluator(
         1.2e-06
     """
     func = module.get_function(func_name, query_imports=True)
-    _check_device(dev)
+    _check_device(module, dev)
     number = _count("number", number, 1)
     repeat = _count("repeat", repeat, 1)
     repeats_to_cooldown = _count("repeats_to_cooldown", repeats_to_cooldown, 1)
@@ -133,7 +138,7 @@ def time_evaluator(
                 if preproc is not None:
                     preproc(*args)
                 while True:
-                    elapsed = _measure(func, args, calls)
+                    elapsed = _measure(func, args, calls, dev)
                     if elapsed >= min_repeat_s:
                         break
                     calls = _grow(calls, elapsed, min_repeat_s)
@@ -149,10 +154,12 @@ def time_evaluator(
     return evaluator
 
 
-def _measure(func, args: tuple, calls: int) -> float:
+def _measure(func, args: tuple, calls: int, dev: Device) -> float:
+    dev.sync()  # a no-op on the cpu; on a GPU, the calls' kernels are queued
     start = _clock()
     for _ in range(calls):
         func(*args)
+    dev.sync()
     return _clock() - start
 
 
@@ -163,15 +170,21 @@ def _grow(calls: int, elapsed: float, min_repeat_s: float) -> int:
     return max(int(min_repeat_s / (elapsed / calls)) + 1, int(calls * _GOLDEN_RATIO))
 
 
-def _check_device(dev) -> None:
+def _check_device(module, dev) -> None:
     if not isinstance(dev, Device):
         raise EmberTypeError(
             f"time_evaluator: expected a Device such as ember.runtime.cpu(), "
             f"got {dev!r}"
         )
-    if dev.device_type != cpu().device_type:
+    device_type = getattr(module, "device_type", cpu().device_type)
+    if dev.device_type != device_type:
+        if device_type == cpu().device_type:
+            raise EmberError(
+                f"time_evaluator: ember's compiled functions run on the cpu; got {dev}"
+            )
+        kind = getattr(module, "kind", "device")
         raise EmberError(
-            f"time_evaluator: ember's compiled functions run on the cpu; got {dev}"
+            f"time_evaluator: this {kind} module runs on {kind} devices; got {dev}"
         )
 
 

@@ -7,7 +7,13 @@ import pytest
 
 from ember import runtime as rt
 
-MODULES = ["dlpack", "ndarray", "packed_func", "registry"]  # module.py needs a .so
+MODULES = [
+    "dlpack",
+    "ndarray",
+    "packed_func",
+    "registry",
+    "device_module",
+]  # module.py needs a .so
 
 
 @pytest.mark.parametrize("name", MODULES)

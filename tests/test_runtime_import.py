@@ -24,6 +24,30 @@ def test_runtime_imports_nothing_from_the_compiler():
     assert [m for m in modules if m.startswith(FORBIDDEN)] == []
 
 
+GPU_PROBE = """
+import json, sys
+import numpy as np
+import ember.runtime as rt
+dev = rt.cuda(0), rt.opencl(0)  # naming a device is free
+mod = rt.DeviceModule({"format": "ember.device/1", "kind": "cuda", "source": "",
+    "binary": None, "functions": {"f": {"args": [], "buffers": [], "launches": []}}})
+mod.get_source()
+libraries = open("/proc/self/maps").read()
+print(json.dumps({"modules": sorted(sys.modules), "libcuda": "libcuda" in libraries,
+                  "libOpenCL": "libOpenCL" in libraries}))
+"""
+
+
+def test_runtime_loads_no_gpu_driver_until_a_device_is_used():
+    out = subprocess.run(
+        [sys.executable, "-c", GPU_PROBE], capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(out.stdout)
+    gpu_modules = ("ember.runtime.cuda_api", "ember.runtime.opencl_api")
+    assert [m for m in loaded["modules"] if m in gpu_modules] == []
+    assert not loaded["libcuda"] and not loaded["libOpenCL"]
+
+
 def test_public_surface():
     import ember.runtime as rt
 
@@ -35,6 +59,10 @@ def test_public_surface():
         "empty",
         "array",
         "from_dlpack",
+        "cuda",
+        "opencl",
+        "DeviceModule",
+        "check_plan",
         "PackedFunc",
         "Module",
         "load_module",
