@@ -44,7 +44,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
-ALLOC_SCOPES = ("global", "local")
+ALLOC_SCOPES = ("global", "shared", "local")
 
 
 @irdl_op_definition
@@ -157,8 +157,11 @@ class AllocOp(IRDLOperation):
 
         %t = loop.alloc : memref<64x64xf32>
         %r = loop.alloc local : memref<16xf32>
+        %s = loop.alloc shared : memref<16x16xf32>
 
-    `global` buffers come from the heap, `local` ones from the stack.
+    `global` buffers come from the heap (device memory on a GPU), `local` ones
+    from the stack (one per thread on a GPU); `shared` ones are shared by the
+    threads of a GPU block (a CPU keeps them on the stack).
     """
 
     name = "loop.alloc"
@@ -181,7 +184,7 @@ class AllocOp(IRDLOperation):
     def verify_(self) -> None:
         if self.scope_name not in ALLOC_SCOPES:
             raise VerifyException(
-                f"expected scope global or local, got '{self.scope_name}'"
+                f"expected scope global, shared or local, got '{self.scope_name}'"
             )
         buffer_type = self.buffer.type
         assert isinstance(buffer_type, MemRefType)

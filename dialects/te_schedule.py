@@ -34,7 +34,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-SCOPES = ("global", "local")
+SCOPES = ("global", "shared", "local")
 THREAD_TAGS = (
     "blockIdx.x",
     "blockIdx.y",
@@ -428,7 +428,7 @@ class _Cache(_Primitive):
         super().verify_()
         if self.scope.data not in SCOPES:
             raise VerifyException(
-                f"expected scope global or local, got '{self.scope.data}'"
+                f"expected scope global, shared or local, got '{self.scope.data}'"
             )
 
 

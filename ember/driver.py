@@ -99,6 +99,7 @@ def build(
         module.attributes[MODULE_ATTR] = StringAttr(str(target))
     else:
         set_module_target(module, target)
+        _refuse_binds(module, str(target))
     te_to_loop = [
         CHECKED_TE_TO_LOOP if bounds_check and p == "convert-te-to-loop" else p
         for p in TE_TO_LOOP
@@ -111,3 +112,17 @@ def build(
     mod = build_module(module, target=target, entry_name=entry)
     mod.loop_source = loop_source
     return mod
+
+
+def _refuse_binds(module: ModuleOp, target: str) -> None:
+    """A CPU has no thread hierarchy: a bound loop needs a GPU target."""
+    from ember.dialects.te_schedule import BindOp
+    from ember.schedule import ScheduleError
+
+    for op in module.walk():
+        if isinstance(op, BindOp):
+            raise ScheduleError(
+                f"loop '{op.axis.data}' of stage '{op.stage.data}' is bound to "
+                f"{op.thread.data}; bind needs a GPU target: build with "
+                f"target='cuda' or 'opencl' (not {target!r})"
+            )

@@ -249,8 +249,14 @@ class Stage:
         self._record("pragma", var, pragma_type, pragma_value)
 
     def bind(self, var: te.Var, thread: te.Var) -> None:
-        """Bind loop `var` to a GPU thread axis from `te.thread_axis`."""
+        """Bind loop `var` to a GPU thread axis from `te.thread_axis`; a data
+        loop only (a reduction would need threads to combine their parts)."""
         self._leaf("bind", var)
+        if var.reduce:
+            raise ScheduleError(
+                f"bind: loop '{var.name}' of stage '{self.name}' is a reduction "
+                "axis; only data-parallel loops can be bound to a thread axis"
+            )
         tag = getattr(thread, "thread_tag", None)
         if tag is None:
             raise ScheduleError(

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects import arith, memref, scf
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
@@ -72,6 +72,9 @@ class ConvertLoopToScfPass(ModulePass):
     name = "convert-loop-to-scf"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for inner in op.walk():
+            if isinstance(inner, loop.ForOp) and "ember.thread" in inner.attributes:
+                _refuse_bound(inner)
         _lower_nested(op)
 
 
@@ -100,6 +103,40 @@ def _lower(op: Operation) -> None:
 
 def _fail(op: Operation, message: str) -> NoReturn:
     raise PassFailedException(f"convert-loop-to-scf: '{op.name}' {message}")
+
+
+def _refuse_bound(op: loop.ForOp) -> NoReturn:
+    """A CPU runs no thread hierarchy: a bound loop is a GPU schedule."""
+    tag = op.attributes["ember.thread"]
+    tag = tag.data if isinstance(tag, StringAttr) else str(tag)
+    stores = [s.memref for s in op.walk() if isinstance(s, memref.StoreOp)]
+    outside = [b for b in stores if not op.is_ancestor(_owner(b))]
+    stage = f" of stage '{_buffer_name(outside[-1])}'" if outside else ""
+    _fail(
+        op,
+        f"loop '{op.induction_var.name_hint or '?'}'{stage} is bound to {tag}; "
+        "bind needs a GPU target: build with target='cuda' or 'opencl'",
+    )
+
+
+def _owner(value: SSAValue) -> Operation:
+    owner = value.owner
+    if isinstance(owner, Operation):
+        return owner
+    parent = owner.parent_op()
+    assert parent is not None
+    return parent
+
+
+def _buffer_name(value: SSAValue) -> str:
+    owner = value.owner
+    if isinstance(owner, Block) and isinstance(value, BlockArgument):
+        function = owner.parent_op()
+        if isinstance(function, func.FuncOp) and function.arg_attrs is not None:
+            name = function.arg_attrs.data[value.index].data.get("ember.name")
+            if isinstance(name, StringAttr):
+                return name.data
+    return value.name_hint or "?"
 
 
 def _lower_for(op: loop.ForOp) -> None:
@@ -172,7 +209,7 @@ def _unrolled_copies(op: loop.ForOp) -> int:
 def _lower_alloc(op: loop.AllocOp) -> None:
     t = op.buffer.type
     assert isinstance(t, MemRefType)
-    cls = memref.AllocaOp if op.scope_name == "local" else memref.AllocOp
+    cls = memref.AllocaOp if op.scope_name != "global" else memref.AllocOp
     new = cls.get(t.element_type, ALIGNMENT, t.shape, None, t.layout, t.memory_space)
     if isinstance(new, memref.AllocOp):
         block = op.parent_block()

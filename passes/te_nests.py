@@ -156,6 +156,7 @@ class NestEmitter:
         free: set[affine.Var] = set()
         target_domain = self.domains[target]
         free |= {target_domain.vars[v] for v in target.leaves[position + 1 :]}
+        free |= self._relaxed(stage, target, position)
         for s in readers[1:]:
             free |= set(self.domains[s].vars.values())
         offsets: list[Form] = []
@@ -173,6 +174,26 @@ class NestEmitter:
             offsets.append(offset)
             extents.append(extent)
         return self._domain(stage, offsets, extents)
+
+    def _relaxed(self, stage: Stage, target: Stage, position: int) -> set[affine.Var]:
+        """The thread-bound loops around the attach point that `stage`'s buffer
+        is shared across, so it covers all their iterations (TVM's rule: `shared`
+        spans the threads of a block, `local` nothing). An attached stage of the
+        default scope is, as TVM infers it there, local to the thread."""
+        if stage.scope != "shared":
+            return set()
+        relaxed: set[affine.Var] = set()
+        owner = target
+        while True:
+            for v in owner.leaves[: position + 1]:
+                if v.thread is not None and not v.thread.startswith("blockIdx"):
+                    relaxed.add(self.domains[owner].vars[v])
+            if owner.attach is None or owner.attach_var is None:
+                return relaxed
+            owner, position = (
+                owner.attach[0],
+                owner.attach[0].leaves.index(owner.attach_var),
+            )
 
     def _read_regions(
         self, stage: Stage, readers: list[Stage], free: set[affine.Var]
@@ -288,7 +309,8 @@ class NestEmitter:
     def _emit_attached(self, stage: Stage, at: InsertPoint) -> None:
         domain = self.domains[stage]
         t = stage.op.output_type
-        alloc = loop.AllocOp(MemRefType(t.element_type, domain.extents), "local")
+        scope = "shared" if stage.scope == "shared" else "local"
+        alloc = loop.AllocOp(MemRefType(t.element_type, domain.extents), scope)
         alloc.buffer.name_hint = stage.op.result.name_hint
         Rewriter.insert_op(alloc, at)
         self.buffers[stage.op.result] = (alloc.buffer, domain)

@@ -212,7 +212,14 @@ class Schedule:
                     var.pragmas[op.key.data] = op.value
                 case sch.BindOp():
                     stage = self.stage(primitive, op.stage.data)
-                    stage.leaf(primitive, op.axis.data).thread = op.thread.data
+                    var = stage.leaf(primitive, op.axis.data)
+                    if var.reduce:
+                        raise ScheduleError(
+                            f"{primitive}: loop '{var.name}' of stage '{stage.name}' "
+                            "is a reduction axis; only data-parallel loops can be "
+                            "bound to a thread axis"
+                        )
+                    var.thread = op.thread.data
                 case sch.ComputeAtOp():
                     self._compute_at(primitive, op)
                 case sch.ComputeRootOp():

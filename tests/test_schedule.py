@@ -328,7 +328,19 @@ def test_bind_records_the_thread_axis():
     ir = loop_ir(s, [A, B, C])
     assert '{ember.thread = "threadIdx.x"}' in ir
     assert '{ember.thread = "blockIdx.x"}' in ir
-    check_vecadd(s, A, B, C, 64)  # bound loops run serially on a CPU
+    with pytest.raises(
+        ScheduleError,
+        match=r"loop 'i.outer' of stage 'C' is bound to blockIdx.x; bind needs a GPU "
+        r"target: build with target='cuda' or 'opencl'",
+    ):
+        ember.build(s, [A, B, C], target="llvm")  # a CPU has no thread hierarchy
+
+
+def test_bind_of_a_reduction_axis_is_refused():
+    A, B, C = matmul(8, 6, 4)
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"loop 'k' of stage 'C' is a reduction"):
+        s[C].bind(C.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
 
 
 # --- compute_at, compute_inline, compute_root ------------------------------------------
@@ -880,8 +892,8 @@ def test_stage_level_errors():
         s[C].compute_inline()
     with pytest.raises(ScheduleError, match=r"'A' is not a compute stage"):
         s[A].split(A.op, factor=2)
-    with pytest.raises(ScheduleError, match=r"cache_read: unknown scope 'shared'"):
-        s.cache_read(A, "shared", [C])
+    with pytest.raises(ScheduleError, match=r"cache_read: unknown scope 'texture'"):
+        s.cache_read(A, "texture", [C])
     with pytest.raises(ScheduleError, match=r"cache_read: stage 'D' does not read 'A'"):
         s.cache_read(A, "local", [D])
     s[D].split(D.op.axis[0], factor=2)

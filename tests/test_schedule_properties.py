@@ -32,7 +32,6 @@ MANY = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
-TAGS = ("blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y", "vthread")
 
 
 class Scheduler:
@@ -95,16 +94,16 @@ class Scheduler:
                 note(f"s[{T.name}].reorder({', '.join(v.name for v in order)})")
 
     def annotate(self, T: te.Tensor, most: int = 3) -> None:
-        """Vectorize (the innermost data loop), parallel, unroll, bind and pragma."""
+        """Vectorize (the innermost data loop), parallel, unroll and pragma (bind
+        needs a GPU target: tests/test_target_gpu.py draws binds)."""
         stage = self.s[T]
-        tags = list(TAGS)
         for _ in range(self.draw(st.integers(0, most), "annotations")):
             free = [v for v in stage.leaves if id(v) not in self.annotated]
             data = [v for v in free if not v.reduce]
             inner = stage.leaves[-1]
             kinds = ["pragma"]
             kinds += ["vectorize"] if not inner.reduce and inner in free else []
-            kinds += ["parallel", "bind"] if data else []
+            kinds += ["parallel"] if data else []
             kinds += ["unroll"] if any(v.extent <= 8 for v in free) else []
             kind = self.draw(st.sampled_from(kinds), "annotation")
             event(kind)
@@ -121,14 +120,6 @@ class Scheduler:
             elif kind == "parallel":
                 v = self.draw(st.sampled_from(data), "parallel loop")
                 stage.parallel(v)
-            elif kind == "bind":
-                v = self.draw(st.sampled_from(data), "bound loop")
-                tag = self.draw(st.sampled_from(tags), "tag")
-                tags.remove(tag)
-                stage.bind(v, te.thread_axis(tag))
-                note(f's[{T.name}].bind({v.name}, te.thread_axis("{tag}"))')
-                self.annotated.add(id(v))
-                continue
             else:
                 v = self.draw(
                     st.sampled_from([v for v in free if v.extent <= 8]), "unrolled loop"

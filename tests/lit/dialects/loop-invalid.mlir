@@ -69,11 +69,11 @@ func.func @yield_outside_loop() {
 // -----
 
 func.func @bad_scope() {
-  %b = "loop.alloc"() <{scope = "shared"}> : () -> memref<16xf32>
+  %b = "loop.alloc"() <{scope = "texture"}> : () -> memref<16xf32>
   func.return
 }
 
-// CHECK: Operation does not verify: expected scope global or local, got 'shared'
+// CHECK: Operation does not verify: expected scope global, shared or local, got 'texture'
 
 // -----
 

@@ -166,13 +166,13 @@ func.func @cache_read_scope(%A: tensor<8xf32>) -> tensor<8xf32> {
     te.yield %a : f32
   }
   te.schedule {
-    te.cache_read "A" "shared" readers ["C"] -> "A.shared"
+    te.cache_read "A" "texture" readers ["C"] -> "A.shared"
   }
   func.return %C : tensor<8xf32>
 }
 
 // CHECK-LABEL: sym_name = "cache_read_scope"
-// CHECK: Operation does not verify: expected scope global or local, got 'shared'
+// CHECK: Operation does not verify: expected scope global, shared or local, got 'texture'
 
 // -----
 
@@ -188,7 +188,7 @@ func.func @cache_write_scope(%A: tensor<8xf32>) -> tensor<8xf32> {
 }
 
 // CHECK-LABEL: sym_name = "cache_write_scope"
-// CHECK: Operation does not verify: expected scope global or local, got 'register'
+// CHECK: Operation does not verify: expected scope global, shared or local, got 'register'
 
 // -----
 

@@ -18,3 +18,21 @@ func.func @nested(%A: memref<128xf32>) {
 }
 
 // CHECK: convert-loop-to-scf: 'loop.for' unrolling loop %j makes 8192 copies of its body (with the unrolled loops around it), more than the cap of 4096
+
+// -----
+
+// A CPU runs no thread hierarchy: a loop bound to a GPU thread axis is refused,
+// naming the loop, the stage it stores to and the targets that take it.
+
+func.func @bound(%A: memref<64xf32> {ember.name = "A"}, %C: memref<64xf32> {ember.name = "C", ember.output}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  loop.for %i = %c0 to %c64 step %c1 {
+    %x = memref.load %A[%i] : memref<64xf32>
+    memref.store %x, %C[%i] : memref<64xf32>
+  } {ember.thread = "threadIdx.x"}
+  func.return
+}
+
+// CHECK: convert-loop-to-scf: 'loop.for' loop 'i' of stage 'C' is bound to threadIdx.x; bind needs a GPU target: build with target='cuda' or 'opencl'

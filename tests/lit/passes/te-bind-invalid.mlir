@@ -18,3 +18,16 @@ func.func @no_such_loop(%A: tensor<4x8xf32>) -> tensor<4x8xf32> {
 }
 
 // CHECK: convert-te-to-loop: @no_such_loop: te.bind: stage 'C' has no loop 'k'; its loops are i, j
+
+// -----
+
+// A reduction axis is not bound: its threads would have to combine their parts.
+func.func @reduction(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = te.compute "C" (%i) reduce sum (%k : 8) -> tensor<4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x8xf32>
+    te.yield %a : f32
+  }
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: convert-te-to-loop: @reduction: te.bind: loop 'k' of stage 'C' is a reduction axis; only data-parallel loops can be bound to a thread axis

@@ -1,8 +1,9 @@
 // RUN: ember-opt %s -p 'te-split{stage=C axis=i factor=16},te-bind{stage=C axis="i.outer" thread="blockIdx.x"},te-bind{stage=C axis="i.inner" thread="threadIdx.x"}' | filecheck %s
 // RUN: ember-opt %s -p 'te-split{stage=C axis=i factor=16},te-bind{stage=C axis="i.outer" thread="blockIdx.x"},te-bind{stage=C axis="i.inner" thread="threadIdx.x"},convert-te-to-loop' | filecheck %s --check-prefix=LOOP
 
-// te-bind records a GPU thread axis on a loop as its `ember.thread` attribute; the
-// CPU pipeline runs the loop serially.
+// te-bind records a GPU thread axis on a loop as its `ember.thread` attribute;
+// the GPU targets make it a thread index, the CPU pipeline refuses it
+// (convert-loop-to-scf-invalid.mlir).
 
 // CHECK-LABEL: func.func @vecadd(
 // CHECK:         te.schedule {

@@ -1,12 +1,12 @@
 // RUN: not ember-opt %s -p 'te-cache-read{stage=A}' 2>&1 | filecheck %s --check-prefix=NO-READERS
 // RUN: not ember-opt %s -p 'te-cache-read{readers=C}' 2>&1 | filecheck %s --check-prefix=NO-STAGE
-// RUN: not ember-opt %s -p 'te-cache-read{stage=A scope=shared readers=C}' 2>&1 | filecheck %s --check-prefix=SCOPE
+// RUN: not ember-opt %s -p 'te-cache-read{stage=A scope=texture readers=C}' 2>&1 | filecheck %s --check-prefix=SCOPE
 // RUN: not ember-opt %s -p 'te-cache-read{stage=Nope readers=C}' 2>&1 | filecheck %s --check-prefix=NO-SUCH-TENSOR
 // RUN: ember-opt %s -p 'te-cache-read{stage=A readers=C},convert-te-to-loop' --split-input-file --verify-diagnostics | filecheck %s
 
 // NO-READERS: te-cache-read: expected option 'readers'
 // NO-STAGE: te-cache-read: expected option 'stage'
-// SCOPE: te-cache-read: expected scope global or local, got 'shared'
+// SCOPE: te-cache-read: expected scope global, shared or local, got 'texture'
 // NO-SUCH-TENSOR: te-cache-read: no function has a stage 'Nope'
 
 func.func @not_a_reader(%A: tensor<4xf32>, %B: tensor<4xf32>) -> tensor<4xf32> {

@@ -1,10 +1,10 @@
 // RUN: not ember-opt %s -p 'te-cache-write' 2>&1 | filecheck %s --check-prefix=NO-STAGE
-// RUN: not ember-opt %s -p 'te-cache-write{stage=C scope=shared}' 2>&1 | filecheck %s --check-prefix=SCOPE
+// RUN: not ember-opt %s -p 'te-cache-write{stage=C scope=texture}' 2>&1 | filecheck %s --check-prefix=SCOPE
 // RUN: not ember-opt %s -p 'te-cache-write{stage=Nope}' 2>&1 | filecheck %s --check-prefix=NO-SUCH-STAGE
 // RUN: ember-opt %s -p 'te-cache-write{stage=C},convert-te-to-loop' --split-input-file --verify-diagnostics | filecheck %s
 
 // NO-STAGE: te-cache-write: expected option 'stage'
-// SCOPE: te-cache-write: expected scope global or local, got 'shared'
+// SCOPE: te-cache-write: expected scope global, shared or local, got 'texture'
 // NO-SUCH-STAGE: te-cache-write: no function has a stage 'Nope'
 
 // cache_write replaces the stage's loops, so it must come before loop primitives.
