@@ -63,15 +63,19 @@ func.func @explicit_serial(%n: index) {
 // CHECK-NEXT:    %[[L:.*]] = loop.alloc local : memref<16xf32>
 // CHECK-NEXT:    %{{.*}} = loop.alloc local {ember.note = "acc"} : memref<f64>
 // CHECK-NEXT:    %{{.*}} = loop.alloc : memref<4xi8>
+// CHECK-NEXT:    %{{.*}} = loop.alloc shared : memref<16x16xf32>
 
 // GENERIC-LABEL: "func.func"() <{sym_name = "alloc"
 // GENERIC:         "loop.alloc"() : () -> memref<64x64xf32>
 // GENERIC-NEXT:    "loop.alloc"() <{scope = "local"}> : () -> memref<16xf32>
 // GENERIC-NEXT:    "loop.alloc"() <{scope = "local"}> {ember.note = "acc"} : () -> memref<f64>
+// GENERIC-NEXT:    "loop.alloc"() : () -> memref<4xi8>
+// GENERIC-NEXT:    "loop.alloc"() <{scope = "shared"}> : () -> memref<16x16xf32>
 func.func @alloc() {
   %g = loop.alloc : memref<64x64xf32>
   %l = loop.alloc local : memref<16xf32>
   %s = loop.alloc local {ember.note = "acc"} : memref<f64>
   %e = loop.alloc global : memref<4xi8>
+  %t = loop.alloc shared : memref<16x16xf32>
   func.return
 }
