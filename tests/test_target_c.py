@@ -5,7 +5,6 @@ for a Cortex-M4 with no heap or thread calls."""
 
 import ctypes
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,12 +19,27 @@ import ember
 from ember import te, topi
 from ember.backends.source.c import CModule
 from ember.runtime import elf, load_module
+from ember.runtime.cc import compiler
 from ember.runtime.dlpack import DLTensor, dtype_to_dl
-from ember.runtime.errors import CompilerNotFoundError, EmberError, EmberValueError
+from ember.runtime.errors import (
+    CompilerNotFoundError,
+    EmberError,
+    EmberValueError,
+    ExportError,
+)
 from ember.topi import elementwise
 
+
+def _has_compiler() -> bool:
+    try:
+        compiler()
+    except CompilerNotFoundError:
+        return False
+    return True
+
+
 pytestmark = pytest.mark.skipif(
-    shutil.which(os.environ.get("CC", "").strip() or "cc") is None,
+    not _has_compiler(),
     reason="no C compiler ($CC, else cc) to compile the c target's source",
 )
 
@@ -158,6 +172,24 @@ def test_integer_floordiv_floormod(dtype):
         got = np.zeros(n, dtype)
         run(mod, a, b, got)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_other_float_dtypes_and_bool(dtype):
+    n = 24
+    A = te.placeholder((n,), dtype=dtype, name="A")
+    B = te.placeholder((n,), dtype=dtype, name="B")
+    Y = te.compute((n,), lambda i: A[i] * B[i] + te.exp(A[i]), name="Y")
+    G = te.compute((n,), lambda i: A[i] > B[i], name="G")
+    a, b = rand(n, dtype=dtype), rand(n, dtype=dtype)
+    y, g = np.zeros(n, dtype), np.zeros(n, "bool")
+    for out, result in ((Y, y), (G, g)):
+        mod = ember.build(te.create_schedule(out.op), [A, B, out], target="c")
+        run(mod, a, b, result)
+    wide = a.astype("float64")
+    tol = 1e-2 if dtype == "float16" else 1e-12  # float16 rounds each step
+    np.testing.assert_allclose(y, wide * b + np.exp(wide), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(g, a > b)
 
 
 def conv_kernel():
@@ -326,6 +358,7 @@ def test_bound_loops_need_a_gpu_target():
         ember.build(s, [A, B], target="c", name="f")
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/status")
 def test_out_of_memory_is_an_error_not_a_crash():
     """A failed malloc of an intermediate buffer: the entry returns
     EMBER_ERR_ALLOC (-101) with a message (in a process whose address space
@@ -379,16 +412,13 @@ def test_export_and_load_in_a_fresh_process(tmp_path):
     mod.export_library(tmp_path / "vecadd.c")
     assert (tmp_path / "vecadd.c").read_text() == mod.get_source()
     # The .c alone, compiled by hand, is a library load_module reads too.
-    subprocess.run(
-        ["cc", "-O2", "-std=c99", "-shared", "-fPIC", "-o", tmp_path / "hand.so"]
-        + [tmp_path / "vecadd.c", "-lm"],
-        check=True,
-    )
+    hand = ["-O2", "-std=c99", "-shared", "-fPIC", "-o", tmp_path / "hand.so"]
+    subprocess.run([*compiler(), *hand, tmp_path / "vecadd.c", "-lm"], check=True)
     script = textwrap.dedent(
         """
         import json, sys
         import numpy as np
-        from ember.runtime import elf, load_module
+        from ember.runtime import load_module
         out = {}
         for name in sys.argv[1:]:
             mod = load_module(name)
@@ -408,6 +438,58 @@ def test_export_and_load_in_a_fresh_process(tmp_path):
     result = json.loads(done.stdout)
     assert all(v == [2 * sum(range(64)), "vecadd"] for v in result.values()), result
     assert load_module(tmp_path / "vecadd.so").metadata["triple"]
+
+
+TWO_FUNCTIONS = """
+builtin.module {
+  func.func @add1(%A: memref<8xf32> {ember.name = "A"},
+                  %B: memref<8xf32> {ember.name = "B", ember.output}) {
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c1 = arith.constant 1 : index
+    %one = arith.constant 1.0 : f32
+    loop.for %i = %c0 to %c8 step %c1 {
+      %x = memref.load %A[%i] : memref<8xf32>
+      %y = arith.addf %x, %one : f32
+      memref.store %y, %B[%i] : memref<8xf32>
+    }
+    func.return
+  }
+  func.func @neg(%A: memref<8xf32> {ember.name = "A"},
+                 %B: memref<8xf32> {ember.name = "B", ember.output}) {
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c1 = arith.constant 1 : index
+    loop.for %i = %c0 to %c8 step %c1 {
+      %x = memref.load %A[%i] : memref<8xf32>
+      %y = arith.negf %x : f32
+      memref.store %y, %B[%i] : memref<8xf32>
+    }
+    func.return
+  }
+}
+"""
+
+
+def test_loop_ir_with_two_functions_and_an_llvm_import(tmp_path):
+    """Loop IR in, a packed function each, no entry; exported with an
+    imported llvm module into one library."""
+    mod = ember.build(TWO_FUNCTIONS, target="c")
+    assert mod.function_names() == ["add1", "neg"] and mod.entry_name is None
+    a, b = np.arange(8, dtype="float32"), np.zeros(8, "float32")
+    mod["neg"](a, b)
+    np.testing.assert_array_equal(b, -a)
+    with pytest.raises(EmberError, match="c module has no entry function"):
+        mod(a, b)
+    s, args = vecadd_schedule()
+    mod.import_module(ember.build(s, args, target="llvm", name="vecadd"))
+    mod.export_library(tmp_path / "both.so")
+    loaded = load_module(tmp_path / "both.so")
+    assert sorted(loaded.function_names()) == ["add1", "neg", "vecadd"]
+    loaded["add1"](a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    with pytest.raises(ExportError, match="other module"):
+        mod.export_library(tmp_path / "both.c")
 
 
 def test_export_with_a_cross_compiler(tmp_path):
