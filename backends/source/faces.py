@@ -60,6 +60,11 @@ MATH_FUNCTIONS: dict[str, tuple[str, int]] = {
 }
 
 
+ALLOC_FAILED = -101
+"""What an impl returns when an intermediate buffer cannot be allocated (the
+runtime's EMBER_ERR_ALLOC)."""
+
+
 def bits(t: Attribute) -> int:
     """The width of a scalar type; `index` is 64 bits everywhere."""
     if isinstance(t, IndexType):
@@ -89,6 +94,7 @@ class Face:
     shared_space = ""
     function_qualifier = "static"
     helper_qualifier = "static inline"
+    kernel_qualifier = ""
     barrier = ""
     # whether math functions are overloaded (OpenCL's `exp(float)`)
     overloaded_math = False
@@ -109,8 +115,15 @@ class Face:
             return "_Float16"
         return {32: "float", 64: "double"}[width]
 
+    def index_type(self) -> str:
+        """The C type of `index` values (loop counters, buffer offsets): 64 bits;
+        a face for a 32-bit microcontroller may narrow it where sizes fit."""
+        return self.int_type(64)
+
     def ctype(self, t: Attribute, unsigned: bool = False) -> str:
         """The C type of a scalar of type `t` in a variable."""
+        if isinstance(t, IndexType) and not unsigned:
+            return self.index_type()
         if is_float(t):
             return self.float_type(bits(t))
         return self.int_type(bits(t), unsigned)
@@ -179,7 +192,8 @@ class Face:
         cleanup = " ".join(f"free({b});" for b in reversed(live))
         return [
             f"{elem}* {name} = ({elem}*)malloc(sizeof({elem}) * {count});",
-            f"if ({name} == NULL) {{ {cleanup}{' ' if cleanup else ''}return -1; }}",
+            f"if ({name} == NULL) {{ {cleanup}{' ' if cleanup else ''}"
+            f"return {ALLOC_FAILED}; }}",
         ]
 
     def free_global(self, name: str) -> list[str]:

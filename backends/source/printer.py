@@ -13,8 +13,9 @@ The contract of `print_c` with the `c` target's packed entry (`c.py`):
 - its parameters are the function's memref arguments in order, one pointer to
   the first element of each (a row-major, densely packed buffer); inputs the
   function never stores to are `const`;
-- it returns 0, or a non-zero error code (-1: an intermediate buffer could not
-  be allocated); it frees what it allocated on every path;
+- it returns 0, or a non-zero error code: `ALLOC_FAILED` (-101, the runtime's
+  EMBER_ERR_ALLOC) when an intermediate buffer cannot be allocated; it frees
+  what it allocated on every path;
 - `global`-scope `loop.alloc`s are allocated by the face's `alloc_global` and
   freed by its `free_global` at the end of their block (malloc/free in
   `CFace`; a face over a static workspace overrides both);
