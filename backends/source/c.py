@@ -34,6 +34,7 @@ import re
 import shlex
 import subprocess
 import tempfile
+import threading
 from collections.abc import Sequence
 from functools import cache
 from importlib.resources import files
@@ -476,26 +477,30 @@ class CModule(Module):
         self._metadata = document
         self._library: DSOModule | None = None
         self._export_cc: str | list[str] | None = None
+        self._lock = threading.Lock()
         if compile_now:
             self._load()
 
     def _load(self) -> DSOModule:
-        if self._library is None:
-            flags = [*CFLAGS, "-shared"]
-            cache = default_cache()
-            key = cache.key(self.source, "llvm", *_compiler_identity(), *flags)
-            with tempfile.TemporaryDirectory(prefix="ember-c-") as tmp:
-                path = os.path.join(tmp, "module.so")
-                code = cache.get(key)
-                if code is None:
-                    compile_c(self.source, path, flags)
-                    with open(path, "rb") as f:
-                        cache.put(key, f.read())
-                else:
-                    with open(path, "wb") as f:
-                        f.write(code)
-                # Once loaded, the file is no longer needed: the mapping stays.
-                self._library = DSOModule(path, source=self._describe())
+        with self._lock:  # two threads' first calls compile once
+            return self._library or self._compile()
+
+    def _compile(self) -> DSOModule:
+        flags = [*CFLAGS, "-shared"]
+        cache = default_cache()
+        key = cache.key(self.source, "llvm", *_compiler_identity(), *flags)
+        with tempfile.TemporaryDirectory(prefix="ember-c-") as tmp:
+            path = os.path.join(tmp, "module.so")
+            code = cache.get(key)
+            if code is None:
+                compile_c(self.source, path, flags)
+                with open(path, "rb") as f:
+                    cache.put(key, f.read())
+            else:
+                with open(path, "wb") as f:
+                    f.write(code)
+            # Once loaded, the file is no longer needed: the mapping stays.
+            self._library = DSOModule(path, source=self._describe())
         return self._library
 
     def _function_address(self, name: str) -> int:
