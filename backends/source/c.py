@@ -257,7 +257,7 @@ def _entry(name: str, args: list[_Arg]) -> str:
 
     def fail(condition: str, message: str, code: int) -> None:
         body.append(f"if ({condition})")
-        text = _c_string(f"{name}: {message}")
+        text = _c_string(f"{name}: {message}", width=1 << 30)  # one line
         body.append(f"  return ember_fail(ret, ret_type_code, {text}, {code});")
 
     names = ", ".join(a.name for a in args)
