@@ -34,7 +34,7 @@ from .dlpack import (
     read_capsule,
 )
 from .errors import EmberError, EmberValueError
-from .ndarray import Device, NDArray, copy_source, empty, from_dlpack
+from .ndarray import Device, NDArray, _on_gpu, copy_source, empty, from_dlpack
 
 # device type -> (module, class) of its API
 _APIS = {DL_CUDA: ("cuda_api", "CudaAPI"), DL_OPENCL: ("opencl_api", "OpenCLAPI")}
@@ -268,7 +268,7 @@ class DeviceNDArray(NDArray):
             array([1, 2], dtype=int32)
         """
         dev_id = self.device.device_id
-        if not isinstance(source, DeviceNDArray) and _on_device(source):
+        if not isinstance(source, NDArray) and _on_gpu(source):
             source = from_dlpack(source)
         if isinstance(source, DeviceNDArray):
             _check_like(source, self.shape, self.dtype)
@@ -354,17 +354,6 @@ def _check_like(source: NDArray, shape: tuple[int, ...], dtype: str) -> None:
         raise EmberValueError(
             f"copyfrom: expected dtype {dtype}, got dtype {source.dtype}"
         )
-
-
-def _on_device(obj) -> bool:
-    """Whether ``obj`` is a DLPack tensor in the memory of a cuda or opencl
-    device (not an NDArray: those say so themselves)."""
-    if isinstance(obj, NDArray | np.ndarray) or not hasattr(obj, "__dlpack_device__"):
-        return False
-    try:
-        return int(obj.__dlpack_device__()[0]) in _APIS
-    except Exception:  # noqa: BLE001 - the caller's own checks say what is wrong
-        return False
 
 
 def device_empty(shape: tuple[int, ...], dtype: np.dtype, dev: Device) -> NDArray:
