@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, i1
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, StringAttr, i1
 from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -22,7 +22,8 @@ from ember.passes.affine import constant_value
 
 
 class RemoveTrivialLoop(RewritePattern):
-    """A loop that runs once becomes its body; a loop that never runs goes."""
+    """A loop that runs once becomes its body (unless a GPU thread axis is bound
+    to it); a loop that never runs goes."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter) -> None:
@@ -34,6 +35,9 @@ class RemoveTrivialLoop(RewritePattern):
             return
         if upper - lower > step:
             return
+        thread = op.attributes.get("ember.thread")
+        if thread is not None and thread != StringAttr("vthread"):
+            return  # a launch dimension of a GPU kernel, even of extent 1
         first = arith.ConstantOp(IntegerAttr(lower, IndexType()))
         first.result.name_hint = op.induction_var.name_hint
         rewriter.insert(first)

@@ -68,3 +68,22 @@ func.func @dead_guard(%B: memref<16xf32>, %v: f32) {
   }
   func.return
 }
+
+// -----
+
+// A loop bound to a GPU thread axis stays, even running once: it is a launch
+// dimension of its kernel. A vthread loop is a plain loop.
+// CHECK-LABEL: func.func @bound_once(
+// CHECK:         loop.for
+// CHECK:         } {ember.thread = "blockIdx.x"}
+// CHECK-NOT:     vthread
+func.func @bound_once(%B: memref<16xf32>, %v: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  loop.for %i = %c0 to %c1 step %c1 {
+    loop.for %j = %c0 to %c1 step %c1 {
+      memref.store %v, %B[%i] : memref<16xf32>
+    } {ember.thread = "vthread"}
+  } {ember.thread = "blockIdx.x"}
+  func.return
+}
