@@ -189,7 +189,7 @@ def _model_function(
                         ],
                     }
                 )
-        elif not isinstance(op, graph.ParamOp | func.ReturnOp | VIEWS):
+        elif not isinstance(op, (graph.ParamOp, func.ReturnOp, *VIEWS)):
             raise ModelCompileError(
                 f"'{op.name}' in @main: expected only graph.call_kernel, "
                 "graph.param, views and func.return"

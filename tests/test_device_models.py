@@ -1,0 +1,113 @@
+"""Models on devices: `compile_model(target="opencl")` runs MobileNetV2 on the
+OpenCL platform here (PoCL's CPU device) and matches onnxruntime; the same model
+for "cuda" compiles to PTX that ptxas accepts, and runs where a GPU is. Each
+skips, saying why, where its device or tool is missing."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember import runtime as rt
+from ember.aot import ModelCompileError
+
+ort = pytest.importorskip("onnxruntime")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import onnx_models  # noqa: E402
+from test_target_gpu import NO_CUDA, NO_OPENCL, PTXAS  # noqa: E402
+
+needs_opencl = pytest.mark.skipif(NO_OPENCL is not None, reason=f"{NO_OPENCL}")
+needs_cuda = pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+
+
+@pytest.fixture(scope="module")
+def mobilenet():
+    """MobileNetV2 at 96x96, its input and onnxruntime's output."""
+    model = onnx_models.mobilenet_v2(size=96, num_classes=100)
+    feeds = onnx_models.random_input(model)
+    session = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    (expected,) = session.run(None, feeds)
+    return model, feeds["input"], expected
+
+
+def _close(got: np.ndarray, expected: np.ndarray) -> None:
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def opencl_mobilenet(mobilenet):
+    return ember.compile_model(mobilenet[0], target="opencl")
+
+
+@needs_opencl
+def test_mobilenet_v2_on_opencl_matches_onnxruntime(mobilenet, opencl_mobilenet):
+    _, x, expected = mobilenet
+    out = np.zeros(expected.shape, np.float32)
+    opencl_mobilenet["default_run"](x, out)
+    _close(out, expected)
+    # again, on device arrays: the params stay uploaded, buffers are reused
+    dev = rt.opencl(0)
+    y = rt.empty(expected.shape, device=dev)
+    opencl_mobilenet["default_run"](rt.array(x, device=dev), y)
+    _close(y.numpy(), expected)
+
+
+def test_the_model_plan_reads_each_param_once_and_launches_every_kernel(
+    opencl_mobilenet,
+):
+    plan = opencl_mobilenet.plan
+    run = plan["functions"]["default_run"]
+    assert [a["name"] for a in run["args"]] == ["input", "output"]
+    assert [a["output"] for a in run["args"]] == [False, True]
+    kernels = {
+        launch["kernel"] for f in plan["functions"].values() for launch in f["launches"]
+    }
+    assert {launch["kernel"] for launch in run["launches"]} == kernels
+    read = {
+        a["param"] for launch in run["launches"] for a in launch["args"] if "param" in a
+    }
+    assert read == set(plan["params"]) == set(opencl_mobilenet.params)
+    assert "__kernel void" in opencl_mobilenet.get_source()
+    assert opencl_mobilenet.compile_stats.calls >= len(plan["functions"]) - 1
+
+
+def test_mobilenet_v2_for_cuda_is_ptx_that_ptxas_accepts(mobilenet, tmp_path):
+    mod = ember.compile_model(mobilenet[0], target="cuda -arch=sm_80")
+    assert "__global__ void" in mod.get_source("cuda")
+    ptx = mod.get_source("ptx")
+    assert ".target sm_80" in ptx
+    if PTXAS is None:
+        pytest.skip("ptxas missing: pip install nvidia-cuda-nvcc-cu12")
+    path = tmp_path / "mobilenet.ptx"
+    path.write_text(ptx)
+    for arch in ("sm_80", "sm_90"):
+        done = subprocess.run(
+            [PTXAS, f"-arch={arch}", str(path), "-o", os.devnull],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, f"ptxas {arch}: {done.stderr}"
+
+
+@needs_cuda
+def test_mobilenet_v2_on_cuda_matches_onnxruntime(mobilenet):
+    model, x, expected = mobilenet
+    mod = ember.compile_model(model, target="cuda")
+    dev = rt.cuda(0)
+    y = rt.empty(expected.shape, device=dev)
+    mod["default_run"](rt.array(x, device=dev), y)
+    _close(y.numpy(), expected)
+
+
+def test_whole_models_for_c_are_refused_with_the_way_out(mobilenet):
+    with pytest.raises(ModelCompileError, match="target 'c'.*ember.build"):
+        ember.compile_model(mobilenet[0], target="c")
