@@ -50,6 +50,8 @@ def matmul_schedule(n: int, tile: int = 8, threads: int = 16, kstep: int = 8):
     s[c].bind(bx, te.thread_axis("blockIdx.x"))
     s[c].bind(ty, te.thread_axis("threadIdx.y"))
     s[c].bind(tx, te.thread_axis("threadIdx.x"))
+    s[c].unroll(yi)  # C_local's indices constant: it stays in registers
+    s[c].unroll(xi)
     s[cc].compute_at(s[c], tx)
     yo, xo = s[cc].op.axis
     ko, ki = s[cc].split(s[cc].op.reduce_axis[0], factor=kstep)
