@@ -36,6 +36,7 @@ def library_candidates() -> list[str]:
     system = ctypes.util.find_library("nvrtc")
     if system:
         found.append(system)
+    found += sorted(glob.glob("/usr/local/cuda/lib64/libnvrtc.so*"), reverse=True)
     found += ["libnvrtc.so.12", "libnvrtc.so"]
     return found
 
