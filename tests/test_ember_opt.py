@@ -98,7 +98,10 @@ def test_targets_are_those_that_print_ember_ir(neg, capsys):
     for target in ("x86-asm", "wgsl", "riscv-asm", "csl"):
         assert main([str(neg), "-t", target]) == 2
         err = capsys.readouterr().err
-        assert f"invalid choice: '{target}' (choose from mlir, llvm, dot)" in err
+        assert (
+            f"invalid choice: '{target}' (choose from mlir, llvm, dot, c, opencl, cuda)"
+            in err
+        )
     assert main([str(neg), "-p", "ember-cpu", "-t", "llvm"]) == 0
     assert "define " in capsys.readouterr().out
 

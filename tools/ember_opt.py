@@ -4,6 +4,7 @@ and mlir-opt's instrumentation and diagnostics (see docs/ember_opt.md).
     ember-opt kernel.mlir -p ember-cpu -t llvm
     ember-opt kernel.mlir --emit=asm -t "llvm -mtriple=aarch64-linux-gnu"
     ember-opt model.mlir --emit=graph -t dot | dot -Tsvg > model.svg
+    ember-opt kernel.mlir -t "cuda -arch=sm_90"        # te/loop IR as CUDA C
     ember-opt kernel.mlir -p ember-cpu --print-ir-after=loop-vectorize --time-passes
     ember-opt kernel.mlir --pass-pipeline='builtin.module(convert-te-to-loop,cse)'
     ember-opt --list-passes
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from io import BytesIO, StringIO
-from typing import IO
+from typing import IO, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -67,7 +68,8 @@ from ember.tools.opt_instrument import Instrumentation, Timer, print_module
 from ember.tools.opt_passes import list_passes, strip_module_anchor
 from ember.tools.opt_stages import STAGES
 
-TARGETS = ("mlir", "llvm", "dot")
+SOURCE_KINDS = ("c", "opencl", "cuda")
+TARGETS = ("mlir", "llvm", "dot", *SOURCE_KINDS)
 """The `-t` formats that print ember IR. xDSL's others (x86-asm, wgsl, csl, ...)
 expect their own dialects: on ember IR they crash or print nothing."""
 
@@ -86,10 +88,29 @@ class LLVMIRTarget(Target):
         print(str(parse(translate(module))).rstrip(), file=output)
 
 
+@dataclass(frozen=True)
+class SourceTarget(Target):
+    """Prints te or loop IR as C-family source (`-t c`, `-t opencl`, `-t cuda`,
+    with TVM options: `-t "cuda -arch=sm_90"`): te IR is lowered to loops
+    first; opencl and cuda print the kernels the GPU build launches, c the
+    functions' C bodies (`ember_<name>_impl`)."""
+
+    name = "cuda"
+    device: ClassVar[str] = "cuda"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from ember.backends.source import DeviceTarget
+        from ember.tools.opt_stages import device_source
+
+        print(device_source(module, DeviceTarget(self.device)).rstrip(), file=output)
+
+
 class EmberOptMain(xDSLOptMain):
     version_format = version("ember-opt") + " (xdsl {xdsl_version})"
     codegen_target: str = "llvm"
     """The LLVM target (TVM form) for --emit=llvm-ir/asm/obj and graph lowering."""
+    device_target: str = ""
+    """The `-t c|opencl|cuda ...` target string, options included."""
 
     def register_all_dialects(self) -> None:
         from ember.dialects import register_all_dialects
@@ -106,7 +127,12 @@ class EmberOptMain(xDSLOptMain):
         from ember.tools.opt_dot import DotTarget
 
         super().register_all_targets()
-        ours = {"llvm": lambda: LLVMIRTarget, "dot": lambda: DotTarget}
+        ours: dict[str, Callable[[], type[Target]]] = {
+            "llvm": lambda: LLVMIRTarget,
+            "dot": lambda: DotTarget,
+        }
+        for kind in SOURCE_KINDS:
+            ours[kind] = self._source_factory(kind)
         self.available_targets = {
             t: ours.get(t) or self.available_targets[t] for t in TARGETS
         }
@@ -191,7 +217,20 @@ class EmberOptMain(xDSLOptMain):
         name, _, options = value.strip().partition(" ")
         if options and name == "llvm":
             self.codegen_target = value.strip()
+        if name in SOURCE_KINDS:
+            self.device_target = value.strip()
+            return name
         return name if options and name == "llvm" else value
+
+    def _source_factory(self, kind: str) -> Callable[[], type[Target]]:
+        # called at output time (xDSL takes a factory with no parameters), when
+        # `-t`'s options are known
+        def factory() -> type[Target]:
+            spec = self.device_target or kind
+            attrs = {"name": kind, "device": spec}
+            return type(f"{kind.capitalize()}SourceTarget", (SourceTarget,), attrs)
+
+        return factory
 
     def setup_pipeline(self) -> None:
         args = self.args

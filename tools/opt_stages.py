@@ -103,3 +103,23 @@ def make_pipeline(
             PassPipeline.parse_spec(available, spec, callback).apply(ctx, module)
 
     return run
+
+
+def device_source(module: ModuleOp, target) -> str:
+    """te or loop IR as the source of a `c`, `opencl` or `cuda` target
+    (`DeviceTarget`): the GPU kernels of the launch plan, or C's function
+    bodies. te IR runs `TE_TO_LOOP` first (on `module`, in place)."""
+    from ember.backends.source.faces import CFace
+    from ember.backends.source.gpu import build_plan
+    from ember.backends.source.printer import print_c
+    from ember.passes import run
+    from ember.passes.pipelines import TE_TO_LOOP
+
+    level = input_level(module)
+    if level not in ("te", "loop"):
+        raise StageError(f"-t {target.kind} expects te or loop IR, got {level} IR")
+    if level == "te":
+        run(module, ",".join(TE_TO_LOOP))
+    if target.is_gpu:
+        return build_plan(module, target)["source"]
+    return print_c(module, CFace())

@@ -96,7 +96,7 @@ _RESERVED = (
     sizeof static struct switch typedef union unsigned void volatile while bool
     true false half uchar ushort uint ulong kernel global local constant private
     threadIdx blockIdx blockDim gridDim warpSize main free malloc NULL signbit
-    INFINITY NAN""".split()
+    INFINITY NAN max min abs clamp mad select dot mix sign step""".split()
     )
     | {n for n, _ in MATH_FUNCTIONS.values()}
     | {n + "f" for n, _ in MATH_FUNCTIONS.values()}
