@@ -66,7 +66,9 @@ class ConvertLoopToScfPass(ModulePass):
     local one becomes an aligned `memref.alloca`. The walk is post-order, so an
     unrolled body is copied after its inner loops are already lowered. Unrolling
     that would make more than `MAX_UNROLL_COPIES` copies of a body (counting the
-    unrolled loops around it) fails, naming the loop.
+    unrolled loops around it) fails, naming the loop. So does a loop bound to a
+    GPU thread axis (`ember.thread`): a CPU has no thread hierarchy, and the
+    message names the targets that take it.
     """
 
     name = "convert-loop-to-scf"
