@@ -424,3 +424,103 @@ def test_three_targets_example():
     assert "fadd" in out and "runs here: ok" in out  # LLVM IR for the host, run
     assert "__global__" in out and "blockIdx.x" in out  # CUDA C
     assert "skylake-avx512" in out
+
+
+# --- dtypes and ops against the CPU build ------------------------------------------
+
+
+def mixed_program(n: int, bind: bool):
+    """Integer division and remainder of negative numbers, the fast-math bit
+    tricks, math functions, bool, int8, int64, float64 and a bit cast."""
+    from ember.topi import fastmath
+
+    X = te.placeholder((n,), name="X", dtype="int32")
+    Y = te.placeholder((n,), name="Y", dtype="int32")
+    F = te.placeholder((n,), name="F")
+    outs = [
+        te.compute((n,), lambda i: X[i] // Y[i], name="Q"),
+        te.compute((n,), lambda i: X[i] % Y[i], name="R"),
+        te.compute(
+            (n,),
+            lambda i: fastmath.exp(F[i]) + fastmath.erf(F[i]) + fastmath.tanh(F[i]),
+            name="FM",
+        ),
+        te.compute(
+            (n,),
+            lambda i: te.exp(F[i]) + te.sqrt(te.abs(F[i])) + te.log(te.abs(F[i]) + 1.0),
+            name="M",
+        ),
+        te.compute((n,), lambda i: te.all(F[i] < 0.5, X[i] > 0), name="B"),
+        te.compute(
+            (n,),
+            lambda i: F[i].astype("float64") * 1.5 - (X[i] // 7).astype("float64"),
+            name="D",
+        ),
+        te.compute((n,), lambda i: (X[i] % 100).astype("int8"), name="I8"),
+        te.compute((n,), lambda i: te.select(F[i] > 0.5, F[i], -F[i]), name="S"),
+        te.compute((n,), lambda i: te.reinterpret("int32", F[i]) // 3, name="BC"),
+        te.compute(
+            (n,), lambda i: F[i].astype("int64") * X[i].astype("int64") - 5, name="L"
+        ),
+    ]
+    s = te.create_schedule([o.op for o in outs])
+    if bind:
+        for o in outs:
+            bx, tx = s[o].split(o.op.axis[0], factor=16)
+            s[o].bind(bx, te.thread_axis("blockIdx.x"))
+            s[o].bind(tx, te.thread_axis("threadIdx.x"))
+    return s, [X, Y, F, *outs]
+
+
+@needs_opencl
+def test_dtypes_and_ops_match_the_cpu_build(tmp_path):
+    n = 64
+    rng = np.random.default_rng(0)
+    x = rng.integers(-1000, 1000, n).astype("int32")
+    y = rng.integers(-9, 9, n).astype("int32")
+    y[y == 0] = 3
+    f = (rng.standard_normal(n) * 2).astype("float32")
+    s, args = mixed_program(n, bind=False)
+    cpu = ember.build(s, args, target="llvm", name="mixed")
+    expected = [np.zeros(t.shape, t.dtype) for t in args[3:]]
+    cpu(x, y, f, *expected)
+    s, args = mixed_program(n, bind=True)
+    mod = ember.build(s, args, target="opencl", name="mixed")
+    dev = rt.opencl(0)
+    outs = [rt.empty(e.shape, dtype=e.dtype, device=dev) for e in expected]
+    mod(*(rt.array(a, device=dev) for a in (x, y, f)), *outs)
+    for out, want, t in zip(outs, expected, args[3:], strict=True):
+        got = out.numpy()
+        assert got.dtype == want.dtype, t.name
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=t.name)
+    s, args = mixed_program(n, bind=True)
+    check_ptx(ember.build(s, args, target="cuda", name="mixed"), tmp_path)
+
+
+def half_program(n: int):
+    H = te.placeholder((n,), name="H", dtype="float16")
+    E = te.compute((n,), lambda i: te.exp(H[i]) * H[i] + 1.0, name="E")
+    s = te.create_schedule(E.op)
+    bx, tx = s[E].split(E.op.axis[0], factor=16)
+    s[E].bind(bx, te.thread_axis("blockIdx.x"))
+    s[E].bind(tx, te.thread_axis("threadIdx.x"))
+    return s, [H, E]
+
+
+@needs_opencl
+def test_float16_rounds_after_each_op(tmp_path):
+    """Neither PoCL nor NVRTC (without CUDA's headers) has half arithmetic: a
+    float16 value is a float rounded to float16 after each op, as numpy's."""
+    n = 64
+    h = np.linspace(-4, 4, n).astype("float16")
+    s, args = half_program(n)
+    mod = ember.build(s, args, target="opencl", name="half")
+    dev = rt.opencl(0)
+    o = rt.empty((n,), dtype="float16", device=dev)
+    mod(rt.array(h, device=dev), o)
+    want = (np.exp(h) * h + np.float16(1.0)).astype("float16")
+    np.testing.assert_array_equal(o.numpy(), want)
+    s, args = half_program(n)
+    cuda = ember.build(s, args, target="cuda", name="half")
+    assert "cvt.rn.f16.f32" in cuda.get_source()
+    check_ptx(cuda, tmp_path)

@@ -98,6 +98,9 @@ class Face:
     barrier = ""
     # whether math functions are overloaded (OpenCL's `exp(float)`)
     overloaded_math = False
+    # float16 arithmetic in the language itself (C's _Float16); else values are
+    # floats rounded to float16 after each op, buffers hold the 16 bits
+    native_half = True
 
     def prelude(self, features: set[str]) -> list[str]:
         """Lines that open a translation unit using `features` ("f16", "f64",
@@ -124,13 +127,32 @@ class Face:
         """The C type of a scalar of type `t` in a variable."""
         if isinstance(t, IndexType) and not unsigned:
             return self.index_type()
+        if is_float(t) and bits(t) == 16 and not self.native_half:
+            return "float"
         if is_float(t):
             return self.float_type(bits(t))
         return self.int_type(bits(t), unsigned)
 
     def element_type(self, t: Attribute) -> str:
         """The C type of a buffer's element."""
+        if is_float(t) and bits(t) == 16 and not self.native_half:
+            return self.half_storage
         return self.ctype(t)
+
+    half_storage = "uint16_t"
+
+    def half_load(self, buffer: str, index: str) -> str:
+        """A float16 element as a float (faces without native half)."""
+        return f"ember_h2f({buffer}[{index}])"
+
+    def half_store(self, buffer: str, index: str, value: str) -> str:
+        """The statement storing float `value` as float16."""
+        return f"{buffer}[{index}] = ember_f2h({value});"
+
+    def half_helpers(self) -> dict[str, list[str]]:
+        """Helper functions (name: lines, without the qualifier) that emulated
+        float16 uses: `ember_round_f16` at least."""
+        return {}
 
     def math_function(self, op_name: str, t: Attribute) -> str:
         base = MATH_FUNCTIONS[op_name][0]
@@ -146,7 +168,10 @@ class Face:
         if value in (float("inf"), float("-inf")):
             text = self.special_float("inf", width)
             return text if value > 0 else f"(-{text})"
-        if width == 32:
+        if width == 16:
+            value = struct.unpack("e", struct.pack("e", value))[0]
+            text = repr(value)
+        elif width == 32:
             value = struct.unpack("f", struct.pack("f", value))[0]
             text = repr(value)
             exact = struct.unpack("f", struct.pack("f", float(text)))[0] == value
@@ -156,6 +181,8 @@ class Face:
         if "e" not in text and "." not in text and "x" not in text:
             text += ".0"
         suffix = "f" if width == 32 else ""
+        if width == 16 and not self.native_half:
+            return f"({text}f)" if text.startswith("-") else text + "f"
         if width == 16:
             return f"(({self.float_type(16)}){text}f)"
         return f"({text}{suffix})" if text.startswith("-") else text + suffix
@@ -222,11 +249,7 @@ class OpenCLFace(Face):
     _IDS = {"blockIdx": "get_group_id", "threadIdx": "get_local_id"}
 
     def prelude(self, features: set[str]) -> list[str]:
-        return [
-            f"#pragma OPENCL EXTENSION cl_khr_fp{w}: enable"
-            for w in ("16", "64")
-            if "f" + w in features
-        ]
+        return ["#pragma OPENCL EXTENSION cl_khr_fp64: enable"] * ("f64" in features)
 
     def int_type(self, width: int, unsigned: bool = False) -> str:
         if width == 1:
@@ -237,9 +260,21 @@ class OpenCLFace(Face):
     def float_type(self, width: int) -> str:
         return {16: "half", 32: "float", 64: "double"}[width]
 
+    native_half = False  # cl_khr_fp16 is optional (PoCL's CPU device lacks it)
+    half_storage = "half"  # readable by vload_half / vstore_half without it
+
     def element_type(self, t: Attribute) -> str:
         # OpenCL forbids bool in buffers; a byte holds 0 or 1 as numpy's bool
-        return "uchar" if bits(t) == 1 else self.ctype(t)
+        return "uchar" if bits(t) == 1 else super().element_type(t)
+
+    def half_load(self, buffer: str, index: str) -> str:
+        return f"vload_half({index}, {buffer})"
+
+    def half_store(self, buffer: str, index: str, value: str) -> str:
+        return f"vstore_half_rte({value}, {index}, {buffer});"
+
+    def half_helpers(self) -> dict[str, list[str]]:
+        return {"ember_round_f16": _SOFT_ROUND_F16}
 
     def special_float(self, which: str, width: int) -> str:
         name = "INFINITY" if which == "inf" else "NAN"
@@ -269,7 +304,7 @@ class CUDAFace(Face):
     barrier = "__syncthreads();"
 
     def prelude(self, features: set[str]) -> list[str]:
-        return (["#include <cuda_fp16.h>"] if "f16" in features else []) + [
+        return [
             "typedef signed char int8_t;",
             "typedef short int16_t;",
             "typedef int int32_t;",
@@ -280,8 +315,31 @@ class CUDAFace(Face):
             "typedef unsigned long long uint64_t;",
         ]
 
-    def float_type(self, width: int) -> str:
-        return {16: "__half", 32: "float", 64: "double"}[width]
+    native_half = False  # NVRTC has no cuda_fp16.h: PTX's cvt converts
+    half_storage = "unsigned short"
+
+    def half_helpers(self) -> dict[str, list[str]]:
+        return {
+            "ember_h2f": [
+                "float ember_h2f(unsigned short h) {",
+                "  float f;",
+                '  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));',
+                "  return f;",
+                "}",
+            ],
+            "ember_f2h": [
+                "unsigned short ember_f2h(float f) {",
+                "  unsigned short h;",
+                '  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));',
+                "  return h;",
+                "}",
+            ],
+            "ember_round_f16": [
+                "float ember_round_f16(float x) {",
+                "  return ember_h2f(ember_f2h(x));",
+                "}",
+            ],
+        }
 
     def special_float(self, which: str, width: int) -> str:
         f32 = (
@@ -295,7 +353,7 @@ class CUDAFace(Face):
                 if which == "inf"
                 else "__longlong_as_double(0x7ff8000000000000LL)"
             )
-        return f32 if width == 32 else f"__float2half({f32})"
+        return f32
 
     def bitcast(self, expr: str, src: Attribute, dst: Attribute) -> str | None:
         names = {
@@ -318,3 +376,22 @@ class CUDAFace(Face):
 
 
 FACES: dict[str, type[Face]] = {"c": CFace, "opencl": OpenCLFace, "cuda": CUDAFace}
+
+
+# float -> nearest float16 (ties to even) -> float, for OpenCL without
+# cl_khr_fp16: overflow to infinity from 65520, subnormals on the 2^-24 grid
+_SOFT_ROUND_F16 = [
+    "float ember_round_f16(float x) {",
+    "  uint bits = as_uint(x);",
+    "  uint sign = bits & 0x80000000u;",
+    "  uint mag = bits & 0x7fffffffu;",
+    "  if (mag >= 0x7f800000u) return x;",
+    "  if (mag >= 0x477ff000u) return as_float(sign | 0x7f800000u);",
+    "  if (mag < 0x38800000u) {",
+    "    float q = 5.9604644775390625e-8f;",
+    "    return copysign(rint(fabs(x) / q) * q, x);",
+    "  }",
+    "  mag = (mag + 0x0fffu + ((mag >> 13) & 1u)) & ~0x1fffu;",
+    "  return as_float(sign | mag);",
+    "}",
+]

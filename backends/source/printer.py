@@ -89,6 +89,12 @@ _CASTS = (
 _UNSIGNED_CASTS = (
     "arith.extui", "arith.uitofp", "arith.fptoui", "arith.index_castui",
 )  # fmt: skip
+# ops whose float16 result needs no rounding: exact, or a value already held
+_EXACT_IN_HALF = {
+    "arith.negf", "arith.select", "arith.maximumf", "arith.minimumf",
+    "arith.maxnumf", "arith.minnumf", "math.absf", "math.copysign",
+    "arith.extf", "arith.bitcast",
+}  # fmt: skip
 _RESERVED = (
     set(
         """auto break case char const continue default do double else enum extern
@@ -220,7 +226,17 @@ class FunctionPrinter:
     def ctype(self, t: Attribute) -> str:
         if is_float(t) and bits(t) != 32:
             self.unit.features.add(f"f{bits(t)}")
+            self.emulated_half(t)
         return self.face.ctype(t)
+
+    def emulated_half(self, t: Attribute) -> bool:
+        """Whether `t` is float16 held in floats (rounded after each op); its
+        helpers join the unit."""
+        if not is_float(t) or bits(t) != 16 or self.face.native_half:
+            return False
+        for name, lines in self.face.half_helpers().items():
+            self.unit.helper(name, lines)
+        return True
 
     # ops
 
@@ -246,12 +262,19 @@ class FunctionPrinter:
         elif isinstance(op, loop.AllocOp):
             self.emit_alloc(op)
         elif isinstance(op, memref.LoadOp):
-            value = f"{self.expr(op.memref)}[{self.index(op.memref, op.indices)}]"
+            buffer, index = self.expr(op.memref), self.index(op.memref, op.indices)
             t = op.res.type
+            value = f"{buffer}[{index}]"
+            if self.emulated_half(t):
+                value = self.face.half_load(buffer, index)
             self.emit(f"{self.ctype(t)} {self.bind(op.res)} = {value};")
         elif isinstance(op, memref.StoreOp):
-            target = f"{self.expr(op.memref)}[{self.index(op.memref, op.indices)}]"
-            self.emit(f"{target} = {_bare(self.expr(op.value))};")
+            buffer, index = self.expr(op.memref), self.index(op.memref, op.indices)
+            value = _bare(self.expr(op.value))
+            if self.emulated_half(op.value.type):
+                self.emit(self.face.half_store(buffer, index, value))
+            else:
+                self.emit(f"{buffer}[{index}] = {value};")
         elif isinstance(op, scf.IfOp):
             self.emit_if(op)
         elif isinstance(op, scf.YieldOp):
@@ -262,6 +285,8 @@ class FunctionPrinter:
         elif len(op.results) == 1 and not op.regions:
             text = self.scalar(op)
             result = op.results[0]
+            if self.emulated_half(result.type) and name not in _EXACT_IN_HALF:
+                text = f"ember_round_f16({_bare(text)})"
             if self.inlinable(op):
                 self.exprs[result] = f"({text})" if _composite(text) else text
             else:
@@ -424,6 +449,8 @@ class FunctionPrinter:
         raise SourceError(f"{self.face.name} source: unsupported op '{name}'")
 
     def math(self, name: str, t: Attribute, args: list[str]) -> str:
+        if bits(t) == 16 and not self.face.native_half:
+            return f"{self.face.math_function(name, _F32)}({', '.join(args)})"
         if bits(t) == 16:
             f32 = self.face.float_type(32)
             wide = [f"({f32}){a}" for a in args]
@@ -445,6 +472,10 @@ class FunctionPrinter:
         return f"({to}){value}"
 
     def bitcast(self, src: Attribute, dst: Attribute, value: str) -> str:
+        if self.emulated_half(src) or self.emulated_half(dst):
+            raise SourceError(
+                f"{self.face.name} source: a bit cast of float16 is not supported"
+            )
         native = self.face.bitcast(value, src, dst)
         if native is not None:
             return native
