@@ -30,6 +30,10 @@ or ``get_input`` from any other thread, and anything while another thread is
 in ``run``, raise ``EmberError``: never another thread's result.
 ``load_params`` while a run is in progress raises too.
 
+``BaseGraphExecutor`` is what this executor shares with the one for models
+compiled for a GPU (``ember.runtime.device_graph``): the inputs and outputs by
+name and index, the functions, and the threading contract below.
+
 **Lifetime.** The functions an executor hands out (``executor["run"]``) keep
 it alive; it keeps them only weakly, so a dropped executor is freed by
 reference counting at once, not later by the cycle collector.
@@ -142,73 +146,42 @@ def _as_numpy(value, what: str) -> np.ndarray:
     )
 
 
-class GraphExecutor(Module):
-    """A model library's state for running it: its inputs, outputs, workspace
-    and params, and the functions that use them (TVM's graph executor module).
+def check_param_names(names, known: list[str]) -> None:
+    """Refuse a name in ``names`` that is not one of the model's params."""
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        shown = ", ".join(map(repr, known[:6])) + (", ..." if len(known) > 6 else "")
+        raise EmberError(
+            f"load_params: the model has no param {unknown[0]!r}"
+            + (f" (nor {len(unknown) - 1} others)" if len(unknown) > 1 else "")
+            + f"; its params are {shown or 'none'}"
+        )
 
-    Functions: ``set_input(name_or_index, value)``, ``run()``,
-    ``get_output(i[, out])``, ``get_input(name_or_index)``,
-    ``invoke(*inputs)`` (outputs returned; from any thread),
-    ``get_num_outputs()``, ``get_num_inputs()``, ``load_params(bytes)``,
-    ``get_input_index(name)``, ``get_io_info()``. Use it through
-    ``GraphModule``.
 
-    Attributes:
-        lib: the model library.
-        model: its metadata's "model" object.
+def check_param_type(name: str, expected: dict, shape, dtype: str) -> None:
+    """Refuse a value of ``shape`` and ``dtype`` for param ``name``, which the
+    kernels read as ``expected["shape"]`` and ``expected["dtype"]``."""
+    if list(shape) != list(expected["shape"]) or dtype != expected["dtype"]:
+        raise EmberError(
+            f"load_params: param {name!r} must be "
+            f"{_describe(expected['shape'], expected['dtype'])} (as the compiled "
+            f"kernels read it), got {_describe(shape, dtype)}"
+        )
+
+
+class BaseGraphExecutor(Module):
+    """What every graph executor shares (type_key "graph_executor", so that
+    ``GraphModule`` wraps it): the model's inputs and outputs by name and
+    index, the functions handed out, and the threading contract of the module
+    docstring. ``GraphExecutor`` runs a CPU library, ``DeviceGraphExecutor``
+    (``ember.runtime.device_graph``) a GPU launch plan.
+
+    A subclass sets ``self._inputs`` and ``self._outputs`` (one array per
+    tensor) and defines ``_new_outputs`` (fresh output arrays, for a thread
+    taking the stateful API over) and ``_run_model`` (run on given arrays).
     """
 
     type_key = "graph_executor"
-
-    def __init__(self, lib: Module, dev: Device):
-        super().__init__()
-        if not isinstance(dev, Device):
-            raise EmberTypeError(f"expected a Device such as cpu(), got {dev!r}")
-        if dev.device_type != cpu().device_type:
-            raise EmberError(f"compiled models run on the cpu; got {dev}")
-        self.lib = lib
-        self.device = dev
-        self.model = model = lib.metadata["model"]
-        try:
-            self._run = lib.get_function(RUN_FUNCTION)
-        except FunctionNotFoundError:
-            raise EmberError(
-                f"{lib._describe()} describes a model but defines no {RUN_FUNCTION}"
-            ) from None
-        self._input_names = [t["name"] for t in model["inputs"]]
-        self._output_names = [t["name"] for t in model["outputs"]]
-        self._input_types = [(tuple(t["shape"]), t["dtype"]) for t in model["inputs"]]
-        self._output_types = [(tuple(t["shape"]), t["dtype"]) for t in model["outputs"]]
-        self._inputs = [self._zeros(t) for t in model["inputs"]]
-        self._outputs = [self._zeros(t) for t in model["outputs"]]
-        self._workspace = self._new_workspace()
-        # Workspaces of invoke() calls that have returned, for the next ones.
-        self._free_workspaces: list[NDArray] = []
-        # Guards the fields below (see the module docstring, "Threads").
-        self._lock = threading.Lock()
-        self._owner: int | None = None  # the thread the stateful API is for
-        self._running: int | None = None  # the thread inside run(), if any
-        self._calls = 0  # run() and invoke() calls in progress
-        self._layout: dict[str, dict] = model["params"]
-        nbytes = model["params_bytes"]
-        self._missing: set[str] = set()
-        if model["params_embedded"]:
-            params = lib.get_data(PARAMS_SYMBOL, nbytes)
-            if params is None:
-                raise EmberError(
-                    f"{lib._describe()}: the metadata says the params are "
-                    f"embedded, but the library has no {PARAMS_SYMBOL}"
-                )
-            self._params = params
-        else:
-            self._params = self._allocate((nbytes,), "uint8", "the params")
-            np.asarray(self._params)[:] = 0
-            self._missing = set(self._layout)
-        # The functions handed out hold the executor; it holds them weakly, so
-        # that a dropped executor is freed at once, not by the cycle collector.
-        self._handed_out: weakref.WeakValueDictionary[str, PackedFunc] = (
-            weakref.WeakValueDictionary()
-        )
 
     _FUNCTIONS = (
         "set_input",
@@ -223,23 +196,36 @@ class GraphExecutor(Module):
         "get_io_info",
     )
 
-    def _allocate(self, shape, dtype: str, what: str) -> NDArray:
-        try:
-            return empty(shape, dtype)
-        except (MemoryError, ValueError) as e:
-            raise EmberError(
-                f"{self._describe()}: cannot allocate {what} "
-                f"({_describe(shape, dtype)}): {e}"
-            ) from None
+    def __init__(self, model: dict):
+        """``model`` holds ``"inputs"`` and ``"outputs"``: ``[{"name",
+        "shape", "dtype"}]``, names unique in each list."""
+        super().__init__()
+        self.model = model
+        self._input_names = [t["name"] for t in model["inputs"]]
+        self._output_names = [t["name"] for t in model["outputs"]]
+        self._input_types = [(tuple(t["shape"]), t["dtype"]) for t in model["inputs"]]
+        self._output_types = [(tuple(t["shape"]), t["dtype"]) for t in model["outputs"]]
+        self._inputs: list = []
+        self._outputs: list = []
+        # Guards the fields below (see the module docstring, "Threads").
+        self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread the stateful API is for
+        self._running: int | None = None  # the thread inside run(), if any
+        self._calls = 0  # run() and invoke() calls in progress
+        # The functions handed out hold the executor; it holds them weakly, so
+        # that a dropped executor is freed at once, not by the cycle collector.
+        self._handed_out: weakref.WeakValueDictionary[str, PackedFunc] = (
+            weakref.WeakValueDictionary()
+        )
 
-    def _zeros(self, tensor: dict) -> NDArray:
-        array = self._allocate(tensor["shape"], tensor["dtype"], repr(tensor["name"]))
-        np.asarray(array)[...] = 0
-        return array
+    def _new_outputs(self) -> list:
+        raise NotImplementedError
 
-    def _new_workspace(self) -> NDArray:
-        size = self.model["workspace_bytes"]
-        return self._allocate((size,), "uint8", "the workspace")
+    def _run_model(self, inputs: list, outputs: list) -> None:
+        raise NotImplementedError
+
+    def _check_params(self, what: str) -> None:
+        """Raise if the model cannot run yet (params missing)."""
 
     def _find(self, name: str, query_imports: bool) -> PackedFunc | None:
         func = self._handed_out.get(name)
@@ -250,9 +236,6 @@ class GraphExecutor(Module):
 
     def function_names(self) -> list[str]:
         return list(self._FUNCTIONS)
-
-    def _describe(self) -> str:
-        return f"graph executor of {self.lib._describe()}"
 
     def get_input_index(self, name: str) -> int:
         """The position of the input ``name``, or -1 (as TVM)."""
@@ -275,30 +258,22 @@ class GraphExecutor(Module):
             )
         return int(key)
 
-    def set_input(self, key, value) -> None:
-        """Copy ``value`` into input ``key`` (a name or an index).
-
-        Raises:
-            EmberError: no such input (the message lists them), or a shape
-                or dtype other than the input's.
-        """
-        i = self._index(key, self._input_names, "input")
-        what = f"set_input {self._input_names[i]!r}"
-        source = self._checked_input(i, value, what)
-        with self._lock:  # a copy after another thread's claim would be theirs
-            self._claim_locked("set_input", take=True)
-            np.copyto(np.asarray(self._inputs[i]), source)
-
-    def _checked_input(self, i: int, value, what: str) -> np.ndarray:
-        """``value`` as numpy, refused unless it has input ``i``'s shape and dtype."""
-        shape, dtype = self._input_types[i]
-        source = _as_numpy(value, what)
-        if source.shape != shape or source.dtype.name != dtype:
+    def _check_input_type(self, i: int, shape, dtype: str, what: str) -> None:
+        """Refuse a value of ``shape`` and ``dtype`` for input ``i``."""
+        expected_shape, expected_dtype = self._input_types[i]
+        if tuple(shape) != expected_shape or dtype != expected_dtype:
             raise EmberError(
-                f"{what}: expected {_describe(shape, dtype)}, "
-                f"got {_describe(source.shape, source.dtype.name)}"
+                f"{what}: expected {_describe(expected_shape, expected_dtype)}, "
+                f"got {_describe(shape, dtype)}"
             )
-        return source
+
+    def _check_count(self, inputs: tuple) -> None:
+        names = self._input_names
+        if len(inputs) != len(names):
+            raise EmberError(
+                f"invoke: the model takes {len(names)} input(s) "
+                f"({', '.join(map(repr, names))}), got {len(inputs)}"
+            )
 
     def _claim(self, what: str, take: bool = False) -> None:
         """Let the calling thread use the stateful API, or raise: another
@@ -318,7 +293,7 @@ class GraphExecutor(Module):
             self._owner = me
         elif take:
             self._owner = me
-            self._outputs = [self._zeros(t) for t in self.model["outputs"]]
+            self._outputs = self._new_outputs()
         else:
             raise EmberError(
                 f"{what}: another thread has set this graph executor's inputs "
@@ -330,6 +305,160 @@ class GraphExecutor(Module):
         i = self._index(key, self._input_names, "input")
         self._claim("get_input")
         return self._inputs[i]
+
+    def get_num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def get_io_info(self) -> str:
+        """The model's inputs and outputs as JSON: ``{"inputs": [{"name",
+        "shape", "dtype"}], "outputs": [...]}``."""
+        return json.dumps({k: self.model[k] for k in ("inputs", "outputs")})
+
+    def get_num_inputs(self) -> int:
+        return len(self._inputs)
+
+    def run(self) -> None:
+        """Run the model on the current inputs, into the executor's outputs.
+
+        Raises:
+            EmberError: another thread owns or is running the executor, or
+                params are still missing (a library without embedded params,
+                before ``load_params``).
+        """
+        with self._lock:
+            self._claim_locked("run", take=False)
+            if self._running is not None:  # this thread, from a callback
+                raise EmberError("run: this graph executor is already running")
+            self._check_params("run")
+            self._running, self._calls = threading.get_ident(), self._calls + 1
+            inputs, outputs = list(self._inputs), list(self._outputs)
+        try:
+            self._run_model(inputs, outputs)
+        finally:
+            with self._lock:
+                self._running, self._calls = None, self._calls - 1
+
+    @contextmanager
+    def _counting(self, what: str) -> Iterator[None]:
+        """Count an ``invoke`` as running (``load_params`` waits for none)."""
+        with self._lock:
+            self._check_params(what)
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._calls -= 1
+
+    @contextmanager
+    def _loading(self) -> Iterator[None]:
+        """Hold the executor while params change: a run in progress would
+        read half old and half new weights, so it is refused; runs that
+        start meanwhile wait."""
+        with self._lock:
+            if self._calls:
+                raise EmberError(
+                    "load_params: the model is running in another thread; load "
+                    "params before running it, or in an executor of its own"
+                )
+            yield
+
+
+class GraphExecutor(BaseGraphExecutor):
+    """A model library's state for running it: its inputs, outputs, workspace
+    and params, and the functions that use them (TVM's graph executor module).
+
+    Functions: ``set_input(name_or_index, value)``, ``run()``,
+    ``get_output(i[, out])``, ``get_input(name_or_index)``,
+    ``invoke(*inputs)`` (outputs returned; from any thread),
+    ``get_num_outputs()``, ``get_num_inputs()``, ``load_params(bytes)``,
+    ``get_input_index(name)``, ``get_io_info()``. Use it through
+    ``GraphModule``.
+
+    Attributes:
+        lib: the model library.
+        model: its metadata's "model" object.
+    """
+
+    def __init__(self, lib: Module, dev: Device):
+        if not isinstance(dev, Device):
+            raise EmberTypeError(f"expected a Device such as cpu(), got {dev!r}")
+        if dev.device_type != cpu().device_type:
+            raise EmberError(f"compiled models run on the cpu; got {dev}")
+        self.lib = lib
+        model = lib.metadata["model"]
+        super().__init__(model)
+        self.device = dev
+        try:
+            self._run = lib.get_function(RUN_FUNCTION)
+        except FunctionNotFoundError:
+            raise EmberError(
+                f"{lib._describe()} describes a model but defines no {RUN_FUNCTION}"
+            ) from None
+        self._inputs = [self._zeros(t) for t in model["inputs"]]
+        self._outputs = self._new_outputs()
+        self._workspace = self._new_workspace()
+        # Workspaces of invoke() calls that have returned, for the next ones.
+        self._free_workspaces: list[NDArray] = []
+        self._layout: dict[str, dict] = model["params"]
+        nbytes = model["params_bytes"]
+        self._missing: set[str] = set()
+        if model["params_embedded"]:
+            params = lib.get_data(PARAMS_SYMBOL, nbytes)
+            if params is None:
+                raise EmberError(
+                    f"{lib._describe()}: the metadata says the params are "
+                    f"embedded, but the library has no {PARAMS_SYMBOL}"
+                )
+            self._params = params
+        else:
+            self._params = self._allocate((nbytes,), "uint8", "the params")
+            np.asarray(self._params)[:] = 0
+            self._missing = set(self._layout)
+
+    def _allocate(self, shape, dtype: str, what: str) -> NDArray:
+        try:
+            return empty(shape, dtype)
+        except (MemoryError, ValueError) as e:
+            raise EmberError(
+                f"{self._describe()}: cannot allocate {what} "
+                f"({_describe(shape, dtype)}): {e}"
+            ) from None
+
+    def _zeros(self, tensor: dict) -> NDArray:
+        array = self._allocate(tensor["shape"], tensor["dtype"], repr(tensor["name"]))
+        np.asarray(array)[...] = 0
+        return array
+
+    def _new_outputs(self) -> list[NDArray]:
+        return [self._zeros(t) for t in self.model["outputs"]]
+
+    def _new_workspace(self) -> NDArray:
+        size = self.model["workspace_bytes"]
+        return self._allocate((size,), "uint8", "the workspace")
+
+    def _describe(self) -> str:
+        return f"graph executor of {self.lib._describe()}"
+
+    def set_input(self, key, value) -> None:
+        """Copy ``value`` into input ``key`` (a name or an index).
+
+        Raises:
+            EmberError: no such input (the message lists them), or a shape
+                or dtype other than the input's.
+        """
+        i = self._index(key, self._input_names, "input")
+        what = f"set_input {self._input_names[i]!r}"
+        source = self._checked_input(i, value, what)
+        with self._lock:  # a copy after another thread's claim would be theirs
+            self._claim_locked("set_input", take=True)
+            np.copyto(np.asarray(self._inputs[i]), source)
+
+    def _checked_input(self, i: int, value, what: str) -> np.ndarray:
+        """``value`` as numpy, refused unless it has input ``i``'s shape and dtype."""
+        source = _as_numpy(value, what)
+        self._check_input_type(i, source.shape, source.dtype.name, what)
+        return source
 
     def get_output(self, index, out=None) -> NDArray:
         """Output ``index`` (or its name): the executor's own NDArray, which
@@ -350,36 +479,8 @@ class GraphExecutor(Module):
         np.copyto(target, np.asarray(output))
         return out
 
-    def get_num_outputs(self) -> int:
-        return len(self._outputs)
-
-    def get_io_info(self) -> str:
-        """The model's inputs and outputs as JSON: ``{"inputs": [{"name",
-        "shape", "dtype"}], "outputs": [...]}``."""
-        return json.dumps({k: self.model[k] for k in ("inputs", "outputs")})
-
-    def get_num_inputs(self) -> int:
-        return len(self._inputs)
-
-    def run(self) -> None:
-        """Run the model on the current inputs.
-
-        Raises:
-            EmberError: params are still missing (a library without embedded
-                params, before ``load_params``).
-        """
-        with self._lock:
-            self._claim_locked("run", take=False)
-            if self._running is not None:  # this thread, from a callback
-                raise EmberError("run: this graph executor is already running")
-            self._check_params("run")
-            self._running, self._calls = threading.get_ident(), self._calls + 1
-            args = (*self._inputs, *self._outputs, self._workspace, self._params)
-        try:
-            self._run(*args)
-        finally:
-            with self._lock:
-                self._running, self._calls = None, self._calls - 1
+    def _run_model(self, inputs: list, outputs: list) -> None:
+        self._run(*inputs, *outputs, self._workspace, self._params)
 
     def invoke(self, *inputs) -> list[np.ndarray]:
         """Run the model on ``inputs`` (one per model input, in order) and
@@ -391,12 +492,8 @@ class GraphExecutor(Module):
             EmberError: a wrong number of inputs, an input's shape or dtype
                 other than the model's, or params still missing.
         """
+        self._check_count(inputs)
         names = self._input_names
-        if len(inputs) != len(names):
-            raise EmberError(
-                f"invoke: the model takes {len(names)} input(s) "
-                f"({', '.join(map(repr, names))}), got {len(inputs)}"
-            )
         arrays = []
         for i, value in enumerate(inputs):
             array = self._checked_input(i, value, f"input {names[i]!r}")
@@ -405,21 +502,15 @@ class GraphExecutor(Module):
                 array = np.ascontiguousarray(array, array.dtype.newbyteorder("="))
             arrays.append(array)
         outputs = [_output_array(shape, dtype) for shape, dtype in self._output_types]
-        with self._lock:
-            self._check_params("invoke")
-            self._calls += 1
-            params = self._params
-        workspace = None
-        try:
+        # load_params waits for the calls counted, so the params stay as read
+        with self._counting("invoke"):
             try:
                 workspace = self._free_workspaces.pop()  # atomic under the GIL
             except IndexError:
                 workspace = self._new_workspace()
-            self._run(*arrays, *outputs, workspace, params)
-        finally:
-            with self._lock:
-                self._calls -= 1
-            if workspace is not None:
+            try:
+                self._run(*arrays, *outputs, workspace, self._params)
+            finally:
                 self._free_workspaces.append(workspace)
         return outputs
 
@@ -479,44 +570,12 @@ class GraphExecutor(Module):
             self._writable_params()[:] = np.frombuffer(raw, np.uint8)
             self._missing.clear()
 
-    @contextmanager
-    def _loading(self) -> Iterator[None]:
-        """Hold the executor while params change: a run in progress would
-        read half old and half new weights, so it is refused; runs that
-        start meanwhile wait."""
-        with self._lock:
-            if self._calls:
-                raise EmberError(
-                    "load_params: the model is running in another thread; load "
-                    "params before running it, or in an executor of its own"
-                )
-            yield
-
     def _load_dict(self, params: Mapping) -> None:
-        unknown = [name for name in params if name not in self._layout]
-        if unknown:
-            known = list(self._layout)
-            shown = ", ".join(map(repr, known[:6])) + (
-                ", ..." if len(known) > 6 else ""
-            )
-            raise EmberError(
-                f"load_params: the model has no param {unknown[0]!r}"
-                + (f" (nor {len(unknown) - 1} others)" if len(unknown) > 1 else "")
-                + f"; its params are {shown or 'none'}"
-            )
+        check_param_names(params, list(self._layout))
         arrays = {}
         for name, value in params.items():
-            entry = self._layout[name]
             array = _as_numpy(value, f"load_params {name!r}")
-            if (
-                list(array.shape) != entry["shape"]
-                or array.dtype.name != entry["dtype"]
-            ):
-                raise EmberError(
-                    f"load_params: param {name!r} must be "
-                    f"{_describe(entry['shape'], entry['dtype'])} (as the compiled "
-                    f"kernels read it), got {_describe(array.shape, array.dtype.name)}"
-                )
+            check_param_type(name, self._layout[name], array.shape, array.dtype.name)
             arrays[name] = array
         blob = self._writable_params()
         for name, array in arrays.items():
@@ -526,4 +585,4 @@ class GraphExecutor(Module):
             self._missing.discard(name)
 
 
-__all__ = ["GraphExecutor", "check_model", "factory"]
+__all__ = ["BaseGraphExecutor", "GraphExecutor", "check_model", "factory"]
