@@ -10,6 +10,7 @@ reachable by name. This package imports nothing from the compiler, so a deployed
 model needs only ``ember.runtime``.
 """
 
+from .device_graph import DeviceGraphExecutor
 from .device_module import DeviceModule, check_plan
 from .errors import (
     CompilerNotFoundError,
@@ -60,6 +61,7 @@ __all__ = [
     "LinkError",
     "DSOModule",
     "Device",
+    "DeviceGraphExecutor",
     "DeviceModule",
     "EmberError",
     "EmberTypeError",

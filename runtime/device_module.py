@@ -51,7 +51,8 @@ import numpy as np
 from .device_api import DeviceAPI, DeviceNDArray, check_device
 from .dlpack import DL_CPU, DL_CUDA, DL_OPENCL, dtype_to_dl
 from .errors import EmberError, EmberTypeError, EmberValueError, ExportError
-from .module import Module
+from .graph_executor import RUN_FUNCTION
+from .module import MODEL_FACTORY, Module
 from .ndarray import Device, NDArray, array, empty, from_dlpack
 from .packed_func import PackedFunc
 
@@ -257,6 +258,11 @@ class DeviceModule(Module):
     a cpu NDArray): copied to the device before the launches, and copied back
     after them if the plan marks it an output (which waits for the kernels).
 
+    A model's module (``compile_model(..., target="opencl")``, a plan with a
+    ``default_run`` function) also has ``mod["default"]``, the factory of its
+    graph executor: ``GraphModule(mod["default"](opencl(0)))`` runs it as a
+    CPU model runs (see ``ember.runtime.device_graph``).
+
     Attributes:
         plan: the launch plan (checked).
         kind: "cuda" or "opencl".
@@ -266,6 +272,8 @@ class DeviceModule(Module):
         >>> a = array(np.ones(1024, "float32"), device=opencl(0))  # doctest: +SKIP
         >>> mod["vecadd"](a, a, c)  # doctest: +SKIP
         >>> mod.get_source("cl")  # doctest: +SKIP
+        >>> model = ember.compile_model("m.onnx", target="opencl")  # doctest: +SKIP
+        >>> gm = GraphModule(model["default"](opencl(0)))  # doctest: +SKIP
     """
 
     type_key = "device"
@@ -309,6 +317,14 @@ class DeviceModule(Module):
                 return self._run(name, args)
 
             func = self._functions[name] = PackedFunc(call, name=name, owner=self)
+        if (
+            func is None
+            and name == MODEL_FACTORY
+            and RUN_FUNCTION in self.plan["functions"]
+        ):
+            from .device_graph import factory
+
+            func = self._functions[name] = factory(self)
         if func is None and query_imports:
             for imported in self._imports:
                 func = imported._find(name, True)
@@ -418,7 +434,11 @@ class DeviceModule(Module):
                 found = dev
         return found or Device(self.device_type, 0)
 
-    def _run(self, name: str, args: tuple) -> None:
+    def _run(
+        self, name: str, args: tuple, params: Mapping[str, NDArray] | None = None
+    ) -> None:
+        """Launch function ``name`` on ``args``; ``params`` (arrays on the
+        arguments' device) stand in for the module's params of their names."""
         function = self.plan["functions"][name]
         specs = function["args"]
         if len(args) != len(specs):
@@ -440,6 +460,7 @@ class DeviceModule(Module):
                 if spec["output"]:
                     copy_back.append((arg, on_device))
             pointers.append(on_device)
+        device_params = loaded.params if not params else {**loaded.params, **params}
         with loaded.lock:
             buffers = loaded.buffers.get(name)
             if buffers is None:
@@ -454,7 +475,7 @@ class DeviceModule(Module):
                         if "arg" in ref
                         else buffers[ref["buffer"]]
                         if "buffer" in ref
-                        else loaded.params[ref["param"]]
+                        else device_params[ref["param"]]
                     ).data_ptr()
                     for ref in launch["args"]
                 ]

@@ -8,6 +8,11 @@ graph executor (``ember.runtime.graph_executor``), local or remote::
     y = m.get_output(0).numpy()
     (y,) = m(input=x)  # the same, safe from any number of threads
 
+A model compiled for a GPU (``compile_model(..., target="opencl")``, a
+``DeviceModule``) runs the same way, ``GraphModule(mod["default"](opencl(0)))``,
+its inputs and outputs in device memory (``ember.runtime.device_graph``):
+``get_output`` returns a device array, ``m(**inputs)`` numpy arrays.
+
 ``m(**inputs)`` may be called from any number of threads at once;
 ``set_input``/``run``/``get_output`` are one thread's at a time (another
 thread's use is an ``EmberError``, never its result). See
@@ -39,7 +44,8 @@ class GraphModule:
 
     Args:
         module: ``lib["default"](dev)``, a graph executor module: a local
-            one, or a remote one of an RPC session (``ember.rpc``), whose
+            one (of a CPU library, or of a GPU model's ``DeviceModule`` on
+            its device), or a remote one of an RPC session (``ember.rpc``), whose
             model then runs on the server. With a remote module, inputs
             given as local arrays are copied to the server, and
             ``get_output`` returns a ``RemoteNDArray`` (``.numpy()`` fetches it).
