@@ -181,8 +181,8 @@ def test_vecadd_source_and_plan():
     plan = build_plan(loop_module(s, args, "vecadd"), DeviceTarget("cuda"))
     source = plan.pop("source")
     assert 'extern "C" __global__ void __launch_bounds__(64)' in source
-    assert "int64_t i_outer = (int64_t)blockIdx.x;" in source
-    assert "int64_t i_inner = (int64_t)threadIdx.x;" in source
+    assert "int32_t i_outer = (int32_t)blockIdx.x;" in source
+    assert "int32_t i_inner = (int32_t)threadIdx.x;" in source
     assert "C[t0] = t1 + t2;" in source
     assert plan == {
         "format": "ember.device/1",
@@ -217,12 +217,12 @@ def test_matmul_shares_tiles_with_barriers_around_the_copies():
     assert "__local float A_shared[256];" in source
     assert "__local float B_shared[256];" in source
     assert "float C_local[1];" in source
-    body = source[source.index("for (long k_outer") :]
+    body = source[source.index("for (int k_outer") :]
     first, second = (
         body.index("barrier(CLK_LOCAL_MEM_FENCE);"),
         body.rindex("barrier(CLK_LOCAL_MEM_FENCE);"),
     )
-    copy, use = body.index("A_shared[ax"), body.index("for (long k_inner")
+    copy, use = body.index("A_shared[ax"), body.index("for (int k_inner")
     assert first < copy < second < use
     assert body.count("barrier(") == 2
 
@@ -524,3 +524,22 @@ def test_float16_rounds_after_each_op(tmp_path):
     cuda = ember.build(s, args, target="cuda", name="half")
     assert "cvt.rn.f16.f32" in cuda.get_source()
     check_ptx(cuda, tmp_path)
+
+
+def test_index_width_follows_the_largest_buffer():
+    s, args = vecadd(n=1 << 30, factor=256)
+    source = build_plan(loop_module(s, args, "big"), DeviceTarget("cuda"))["source"]
+    assert "int64_t i_outer = (int64_t)blockIdx.x;" in source
+    s, args = vecadd(n=1 << 20, factor=256)
+    source = build_plan(loop_module(s, args, "small"), DeviceTarget("opencl"))["source"]
+    assert "int i_outer = (int)get_group_id(0);" in source
+
+
+def test_a_grid_beyond_cuda_limits_is_refused():
+    A = te.placeholder((4, 70000), name="A")
+    B = te.compute((4, 70000), lambda i, j: A[i, j] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    s[B].bind(B.op.axis[1], te.thread_axis("blockIdx.y"))
+    with pytest.raises(SourceError, match=r"launches 70000 along blockIdx.y, more"):
+        build_plan(loop_module(s, [A, B], "wide"), DeviceTarget("cuda"))

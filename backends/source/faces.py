@@ -118,10 +118,14 @@ class Face:
             return "_Float16"
         return {32: "float", 64: "double"}[width]
 
+    index_bits = 64
+    """The width of `index` values (loop counters, buffer offsets): 64, or 32
+    where every buffer is small enough (GPU kernels: 64-bit integer arithmetic
+    costs several instructions there; a 32-bit microcontroller likewise)."""
+
     def index_type(self) -> str:
-        """The C type of `index` values (loop counters, buffer offsets): 64 bits;
-        a face for a 32-bit microcontroller may narrow it where sizes fit."""
-        return self.int_type(64)
+        """The C type of `index` values."""
+        return self.int_type(self.index_bits)
 
     def ctype(self, t: Attribute, unsigned: bool = False) -> str:
         """The C type of a scalar of type `t` in a variable."""
@@ -288,7 +292,7 @@ class OpenCLFace(Face):
 
     def thread_index(self, tag: str) -> str:
         base, _, dim = tag.partition(".")
-        return f"(long){self._IDS[base]}({'xyz'.index(dim)})"
+        return f"({self.index_type()}){self._IDS[base]}({'xyz'.index(dim)})"
 
 
 class CUDAFace(Face):
@@ -372,7 +376,7 @@ class CUDAFace(Face):
         return ["#pragma unroll"] if kind == "unrolled" else []
 
     def thread_index(self, tag: str) -> str:
-        return f"(int64_t){tag}"
+        return f"({self.index_type()}){tag}"
 
 
 FACES: dict[str, type[Face]] = {"c": CFace, "opencl": OpenCLFace, "cuda": CUDAFace}

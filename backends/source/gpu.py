@@ -43,6 +43,8 @@ from ember.backends.source.target import DeviceTarget
 from ember.dialects import loop
 
 PLAN_FORMAT = "ember.device/1"
+_CUDA_GRID = (2**31 - 1, 65535, 65535)
+_CUDA_BLOCK = (1024, 1024, 64)
 _AXES = ("x", "y", "z")
 
 
@@ -188,6 +190,8 @@ def build_plan(module: ModuleOp, target: DeviceTarget) -> dict:
     """The launch plan (`runtime/device_module.py`'s format) of loop IR `module`
     for the GPU `target`, its `binary` None (NVRTC fills it for cuda)."""
     face = FACES[target.kind]()
+    if _largest_buffer(module) < INDEX32_LIMIT:
+        face.index_bits = 32
     unit = SourceUnit(face)
     kernels_text: list[str] = []
     functions: dict[str, dict] = {}
@@ -204,6 +208,26 @@ def build_plan(module: ModuleOp, target: DeviceTarget) -> dict:
         "binary": None,
         "functions": functions,
     }
+
+
+INDEX32_LIMIT = 1 << 30
+"""Kernels whose buffers all have fewer elements index in 32 bits (TVM's int32
+default); the margin keeps the offsets of guarded-off iterations in range."""
+
+
+def _largest_buffer(module: ModuleOp) -> int:
+    largest = 0
+    for op in module.walk():
+        for value in (
+            *op.results,
+            *(a for r in op.regions for b in r.blocks for a in b.args),
+        ):
+            if isinstance(value.type, MemRefType):
+                count = 1
+                for d in value.type.get_shape():
+                    count *= max(d, 1)
+                largest = max(largest, count)
+    return largest
 
 
 def _function_plan(
@@ -343,6 +367,17 @@ def _check_limits(kernel: Kernel, target: DeviceTarget) -> None:
             f"{target.max_num_threads} of target '{target}'; split its threadIdx "
             "loops smaller"
         )
+    if target.kind == "cuda":
+        for base, limits in (("blockIdx", _CUDA_GRID), ("threadIdx", _CUDA_BLOCK)):
+            for axis, extent, limit in zip(
+                _AXES, kernel.dims(base), limits, strict=True
+            ):
+                if extent > limit:
+                    raise SourceError(
+                        f"stage '{kernel.stage}': kernel {kernel.name} launches "
+                        f"{extent} along {base}.{axis}, more than CUDA's {limit}; "
+                        "bind a smaller loop (split it) to that axis"
+                    )
     shared = kernel.shared_bytes()
     if shared > target.max_shared_memory_per_block:
         names = ", ".join(a.buffer.name_hint or "?" for a in kernel.shared)

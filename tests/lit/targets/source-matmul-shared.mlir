@@ -11,24 +11,24 @@
 // CUDA-NEXT: matmul_kernel0(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
 // CUDA-NEXT:   __shared__ float B_shared[256];
 // CUDA-NEXT:   __shared__ float A_shared[256];
-// CUDA-NEXT:   int64_t i_outer = (int64_t)blockIdx.y;
-// CUDA-NEXT:   int64_t j_outer = (int64_t)blockIdx.x;
-// CUDA-NEXT:   int64_t i_inner = (int64_t)threadIdx.y;
-// CUDA-NEXT:   int64_t j_inner = (int64_t)threadIdx.x;
+// CUDA-NEXT:   int32_t i_outer = (int32_t)blockIdx.y;
+// CUDA-NEXT:   int32_t j_outer = (int32_t)blockIdx.x;
+// CUDA-NEXT:   int32_t i_inner = (int32_t)threadIdx.y;
+// CUDA-NEXT:   int32_t j_inner = (int32_t)threadIdx.x;
 // CUDA-NEXT:   float C_local[1];
 // CUDA-NEXT:   C_local[0] = 0.0f;
-// CUDA-NEXT:   for (int64_t k_outer = 0; k_outer < 4; ++k_outer) {
+// CUDA-NEXT:   for (int32_t k_outer = 0; k_outer < 4; ++k_outer) {
 // CUDA-NEXT:     __syncthreads();
-// CUDA-NEXT:     int64_t ax0 = (int64_t)threadIdx.y;
-// CUDA-NEXT:     int64_t ax1 = (int64_t)threadIdx.x;
+// CUDA-NEXT:     int32_t ax0 = (int32_t)threadIdx.y;
+// CUDA-NEXT:     int32_t ax1 = (int32_t)threadIdx.x;
 // CUDA-NEXT:     float [[BV:.*]] = B[((k_outer * 16) + ax0) * 64 + ((j_outer * 16) + ax1)];
 // CUDA-NEXT:     B_shared[ax0 * 16 + ax1] = [[BV]];
-// CUDA-NEXT:     int64_t ax0_1 = (int64_t)threadIdx.y;
-// CUDA-NEXT:     int64_t ax1_1 = (int64_t)threadIdx.x;
+// CUDA-NEXT:     int32_t ax0_1 = (int32_t)threadIdx.y;
+// CUDA-NEXT:     int32_t ax1_1 = (int32_t)threadIdx.x;
 // CUDA-NEXT:     float [[AV:.*]] = A[((i_outer * 16) + ax0_1) * 64 + ((k_outer * 16) + ax1_1)];
 // CUDA-NEXT:     A_shared[ax0_1 * 16 + ax1_1] = [[AV]];
 // CUDA-NEXT:     __syncthreads();
-// CUDA-NEXT:     for (int64_t k_inner = 0; k_inner < 16; ++k_inner) {
+// CUDA-NEXT:     for (int32_t k_inner = 0; k_inner < 16; ++k_inner) {
 // CUDA-NEXT:       float {{.*}} = A_shared[i_inner * 16 + k_inner];
 // CUDA-NEXT:       float {{.*}} = B_shared[k_inner * 16 + j_inner];
 // CUDA:          }
@@ -40,7 +40,7 @@
 // OPENCL-NEXT: matmul_kernel0(__global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
 // OPENCL-NEXT:   __local float B_shared[256];
 // OPENCL-NEXT:   __local float A_shared[256];
-// OPENCL:        for (long k_outer = 0; k_outer < 4; ++k_outer) {
+// OPENCL:        for (int k_outer = 0; k_outer < 4; ++k_outer) {
 // OPENCL-NEXT:     barrier(CLK_LOCAL_MEM_FENCE);
 // OPENCL:          A_shared[ax0_1 * 16 + ax1_1] =
 // OPENCL-NEXT:     barrier(CLK_LOCAL_MEM_FENCE);

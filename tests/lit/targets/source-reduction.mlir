@@ -5,14 +5,14 @@
 // reduction runs serially in each thread.
 
 // CUDA-LABEL: row_sum_kernel0(const float* __restrict__ A, float* __restrict__ S) {
-// CUDA-NEXT:    int64_t i_outer = (int64_t)blockIdx.x;
-// CUDA-NEXT:    int64_t i_inner = (int64_t)threadIdx.x;
-// CUDA-NEXT:    int64_t [[I:.*]] = (i_outer * 32) + i_inner;
+// CUDA-NEXT:    int32_t i_outer = (int32_t)blockIdx.x;
+// CUDA-NEXT:    int32_t i_inner = (int32_t)threadIdx.x;
+// CUDA-NEXT:    int32_t [[I:.*]] = (i_outer * 32) + i_inner;
 // CUDA-NEXT:    bool [[IN:.*]] = [[I]] < 100;
 // CUDA-NEXT:    if ([[IN]]) {
 // CUDA-NEXT:      S[[[I]]] = 0.0f;
 // CUDA-NEXT:    }
-// CUDA-NEXT:    for (int64_t k = 0; k < 37; ++k) {
+// CUDA-NEXT:    for (int32_t k = 0; k < 37; ++k) {
 // CUDA-NEXT:      if ([[IN]]) {
 // CUDA-NEXT:        float [[X:.*]] = A[[[I]] * 37 + k];
 // CUDA-NEXT:        float acc = S[[[I]]];
@@ -20,7 +20,7 @@
 // CUDA-NEXT:        S[[[I]]] = sum;
 
 // OPENCL-LABEL: row_sum_kernel0(__global const float* restrict A, __global float* restrict S) {
-// OPENCL:         for (long k = 0; k < 37; ++k) {
+// OPENCL:         for (int k = 0; k < 37; ++k) {
 
 func.func @row_sum(%A: tensor<100x37xf32> {ember.name = "A"}) -> tensor<100xf32> {
   %S = te.compute "S" (%i) reduce sum (%k : 37) -> tensor<100xf32> {
@@ -48,15 +48,15 @@ func.func @row_sum(%A: tensor<100x37xf32> {ember.name = "A"}) -> tensor<100xf32>
 // CUDA-NEXT:      M[[[R]]] = [[MAX]];
 // CUDA-LABEL: softmax_kernel1(const float* __restrict__ A, float* __restrict__ E, const float* __restrict__ M) {
 // CUDA-NEXT:    __shared__ float A_shared[48];
-// CUDA-NEXT:    int64_t i = (int64_t)blockIdx.x;
-// CUDA-NEXT:    int64_t ax1_outer = (int64_t)threadIdx.x;
+// CUDA-NEXT:    int32_t i = (int32_t)blockIdx.x;
+// CUDA-NEXT:    int32_t ax1_outer = (int32_t)threadIdx.x;
 // CUDA-NEXT:    if (ax1_outer < 24) {
-// CUDA-NEXT:      for (int64_t ax1_inner = 0; ax1_inner < 2; ++ax1_inner) {
+// CUDA-NEXT:      for (int32_t ax1_inner = 0; ax1_inner < 2; ++ax1_inner) {
 // CUDA:             A_shared[{{.*}}] =
 // CUDA-NEXT:      }
 // CUDA-NEXT:    }
 // CUDA-NEXT:    __syncthreads();
-// CUDA-NEXT:    int64_t j = (int64_t)threadIdx.x;
+// CUDA-NEXT:    int32_t j = (int32_t)threadIdx.x;
 // CUDA-NEXT:    float {{.*}} = A_shared[j];
 // CUDA:         E[i * 48 + j] = e;
 

@@ -8,9 +8,9 @@
 // CUDA:      typedef long long int64_t;
 // CUDA:      extern "C" __global__ void __launch_bounds__(64)
 // CUDA-NEXT: vecadd_kernel0(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-// CUDA-NEXT:   int64_t i_outer = (int64_t)blockIdx.x;
-// CUDA-NEXT:   int64_t i_inner = (int64_t)threadIdx.x;
-// CUDA-NEXT:   int64_t [[I:.*]] = (i_outer * 64) + i_inner;
+// CUDA-NEXT:   int32_t i_outer = (int32_t)blockIdx.x;
+// CUDA-NEXT:   int32_t i_inner = (int32_t)threadIdx.x;
+// CUDA-NEXT:   int32_t [[I:.*]] = (i_outer * 64) + i_inner;
 // CUDA-NEXT:   float [[A:.*]] = A[[[I]]];
 // CUDA-NEXT:   float [[B:.*]] = B[[[I]]];
 // CUDA-NEXT:   C[[[I]]] = [[A]] + [[B]];
@@ -18,8 +18,8 @@
 
 // OPENCL:      __kernel void __attribute__((reqd_work_group_size(64, 1, 1)))
 // OPENCL-NEXT: vecadd_kernel0(__global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
-// OPENCL-NEXT:   long i_outer = (long)get_group_id(0);  // blockIdx.x
-// OPENCL-NEXT:   long i_inner = (long)get_local_id(0);  // threadIdx.x
+// OPENCL-NEXT:   int i_outer = (int)get_group_id(0);  // blockIdx.x
+// OPENCL-NEXT:   int i_inner = (int)get_local_id(0);  // threadIdx.x
 // OPENCL:        C[[[I:.*]]] = {{.*}} + {{.*}};
 
 // A bound loop has no meaning in C.
