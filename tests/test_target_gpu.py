@@ -264,11 +264,12 @@ def test_vecadd_runs_on_opencl():
 
 
 @needs_opencl
-def test_tiled_matmul_runs_on_opencl():
-    s, args = tiled_matmul(n=64)
+@pytest.mark.parametrize("n", [64, 60])  # 60: the tiles' guards stay inside
+def test_tiled_matmul_runs_on_opencl(n):
+    s, args = tiled_matmul(n=n)
     mod = ember.build(s, args, target="opencl", name="matmul")
-    a, b = rand(64, 64), rand(64, 64, seed=1)
-    (c,) = run_on(mod, rt.opencl(0), [a, b], [(64, 64)])
+    a, b = rand(n, n), rand(n, n, seed=1)
+    (c,) = run_on(mod, rt.opencl(0), [a, b], [(n, n)])
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
 
 
@@ -290,11 +291,17 @@ def test_reductions_run_on_opencl():
 
 @needs_cuda
 def test_programs_run_on_cuda():
-    s, args = tiled_matmul(n=64)
-    mod = ember.build(s, args, target="cuda", name="matmul")
-    a, b = rand(64, 64), rand(64, 64, seed=1)
-    (c,) = run_on(mod, rt.cuda(0), [a, b], [(64, 64)])
-    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    for n in (64, 60):
+        s, args = tiled_matmul(n=n)
+        mod = ember.build(s, args, target="cuda", name="matmul")
+        a, b = rand(n, n), rand(n, n, seed=1)
+        (c,) = run_on(mod, rt.cuda(0), [a, b], [(n, n)])
+        np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    s, args = row_sum()
+    mod = ember.build(s, args, target="cuda", name="row_sum")
+    a = rand(100, 37)
+    (out,) = run_on(mod, rt.cuda(0), [a], [(100,)])
+    np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-5)
     s, args = softmax()
     mod = ember.build(s, args, target="cuda", name="softmax")
     a = rand(64, 48)
@@ -472,8 +479,18 @@ def mixed_program(n: int, bind: bool):
     return s, [X, Y, F, *outs]
 
 
-@needs_opencl
-def test_dtypes_and_ops_match_the_cpu_build(tmp_path):
+DEVICES = [
+    pytest.param("opencl", marks=needs_opencl),
+    pytest.param("cuda", marks=needs_cuda),
+]
+
+
+def device_of(kind: str):
+    return rt.opencl(0) if kind == "opencl" else rt.cuda(0)
+
+
+@pytest.mark.parametrize("kind", DEVICES)
+def test_dtypes_and_ops_match_the_cpu_build(kind):
     n = 64
     rng = np.random.default_rng(0)
     x = rng.integers(-1000, 1000, n).astype("int32")
@@ -485,15 +502,18 @@ def test_dtypes_and_ops_match_the_cpu_build(tmp_path):
     expected = [np.zeros(t.shape, t.dtype) for t in args[3:]]
     cpu(x, y, f, *expected)
     s, args = mixed_program(n, bind=True)
-    mod = ember.build(s, args, target="opencl", name="mixed")
-    dev = rt.opencl(0)
+    mod = ember.build(s, args, target=kind, name="mixed")
+    dev = device_of(kind)
     outs = [rt.empty(e.shape, dtype=e.dtype, device=dev) for e in expected]
     mod(*(rt.array(a, device=dev) for a in (x, y, f)), *outs)
     for out, want, t in zip(outs, expected, args[3:], strict=True):
         got = out.numpy()
         assert got.dtype == want.dtype, t.name
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=t.name)
-    s, args = mixed_program(n, bind=True)
+
+
+def test_dtypes_and_ops_pass_ptxas(tmp_path):
+    s, args = mixed_program(64, bind=True)
     check_ptx(ember.build(s, args, target="cuda", name="mixed"), tmp_path)
 
 
@@ -507,20 +527,23 @@ def half_program(n: int):
     return s, [H, E]
 
 
-@needs_opencl
-def test_float16_rounds_after_each_op(tmp_path):
+@pytest.mark.parametrize("kind", DEVICES)
+def test_float16_rounds_after_each_op(kind):
     """Neither PoCL nor NVRTC (without CUDA's headers) has half arithmetic: a
     float16 value is a float rounded to float16 after each op, as numpy's."""
     n = 64
     h = np.linspace(-4, 4, n).astype("float16")
     s, args = half_program(n)
-    mod = ember.build(s, args, target="opencl", name="half")
-    dev = rt.opencl(0)
-    o = rt.empty((n,), dtype="float16", device=dev)
-    mod(rt.array(h, device=dev), o)
+    mod = ember.build(s, args, target=kind, name="half")
+    dev = device_of(kind)
+    out = rt.empty((n,), dtype="float16", device=dev)
+    mod(rt.array(h, device=dev), out)
     want = (np.exp(h) * h + np.float16(1.0)).astype("float16")
-    np.testing.assert_array_equal(o.numpy(), want)
-    s, args = half_program(n)
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_float16_passes_ptxas(tmp_path):
+    s, args = half_program(64)
     cuda = ember.build(s, args, target="cuda", name="half")
     assert "cvt.rn.f16.f32" in cuda.get_source()
     check_ptx(cuda, tmp_path)
@@ -543,3 +566,41 @@ def test_a_grid_beyond_cuda_limits_is_refused():
     s[B].bind(B.op.axis[1], te.thread_axis("blockIdx.y"))
     with pytest.raises(SourceError, match=r"launches 70000 along blockIdx.y, more"):
         build_plan(loop_module(s, [A, B], "wide"), DeviceTarget("cuda"))
+
+
+BARRIER_IN_GUARD = """
+func.func @g(%A: memref<64xf32> {ember.name = "A"},
+             %C: memref<64xf32> {ember.name = "C", ember.output}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  loop.for %b = %c0 to %c1 step %c1 {
+    %S = loop.alloc shared : memref<64xf32>
+    loop.for %i = %c0 to %c64 step %c1 {
+      %x = memref.load %A[%i] : memref<64xf32>
+      memref.store %x, %C[%i] : memref<64xf32>
+    } {ember.thread = "threadIdx.x"}
+    loop.for %j = %c0 to %c32 step %c1 {
+      %y = memref.load %A[%j] : memref<64xf32>
+      memref.store %y, %S[%j] : memref<64xf32>
+      %k = arith.addi %j, %c1 : index
+      %z = memref.load %S[%k] : memref<64xf32>
+      memref.store %z, %C[%j] : memref<64xf32>
+    } {ember.thread = "threadIdx.x"}
+  } {ember.thread = "blockIdx.x"}
+  func.return
+}
+"""
+
+
+def test_a_barrier_needed_inside_a_guard_is_refused():
+    from xdsl.parser import Parser
+
+    module = Parser(get_context(), BARRIER_IN_GUARD).parse_module()
+    with pytest.raises(
+        SourceError,
+        match=r"kernel g_kernel0 needs a barrier between writes and reads of shared "
+        r"memory inside the guard of loop 'j' \(threadIdx.x\)",
+    ):
+        build_plan(module, DeviceTarget("cuda"))
