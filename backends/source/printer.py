@@ -335,7 +335,7 @@ class FunctionPrinter:
         iv = self.bind(op.induction_var, loop_label(op))
         extent = _extent(op)
         for pragma in self.face.loop_pragma(op.kind.data, extent):
-            self.lines.append(pragma)
+            self.emit(pragma)
         increment = f"++{iv}" if step == "1" else f"{iv} += {step}"
         self.emit(f"for ({t} {iv} = {lower}; {iv} < {upper}; {increment}) {{")
         self.emit_body(op.body.block)
