@@ -318,16 +318,19 @@ class FunctionPrinter:
     def index(self, buffer: SSAValue, indices: Iterable[SSAValue]) -> str:
         shape = memref_shape(buffer.type, f"buffer {self.expr(buffer)}")
         terms: list[str] = []
+        offset = 0  # the constant indices' part, folded
         stride = 1
         for dim, index in reversed(list(zip(shape, indices, strict=True))):
-            if constant_int(index) == 0:
-                pass
+            n = constant_int(index)
+            if n is not None:
+                offset += n * stride
             elif stride == 1:
                 terms.append(self.expr(index))
             else:
                 terms.append(f"{self.expr(index)} * {stride}")
             stride *= dim
-        return " + ".join(reversed(terms)) or "0"
+        terms = [*reversed(terms), *([str(offset)] if offset else [])]
+        return " + ".join(terms) or "0"
 
     def emit_for(self, op: loop.ForOp) -> None:
         lower, upper, step = (self.expr(v) for v in (op.lower, op.upper, op.step))
