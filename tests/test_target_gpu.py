@@ -334,6 +334,18 @@ def test_random_splits_and_binds_match_numpy(rows, cols, inner, outer_tag, row_t
     np.testing.assert_allclose(b, a * 3.0 - 1.0, rtol=1e-6, atol=1e-6)  # a fused FMA
 
 
+@needs_opencl
+@settings(max_examples=6, deadline=None)
+@given(n=st.integers(1, 40), tile=st.sampled_from([2, 4, 8]))
+def test_random_shared_tiles_match_numpy(n, tile):
+    """The shared-memory matmul with any tile, dividing n or not."""
+    s, args = tiled_matmul(n=n, tile=tile)
+    mod = ember.build(s, args, target="opencl", name="matmul")
+    a, b = rand(n, n), rand(n, n, seed=1)
+    (c,) = run_on(mod, rt.opencl(0), [a, b], [(n, n)])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
 # --- errors -----------------------------------------------------------------------
 
 
