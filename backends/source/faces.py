@@ -95,6 +95,7 @@ class Face:
     function_qualifier = "static"
     helper_qualifier = "static inline"
     kernel_qualifier = ""
+    block_index_qualifier = ""
     barrier = ""
     # whether math functions are overloaded (OpenCL's `exp(float)`)
     overloaded_math = False
@@ -265,6 +266,12 @@ class OpenCLFace(Face):
         return {16: "half", 32: "float", 64: "double"}[width]
 
     native_half = False  # cl_khr_fp16 is optional (PoCL's CPU device lacks it)
+    # PoCL 3.1 (Debian 12) miscompiles kernels that use a block index after a
+    # barrier in a loop, under a guard (the shared-memory matmul with tiles that
+    # do not divide: blocks but the first write nothing); a volatile block index
+    # avoids it, at the cost of a reload per use. PoCL 5 and NVIDIA are right
+    # without it.
+    block_index_qualifier = "volatile "
     half_storage = "half"  # readable by vload_half / vstore_half without it
 
     def element_type(self, t: Attribute) -> str:

@@ -155,7 +155,9 @@ class KernelPrinter(FunctionPrinter):
         value = index if step == 1 else f"{index} * {step}"
         value = value if lower == 0 else f"{self.expr(op.lower)} + {value}"
         note = "" if tag in index else f"  // {tag}"
-        self.emit(f"{self.ctype(op.induction_var.type)} {iv} = {value};{note}")
+        qualifier = self.face.block_index_qualifier if "blockIdx" in tag else ""
+        decl = f"{qualifier}{self.ctype(op.induction_var.type)} {iv}"
+        self.emit(f"{decl} = {value};{note}")
         if extent < self.kernel.extents[tag]:
             self.emit(f"if ({iv} < {extent}) {{")
             self.emit_body(op.body.block)
@@ -233,27 +235,11 @@ def _largest_buffer(module: ModuleOp) -> int:
 def _function_plan(
     function: func.FuncOp, target: DeviceTarget, unit: SourceUnit
 ) -> tuple[dict, list[str]]:
-    fname = c_identifier(function.sym_name.data)
-    args = []
-    for arg in function.args:
-        shape = memref_shape(arg.type, f"@{fname} argument {arg.index}")
-        assert isinstance(arg.type, MemRefType)
-        attrs = (
-            function.arg_attrs.data[arg.index].data
-            if function.arg_attrs is not None
-            else {}
-        )
-        args.append(
-            {
-                "name": buffer_name(arg),
-                "shape": shape,
-                "dtype": dtype_name(arg.type.element_type),
-                "output": isinstance(attrs.get("ember.output"), UnitAttr),
-            }
-        )
-    buffers: list[SSAValue] = []
-    uses: dict[SSAValue, list[Kernel]] = {}
+    """The plan entry of one function, and its kernels' source."""
+    buffers: list[SSAValue] = []  # top-level global allocs: device buffers
+    uses: dict[SSAValue, list[Kernel]] = {}  # outside buffer -> its kernels
     kernels: list[Kernel] = []
+    fname = c_identifier(function.sym_name.data)
     for op in function.body.block.ops:
         if isinstance(op, arith.ConstantOp | func.ReturnOp):
             continue
@@ -275,20 +261,22 @@ def _function_plan(
         kernels.append(kernel)
         for value in _outside_buffers(op):
             uses.setdefault(value, []).append(kernel)
+    local: dict[Kernel, list[loop.AllocOp]] = {k: [] for k in kernels}
     for value, users in uses.items():
         owner = value.owner
-        if isinstance(owner, loop.AllocOp) and owner.scope_name != "global":
-            if len(users) > 1:
-                raise SourceError(
-                    f"stage '{buffer_name(value)}' of scope {owner.scope_name} is "
-                    f"computed by kernel {users[0].name} and read by "
-                    f"{users[-1].name}; compute_at it inside the thread loops of "
-                    "its reader, or give it scope global"
-                )
-            if owner.scope_name == "shared":
-                users[0].shared.append(owner)
-    texts = []
-    launches = []
+        if not isinstance(owner, loop.AllocOp) or owner.scope_name == "global":
+            continue
+        if len(users) > 1:
+            raise SourceError(
+                f"stage '{buffer_name(value)}' of scope {owner.scope_name} is "
+                f"computed by kernel {users[0].name} and read by {users[-1].name}; "
+                "compute_at it inside the thread loops of its reader, or give it "
+                "scope global"
+            )
+        (users[0].shared if owner.scope_name == "shared" else local[users[0]]).append(
+            owner
+        )
+    texts, launches = [], []
     for kernel in kernels:
         kernel.shared += [
             op
@@ -296,40 +284,14 @@ def _function_plan(
             if isinstance(op, loop.AllocOp) and op.scope_name == "shared"
         ]
         _check_limits(kernel, target)
-        local_allocs = [
-            v.owner
-            for v in uses
-            if kernel in uses[v]
-            and isinstance(v.owner, loop.AllocOp)
-            and v.owner.scope_name == "local"
-        ]
-        params = [
-            v
-            for v in uses
-            if kernel in uses[v]
-            and not (
-                isinstance(v.owner, loop.AllocOp) and v.owner.scope_name != "global"
-            )
-        ]
-        params.sort(key=lambda v: _param_order(v, function, buffers))
-        text = _print_kernel(kernel, params, local_allocs, unit, target)  # type: ignore[arg-type]
-        texts.append(text)
-        launches.append(
-            {
-                "kernel": kernel.name,
-                "grid": kernel.dims("blockIdx"),
-                "block": kernel.dims("threadIdx"),
-                "args": [
-                    {"arg": function.args.index(v)}
-                    if v in function.args
-                    else {"buffer": buffers.index(v)}
-                    for v in params
-                ],
-                "shared_bytes": 0,
-            }
+        params = sorted(
+            (v for v, users in uses.items() if kernel in users and _is_param(v)),
+            key=lambda v: _param_order(v, function, buffers),
         )
+        texts.append(_print_kernel(kernel, params, local[kernel], unit))
+        launches.append(_launch(kernel, params, function, buffers))
     entry = {
-        "args": args,
+        "args": _plan_args(function),
         "buffers": [
             {
                 "shape": memref_shape(b.type, "loop.alloc"),
@@ -340,6 +302,54 @@ def _function_plan(
         "launches": launches,
     }
     return entry, texts
+
+
+def _plan_args(function: func.FuncOp) -> list[dict]:
+    args = []
+    for arg in function.args:
+        shape = memref_shape(arg.type, f"@{function.sym_name.data} argument")
+        assert isinstance(arg.type, MemRefType)
+        attrs = (
+            function.arg_attrs.data[arg.index].data
+            if function.arg_attrs is not None
+            else {}
+        )
+        args.append(
+            {
+                "name": buffer_name(arg),
+                "shape": shape,
+                "dtype": dtype_name(arg.type.element_type),
+                "output": isinstance(attrs.get("ember.output"), UnitAttr),
+            }
+        )
+    return args
+
+
+def _is_param(value: SSAValue) -> bool:
+    """Function arguments and global buffers are passed; shared and local
+    buffers are the kernel's own."""
+    owner = value.owner
+    return not (isinstance(owner, loop.AllocOp) and owner.scope_name != "global")
+
+
+def _launch(
+    kernel: Kernel,
+    params: list[SSAValue],
+    function: func.FuncOp,
+    buffers: list[SSAValue],
+) -> dict:
+    return {
+        "kernel": kernel.name,
+        "grid": kernel.dims("blockIdx"),
+        "block": kernel.dims("threadIdx"),
+        "args": [
+            {"arg": function.args.index(v)}
+            if v in function.args
+            else {"buffer": buffers.index(v)}
+            for v in params
+        ],
+        "shared_bytes": 0,
+    }
 
 
 def _param_order(value: SSAValue, function: func.FuncOp, buffers: list[SSAValue]):
@@ -394,7 +404,6 @@ def _print_kernel(
     params: list[SSAValue],
     local_allocs: list[loop.AllocOp],
     unit: SourceUnit,
-    target: DeviceTarget,
 ) -> str:
     face = unit.face
     shared_values: set[SSAValue] = {a.buffer for a in kernel.shared}

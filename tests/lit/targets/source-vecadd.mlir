@@ -18,7 +18,7 @@
 
 // OPENCL:      __kernel void __attribute__((reqd_work_group_size(64, 1, 1)))
 // OPENCL-NEXT: vecadd_kernel0(__global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
-// OPENCL-NEXT:   int i_outer = (int)get_group_id(0);  // blockIdx.x
+// OPENCL-NEXT:   volatile int i_outer = (int)get_group_id(0);  // blockIdx.x
 // OPENCL-NEXT:   int i_inner = (int)get_local_id(0);  // threadIdx.x
 // OPENCL:        C[[[I:.*]]] = {{.*}} + {{.*}};
 
