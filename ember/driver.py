@@ -90,10 +90,8 @@ def build(
                 f"{', '.join('@' + f for f in functions) or 'no functions'}"
             )
     if target is None and MODULE_ATTR in module.attributes:
-        target = module.attributes[MODULE_ATTR]
-        target = (
-            target.data if isinstance(target, StringAttr) else module_target(module)
-        )
+        attr = module.attributes[MODULE_ATTR]  # IR that says what it is for
+        target = attr.data if isinstance(attr, StringAttr) else module_target(module)
     target = resolve_target(target)
     if isinstance(target, DeviceTarget):
         module.attributes[MODULE_ATTR] = StringAttr(str(target))
