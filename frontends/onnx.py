@@ -8,7 +8,9 @@ outputs likewise in result attributes); `params` maps each `graph.param` name to
 numpy array. The import runs in three steps:
 
 1. load and validate: a path or a ModelProto; a file that is not ONNX, a model the
-   checker rejects, or an opset outside 13..20 is refused with a message naming it;
+   checker rejects is refused with a message naming it; a model at an opset
+   outside 13..28 goes through `onnx.version_converter` to 13 or 28 (a model the
+   converter cannot take is refused naming the opset and the converter's error);
 2. check the whole graph: every op type ember cannot convert, every unsupported
    attribute value (Pad mode='reflect', auto_pad='XYZ', ...) and every shape input
    computed at run time are collected into one `UnsupportedOperatorError` before
@@ -29,7 +31,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import numpy_helper
+from onnx import numpy_helper, version_converter
+from onnx.defs import onnx_opset_version
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -49,10 +52,18 @@ from ember.runtime.errors import EmberError
 
 __all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
 
-SUPPORTED_OPSETS = range(13, 21)
-"""Opsets whose semantics the converters follow. 19 and 20 change none of the
-converted ops beyond what the attribute checks refuse (Pad's 'wrap' mode,
-AveragePool's dilations); 20 brings Gelu."""
+NEWEST_REVIEWED_OPSET = 28
+"""The newest default-domain opset whose changes to the converted ops were
+read (onnx 1.23's schemas). From 13 on, the converted ops changed only in
+types ember does not take (int, bfloat16, float8, int4...) or in ways the
+attribute checks and converters handle: axes as an input of ReduceMax/ReduceMean
+and Pad (18), Pad's 'wrap' mode and AveragePool's dilations (19, refused), Gelu
+(20), Cast's round_mode (25, float8 only). tests/test_onnx_frontend.py lists
+every change point so that a newer onnx package names what to read."""
+
+SUPPORTED_OPSETS = range(13, min(NEWEST_REVIEWED_OPSET, onnx_opset_version()) + 1)
+"""Opsets whose semantics the converters follow; a model outside goes through
+`onnx.version_converter` to the nearest end first."""
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -124,20 +135,28 @@ def load_model(
     return model, label
 
 
-def _opset(model: onnx.ModelProto, label: str) -> int:
+def _opset(model: onnx.ModelProto, label: str) -> tuple[onnx.ModelProto, int]:
+    """The model at a supported opset, and that opset: one outside the range is
+    converted by `onnx.version_converter` to the nearest supported one."""
     versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
         raise OnnxImportError(f"{label}: expected an import of the default ONNX opset")
     opset = versions[0]
+    if opset in SUPPORTED_OPSETS:
+        return model, opset
     first, last = SUPPORTED_OPSETS.start, SUPPORTED_OPSETS.stop - 1
-    if opset < first:
+    target = first if opset < first else last
+    try:
+        converted = version_converter.convert_version(model, target)
+        onnx.checker.check_model(converted)
+    except Exception as e:  # the converter raises its C++ errors untyped
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise OnnxImportError(
-            f"{label}: expected opset {first}..{last}, got {opset}; convert it with "
-            f"onnx.version_converter.convert_version(model, {first}) first"
-        )
-    if opset > last:
-        raise OnnxImportError(f"{label}: expected opset {first}..{last}, got {opset}")
-    return opset
+            f"{label}: expected opset {first}..{last}, got {opset}, and "
+            f"onnx.version_converter could not convert it to opset {target}: "
+            f"{reason}"
+        ) from None
+    return converted, target
 
 
 def _key(node: onnx.NodeProto) -> str:
@@ -329,8 +348,9 @@ def from_onnx(
         `graph.param` values by name.
 
     Raises:
-        OnnxImportError: the file is not an ONNX model, the opset is outside
-            13..20, an input has an unknown dimension, or a node does not convert.
+        OnnxImportError: the file is not an ONNX model, its opset is outside
+            13..28 and onnx.version_converter cannot convert it, an input has
+            an unknown dimension, or a node does not convert.
         UnsupportedOperatorError: the model uses ops or attribute values ember
             does not support (every one is listed, with its nodes).
 
@@ -338,7 +358,7 @@ def from_onnx(
         >>> mod, params = from_onnx("resnet18.onnx")  # doctest: +SKIP
     """
     model, label = load_model(model)
-    opset = _opset(model, label)
+    model, opset = _opset(model, label)
     graph = model.graph
     _check_graph(graph, opset, label)
     shapes = _input_shapes(graph, shape, dtype, label)

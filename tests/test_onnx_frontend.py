@@ -3,6 +3,7 @@ shapes against onnxruntime's and their values (the graph dialect's numpy semanti
 passes/graph_reference.py) against onnxruntime's; whole example models; the errors
 (unsupported operators listed at once, files that are not ONNX, opsets, shapes)."""
 
+import functools
 import math
 import sys
 from collections import Counter
@@ -100,10 +101,7 @@ def check(model, ops=(), absent=(), feeds=None, seed=1, rtol=1e-4, atol=1e-5):
             for v in model.graph.input
             if v.name not in {t.name for t in model.graph.initializer}
         }
-    session = ort.InferenceSession(
-        model.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
-    expected = session.run(None, feeds)
+    expected = ort_session(model).run(None, feeds)
     fn = main_func(module)
     types = fn.function_type.outputs.data
     assert [tuple(t.get_shape()) for t in types] == [e.shape for e in expected]
@@ -111,6 +109,32 @@ def check(model, ops=(), absent=(), feeds=None, seed=1, rtol=1e-4, atol=1e-5):
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
     return module, params
+
+
+@functools.cache
+def ort_newest_opset() -> int:
+    """The newest default-domain opset onnxruntime runs (it lags onnx)."""
+    for opset in range(onnx.defs.onnx_opset_version(), 13, -1):
+        model = make_model([node("Relu", ["x"])], {"x": (2,)}, ["y"], opset=opset)
+        model.ir_version = min(onnx.IR_VERSION, 10 if opset <= 22 else 11)
+        try:
+            ort_session(model, lower=False)
+        except Exception:  # noqa: BLE001 - ORT raises its own untyped errors
+            continue
+        return opset
+    raise AssertionError("onnxruntime runs no opset past 13")
+
+
+def ort_session(model, lower=True):
+    """onnxruntime's session; a model newer than onnxruntime's opsets runs at its
+    newest one (the tests' ops have the same semantics there)."""
+    if lower and model.opset_import[0].version > ort_newest_opset():
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        model.opset_import[0].version = ort_newest_opset()
+        model.ir_version = min(model.ir_version, onnx.IR_VERSION, 11)
+    return ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
 
 
 def node(op, inputs, outputs=("y",), name=None, **attrs):
@@ -841,23 +865,13 @@ def test_a_model_the_checker_rejects():
         from_onnx(model)
 
 
-@pytest.mark.parametrize(
-    "opset, hint", [(11, "convert_version"), (12, "convert_version"), (21, "")]
-)
-def test_opsets_outside_the_range(opset, hint):
-    model = make_model([node("Relu", ["x"])], {"x": (2,)}, ["y"], opset=opset)
-    model.ir_version = 10
-    with pytest.raises(
-        OnnxImportError, match=f"expected opset 13..20, got {opset}"
-    ) as info:
-        from_onnx(model)
-    assert hint in str(info.value)
+NEWEST = frontend.SUPPORTED_OPSETS.stop - 1
 
 
-@pytest.mark.parametrize("opset", range(13, 21))
-def test_every_supported_opset(opset):
+@pytest.mark.parametrize("opset", [7, 11, 12])
+def test_older_opsets_are_converted_to_13(opset):
     model = make_model(
-        [node("Relu", ["x"], ["a"], "relu"), node("Softmax", ["a"], axis=-1)],
+        [node("Relu", ["x"], ["a"], "relu"), node("Softmax", ["a"], axis=1)],
         {"x": (2, 3)},
         ["y"],
         opset=opset,
@@ -865,9 +879,81 @@ def test_every_supported_opset(opset):
     check(model, ["graph.relu", "graph.softmax"])
 
 
+def test_a_model_the_version_converter_cannot_take(monkeypatch):
+    def refuse(model, target):
+        raise RuntimeError("No Adapter For Upsample\nmore detail")
+
+    monkeypatch.setattr(frontend.version_converter, "convert_version", refuse)
+    model = make_model([node("Relu", ["x"])], {"x": (2,)}, ["y"], opset=11)
+    with pytest.raises(
+        OnnxImportError,
+        match=f"expected opset 13..{NEWEST}, got 11, and onnx.version_converter "
+        "could not convert it to opset 13: No Adapter For Upsample$",
+    ):
+        from_onnx(model)
+
+
+@pytest.mark.parametrize("opset", range(13, onnx.defs.onnx_opset_version() + 1))
+def test_every_supported_opset(opset):
+    model = make_model(
+        [node("Relu", ["x"], ["a"], "relu"), node("Softmax", ["a"], axis=-1)],
+        {"x": (2, 3)},
+        ["y"],
+        opset=opset,
+    )
+    model.ir_version = 10 if opset <= 22 else 11
+    check(model, ["graph.relu", "graph.softmax"])
+
+
+# Where the default-domain schemas of the converted and folded ops changed after
+# 13, as read for frontend.NEWEST_REVIEWED_OPSET: only types ember does not take,
+# or changes the converters handle (axes inputs at 18, Pad's wrap and AveragePool's
+# dilations at 19 refused, Gelu at 20). An op or a version missing here is a
+# change nobody has read yet.
+REVIEWED_CHANGES = {
+    "Add": [14], "AveragePool": [19, 22], "BatchNormalization": [14, 15],
+    "Cast": [19, 21, 23, 24, 25, 28], "CastLike": [15, 19, 21, 23, 24, 25],
+    "Constant": [19, 21, 23, 24, 25], "ConstantOfShape": [20, 21, 23, 24, 25],
+    "Conv": [22], "Div": [14], "Dropout": [22], "Elu": [22],
+    "Flatten": [21, 23, 24, 25], "Gelu": [20], "GlobalAveragePool": [22],
+    "GlobalMaxPool": [22], "HardSigmoid": [22], "HardSwish": [22],
+    "Identity": [14, 16, 19, 21, 23, 24, 25], "LayerNormalization": [17],
+    "LeakyRelu": [16], "LogSoftmax": [], "MaxPool": [22], "Mish": [18, 22],
+    "Mul": [14], "PRelu": [16], "Pad": [18, 19, 21, 23, 24, 25], "Pow": [15],
+    "Range": [27], "ReduceL2": [18], "ReduceMax": [18, 20], "ReduceMean": [18],
+    "ReduceMin": [18, 20], "ReduceProd": [18], "Relu": [14],
+    "Reshape": [14, 19, 21, 23, 24, 25], "Selu": [22],
+    "Shape": [15, 19, 21, 23, 24, 25], "Softplus": [22],
+    "Squeeze": [21, 23, 24, 25], "Sub": [14], "Transpose": [21, 23, 24, 25],
+    "Unsqueeze": [21, 23, 24, 25],
+}  # fmt: skip
+
+
+def test_every_schema_change_of_a_converted_op_was_reviewed():
+    from ember.frontends import onnx_fold, onnx_ops
+
+    newest = min(frontend.NEWEST_REVIEWED_OPSET, onnx.defs.onnx_opset_version())
+    unread = {}
+    for op in sorted(set(onnx_ops.CONVERTERS) | set(onnx_fold.FOLDERS)):
+        if "." in op:
+            continue
+        changes = set()
+        for version in range(14, newest + 1):
+            try:
+                since = onnx.defs.get_schema(op, version, "").since_version
+            except onnx.defs.SchemaError:  # not defined yet at `version`
+                continue
+            if since >= 14:
+                changes.add(since)
+        missing = sorted(changes - set(REVIEWED_CHANGES.get(op, [])))
+        if missing:
+            unread[op] = missing
+    assert not unread, f"schema changes nobody has read: {unread}"
+
+
 def test_doc_example_values():
     assert math.isclose(frontend.SUPPORTED_OPSETS.start, 13)
-    assert frontend.SUPPORTED_OPSETS.stop - 1 == 20
+    assert NEWEST == min(28, onnx.defs.onnx_opset_version())
 
 
 def test_folding_slices_ranges_and_filled_tensors():
