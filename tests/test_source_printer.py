@@ -138,3 +138,45 @@ def test_names_come_from_the_ir():
     assert "int32_t floor_1 = ember_floordiv_i32(x, y);" in source  # floor() is C's
     assert "I[i + 16] = ceil_1;" in source
     assert "for (int64_t i = 0; i < 16; ++i) {" in source
+
+
+def topi_kernels():
+    """A few of topi's kernels, each with its default (CPU) schedule."""
+    from ember import te, topi
+    from ember.topi import pool
+    from ember.topi import reduce as reductions
+
+    x = te.placeholder((1, 8, 10, 10), name="x")
+    m = te.placeholder((6, 16), name="m")
+    return {
+        "conv2d": topi.conv2d(x, (16, 8, 3, 3), padding=1, bias=True),
+        "depthwise": topi.conv2d(x, (8, 1, 3, 3), padding=1, groups=8),
+        "dense": topi.dense(m, (12, 16), bias=True),
+        "max_pool": pool.max_pool2d(x, 2, 2),
+        "avg_pool": pool.avg_pool2d(x, 3, 1, (1, 1, 1, 1)),
+        "global_pool": pool.global_avg_pool2d(x),
+        "softmax": reductions.softmax(m),
+    }
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
+@pytest.mark.parametrize("name", list(topi_kernels()))
+def test_topi_kernels_print_with_every_face(name, tmp_path):
+    """Their CPU schedules (split, vectorize, parallel, unroll, cache_write,
+    compute_at) print with all three faces; the C compiles warning-free."""
+    import ember
+    from ember.passes import run
+    from ember.passes.pipelines import TE_TO_LOOP
+
+    kernel = topi_kernels()[name]
+    module = ember.lower(kernel.schedule(), kernel.args, name=name)
+    run(module, ",".join(TE_TO_LOOP))
+    for face in (OpenCLFace(), CUDAFace()):
+        assert "ember_" in print_c(module, face)
+    (tmp_path / "k.c").write_text(print_c(module))
+    done = subprocess.run(
+        ["cc", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-function", "-c",
+         str(tmp_path / "k.c"), "-o", str(tmp_path / "k.o")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and not done.stderr, done.stderr
