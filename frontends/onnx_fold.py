@@ -58,9 +58,14 @@ def _fold_cast(c: NodeContext, data: np.ndarray) -> np.ndarray:
     return data.astype(onnx.helper.tensor_dtype_to_np_dtype(c.attr("to")))
 
 
+def _fold_cast_like(_c: NodeContext, data: np.ndarray, like: np.ndarray) -> np.ndarray:
+    return data.astype(like.dtype)
+
+
 def _fold_reshape(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
     target = c.const(1, "shape")
-    dims = [data.shape[i] if d == 0 else int(d) for i, d in enumerate(target)]
+    copy = not c.attr("allowzero", 0)  # allowzero=1: a 0 is an empty dim
+    dims = [data.shape[i] if d == 0 and copy else int(d) for i, d in enumerate(target)]
     return data.reshape(dims)
 
 
@@ -112,6 +117,7 @@ FOLDERS: dict[str, Callable[..., np.ndarray]] = {
     "Unsqueeze": fold_unsqueeze,
     "Squeeze": fold_squeeze,
     "Cast": _fold_cast,
+    "CastLike": _fold_cast_like,
     "Concat": lambda c, *xs: np.concatenate(xs, axis=c.attr("axis")),
     "Reshape": _fold_reshape,
     "Flatten": lambda c, x: x.reshape(math.prod(x.shape[: _flatten_axis(c, x)]), -1),
@@ -148,6 +154,6 @@ def fold(c: NodeContext) -> np.ndarray | None:
     big_float = any(
         a.dtype.kind == "f" and a.size > MAX_FOLDED_ELEMENTS for a in arrays
     )
-    if big_float and op not in SHAPE_ONLY | {"Cast", "Identity", "Dropout"}:
+    if big_float and op not in SHAPE_ONLY | {"Cast", "CastLike", "Identity", "Dropout"}:
         return None
     return np.asarray(FOLDERS[op](c, *arrays))

@@ -172,7 +172,6 @@ CHECKS: dict[str, AttributeCheck] = {
     "Pad": _one_of("mode", ["constant"], "constant"),
     "Gelu": _one_of("approximate", ["none"], "none"),
     "com.microsoft.Gelu": lambda attrs, opset: [],
-    "Reshape": _one_of("allowzero", [0], 0),
     "Constant": _constant_attrs,
 }
 
@@ -412,6 +411,12 @@ def _softmax(c: NodeContext):
 @converter("Reshape")
 def _reshape(c: NodeContext):
     target = [int(d) for d in c.const(1, "the target shape")]
+    if c.attr("allowzero", 0) and 0 in target:
+        # torch's exporter writes allowzero=1 on every reshape; only a 0 differs
+        raise ConversionError(
+            f"expected no 0 in the target shape with allowzero=1 (an empty "
+            f"dimension), got {target}"
+        )
     return [c.emit(G.ReshapeOp, c.value(0), shape=target)]
 
 
@@ -501,6 +506,20 @@ def _cast(c: NodeContext):
         raise ConversionError(
             f"expected a cast to float32 of a computed tensor, got {to}"
         )
+    return [c.value(0)]
+
+
+@converter("CastLike")
+def _cast_like(c: NodeContext):
+    """CastLike to a computed tensor's type: float32, the only computed type."""
+    like = c.inputs[1]
+    to = like.dtype if isinstance(like, np.ndarray) else np.dtype(np.float32)
+    if to != np.float32:
+        raise ConversionError(
+            f"expected a cast to float32 of a computed tensor, got {to}"
+        )
+    if c.is_const(0):
+        return [c.const(0, "the input").astype(np.float32)]
     return [c.value(0)]
 
 

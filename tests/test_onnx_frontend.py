@@ -493,6 +493,89 @@ def test_reduce_noop_with_empty_axes_is_identity():
     assert not graph_ops(module)
 
 
+# -- what torch.onnx.export (dynamo, opset 18+) writes ------------------------------
+
+TORCH_OPSETS = [17, 18, 21, onnx.defs.onnx_opset_version()]
+
+
+def _axes(op, opset, axes, inits, inputs, attrs):
+    """Reduction axes as torch writes them: an input from 18 (ReduceSum from 13)."""
+    if opset >= 18 or op == "ReduceSum":
+        inits[f"{op}_axes"] = np.array(axes, np.int64)
+        inputs.append(f"{op}_axes")
+    else:
+        attrs["axes"] = axes
+
+
+@pytest.mark.parametrize("opset", TORCH_OPSETS)
+def test_torch_exporter_graph(opset):
+    """allowzero=1 reshapes of a computed tensor and of a shape computation,
+    CastLike of an int64 constant and of the input, reductions with axes."""
+    inits = {
+        "shape": np.array([2, 12], np.int64),
+        "back": np.array([2, 3, 4], np.int64),
+        "two": np.array(2, np.int64),
+    }
+    nodes = [
+        node("Reshape", ["x", "shape"], ["flat"], "reshape", allowzero=1),
+        node("CastLike", ["two", "flat"], ["twof"], "castlike_const"),
+        node("CastLike", ["flat", "x"], ["flatf"], "castlike_same"),
+        node("Mul", ["flatf", "twof"], ["m"], "mul"),
+        node("Reshape", ["m", "back"], ["r"], "reshape_back", allowzero=1),
+    ]
+    outputs = []
+    for op, axes, keep in [("ReduceMean", [-1], 1), ("ReduceMax", [1], 0),
+                           ("ReduceSum", [0, 2], 1)]:  # fmt: skip
+        inputs, attrs = ["r"], {"keepdims": keep}
+        _axes(op, opset, axes, inits, inputs, attrs)
+        nodes.append(node(op, inputs, [op], op.lower(), **attrs))
+        outputs.append(op)
+    model = make_model(nodes, {"x": (2, 3, 4)}, outputs, inits, opset)
+    model.ir_version = 10 if opset <= 22 else 11
+    check(
+        model,
+        ["graph.reshape", "graph.mul", "graph.reduce_mean", "graph.reduce_max"],
+    )
+
+
+@pytest.mark.parametrize("opset", TORCH_OPSETS)
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceMax", "ReduceSum"])
+def test_noop_with_empty_axes(op, opset):
+    """Empty axes reduce everything, or nothing with noop_with_empty_axes=1."""
+    nodes = [node(op, ["x"], ["all"], "all", keepdims=0)]
+    inits = {}
+    if opset >= 18 or op == "ReduceSum":  # the attribute and axes input came at 18
+        nodes.append(node(op, ["x"], ["none"], "none", noop_with_empty_axes=1))
+        inits["empty"] = np.zeros(0, np.int64)
+        nodes.append(node(op, ["x", "empty"], ["e"], "empty", noop_with_empty_axes=1))
+    model = make_model(nodes, {"x": (2, 3)}, [n.output[0] for n in nodes], inits, opset)
+    model.ir_version = 10 if opset <= 22 else 11
+    module, _ = check(model)
+    assert sum(graph_ops(module).values()) == 1
+
+
+def test_reshape_allowzero_with_a_zero_is_refused():
+    inits = {"shape": np.array([0, 6], np.int64)}
+    model = make_model(
+        [node("Reshape", ["x", "shape"], allowzero=1)], {"x": (2, 3)}, ["y"], inits
+    )
+    with pytest.raises(
+        OnnxImportError,
+        match=r"Reshape node 'reshape': expected no 0 in the target shape with "
+        r"allowzero=1 \(an empty dimension\), got \[0, 6\]",
+    ):
+        from_onnx(model)
+
+
+def test_castlike_to_an_integer_of_a_computed_tensor_is_refused():
+    inits = {"like": np.array([1], np.int64)}
+    model = make_model(
+        [node("CastLike", ["x", "like"])], {"x": (2, 3)}, {"y": (2, 3)}, inits
+    )
+    with pytest.raises(OnnxImportError, match="expected a cast to float32 of a"):
+        from_onnx(model)
+
+
 def test_identity_dropout_and_float_cast_disappear():
     model = make_model(
         [
