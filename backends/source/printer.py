@@ -22,11 +22,10 @@ The contract of `print_c` with the `c` target's packed entry (`c.py`):
 - `local` allocs are arrays on the stack.
 
 Values are named after their name hints (`i_outer`, `acc`), unnamed ones `t<N>`;
-constants and single-use pure expressions are written inline. Integer division
-follows `arith`: `divsi`/`remsi` are C's truncating `/` and `%`, `floordivsi`
-and `ceildivsi` round towards minus and plus infinity (helper functions, or `/`
-where the dividend is provably non-negative and the divisor a positive
-constant). An op the printer does not know raises `SourceError` naming it.
+constants and single-use pure expressions are written inline; scalar ops are
+written by `scalars.py` with `arith`'s semantics (floor division, NaN-exact
+float maxima, unordered predicates). An op the printer does not know raises
+`SourceError` naming it.
 """
 
 import re
