@@ -65,6 +65,17 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from ember.dialects.graph_activation import (
+    EluOp,
+    GeluTanhOp,
+    HardSigmoidOp,
+    HardSwishOp,
+    LeakyReluOp,
+    MishOp,
+    PReluOp,
+    SeluOp,
+    SoftplusOp,
+)
 from ember.dialects.graph_base import NUMPY_TYPES, GraphOp, static_tensor
 from ember.dialects.graph_nn import (
     AvgPool2DOp,
@@ -356,11 +367,11 @@ class CallKernelOp(IRDLOperation):
 
 
 def _compute_ops() -> tuple[type[GraphOp], ...]:
-    from ember.dialects import graph_nn, graph_tensor
+    from ember.dialects import graph_activation, graph_nn, graph_tensor
 
     ops = (
         op
-        for module in (graph_nn, graph_tensor)
+        for module in (graph_nn, graph_tensor, graph_activation)
         for op in vars(module).values()
         if isinstance(op, type) and issubclass(op, GraphOp) and "name" in vars(op)
     )
@@ -369,8 +380,8 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
 
 COMPUTE_OPS: tuple[type[GraphOp], ...] = _compute_ops()
 """Every op that computes a tensor from tensors (all but param, constant, fused,
-call_kernel): each op class defined in `graph_nn.py` and `graph_tensor.py`, so a
-new op is declared in one place."""
+call_kernel): each op class defined in `graph_nn.py`, `graph_tensor.py` and
+`graph_activation.py`, so a new op is declared in one place."""
 
 ELEMENTWISE_OPS = tuple(
     op for op in COMPUTE_OPS if op.PATTERN in ("elemwise", "broadcast")
@@ -396,6 +407,15 @@ def infer_type(
 # The ops imported above, re-exported for pyright; an op added later is reached
 # as `graph.<Op>` through `__getattr__` without being listed here.
 __all__ = [
+    "SoftplusOp",
+    "SeluOp",
+    "PReluOp",
+    "MishOp",
+    "LeakyReluOp",
+    "HardSwishOp",
+    "HardSigmoidOp",
+    "GeluTanhOp",
+    "EluOp",
     "AbsOp",
     "AddOp",
     "AvgPool2DOp",

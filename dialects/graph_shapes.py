@@ -65,6 +65,17 @@ def broadcast(*shapes: Shape) -> Shape:
     return tuple(out)
 
 
+def broadcast_to(shape: Shape, target: Shape, what: str) -> Shape:
+    """`target`, when `shape` broadcasts to it (ONNX's unidirectional rule)."""
+    if len(shape) > len(target) or any(
+        d not in (1, t) for d, t in zip(shape[::-1], target[::-1], strict=False)
+    ):
+        raise ShapeError(
+            f"expected {what} that broadcasts to {_fmt(target)}, got {_fmt(shape)}"
+        )
+    return target
+
+
 def conv2d(
     x: Shape,
     w: Shape,

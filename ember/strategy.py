@@ -118,9 +118,17 @@ def injective_strategy(*ops: type[Operation]) -> Callable[[TensorForm], TensorFo
 
 def _registered() -> None:
     """Import the operator library, whose modules register the strategies."""
-    from ember.topi import conv2d, dense, elementwise, pool, reduce, transform
+    from ember.topi import (
+        activation,
+        conv2d,
+        dense,
+        elementwise,
+        pool,
+        reduce,
+        transform,
+    )
 
-    del conv2d, dense, elementwise, pool, reduce, transform
+    del activation, conv2d, dense, elementwise, pool, reduce, transform
 
 
 @dataclass

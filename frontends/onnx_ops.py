@@ -170,7 +170,7 @@ CHECKS: dict[str, AttributeCheck] = {
     "AveragePool": _all(_AUTO_PAD, _spatial_2d, _unit_dilations),
     "BatchNormalization": _one_of("training_mode", [0], 0),
     "Pad": _one_of("mode", ["constant"], "constant"),
-    "Gelu": _one_of("approximate", ["none"], "none"),
+    "Gelu": _one_of("approximate", ["none", "tanh"], "none"),
     "com.microsoft.Gelu": lambda attrs, opset: [],
     "Constant": _constant_attrs,
 }
@@ -326,11 +326,13 @@ _UNARY = {
     "Exp": G.ExpOp,
     "Sqrt": G.SqrtOp,
     "Erf": G.ErfOp,
-    "Gelu": G.GeluOp,
     "com.microsoft.Gelu": G.GeluOp,
     "Neg": G.NegOp,
     "Abs": G.AbsOp,
     "Log": G.LogOp,
+    "HardSwish": G.HardSwishOp,
+    "Softplus": G.SoftplusOp,
+    "Mish": G.MishOp,
 }
 
 
@@ -342,6 +344,34 @@ def _unary(c: NodeContext):
         else (f"{c.node.domain}.{c.node.op_type}")
     )
     return [c.emit(_UNARY[key], c.value(0))]
+
+
+_ACTIVATIONS = {
+    "LeakyRelu": G.LeakyReluOp,
+    "Elu": G.EluOp,
+    "Selu": G.SeluOp,
+    "HardSigmoid": G.HardSigmoidOp,
+}
+
+
+@converter(*_ACTIVATIONS)
+def _activation(c: NodeContext):
+    """Activations with float attributes (alpha, beta, gamma); an absent one
+    takes the op's default, which is ONNX's."""
+    op = _ACTIVATIONS[c.node.op_type]
+    attrs = {name: float(c.attrs[name]) for name in op.ATTRS if name in c.attrs}
+    return [c.emit(op, c.value(0), **attrs)]
+
+
+@converter("PRelu")
+def _prelu(c: NodeContext):
+    return [c.emit(G.PReluOp, c.value(0), c.value(1))]
+
+
+@converter("Gelu")
+def _gelu(c: NodeContext):
+    tanh = c.attr("approximate", "none") == "tanh"
+    return [c.emit(G.GeluTanhOp if tanh else G.GeluOp, c.value(0))]
 
 
 def _bound(c: NodeContext, i: int, what: str, infinite: float) -> float | None:

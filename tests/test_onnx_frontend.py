@@ -327,6 +327,66 @@ def test_unary(op):
     check(model, [f"graph.{op.lower()}"], feeds={"x": rand(3, 7, positive=positive)})
 
 
+# Activations: (ONNX op, attributes, opset, graph op)
+ACTIVATIONS = [
+    ("LeakyRelu", {}, 17, "graph.leaky_relu"),
+    ("LeakyRelu", {"alpha": 0.3}, 17, "graph.leaky_relu"),
+    ("Elu", {}, 17, "graph.elu"),
+    ("Elu", {"alpha": 0.5}, 21, "graph.elu"),
+    ("Selu", {}, 17, "graph.selu"),
+    ("Selu", {"alpha": 1.5, "gamma": 2.0}, 18, "graph.selu"),
+    ("HardSigmoid", {}, 17, "graph.hard_sigmoid"),
+    ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}, 21, "graph.hard_sigmoid"),
+    ("HardSwish", {}, 17, "graph.hard_swish"),
+    ("Mish", {}, 18, "graph.mish"),
+    ("Softplus", {}, 17, "graph.softplus"),
+    ("Gelu", {}, 20, "graph.gelu"),
+    ("Gelu", {"approximate": "none"}, 20, "graph.gelu"),
+    ("Gelu", {"approximate": "tanh"}, 20, "graph.gelu_tanh"),
+]
+ACTIVATION_IDS = [f"{op}-{'-'.join(map(str, a.values())) or 'default'}" for op, a, *_ in ACTIVATIONS]  # fmt: skip
+
+
+def activation_input(*shape, seed=0):
+    """Values over the activations' interesting range, 0 and a few far ones."""
+    x = 4 * rand(*shape, seed=seed)
+    flat = x.reshape(-1)
+    flat[:5] = [0.0, -30.0, 30.0, -3.0, 3.0]
+    return x
+
+
+@pytest.mark.parametrize("op, attrs, opset, graph_op", ACTIVATIONS, ids=ACTIVATION_IDS)
+def test_activations(op, attrs, opset, graph_op):
+    model = make_model([node(op, ["x"], **attrs)], {"x": (3, 17)}, ["y"], opset=opset)
+    module, _ = check(model, [graph_op], feeds={"x": activation_input(3, 17)})
+    assert sum(graph_ops(module).values()) == 1
+
+
+@pytest.mark.parametrize("slope_shape", [(4, 1, 1), (1,), (5,), (1, 4, 1, 5)])
+def test_prelu_slope_broadcasts_to_the_input(slope_shape):
+    model = make_model(
+        [node("PRelu", ["x", "slope"])],
+        {"x": (2, 4, 3, 5)},
+        ["y"],
+        {"slope": rand(*slope_shape, seed=4)},
+    )
+    check(model, ["graph.prelu"])
+
+
+def test_prelu_slope_that_does_not_broadcast_to_the_input():
+    model = make_model(
+        [node("PRelu", ["x", "slope"])],
+        {"x": (4, 3)},
+        {"y": (4, 3)},
+        {"slope": rand(2, 1, 3)},
+    )
+    with pytest.raises(
+        OnnxImportError,
+        match="PRelu node 'prelu': expected a slope that broadcasts to 4x3, got 2x1x3",
+    ):
+        from_onnx(model)
+
+
 def test_gelu_opset_20_and_the_contrib_gelu():
     model = make_model([node("Gelu", ["x"])], {"x": (4, 9)}, ["y"], opset=20)
     check(model, ["graph.gelu"])
@@ -805,7 +865,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
         node("Sin", ["x"], ["a"], "sin_1"),
         node("Relu", ["a"], ["b"], "relu"),
         node("Sin", ["b"], ["c"], "sin_2"),
-        node("LeakyRelu", ["c"], ["d"], "leaky"),
+        node("Softsign", ["c"], ["d"], "softsign"),
         node("Pad", ["d", "pads"], ["e"], "pad_reflect", mode="reflect"),
         node("Conv", ["e", "w"], ["f"], "conv3d", kernel_shape=[1, 1, 1]),
         helper.make_node("Cos", ["f"], ["g"]),  # unnamed
@@ -830,7 +890,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
     assert isinstance(error, EmberError)
     assert error.unsupported == {
         "Sin": ["sin_1", "sin_2", "sin_3"],
-        "LeakyRelu": ["leaky"],
+        "Softsign": ["softsign"],
         "Cos": ["#6 (output 'g')"],
         "Pad (mode='reflect')": ["pad_reflect"],
         "Conv (kernel_shape=[1, 1, 1] (only 2-D))": ["conv3d"],
@@ -1251,3 +1311,71 @@ def test_compiled_op_mixes_match_onnxruntime(build, kernel_cache):
         assert got.shape == want.shape
         error = np.abs(got - want).max() / np.abs(want).max()
         assert error <= 1e-4, (model.graph.output[i].name, error)
+
+
+def _conv_then(op, attrs, opset, slope=False):
+    """Conv -> the activation -> Mul by 2: one kernel, the activation and the
+    Mul in the conv's epilogue."""
+    inits = {"w": rand(4, 3, 3, 3, seed=5), "b": rand(4, seed=6), "two": np.float32(2)}
+    inputs = ["c"]
+    if slope:
+        inits["slope"] = rand(4, 1, 1, seed=7)
+        inputs.append("slope")
+    return make_model(
+        [
+            node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1]),
+            node(op, inputs, ["a"], "act", **attrs),
+            node("Mul", ["a", "two"], ["y"], "mul"),
+        ],
+        {"x": (1, 3, 7, 9)},
+        ["y"],
+        inits,
+        opset,
+    )
+
+
+def _compiled_matches_onnxruntime(model, feeds, cache, kernels):
+    from ember.aot import compile_model
+    from ember.runtime import GraphModule, cpu
+
+    (want,) = ort_session(model).run(None, feeds)
+    compiled = compile_model(model, cache=cache)
+    assert compiled.compile_stats.kernels == kernels
+    module = GraphModule(compiled["default"](cpu()))
+    for name, value in feeds.items():
+        module.set_input(name, value)
+    module.run()
+    np.testing.assert_allclose(module.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op, attrs, opset, graph_op", ACTIVATIONS, ids=ACTIVATION_IDS)
+def test_compiled_activations_match_onnxruntime(
+    op, attrs, opset, graph_op, kernel_cache
+):
+    """Each activation alone then fused with a Sub (one injective kernel), and
+    in a conv's epilogue (one kernel)."""
+    alone = make_model(
+        [node(op, ["x"], ["a"], "act", **attrs), node("Sub", ["a", "x"], ["y"], "sub")],
+        {"x": (3, 67)},
+        ["y"],
+        opset=opset,
+    )
+    feeds = {"x": activation_input(3, 67, seed=8)}
+    _compiled_matches_onnxruntime(alone, feeds, kernel_cache, kernels=1)
+    fused = _conv_then(op, attrs, opset)
+    feeds = {"x": activation_input(1, 3, 7, 9, seed=9)}
+    _compiled_matches_onnxruntime(fused, feeds, kernel_cache, kernels=1)
+
+
+def test_compiled_prelu_per_channel_matches_onnxruntime(kernel_cache):
+    fused = _conv_then("PRelu", {}, 17, slope=True)
+    feeds = {"x": activation_input(1, 3, 7, 9, seed=10)}
+    _compiled_matches_onnxruntime(fused, feeds, kernel_cache, kernels=1)
+    alone = make_model(
+        [node("PRelu", ["x", "slope"])],
+        {"x": (2, 4, 3, 5)},
+        ["y"],
+        {"slope": rand(4, 1, 1, seed=11)},
+    )
+    feeds = {"x": activation_input(2, 4, 3, 5, seed=12)}
+    _compiled_matches_onnxruntime(alone, feeds, kernel_cache, kernels=1)

@@ -413,3 +413,31 @@ func.func @case38(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 // CHECK: expected @not_a_function to be a func.func of the module, got llvm.func
+
+// -----
+
+func.func @case39(%x: tensor<1x16x8x8xf32>, %s: tensor<2x16x1x1xf32>) {
+  %y = graph.prelu %x, %s : (tensor<1x16x8x8xf32>, tensor<2x16x1x1xf32>) -> tensor<1x16x8x8xf32>
+  func.return
+}
+
+// CHECK: expected a slope that broadcasts to 1x16x8x8, got 2x16x1x1
+
+// -----
+
+func.func @case40(%x: tensor<4xf32>) {
+  %y = graph.leaky_relu %x {alpha = 1} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// CHECK: 1 : i64 should be of base attribute float
+
+
+// -----
+
+func.func @case41(%x: tensor<4xf32>) {
+  %y = graph.selu %x : (tensor<4xf32>) -> tensor<8xf32>
+  func.return
+}
+
+// CHECK: expected tensor<4xf32>, got tensor<8xf32>

@@ -106,6 +106,39 @@ func.func @elementwise(%x: tensor<2x3x4xf32>, %y: tensor<3x1xf32>, %s: tensor<f3
 
 // -----
 
+// CHECK-LABEL: func.func @activations(
+// CHECK-SAME:      %[[X:.*]]: tensor<1x16x8x8xf32>, %[[S:.*]]: tensor<16x1x1xf32>)
+// CHECK:         %[[L:.*]] = graph.leaky_relu %[[X]] {alpha = 1.000000e-01 : f32} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+// CHECK-NEXT:    %[[P:.*]] = graph.prelu %[[L]], %[[S]] : (tensor<1x16x8x8xf32>, tensor<16x1x1xf32>) -> tensor<1x16x8x8xf32>
+// CHECK-NEXT:    graph.elu %[[P]] {alpha = 5.000000e-01 : f32} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+// CHECK-NEXT:    graph.selu %{{.*}} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+// CHECK-NEXT:    graph.selu %{{.*}} {alpha = 1.500000e+00 : f32, gamma = 2.000000e+00 : f32}
+// CHECK-NEXT:    graph.hard_sigmoid %{{.*}} {alpha = 2.500000e-01 : f32, beta = 4.000000e-01 : f32}
+// CHECK-NEXT:    graph.hard_swish
+// CHECK-NEXT:    graph.mish
+// CHECK-NEXT:    graph.softplus
+// CHECK-NEXT:    graph.gelu_tanh %{{.*}} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "activations"
+// GENERIC:         "graph.leaky_relu"(%{{.*}}) <{alpha = 1.000000e-01 : f32}> : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+// GENERIC:         "graph.prelu"(%{{.*}}, %{{.*}}) : (tensor<1x16x8x8xf32>, tensor<16x1x1xf32>) -> tensor<1x16x8x8xf32>
+// GENERIC:         "graph.hard_sigmoid"(%{{.*}}) <{alpha = 2.500000e-01 : f32, beta = 4.000000e-01 : f32}>
+func.func @activations(%x: tensor<1x16x8x8xf32>, %s: tensor<16x1x1xf32>) -> tensor<1x16x8x8xf32> {
+  %0 = graph.leaky_relu %x {alpha = 0.1} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %1 = graph.prelu %0, %s : (tensor<1x16x8x8xf32>, tensor<16x1x1xf32>) -> tensor<1x16x8x8xf32>
+  %2 = graph.elu %1 {alpha = 0.5} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %3 = graph.selu %2 : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %4 = graph.selu %3 {alpha = 1.5, gamma = 2.0} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %5 = graph.hard_sigmoid %4 {alpha = 0.25, beta = 0.4} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %6 = graph.hard_swish %5 : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %7 = graph.mish %6 : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %8 = graph.softplus %7 : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %9 = graph.gelu_tanh %8 : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  func.return %9 : tensor<1x16x8x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @pooling(
 // CHECK:         graph.max_pool2d %{{.*}} {kernel = [3, 3], strides = [2, 2], padding = [1, 1, 1, 1], dilation = [1, 1], ceil_mode = false} : (tensor<1x8x112x112xf32>) -> tensor<1x8x56x56xf32>
 // CHECK-NEXT:    graph.max_pool2d %{{.*}} {kernel = [3, 3], strides = [2, 2], ceil_mode = true} : (tensor<1x8x112x112xf32>) -> tensor<1x8x56x56xf32>
