@@ -183,7 +183,7 @@ class DeviceGraphExecutor(BaseGraphExecutor):
         i = self._index(key, self._input_names, "input")
         source = self._checked_input(i, value, f"set_input {self._input_names[i]!r}")
         with self._lock:  # a copy after another thread's claim would be theirs
-            self._claim_locked("set_input", take=True)
+            self._claim_input_locked(i)
             self._inputs[i].copyfrom(source)
 
     def get_output(self, index, out=None) -> NDArray:

@@ -212,6 +212,8 @@ class BaseGraphExecutor(Module):
         self._owner: int | None = None  # the thread the stateful API is for
         self._running: int | None = None  # the thread inside run(), if any
         self._calls = 0  # run() and invoke() calls in progress
+        # the thread that last set each input: run() takes none of another's
+        self._setters: list[int | None] = [None] * len(self._input_names)
         # The functions handed out hold the executor; it holds them weakly, so
         # that a dropped executor is freed at once, not by the cycle collector.
         self._handed_out: weakref.WeakValueDictionary[str, PackedFunc] = (
@@ -283,6 +285,11 @@ class BaseGraphExecutor(Module):
         with self._lock:
             self._claim_locked(what, take)
 
+    def _claim_input_locked(self, i: int) -> None:
+        """Claim the stateful API for ``set_input`` of input ``i``."""
+        self._claim_locked(f"set_input {self._input_names[i]!r}", take=True)
+        self._setters[i] = threading.get_ident()
+
     def _claim_locked(self, what: str, take: bool) -> None:
         me = threading.get_ident()
         if self._running is not None and self._running != me:
@@ -327,6 +334,17 @@ class BaseGraphExecutor(Module):
         """
         with self._lock:
             self._claim_locked("run", take=False)
+            me = threading.get_ident()
+            foreign = [
+                name
+                for name, setter in zip(self._input_names, self._setters, strict=True)
+                if setter not in (None, me)
+            ]
+            if foreign:
+                raise EmberError(
+                    f"run: input {foreign[0]!r} was last set by another thread, "
+                    f"not this one; {_ONE_THREAD}"
+                )
             if self._running is not None:  # this thread, from a callback
                 raise EmberError("run: this graph executor is already running")
             self._check_params("run")
@@ -451,7 +469,7 @@ class GraphExecutor(BaseGraphExecutor):
         what = f"set_input {self._input_names[i]!r}"
         source = self._checked_input(i, value, what)
         with self._lock:  # a copy after another thread's claim would be theirs
-            self._claim_locked("set_input", take=True)
+            self._claim_input_locked(i)
             np.copyto(np.asarray(self._inputs[i]), source)
 
     def _checked_input(self, i: int, value, what: str) -> np.ndarray:

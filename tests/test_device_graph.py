@@ -292,3 +292,52 @@ def test_a_tiny_onnx_model_matches_onnxruntime():
     np.testing.assert_allclose(gm.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)
     (y,) = gm(input=x)
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_run_never_takes_an_input_another_thread_set(gm):
+    """A sets x, B takes over and sets x, A sets y and runs: A would compute
+    with B's x, so the run is refused (the race the 4-thread test can hit on
+    an asynchronous device, made deterministic)."""
+
+    def in_thread(step):
+        errors = []
+
+        def body():
+            try:
+                step()
+            except BaseException as e:  # noqa: BLE001 - reported to the test
+                errors.append(repr(e))
+
+        t = threading.Thread(target=body)
+        t.start()
+        t.join()
+        return errors
+
+    a_errors: list[str] = []
+
+    def thread_a():
+        gm.set_input("x", XS[0])
+        barrier_b.wait()  # B sets x now
+        barrier_a.wait()
+        gm.set_input("y", YS[0])
+        with pytest.raises(EmberError, match="was last set by another thread"):
+            gm.run()
+
+    barrier_a, barrier_b = threading.Barrier(2), threading.Barrier(2)
+    a = threading.Thread(target=lambda: a_errors.extend(in_thread(thread_a)))
+    a.start()
+    barrier_b.wait()
+    assert in_thread(lambda: gm.set_input("x", XS[1])) == []
+    barrier_a.wait()
+    a.join()
+    assert a_errors == []
+
+    # a thread that sets every input itself runs
+    def thread_c():
+        gm.set_input("x", XS[2])
+        gm.set_input("y", YS[2])
+        gm.run()
+        got = [gm.get_output(0).numpy(), gm.get_output(1).numpy()]
+        assert _close(got, expected(XS[2], YS[2]))
+
+    assert in_thread(thread_c) == []
