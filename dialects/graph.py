@@ -85,6 +85,7 @@ from ember.dialects.graph_nn import (
     Conv2dOp,
     DenseOp,
     GlobalAvgPool2DOp,
+    LogSoftmaxOp,
     MatmulOp,
     MaxPool2DOp,
     SoftmaxOp,
@@ -407,6 +408,7 @@ def infer_type(
 # The ops imported above, re-exported for pyright; an op added later is reached
 # as `graph.<Op>` through `__getattr__` without being listed here.
 __all__ = [
+    "LogSoftmaxOp",
     "SoftplusOp",
     "SeluOp",
     "PReluOp",

@@ -262,14 +262,7 @@ class GlobalAvgPool2DOp(GraphOp):
         return inputs[0].mean(axis=(2, 3), keepdims=True)
 
 
-@irdl_op_definition
-class SoftmaxOp(GraphOp):
-    """exp(x - max) / sum(exp(x - max)) along `axis`.
-
-    %y = graph.softmax %x {axis = -1} : (tensor<2x10xf32>) -> tensor<2x10xf32>
-    """
-
-    name = "graph.softmax"
+class _SoftmaxBase(GraphOp):
     ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"axis": ("int", -1)}
     PATTERN: ClassVar[str] = "opaque"
 
@@ -283,5 +276,29 @@ class SoftmaxOp(GraphOp):
         shapes.normalize_axis(cfg["axis"], len(s[0]))
         return s[0]
 
+
+@irdl_op_definition
+class SoftmaxOp(_SoftmaxBase):
+    """exp(x - max) / sum(exp(x - max)) along `axis`.
+
+    %y = graph.softmax %x {axis = -1} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+    """
+
+    name = "graph.softmax"
+
     def reference(self, inputs: list[Array]) -> Array:
         return gn.softmax(inputs[0], self.config["axis"])
+
+
+@irdl_op_definition
+class LogSoftmaxOp(_SoftmaxBase):
+    """x - max - log(sum(exp(x - max))) along `axis`: log(softmax(x)), without
+    its underflow to log(0).
+
+    %y = graph.log_softmax %x {axis = -1} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+    """
+
+    name = "graph.log_softmax"
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return gn.log_softmax(inputs[0], self.config["axis"])

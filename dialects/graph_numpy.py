@@ -113,6 +113,11 @@ def softmax(x: Array, axis: int) -> Array:
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def log_softmax(x: Array, axis: int) -> Array:
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
 def clip(x: Array, lo: float | None, hi: float | None) -> Array:
     if lo is not None:
         x = np.maximum(x, np.asarray(lo, x.dtype))

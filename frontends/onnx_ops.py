@@ -433,9 +433,10 @@ def _global_max_pool(c: NodeContext):
     return [c.emit(G.ReduceMaxOp, _data_4d(c), axes=[2, 3], keepdims=True)]
 
 
-@converter("Softmax")
+@converter("Softmax", "LogSoftmax")
 def _softmax(c: NodeContext):
-    return [c.emit(G.SoftmaxOp, c.value(0), axis=c.attr("axis", -1))]
+    op = G.LogSoftmaxOp if c.node.op_type == "LogSoftmax" else G.SoftmaxOp
+    return [c.emit(op, c.value(0), axis=c.attr("axis", -1))]
 
 
 @converter("Reshape")

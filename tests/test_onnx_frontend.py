@@ -1051,15 +1051,15 @@ def test_every_supported_opset(opset):
 # Where the default-domain schemas of the converted and folded ops changed after
 # 13, as read for frontend.NEWEST_REVIEWED_OPSET: only types ember does not take,
 # or changes the converters handle (axes inputs at 18, Pad's wrap and AveragePool's
-# dilations at 19 refused, Gelu at 20). An op or a version missing here is a
-# change nobody has read yet.
+# dilations at 19 refused; HardSwish, Mish and Gelu first appear at 14, 18 and
+# 20). An op or a version missing here is a change nobody has read yet.
 REVIEWED_CHANGES = {
     "Add": [14], "AveragePool": [19, 22], "BatchNormalization": [14, 15],
     "Cast": [19, 21, 23, 24, 25, 28], "CastLike": [15, 19, 21, 23, 24, 25],
     "Constant": [19, 21, 23, 24, 25], "ConstantOfShape": [20, 21, 23, 24, 25],
     "Conv": [22], "Div": [14], "Dropout": [22], "Elu": [22],
     "Flatten": [21, 23, 24, 25], "Gelu": [20], "GlobalAveragePool": [22],
-    "GlobalMaxPool": [22], "HardSigmoid": [22], "HardSwish": [22],
+    "GlobalMaxPool": [22], "HardSigmoid": [22], "HardSwish": [14, 22],
     "Identity": [14, 16, 19, 21, 23, 24, 25], "LayerNormalization": [17],
     "LeakyRelu": [16], "LogSoftmax": [], "MaxPool": [22], "Mish": [18, 22],
     "Mul": [14], "PRelu": [16], "Pad": [18, 19, 21, 23, 24, 25], "Pow": [15],
@@ -1379,3 +1379,23 @@ def test_compiled_prelu_per_channel_matches_onnxruntime(kernel_cache):
     )
     feeds = {"x": activation_input(2, 4, 3, 5, seed=12)}
     _compiled_matches_onnxruntime(alone, feeds, kernel_cache, kernels=1)
+
+
+@pytest.mark.parametrize("axis, shape", [(-1, (3, 40)), (1, (2, 5, 7)), (0, (6, 3))])
+def test_log_softmax(axis, shape, kernel_cache):
+    """Imported (the reference) and compiled, against onnxruntime: rows with
+    large values that a log of softmax would underflow to -inf. Like softmax,
+    a group of its own (the Neg after it is a second kernel)."""
+    model = make_model([node("LogSoftmax", ["x"], axis=axis)], {"x": shape}, ["y"])
+    x = activation_input(*shape, seed=13) * 10
+    check(model, ["graph.log_softmax"], feeds={"x": x})
+    _compiled_matches_onnxruntime(model, {"x": x}, kernel_cache, kernels=1)
+    fused = make_model(
+        [
+            node("LogSoftmax", ["x"], ["a"], "log_softmax", axis=axis),
+            node("Neg", ["a"], ["y"], "neg"),
+        ],
+        {"x": shape},
+        ["y"],
+    )
+    _compiled_matches_onnxruntime(fused, {"x": x}, kernel_cache, kernels=2)

@@ -1,4 +1,5 @@
-"""Reductions: reduce_sum / reduce_mean / reduce_max, softmax, and a fused
+"""Reductions: reduce_sum / reduce_mean / reduce_max, softmax and
+log_softmax, and a fused
 layer norm (mean and variance over the last axes).
 
     x = te.placeholder((4, 64, 64), name="x")
@@ -272,13 +273,15 @@ def softmax(
     epilogue_tensors: Sequence[te.Tensor] | None = None,
     name: str = "softmax",
     target: Target | None = None,
+    log: bool = False,
 ) -> Kernel:
-    """graph.softmax: exp(x - max) / sum(exp(x - max)) along `axis`.
+    """graph.softmax: exp(x - max) / sum(exp(x - max)) along `axis`; with
+    `log`, graph.log_softmax: x - max - log(sum(exp(x - max))).
 
     Stages per row: the max (vectorized partials), e = exp(x - max) stored
-    once, its sum (partials), the quotient; all computed row by row inside the
-    output's row loop, so a row stays in L1. The partials are `target`'s
-    vector lanes (None: `Target.current()`).
+    once, its sum (partials), the quotient (or the difference); all computed
+    row by row inside the output's row loop, so a row stays in L1. The partials
+    are `target`'s vector lanes (None: `Target.current()`).
     """
     vector = Target.resolve(target).vector_lanes(x.dtype)
     axis = normalize_axes([axis], x.ndim, "softmax")[0]
@@ -304,12 +307,15 @@ def softmax(
     total_partials, total = _row_reduce(
         lambda r, k, _: e[full(r, k)], rows, length, "sum", f"{name}.sum", vector
     )
+
+    def value(idx: tuple[Expr, ...]) -> Expr:
+        row = row_of(idx)
+        if log:
+            return x[idx] - peak[row] - te.log(total[row])
+        return e[idx] * (1.0 / total[row])  # one division per row
+
     out = te.compute(
-        x.shape,
-        lambda *idx: apply_epilogue(
-            epilogue, e[idx] * (1.0 / total[row_of(idx)]), idx
-        ),  # one division per row
-        name=name,
+        x.shape, lambda *idx: apply_epilogue(epilogue, value(idx), idx), name=name
     )
     unique_stage_names(out)
 
@@ -436,12 +442,12 @@ _REDUCTIONS = {
 }
 
 
-@anchor_strategy(graph.SoftmaxOp, *_REDUCTIONS)
+@anchor_strategy(graph.SoftmaxOp, graph.LogSoftmaxOp, *_REDUCTIONS)
 def _reduce_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     kind = _REDUCTIONS.get(type(op))
     name = op.name.removeprefix("graph.")
     if kind is None:
-        build, fixed = softmax, {}
+        build, fixed = softmax, {"log": isinstance(op, graph.LogSoftmaxOp)}
     else:
         build, fixed = reduce, {"kind": kind}
     return build(

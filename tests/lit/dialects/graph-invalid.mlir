@@ -441,3 +441,12 @@ func.func @case41(%x: tensor<4xf32>) {
 }
 
 // CHECK: expected tensor<4xf32>, got tensor<8xf32>
+
+// -----
+
+func.func @case42(%x: tensor<2x10xf32>) {
+  %y = graph.log_softmax %x {axis = 2} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+  func.return
+}
+
+// CHECK: expected axis in [-2, 2), got 2

@@ -45,6 +45,7 @@ func.func @conv_block(%x: tensor<1x3x8x8xf32> {ember.name = "input"}) -> tensor<
 // CHECK-NEXT:    graph.matmul %{{.*}}, %{{.*}} : (tensor<8xf32>, tensor<5x8x2xf32>) -> tensor<5x2xf32>
 // CHECK-NEXT:    graph.batch_matmul %{{.*}}, %{{.*}} : (tensor<5x4x8xf32>, tensor<1x8x2xf32>) -> tensor<5x4x2xf32>
 // CHECK-NEXT:    graph.softmax %[[D]] {axis = -1} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+// CHECK-NEXT:    graph.log_softmax %[[D]] {axis = 0} : (tensor<2x10xf32>) -> tensor<2x10xf32>
 func.func @linear(%x: tensor<2x64xf32>, %a: tensor<3x1x4x8xf32>, %b: tensor<5x8x2xf32>, %v: tensor<8xf32>, %c: tensor<5x4x8xf32>, %e: tensor<1x8x2xf32>) -> tensor<2x10xf32> {
   %w = graph.param "fc.weight" : tensor<10x64xf32>
   %bias = graph.param "fc.bias" : tensor<10xf32>
@@ -56,6 +57,7 @@ func.func @linear(%x: tensor<2x64xf32>, %a: tensor<3x1x4x8xf32>, %b: tensor<5x8x
   %vm = graph.matmul %v, %b : (tensor<8xf32>, tensor<5x8x2xf32>) -> tensor<5x2xf32>
   %bm = graph.batch_matmul %c, %e : (tensor<5x4x8xf32>, tensor<1x8x2xf32>) -> tensor<5x4x2xf32>
   %s = graph.softmax %d {axis = -1} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+  %ls = graph.log_softmax %d {axis = 0} : (tensor<2x10xf32>) -> tensor<2x10xf32>
   func.return %s : tensor<2x10xf32>
 }
 
