@@ -1,6 +1,5 @@
-"""Reductions: reduce_sum / reduce_mean / reduce_max, softmax and
-log_softmax, and a fused
-layer norm (mean and variance over the last axes).
+"""Reductions: reduce_sum / reduce_mean / reduce_max, softmax and log_softmax,
+and a fused layer norm (mean and variance over the last axes).
 
     x = te.placeholder((4, 64, 64), name="x")
     k = softmax(x, axis=-1)
