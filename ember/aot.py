@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
+from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.compile_cache import CompileCache, default_cache
@@ -156,6 +157,7 @@ def compile_model(
     tgt = Target(target)  # type: ignore[arg-type]  # device kinds returned above
     module, params = _load(model, params, shape)
     _check_params(_main(module), params)
+    _check_computes(_main(module))
     set_module_target(module, tgt)
     segments = dict(model_segments(_pass_context(opt_level, disabled_pass)))
     with bind_params(params) as bound:
@@ -410,6 +412,36 @@ def _check_params(main: func.FuncOp, params: Mapping[str, np.ndarray]) -> None:
             f"expected a value for every graph.param, got none for "
             f"{', '.join(missing)} ({len(params)} params given)"
         )
+
+
+def _check_computes(main: func.FuncOp) -> None:
+    """A model whose outputs are its inputs (an ONNX Identity or Dropout alone,
+    folded away on import) has no op to plan memory for or run."""
+    from ember.passes.convert_graph_to_te import is_graph_function
+
+    if is_graph_function(main):
+        return
+
+    def name(attrs, i: int) -> str:
+        attr = (
+            attrs.data[i].data.get("ember.name") if attrs and i < len(attrs) else None
+        )
+        return f"'{attr.data}'" if isinstance(attr, StringAttr) else str(i)
+
+    ret = main.body.block.last_op
+    outs = [
+        f"output {name(main.res_attrs, i)} is "
+        + (
+            f"input {name(main.arg_attrs, v.index)}"
+            if isinstance(v, BlockArgument)
+            else "a constant"
+        )
+        for i, v in enumerate(ret.operands if ret is not None else ())
+    ]
+    raise ModelCompileError(
+        f"@main computes nothing ({', '.join(outs) or 'no outputs'}): ember "
+        "compiles models that run at least one op"
+    )
 
 
 def _main(module: ModuleOp) -> func.FuncOp:

@@ -329,6 +329,11 @@ def test_errors(cache):
         compile_model(BLOCK.replace("graph.relu", "graph.rleu"), _params())
     with pytest.raises(ModelCompileError, match="func.func @main"):
         compile_model("builtin.module {}", {})
+    # an ONNX Identity alone imports as this: nothing to plan or run
+    nothing = """func.func @main(%x: tensor<2xf32> {ember.name = "x"})
+        -> (tensor<2xf32> {ember.name = "y"}) { func.return %x : tensor<2xf32> }"""
+    with pytest.raises(ModelCompileError, match="computes nothing .output 'y' is inp"):
+        compile_model(nothing, {})
 
 
 def test_facade():
