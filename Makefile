@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install \
 	--quiet -c constraints.txt
 
-.PHONY: demo test lint pytest lit docs docs-check bench clean system-deps
+.PHONY: demo test lint pytest lit docs docs-check bench clean system-deps conformance
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,13 @@ docs-check: $(VENV)/.installed-dev
 	$(BIN)/python -m ember.tools.docs --check
 
 test: lint docs-check pytest lit
+
+# onnx's backend node tests (single-op and function-expanded) through ember,
+# each classified pass / refused / wrong / crash against onnxruntime's baseline
+# (tools/conformance.py); fails on any wrong result or crash. `make test`
+# runs a quick slice of them (tests/test_onnx_conformance.py).
+conformance: $(VENV)/.installed-dev
+	$(BIN)/python -m ember.tools.conformance --expanded --report build/conformance.jsonl
 
 # Side by side with numpy, onnxruntime, PyTorch and apache-tvm (the bench extra).
 bench: $(VENV)/.installed-bench
