@@ -170,3 +170,24 @@ def test_a_broken_build_runs_no_case(tmp_path: Path):
     cases = [C.Case(f"c{i}", "Op", 1, tmp_path / "pass") for i in range(4)]
     with pytest.raises(C.WorkerError, match="did not start: no Relu"):
         C.run_cases(cases, jobs=2, timeout=5, worker=[sys.executable, str(script)])
+
+
+def test_onnxruntime_baseline_converts_newer_opsets():
+    pytest.importorskip("onnxruntime")
+    newest = onnx.defs.onnx_opset_version()
+    if newest <= W.ort_newest_opset():
+        pytest.skip("onnxruntime runs every opset this onnx defines")
+    graph = h.make_graph(
+        [h.make_node("Relu", ["x"], ["y"])],
+        "relu",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = h.make_model_gen_version(graph, opset_imports=[h.make_opsetid("", newest)])
+    x = np.array([-1.0, 2.0], np.float32)
+    verdict = W.run_ort(model, [x], [np.maximum(x, 0)], 1e-3, 1e-7)
+    assert verdict == {
+        "pass": True,
+        "message": f"(converted from opset {newest} to {W.ort_newest_opset()})",
+    }
+    assert not W.run_ort(model, [x], [x], 1e-3, 1e-7)["pass"]

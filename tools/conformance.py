@@ -80,6 +80,7 @@ from ember.tools.conformance_worker import CLASSES, CRASH, PASS, UNCLEAR, WRONG
 WORKER = [sys.executable, "-m", "ember.tools.conformance_worker"]
 _STARTUP_SECONDS = 120.0
 _RECYCLE_AFTER = 300  # cases per worker: compiled modules stay loaded
+_BASELINE_FORMAT = 2  # how run_ort poses a case; a new one invalidates the cache
 
 
 # Besides the hashed sample: ops ember compiles (a pool, a matmul, a reduction,
@@ -407,7 +408,7 @@ def run_cases(
 def baseline_path(root: Path) -> Path:
     import onnxruntime
 
-    return root / f"onnxruntime-{onnxruntime.__version__}.json"
+    return root / f"onnxruntime-{onnxruntime.__version__}-v{_BASELINE_FORMAT}.json"
 
 
 def load_baseline(root: Path) -> dict[str, dict]:
