@@ -368,11 +368,18 @@ class CallKernelOp(IRDLOperation):
 
 
 def _compute_ops() -> tuple[type[GraphOp], ...]:
-    from ember.dialects import graph_activation, graph_nn, graph_tensor
+    from ember.dialects import (
+        graph_activation,
+        graph_data,
+        graph_nn,
+        graph_norm,
+        graph_tensor,
+    )
 
+    modules = (graph_nn, graph_tensor, graph_activation, graph_norm, graph_data)
     ops = (
         op
-        for module in (graph_nn, graph_tensor, graph_activation)
+        for module in modules
         for op in vars(module).values()
         if isinstance(op, type) and issubclass(op, GraphOp) and "name" in vars(op)
     )
@@ -382,7 +389,8 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
 COMPUTE_OPS: tuple[type[GraphOp], ...] = _compute_ops()
 """Every op that computes a tensor from tensors (all but param, constant, fused,
 call_kernel): each op class defined in `graph_nn.py`, `graph_tensor.py` and
-`graph_activation.py`, so a new op is declared in one place."""
+`graph_activation.py`, `graph_norm.py` and `graph_data.py`, so a new op is
+declared in one place."""
 
 ELEMENTWISE_OPS = tuple(
     op for op in COMPUTE_OPS if op.PATTERN in ("elemwise", "broadcast")

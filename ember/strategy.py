@@ -121,6 +121,7 @@ def _registered() -> None:
     from ember.topi import (
         activation,
         conv2d,
+        data,
         dense,
         elementwise,
         pool,
@@ -128,7 +129,7 @@ def _registered() -> None:
         transform,
     )
 
-    del activation, conv2d, dense, elementwise, pool, reduce, transform
+    del activation, conv2d, data, dense, elementwise, pool, reduce, transform
 
 
 @dataclass

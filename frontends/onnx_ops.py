@@ -565,26 +565,6 @@ def _constant(c: NodeContext):
     raise ConversionError("expected a value attribute, got none")
 
 
-@converter("LayerNormalization")
-def _layer_norm(c: NodeContext):
-    """Written out as reductions: (x - mean) / sqrt(var + eps) * scale + bias."""
-    if any(name for name in c.node.output[1:]):
-        raise ConversionError("expected only the normalised output, got Mean/InvStdDev")
-    x = c.value(0)
-    rank = len(shape_of(x))
-    axes = list(range(c.attr("axis", -1) % rank, rank))
-    mean = c.emit(G.ReduceMeanOp, x, axes=axes, keepdims=True)
-    centred = c.emit(G.SubOp, x, mean)
-    square = c.emit(G.MulOp, centred, centred)
-    var = c.emit(G.ReduceMeanOp, square, axes=axes, keepdims=True)
-    eps = c.constant(c.attr("epsilon", 1e-5))
-    y = c.emit(G.DivOp, centred, c.emit(G.SqrtOp, c.emit(G.AddOp, var, eps)))
-    y = c.emit(G.MulOp, y, c.value(1))
-    if c.has(2):
-        y = c.emit(G.AddOp, y, c.value(2))
-    return [y]
-
-
 def _fold_only(c: NodeContext):
     raise ConversionError(
         "expected inputs known at import time (it is folded, never computed), "

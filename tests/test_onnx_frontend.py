@@ -718,7 +718,7 @@ def test_layer_normalization_opset_17():
         ["y"],
         {"g": rand(d, seed=2), "b": rand(d, seed=3)},
     )
-    check(model, ["graph.reduce_mean", "graph.sqrt", "graph.div"])
+    check(model, ["graph.layer_norm"], absent=["graph.reduce_mean"])
 
 
 # -- whole models -------------------------------------------------------------------
@@ -744,7 +744,9 @@ def test_transformer_block(kwargs):
     model = onnx_models.transformer_block(seq=16, d=32, heads=4, **kwargs)
     module, _ = check(model, ["graph.matmul", "graph.softmax", "graph.erf"])
     counts = graph_ops(module)
-    assert counts["graph.reduce_mean"] == 4
+    onnx_norm = kwargs.get("layer_norm") == "onnx"
+    assert counts["graph.reduce_mean"] == (0 if onnx_norm else 4)
+    assert counts["graph.layer_norm"] == (2 if onnx_norm else 0)
     assert counts["graph.transpose"] == 5
 
 
@@ -1069,6 +1071,11 @@ REVIEWED_CHANGES = {
     "Shape": [15, 19, 21, 23, 24, 25], "Softplus": [22],
     "Squeeze": [21, 23, 24, 25], "Sub": [14], "Transpose": [21, 23, 24, 25],
     "Unsqueeze": [21, 23, 24, 25],
+    # types ember does not compute (bfloat16, ...); Split's num_outputs (18),
+    # GroupNormalization's per-channel scale (21; 18's form the checker refuses),
+    # SpaceToDepth's mode (28), Trilu first at 14
+    "InstanceNormalization": [22], "GroupNormalization": [18, 21], "Split": [18],
+    "Trilu": [14], "CumSum": [14], "DepthToSpace": [28], "SpaceToDepth": [28],
 }  # fmt: skip
 
 

@@ -375,30 +375,58 @@ def layer_norm(
     epsilon: float = 1e-5,
     name: str = "layer_norm",
     target: Target | None = None,
+    axis: int = -1,
+    placeholders: Sequence[te.Tensor] | None = None,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: Sequence[te.Tensor] | None = None,
 ) -> Kernel:
-    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis: the
-    layer-norm pattern fused into one kernel (mean and variance per row, two
-    passes over the row for an exact variance).
+    """(x - mean) / sqrt(var + eps) * gamma + beta, mean and variance over the
+    axes from `axis` on (graph.layer_norm): one kernel, mean and variance per
+    row, two passes over the row for an exact variance.
 
     Args:
-        x: the input; its last axis is normalized.
-        gamma, beta: optional scale and shift of the last axis's extent.
+        x: the input, a placeholder or an injective chain over `placeholders`.
+        gamma, beta: optional scale and shift, broadcast to x (numpy's rule).
+        axis: the first normalized axis (negative from the end).
+        epilogue: applied to each result with its output indices.
         target: whose vector lanes hold the partial sums (None:
             `Target.current()`).
     """
+    from ember.topi.elementwise import broadcast_read
+
     vector = Target.resolve(target).vector_lanes(x.dtype)
-    length = x.shape[-1]
-    rows = x.shape[:-1]
+    axis = normalize_axes([axis], x.ndim, "layer_norm")[0]
+    inner = x.shape[axis:]
+    length = math.prod(inner)
+    rows = x.shape[:axis] or (1,)
     for t in (gamma, beta):
-        if t is not None and t.shape != (length,):
-            raise EmberValueError(
-                f"layer_norm: expected ({length},) scale/shift, got {t.name} of {t.shape}"
+        if t is not None and (
+            t.ndim > x.ndim
+            or any(
+                e not in (1, n)
+                for e, n in zip(t.shape[::-1], x.shape[::-1], strict=False)
             )
+        ):
+            raise EmberValueError(
+                f"layer_norm: expected a scale/shift that broadcasts to {x.shape}, "
+                f"got {t.name} of {t.shape}"
+            )
+
+    def at(row: tuple[Expr, ...], k: Expr) -> Expr:
+        """x at row `row` (its first `axis` indices) and flat position `k` of
+        the normalized axes."""
+        index: list[Expr] = list(row[:axis])
+        for d, n in enumerate(inner):
+            stride = math.prod(inner[d + 1 :])
+            i = k // stride if stride > 1 else k
+            index.append(i % n if d else i)
+        return x[tuple(index)]
+
     mean_partials, total = _row_reduce(
-        lambda r, k, _: x[(*r, k)], rows, length, "sum", f"{name}.mean", vector
+        lambda r, k, _: at(r, k), rows, length, "sum", f"{name}.mean", vector
     )
     sq_partials, sq = _row_reduce(
-        lambda r, k, _: _square(x[(*r, k)] - total[r] * (1.0 / length)),
+        lambda r, k, _: _square(at(r, k) - total[r] * (1.0 / length)),
         rows,
         length,
         "sum",
@@ -407,26 +435,31 @@ def layer_norm(
     )
 
     def element(*idx: Expr) -> Expr:
-        row = idx[:-1]
+        row = idx[:axis] or (0,)
         mean = total[row] * (1.0 / length)
         inv = 1.0 / te.sqrt(sq[row] * (1.0 / length) + float(epsilon))
         value = (x[idx] - mean) * inv
         if gamma is not None:
-            value = value * gamma[idx[-1]]
+            value = value * broadcast_read(gamma, idx, x.shape)
         if beta is not None:
-            value = value + beta[idx[-1]]
-        return value
+            value = value + broadcast_read(beta, idx, x.shape)
+        return apply_epilogue(epilogue, value, idx)
 
     out = te.compute(x.shape, element, name=name)
     unique_stage_names(out)
-    inputs = [x, *(t for t in (gamma, beta) if t is not None)]
+    weights = [t for t in (gamma, beta) if t is not None]
+    # The row loop holds the row's stages when it is the output's outer loops.
+    last = x.ndim - 1 if axis == x.ndim - 1 else -1
+
+    def schedule(s: Schedule) -> None:
+        inline_injective(s)
+        _schedule_rows(s, out, last, [(total, mean_partials), (sq, sq_partials)])
+
     return Kernel(
         out,
-        inputs,
-        schedule_fn=lambda s: _schedule_rows(
-            s, out, x.ndim - 1, [(total, mean_partials), (sq, sq_partials)]
-        ),
-        attrs={"pattern": "layer_norm"},
+        [*_inputs(x, placeholders), *weights, *epilogue_inputs(epilogue_tensors)],
+        schedule_fn=schedule,
+        attrs={"pattern": "layer_norm", "axis": axis},
     )
 
 
@@ -439,6 +472,23 @@ _REDUCTIONS = {
     graph.ReduceMeanOp: "mean",
     graph.ReduceMaxOp: "max",
 }
+
+
+@anchor_strategy(graph.LayerNormOp, weights=(1, 2))
+def _layer_norm_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    gamma, beta, *_ = [
+        te.placeholder(tuple(v.type.get_shape()), name=f"layer_norm.{what}")
+        for v, what in zip(op.operands[1:], ("scale", "bias"), strict=False)
+    ] + [None, None]
+    return layer_norm(
+        data[0],
+        gamma,
+        beta,
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
+        target=target,
+    )
 
 
 @anchor_strategy(graph.SoftmaxOp, graph.LogSoftmaxOp, *_REDUCTIONS)

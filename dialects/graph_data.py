@@ -1,0 +1,267 @@
+"""`graph` dialect data movement past reshape and transpose: slice, broadcast_to
+(ONNX Expand), tile, trilu, depth_to_space / space_to_depth (all injective:
+each output element reads one input element), and cumsum (a scan, a kernel of
+its own, whose elementwise consumers join as an epilogue). The dialect is
+assembled in `graph.py`.
+
+    %y = graph.slice %x {starts = [0, 1], ends = [2, 7], steps = [1, 2]}
+           : (tensor<2x8xf32>) -> tensor<2x3xf32>
+    %z = graph.tile %y {repeats = [1, 2]} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+"""
+
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.traits import Pure
+
+from ember.dialects import graph_shapes as shapes
+from ember.dialects.graph_base import REQUIRED, GraphOp
+from ember.dialects.graph_numpy import Array
+from ember.dialects.graph_shapes import Shape, ShapeError
+
+
+class _DataOp(GraphOp):
+    PATTERN: ClassVar[str] = "injective"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+
+def _ranked(name: str, values: tuple[int, ...], rank: int) -> None:
+    if len(values) != rank:
+        raise ShapeError(f"expected {rank} '{name}' (one per axis), got {len(values)}")
+
+
+def slice_ranges(
+    shape: Shape, starts: tuple[int, ...], ends: tuple[int, ...], steps: tuple[int, ...]
+) -> list[range]:
+    """The indices each axis reads: range(start, end, step), start a valid
+    index and end in [-1, n] (-1: a negative step runs through index 0)."""
+    out = []
+    for d, (n, start, end, step) in enumerate(
+        zip(shape, starts, ends, steps, strict=True)
+    ):
+        if step == 0:
+            raise ShapeError(f"expected non-zero steps, got 0 on axis {d}")
+        if not (0 <= start < n and -1 <= end <= n):
+            raise ShapeError(
+                f"expected a start in [0, {n}) and an end in [-1, {n}] on axis "
+                f"{d}, got {start} and {end}"
+            )
+        indices = range(start, end, step)
+        if not indices:
+            raise ShapeError(f"expected a non-empty slice on axis {d}, got {indices}")
+        out.append(indices)
+    return out
+
+
+@irdl_op_definition
+class SliceOp(_DataOp):
+    """x[start:end:step] on every axis, with resolved bounds (ONNX's negative and
+    clamped ones are resolved by the importer): start a valid index, end in
+    [-1, n].
+
+    %y = graph.slice %x {starts = [3], ends = [-1], steps = [-1]} : (tensor<8xf32>) -> tensor<4xf32>
+    """
+
+    name = "graph.slice"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "starts": ("ints", REQUIRED),
+        "ends": ("ints", REQUIRED),
+        "steps": ("ints", REQUIRED),
+    }
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        for key in ("starts", "ends", "steps"):
+            _ranked(key, cfg[key], len(s[0]))
+        return tuple(
+            len(r) for r in slice_ranges(s[0], cfg["starts"], cfg["ends"], cfg["steps"])
+        )
+
+    def reference(self, inputs: list[Array]) -> Array:
+        cfg = self.config
+        ranges = slice_ranges(inputs[0].shape, cfg["starts"], cfg["ends"], cfg["steps"])
+        return inputs[0][np.ix_(*[np.array(r) for r in ranges])]
+
+
+@irdl_op_definition
+class BroadcastToOp(_DataOp):
+    """x broadcast with `shape` (numpy's rule both ways, ONNX Expand's).
+
+    %y = graph.broadcast_to %x {shape = [2, 3]} : (tensor<3xf32>) -> tensor<2x3xf32>
+    """
+
+    name = "graph.broadcast_to"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"shape": ("ints", REQUIRED)}
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if any(d < 1 for d in cfg["shape"]):
+            raise ShapeError(f"expected positive dims, got {list(cfg['shape'])}")
+        return shapes.broadcast(s[0], cfg["shape"])
+
+    def reference(self, inputs: list[Array]) -> Array:
+        out = self.result.type.get_shape()  # type: ignore[attr-defined]
+        return np.broadcast_to(inputs[0], out).copy()
+
+
+@irdl_op_definition
+class TileOp(_DataOp):
+    """x repeated `repeats[d]` times along each axis d (numpy's tile).
+
+    %y = graph.tile %x {repeats = [2, 1]} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+    """
+
+    name = "graph.tile"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"repeats": ("ints", REQUIRED)}
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        _ranked("repeats", cfg["repeats"], len(s[0]))
+        if any(r < 1 for r in cfg["repeats"]):
+            raise ShapeError(f"expected positive repeats, got {list(cfg['repeats'])}")
+        return tuple(n * r for n, r in zip(s[0], cfg["repeats"], strict=True))
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return np.tile(inputs[0], self.config["repeats"])
+
+
+@irdl_op_definition
+class TriluOp(_DataOp):
+    """The upper (j - i >= k) or lower (j - i <= k) triangle of the last two
+    axes; the rest zero.
+
+    %y = graph.trilu %x {upper = true, k = 1} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    """
+
+    name = "graph.trilu"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "upper": ("bool", True),
+        "k": ("int", 0),
+    }
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if len(s[0]) < 2:
+            raise ShapeError(f"expected a rank of at least 2, got {len(s[0])}")
+        return s[0]
+
+    def reference(self, inputs: list[Array]) -> Array:
+        cfg = self.config
+        return (np.triu if cfg["upper"] else np.tril)(inputs[0], cfg["k"])
+
+
+class _BlockOp(_DataOp):
+    @classmethod
+    def _block(cls, s: list[Shape], cfg: dict[str, Any]) -> tuple[int, ...]:
+        shapes.expect_rank("data (NCHW)", s[0], 4)
+        if cfg["blocksize"] < 1:
+            raise ShapeError(f"expected a positive blocksize, got {cfg['blocksize']}")
+        return s[0]
+
+
+@irdl_op_definition
+class DepthToSpaceOp(_BlockOp):
+    """NCHW channels moved into b x b spatial blocks: (N, C b², H, W) to
+    (N, C, H b, W b); `crd` orders the channels (c, i, j), else (i, j, c)
+    (ONNX's DCR).
+
+    %y = graph.depth_to_space %x {blocksize = 2} : (tensor<1x8x2x2xf32>) -> tensor<1x2x4x4xf32>
+    """
+
+    name = "graph.depth_to_space"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "blocksize": ("int", REQUIRED),
+        "crd": ("bool", False),
+    }
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        n, c, h, w = cls._block(s, cfg)
+        b = cfg["blocksize"]
+        if c % (b * b):
+            raise ShapeError(f"expected channels divisible by {b * b}, got {c}")
+        return (n, c // (b * b), h * b, w * b)
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, b = inputs[0], self.config["blocksize"]
+        n, c, h, w = x.shape
+        if self.config["crd"]:
+            y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+        else:
+            y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+        return y.reshape(n, c // (b * b), h * b, w * b)
+
+
+@irdl_op_definition
+class SpaceToDepthOp(_BlockOp):
+    """DepthToSpace's inverse: (N, C, H b, W b) to (N, C b², H, W), the value at
+    block offset (i, j) of channel c in channel c b² + i b + j (`crd`) or
+    (i b + j) C + c (ONNX's default DCR).
+
+    %y = graph.space_to_depth %x {blocksize = 2} : (tensor<1x2x4x4xf32>) -> tensor<1x8x2x2xf32>
+    """
+
+    name = "graph.space_to_depth"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "blocksize": ("int", REQUIRED),
+        "crd": ("bool", False),
+    }
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        n, c, h, w = cls._block(s, cfg)
+        b = cfg["blocksize"]
+        if h % b or w % b:
+            raise ShapeError(f"expected H and W divisible by {b}, got {h} and {w}")
+        return (n, c * b * b, h // b, w // b)
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, b = inputs[0], self.config["blocksize"]
+        n, c, h, w = x.shape
+        y = x.reshape(n, c, h // b, b, w // b, b)
+        if self.config["crd"]:
+            y = y.transpose(0, 1, 3, 5, 2, 4)
+        else:
+            y = y.transpose(0, 3, 5, 1, 2, 4)
+        return y.reshape(n, c * b * b, h // b, w // b)
+
+
+@irdl_op_definition
+class CumSumOp(_DataOp):
+    """Running sums along `axis`; `exclusive` leaves the element itself out,
+    `reverse` sums from the end.
+
+    %y = graph.cumsum %x {axis = 1, exclusive = false, reverse = true}
+           : (tensor<2x5xf32>) -> tensor<2x5xf32>
+    """
+
+    name = "graph.cumsum"
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "axis": ("int", 0),
+        "exclusive": ("bool", False),
+        "reverse": ("bool", False),
+    }
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        shapes.normalize_axis(cfg["axis"], len(s[0]))
+        return s[0]
+
+    def reference(self, inputs: list[Array]) -> Array:
+        cfg = self.config
+        x = inputs[0]
+        axis = cfg["axis"] % x.ndim
+        if cfg["reverse"]:
+            x = np.flip(x, axis)
+        y = np.cumsum(x, axis=axis, dtype=x.dtype)
+        if cfg["exclusive"]:
+            y = np.roll(y, 1, axis)
+            y[(slice(None),) * axis + (0,)] = 0
+        return np.flip(y, axis) if cfg["reverse"] else y

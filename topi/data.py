@@ -1,0 +1,192 @@
+"""Data movement past reshape and transpose, as injective computes (each output
+element reads one input element, so they join fused chains): slice,
+broadcast_to, tile, trilu, depth_to_space, space_to_depth; and cumsum, a scan
+written as a masked sum along its axis (a kernel of its own).
+
+    x = te.placeholder((2, 8), name="x")
+    y = slice_(x, starts=(0, 7), steps=(1, -2), shape=(2, 4))   # x[:, 7::-2]
+    k = injective(tile(y, (1, 3)), [x])                          # (2, 12)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ember import te
+from ember.dialects import graph
+from ember.strategy import anchor_strategy, injective_strategy, tensor_operand
+from ember.te import Expr
+from ember.topi.elementwise import broadcast_read
+from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
+
+
+def slice_(
+    x: te.Tensor,
+    starts: Sequence[int],
+    steps: Sequence[int],
+    shape: Sequence[int],
+    name: str = "slice",
+) -> te.Tensor:
+    """Output element i of each axis reads x at start + i * step."""
+
+    def element(*i: Expr) -> Expr:
+        return x[
+            tuple(
+                (v * step if step != 1 else v) + start if start else v * step
+                for v, start, step in zip(i, starts, steps, strict=True)
+            )
+        ]
+
+    return te.compute(tuple(shape), element, name=name)
+
+
+def broadcast_to(
+    x: te.Tensor, shape: Sequence[int], name: str = "broadcast_to"
+) -> te.Tensor:
+    """`x` broadcast to `shape` (numpy's rule: right-aligned, 1 stretches)."""
+    return te.compute(
+        tuple(shape), lambda *i: broadcast_read(x, i, tuple(shape)), name=name
+    )
+
+
+def tile(x: te.Tensor, repeats: Sequence[int], name: str = "tile") -> te.Tensor:
+    """`x` repeated `repeats[d]` times along each axis d."""
+    shape = tuple(n * r for n, r in zip(x.shape, repeats, strict=True))
+
+    def element(*i: Expr) -> Expr:
+        return x[
+            tuple(
+                v % n if r > 1 else v
+                for v, n, r in zip(i, x.shape, repeats, strict=True)
+            )
+        ]
+
+    return te.compute(shape, element, name=name)
+
+
+def trilu(x: te.Tensor, upper: bool, k: int, name: str = "trilu") -> te.Tensor:
+    """The upper (j - i >= k) or lower (j - i <= k) triangle of the last two
+    axes, zero elsewhere."""
+
+    def element(*idx: Expr) -> Expr:
+        i, j = idx[-2], idx[-1]
+        keep = j >= i + k if upper else j <= i + k
+        return te.select(keep, x[idx], 0.0)
+
+    return te.compute(x.shape, element, name=name)
+
+
+def depth_to_space(
+    x: te.Tensor, blocksize: int, crd: bool = False, name: str = "depth_to_space"
+) -> te.Tensor:
+    """(N, C b², H, W) to (N, C, H b, W b); the input channel of output
+    channel c at block offset (i, j) is c b² + i b + j (CRD) or
+    (i b + j) C + c (DCR)."""
+    b = blocksize
+    n, c, h, w = x.shape
+    out_c = c // (b * b)
+
+    def element(bn: Expr, oc: Expr, y: Expr, z: Expr) -> Expr:
+        i, j = y % b, z % b
+        ch = oc * (b * b) + i * b + j if crd else (i * b + j) * out_c + oc
+        return x[bn, ch, y // b, z // b]
+
+    return te.compute((n, out_c, h * b, w * b), element, name=name)
+
+
+def space_to_depth(
+    x: te.Tensor, blocksize: int, crd: bool = False, name: str = "space_to_depth"
+) -> te.Tensor:
+    """(N, C, H b, W b) to (N, C b², H, W): output channel c b² + i b + j
+    (CRD) or (i b + j) C + c (DCR) holds x[c] at block offset (i, j)."""
+    b = blocksize
+    n, c, h, w = x.shape
+
+    def element(bn: Expr, ch: Expr, y: Expr, z: Expr) -> Expr:
+        if crd:
+            offset, cc = ch % (b * b), ch // (b * b)
+        else:
+            offset, cc = ch // c, ch % c
+        return x[bn, cc, y * b + offset // b, z * b + offset % b]
+
+    return te.compute((n, c * b * b, h // b, w // b), element, name=name)
+
+
+def cumsum(
+    x: te.Tensor,
+    axis: int,
+    exclusive: bool = False,
+    reverse: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: Sequence[te.Tensor] | None = None,
+    name: str = "cumsum",
+) -> Kernel:
+    """Running sums of `x` along `axis`: element i sums the elements k <= i
+    (k < i exclusive; k >= i or k > i reversed), as a masked sum over the axis
+    (quadratic in its extent, which suits masks and positions; not long
+    sequences)."""
+    axis %= x.ndim
+    k = te.reduce_axis((0, x.shape[axis]), "k")
+
+    def element(*idx: Expr) -> Expr:
+        i = idx[axis]
+        if reverse:
+            keep = k > i if exclusive else k >= i
+        else:
+            keep = k < i if exclusive else k <= i
+        read = x[(*idx[:axis], k, *idx[axis + 1 :])]
+        return te.sum(te.if_then_else(keep, read, 0.0), axis=k)
+
+    total = te.compute(x.shape, element, name=f"{name}.sum")
+    out = te.compute(
+        x.shape, lambda *i: apply_epilogue(epilogue, total[i], i), name=name
+    )
+    return Kernel(
+        out, [x, *epilogue_inputs(epilogue_tensors)], attrs={"pattern": "cumsum"}
+    )
+
+
+@injective_strategy(graph.SliceOp)
+def _slice_form(op, args: list, name: str) -> te.Tensor:
+    cfg = op.config
+    shape = op.result.type.get_shape()
+    return slice_(tensor_operand(args[0], op), cfg["starts"], cfg["steps"], shape, name)
+
+
+@injective_strategy(graph.BroadcastToOp)
+def _broadcast_to_form(op, args: list, name: str) -> te.Tensor:
+    shape = tuple(op.result.type.get_shape())
+    return broadcast_to(tensor_operand(args[0], op), shape, name)
+
+
+@injective_strategy(graph.TileOp)
+def _tile_form(op, args: list, name: str) -> te.Tensor:
+    return tile(tensor_operand(args[0], op), op.config["repeats"], name)
+
+
+@injective_strategy(graph.TriluOp)
+def _trilu_form(op, args: list, name: str) -> te.Tensor:
+    return trilu(tensor_operand(args[0], op), op.config["upper"], op.config["k"], name)
+
+
+@injective_strategy(graph.DepthToSpaceOp)
+def _depth_to_space_form(op, args: list, name: str) -> te.Tensor:
+    cfg = op.config
+    return depth_to_space(
+        tensor_operand(args[0], op), cfg["blocksize"], cfg["crd"], name
+    )
+
+
+@injective_strategy(graph.SpaceToDepthOp)
+def _space_to_depth_form(op, args: list, name: str) -> te.Tensor:
+    cfg = op.config
+    return space_to_depth(
+        tensor_operand(args[0], op), cfg["blocksize"], cfg["crd"], name
+    )
+
+
+@anchor_strategy(graph.CumSumOp)
+def _cumsum_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return cumsum(
+        data[0], **op.config, epilogue=epilogue, epilogue_tensors=epilogue_inputs
+    )
