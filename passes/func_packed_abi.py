@@ -117,7 +117,7 @@ def _reinterprets(natural: str, wanted: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Arg:
+class PackedArg:
     name: str
     type: MemRefType
     dtype: str
@@ -141,7 +141,7 @@ def _fail(f: func.FuncOp, what: str) -> PassFailedException:
     return PassFailedException(f"func-packed-abi: @{f.sym_name.data}: {what}")
 
 
-def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
+def packed_args(f: func.FuncOp) -> list[PackedArg] | None:
     """The arguments of `f` if it gets a packed entry, else None.
 
     An argument's name is its `ember.name` attribute, any string (else, or if it is
@@ -156,7 +156,7 @@ def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
         return None
     if not all(isinstance(t, MemRefType) for t in ftype.inputs.data):
         return None
-    args: list[_Arg] = []
+    args: list[PackedArg] = []
     for i, t in enumerate(ftype.inputs.data):
         assert isinstance(t, MemRefType)
         if (error := bare_pointer_error(t)) is not None:
@@ -171,7 +171,7 @@ def _packed_args(f: func.FuncOp) -> list[_Arg] | None:
                 raise _fail(f, f"argument {i}: ember.dtype {override} does not fit {t}")
             dtype = override.data
         label = name.data if isinstance(name, StringAttr) and name.data else f"arg{i}"
-        args.append(_Arg(label, t, dtype, "ember.output" in attrs))
+        args.append(PackedArg(label, t, dtype, "ember.output" in attrs))
     return args
 
 
@@ -283,7 +283,7 @@ class _Entry:
         self.b.add(llvm.CondBrOp(ok, then, [], self.failed, [text, code_value]))
         self.b = _Builder(then)
 
-    def check_arg(self, i: int, arg: _Arg, after: str) -> SSAValue:
+    def check_arg(self, i: int, arg: PackedArg, after: str) -> SSAValue:
         """Check argument `i` against `arg`, then go on in a block named `after`;
         returns the argument's DLTensor*."""
         b, code, at = self.b, -2 - i, f"arg{i}"
@@ -338,7 +338,7 @@ class _Entry:
             strided, compact = self.block(f"{at}_strided"), self.block(after)
             b.add(llvm.CondBrOp(b.is_null(given), compact, [], strided, []))
             self.b = b = _Builder(strided)
-            expected = _compact_strides(arg.shape)
+            expected = compact_strides(arg.shape)
             ok = b.all([b.eq(b.load(given, i64, k), expected[k]) for k in strided_dims])
             message = self.message(
                 f"{i}.strides", f"{prefix} compact row-major strides"
@@ -347,7 +347,10 @@ class _Entry:
         return tensor
 
     def check_overlaps(
-        self, args: list[_Arg], starts: list[SSAValue], pairs: list[tuple[int, int]]
+        self,
+        args: list[PackedArg],
+        starts: list[SSAValue],
+        pairs: list[tuple[int, int]],
     ) -> None:
         """Check that output `i`'s bytes and argument `j`'s are disjoint for each
         pair `(i, j)` (block `arg<i>_vs<j>`), then go on in block `call`."""
@@ -369,11 +372,11 @@ class _Entry:
             )
             self.check(apart, self.message(f"{i}.overlaps.{j}", text), -2 - i, then)
 
-    def build(self, args: list[_Arg], impl: str, fallible: bool) -> llvm.FuncOp:
+    def build(self, args: list[PackedArg], impl: str, fallible: bool) -> llvm.FuncOp:
         names = ", ".join(a.name for a in args)
         plural = "" if len(args) == 1 else "s"
         expected = f"expected {len(args)} argument{plural} ({names})"
-        pairs = _overlap_pairs(args)
+        pairs = overlap_pairs(args)
         checked = f"arg{pairs[0][0]}_vs{pairs[0][1]}" if pairs else "call"
         after = [f"arg{i}" for i in range(1, len(args))] + [checked]
         self.check(
@@ -419,7 +422,7 @@ class _Entry:
         return packed_function(self.name, self.region)
 
 
-def _overlap_pairs(args: list[_Arg]) -> list[tuple[int, int]]:
+def overlap_pairs(args: list[PackedArg]) -> list[tuple[int, int]]:
     """The (output, other argument) pairs whose bytes must be disjoint: each output
     against every other argument, each pair of outputs once; empty buffers overlap
     nothing."""
@@ -432,7 +435,7 @@ def _overlap_pairs(args: list[_Arg]) -> list[tuple[int, int]]:
     ]
 
 
-def _compact_strides(shape: tuple[int, ...]) -> list[int]:
+def compact_strides(shape: tuple[int, ...]) -> list[int]:
     return [prod(shape[k + 1 :]) for k in range(len(shape))]
 
 
@@ -442,11 +445,16 @@ def packed_function(name: str, body: Region) -> llvm.FuncOp:
     return llvm.FuncOp(name, signature, llvm.LinkageAttr("external"), body=body)
 
 
-def _metadata(entries: dict[str, list[_Arg]], model: dict | None) -> list[Operation]:
-    """`__ember_metadata`: returns the JSON description of the entries (type 11),
-    with the `ember.model` description under "model" when there is one."""
-    document: dict = {
-        "entry": next(iter(entries)) if len(entries) == 1 else None,
+def metadata_document(
+    entries: dict[str, list[PackedArg]], entry: str | None = None
+) -> dict:
+    """The JSON description of the packed entries that `__ember_metadata`
+    returns (and the `c` target's library too): each function's arguments,
+    and the entry (the only function when `entry` is None and there is one)."""
+    if entry is None and len(entries) == 1:
+        entry = next(iter(entries))
+    return {
+        "entry": entry,
         "functions": {
             name: {
                 "args": [
@@ -462,6 +470,14 @@ def _metadata(entries: dict[str, list[_Arg]], model: dict | None) -> list[Operat
             for name, args in entries.items()
         },
     }
+
+
+def _metadata(
+    entries: dict[str, list[PackedArg]], model: dict | None
+) -> list[Operation]:
+    """`__ember_metadata`: returns the JSON description of the entries (type 11),
+    with the `ember.model` description under "model" when there is one."""
+    document = metadata_document(entries)
     if model is not None:
         document["model"] = model
     text = _string("__ember_metadata.json", json.dumps(document))
@@ -510,9 +526,9 @@ class FuncPackedABIPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         model = _model(op)
-        entries: dict[str, list[_Arg]] = {}
+        entries: dict[str, list[PackedArg]] = {}
         for f in list(op.ops):
-            if not isinstance(f, func.FuncOp) or (args := _packed_args(f)) is None:
+            if not isinstance(f, func.FuncOp) or (args := packed_args(f)) is None:
                 continue
             name = f.sym_name.data
             if model is not None and name == MODEL_ENTRY:
@@ -625,7 +641,7 @@ def _model(module: ModuleOp) -> dict | None:
     return model
 
 
-def _model_args(f: func.FuncOp, args: list[_Arg], model: dict) -> list[_Arg]:
+def _model_args(f: func.FuncOp, args: list[PackedArg], model: dict) -> list[PackedArg]:
     """`default_run`'s arguments checked against the model: its inputs, its
     outputs, then the workspace and params as uint8 buffers of their sizes."""
     inputs, outputs = model["inputs"], model["outputs"]
@@ -651,7 +667,7 @@ def _model_args(f: func.FuncOp, args: list[_Arg], model: dict) -> list[_Arg]:
                 raise _fail(
                     f, f"argument {i} ({what}): expected an i8 buffer, got {arg.type}"
                 )
-            arg = _Arg(arg.name, arg.type, "uint8", arg.output)
+            arg = PackedArg(arg.name, arg.type, "uint8", arg.output)
         elif dtype != arg.dtype:
             raise _fail(f, f"argument {i} ({what}): expected {dtype}, got {arg.dtype}")
         if list(arg.shape) != list(tensor["shape"]):

@@ -53,10 +53,11 @@ from ember.passes.func_packed_abi import (
     TYPE_NDARRAY,
     TYPE_NULL,
     TYPE_STR,
-    _Arg,
-    _compact_strides,
-    _overlap_pairs,
-    _packed_args,
+    PackedArg,
+    compact_strides,
+    metadata_document,
+    overlap_pairs,
+    packed_args,
 )
 from ember.runtime import Module
 from ember.runtime import cc as _cc
@@ -132,13 +133,13 @@ def _print_kernels(module: ModuleOp, face: CFace) -> str:
     return print_c(module, face)
 
 
-def _entries(module: ModuleOp) -> dict[str, list[_Arg]]:
+def _entries(module: ModuleOp) -> dict[str, list[PackedArg]]:
     """Name → arguments of each function that gets a packed entry."""
-    entries: dict[str, list[_Arg]] = {}
+    entries: dict[str, list[PackedArg]] = {}
     for f in module.ops:
         if not isinstance(f, func.FuncOp):
             continue
-        args = _packed_args(f)
+        args = packed_args(f)
         if args is None:
             continue
         name = f.sym_name.data
@@ -175,29 +176,6 @@ def _reserved_names() -> frozenset[str]:
     return _C_KEYWORDS | frozenset(declared + math + libc.split())
 
 
-def metadata_document(entries: dict[str, list[_Arg]], entry: str | None) -> dict:
-    """The `__ember_metadata` document of `entries`, as func-packed-abi writes it."""
-    if entry is None and len(entries) == 1:
-        entry = next(iter(entries))
-    return {
-        "entry": entry,
-        "functions": {
-            name: {
-                "args": [
-                    {
-                        "name": a.name,
-                        "shape": list(a.shape),
-                        "dtype": a.dtype,
-                        "output": a.output,
-                    }
-                    for a in args
-                ]
-            }
-            for name, args in entries.items()
-        },
-    }
-
-
 def header() -> str:
     """`ember_runtime.h` as shipped with the runtime."""
     return (files("ember.runtime") / "include" / "ember_runtime.h").read_text()
@@ -205,7 +183,7 @@ def header() -> str:
 
 def c_source(
     kernels: str,
-    entries: dict[str, list[_Arg]],
+    entries: dict[str, list[PackedArg]],
     document: dict,
     target: DeviceTarget,
 ) -> str:
@@ -243,7 +221,7 @@ static void* ember_data(const DLTensor* t) {{
 }}"""
 
 
-def _entry(name: str, args: list[_Arg]) -> str:
+def _entry(name: str, args: list[PackedArg]) -> str:
     """The packed entry of function `name`, whose kernel the printer named
     `ember_<name>_impl` (`printer.impl_name`)."""
     impl = f"ember_{name}_impl"
@@ -269,7 +247,7 @@ def _entry(name: str, args: list[_Arg]) -> str:
     )
     for i, arg in enumerate(args):
         _check_arg(body, fail, i, arg)
-    pairs = _overlap_pairs(args)
+    pairs = overlap_pairs(args)
     if pairs:
         body.append("{")
         for k in sorted({k for pair in pairs for k in pair}):
@@ -300,7 +278,7 @@ def _entry(name: str, args: list[_Arg]) -> str:
     return "\n".join([*lines, *("  " + line for line in body), "}"])
 
 
-def _check_arg(body: list[str], fail, i: int, arg: _Arg) -> None:
+def _check_arg(body: list[str], fail, i: int, arg: PackedArg) -> None:
     """Append the checks of argument `i` (func-packed-abi's, in its order)."""
     t, code = f"t{i}", -2 - i
     prefix = f"argument {i} ({arg.name}): expected"
@@ -328,7 +306,7 @@ def _check_arg(body: list[str], fail, i: int, arg: _Arg) -> None:
     # Strides matter only for extents other than 1, and not at all when empty.
     strided = [k for k, n in enumerate(arg.shape) if n != 1]
     if strided and prod(arg.shape):
-        expected = _compact_strides(arg.shape)
+        expected = compact_strides(arg.shape)
         wrong = " || ".join(f"{t}->strides[{k}] != {expected[k]}" for k in strided)
         fail(
             f"{t}->strides != 0 && ({wrong})",
