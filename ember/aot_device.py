@@ -118,12 +118,14 @@ def _model_function(
     main: func.FuncOp, functions: Mapping[str, dict]
 ) -> tuple[dict, list[str]]:
     """`main`'s calls as one plan function, and the params it reads in order."""
+    from ember.passes.graph_plan_memory import io_names
+
     block = main.body.block
     ret = block.last_op
     if not isinstance(ret, func.ReturnOp):
         raise ModelCompileError("@main: expected func.return at the end")
-    inputs = _names(main.arg_attrs, len(block.args), "input")
-    outputs = _names(main.res_attrs, len(ret.arguments), "output")
+    inputs = io_names(main.arg_attrs, len(block.args), "input")
+    outputs = io_names(main.res_attrs, len(ret.arguments), "output")
     args = [
         _describe(name, arg.type, False)
         for name, arg in zip(inputs, block.args, strict=True)
@@ -215,12 +217,6 @@ def _describe(name: str, t, output: bool) -> dict:
         "dtype": dtype_name(t),
         "output": output,
     }
-
-
-def _names(attrs, n: int, prefix: str) -> list[str]:
-    from ember.passes.graph_plan_memory import _names as names
-
-    return names(attrs, n, prefix)
 
 
 __all__ = ["compile_device_model"]

@@ -267,8 +267,8 @@ class _Planner:
     def _entry(self) -> func.FuncOp:
         main = self.main
         inputs = list(main.body.block.args)
-        in_names = _names(main.arg_attrs, len(inputs), "input")
-        out_names = _names(main.res_attrs, len(self.outputs), "output")
+        in_names = io_names(main.arg_attrs, len(inputs), "input")
+        out_names = io_names(main.res_attrs, len(self.outputs), "output")
         types = [
             *(memref_of(v.type) for v in inputs),
             *(memref_of(v.type) for v in self.outputs),
@@ -377,7 +377,9 @@ def _describe(name: str, t: Attribute) -> dict:
     return {"name": name, "shape": list(t.get_shape()), "dtype": dtype_name(t)}
 
 
-def _names(attrs: ArrayAttr | None, n: int, prefix: str) -> list[str]:
+def io_names(attrs: ArrayAttr | None, n: int, prefix: str) -> list[str]:
+    """The `ember.name`s of a function's arguments or results (`attrs`), or
+    `<prefix><i>` where one has none."""
     dicts = attrs.data if attrs is not None else [DictionaryAttr({})] * n
     names = []
     for i, d in enumerate(dicts):
@@ -392,6 +394,7 @@ __all__ = [
     "MODEL_ATTR",
     "GraphPlanMemory",
     "dtype_name",
+    "io_names",
     "memref_of",
     "nbytes",
 ]
