@@ -1,0 +1,471 @@
+"""PyTorch models to graph IR (TVM's `relax.frontend.torch.from_exported_program`),
+and `torch.compile(model, backend="ember")`.
+
+    ep = torch.export.export(model.eval(), (x,))
+    mod, params = from_exported_program(ep)
+    lib = ember.compile_model(mod, params=params)
+
+    m = ember.frontends.torch.compile(model, (x,))     # the same, callable on tensors
+    y = m(x)
+
+    y = torch.compile(model, backend="ember")(x)        # through TorchDynamo
+
+torch is an optional dependency (`pip install ember[torch]`); nothing else in
+ember imports this module. The import runs in three steps:
+
+1. decompose: `ep.run_decompositions()` brings the graph to the core aten
+   opset (batch norm in eval mode becomes `_native_batch_norm_legit_no_training`,
+   Linear `permute` + `addmm`, ...), but for the ops that are one graph op each
+   (`torch_ops.KEPT`: softplus, silu, hardswish, matmul, ...);
+2. check the whole graph: every aten op ember cannot convert and every
+   argument value it cannot take (a transposed convolution, an `expand` that
+   grows a tensor, ...) are collected into one `UnsupportedOperatorError`,
+   with how often each occurs, before any IR is built;
+3. convert node by node (`frontends/torch_ops.py`): parameters, buffers and
+   constants become `graph.param`s named by their state-dict names, user inputs
+   the arguments of `@main` (named as in `forward`'s signature), user outputs
+   its results ("output", or "output0", "output1", ...).
+
+The TorchDynamo backend exports the graph dynamo hands it, with the module's
+parameters and buffers frozen as params (inductor's `freezing`: a weight changed
+in place later triggers a recompilation), and runs the compiled model on the
+tensors without copying them (DLPack both ways). Importing this module registers
+the backend under "ember"; an installed ember also declares it as a
+`torch_dynamo_backends` entry point, so `backend="ember"` works without the
+import.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx.node import map_arg
+from torch.utils._pytree import tree_unflatten
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from ember.dialects import graph as G
+from ember.frontends import torch_ops
+from ember.frontends.torch_ops import ConversionError, literal
+from ember.runtime.errors import EmberError
+
+__all__ = [
+    "CompiledModel",
+    "TorchImportError",
+    "UnsupportedOperatorError",
+    "compile",
+    "ember_backend",
+    "from_exported_program",
+]
+
+
+class TorchImportError(EmberError):
+    """The program cannot be imported: a non-float32 or dynamic input, a
+    training graph, or a node that does not convert."""
+
+
+class UnsupportedOperatorError(TorchImportError):
+    """The program uses aten ops (or argument values) ember does not convert.
+
+    `unsupported` maps each op, with the argument values at fault where the op
+    itself is supported ("aten.convolution.default (transposed)"), to the names
+    of its nodes.
+    """
+
+    def __init__(self, label: str, unsupported: Mapping[str, Sequence[str]]):
+        self.unsupported = {key: list(nodes) for key, nodes in unsupported.items()}
+        lines = [
+            f"  {key}: {len(nodes)} ({', '.join(nodes)})"
+            for key, nodes in sorted(self.unsupported.items())
+        ]
+        count = len(self.unsupported)
+        kinds = "operator" if count == 1 else "operators"
+        super().__init__(
+            f"{label}: {count} unsupported aten {kinds} (op: count (nodes)):\n"
+            + "\n".join(lines)
+        )
+
+
+def _check_graph(graph: Any, label: str) -> None:
+    """Raise one UnsupportedOperatorError listing every node that cannot convert."""
+    unsupported: dict[str, list[str]] = collections.defaultdict(list)
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        name = torch_ops.op_name(node.target)
+        key = torch_ops.display_name(node.target)
+        if name not in torch_ops.CONVERTERS:
+            unsupported[key].append(node.name)
+            continue
+        check = torch_ops.CHECKS.get(name)
+        problems = check(node.args, node.kwargs) if check else []
+        val = node.meta.get("val")
+        dtype = getattr(val, "dtype", torch.float32)
+        if name != "getitem" and dtype != torch.float32:
+            problems.append(f"a {str(dtype).removeprefix('torch.')} result")
+        if problems:
+            unsupported[f"{key} ({', '.join(problems)})"].append(node.name)
+    if unsupported:
+        raise UnsupportedOperatorError(label, unsupported)
+
+
+def _static_shape(node: Any, what: str, label: str) -> tuple[int, ...]:
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        raise TorchImportError(f"{label}: expected a tensor for {what}, got {val!r}")
+    if val.dtype != torch.float32:
+        raise TorchImportError(
+            f"{label}: expected a float32 {what}, got {str(val.dtype)[6:]}"
+        )
+    if not all(isinstance(d, int) for d in val.shape):
+        raise TorchImportError(
+            f"{label}: {what} has a dynamic shape {list(val.shape)}; export "
+            "with static shapes (no dynamic_shapes, torch.compile(dynamic=False))"
+        )
+    return tuple(val.shape)
+
+
+class _Importer:
+    def __init__(self, label: str):
+        self.label = label
+        self.block = Block()
+        self.params: dict[str, np.ndarray] = {}
+        self.env: dict[Any, Any] = {}
+        self.names: dict[int, str] = {}  # id of an import-time array -> its name
+        self.materialized: dict[int, SSAValue] = {}
+
+    def materialize(self, array: np.ndarray, name: str | None) -> SSAValue:
+        """An import-time array as an operand: a graph.param under its
+        state-dict name, or a literal when it is a scalar or unnamed and small."""
+        key = id(array)
+        if key in self.materialized:
+            return self.materialized[key]
+        if array.dtype != np.float32:
+            raise ConversionError(f"expected a float32 tensor, got {array.dtype}")
+        name = name or self.names.get(key)
+        if array.size <= 1 or name is None and array.size <= 16:
+            op = G.ConstantOp(literal(array))
+        else:
+            name = name or f"constant{len(self.params)}"
+            self.params[name] = array
+            op = G.ParamOp(name, TensorType(f32, array.shape))
+        self.block.add_op(op)
+        self.materialized[key] = op.results[0]
+        return op.results[0]
+
+    def bind(self, node: Any, array: np.ndarray, name: str) -> None:
+        self.env[node] = array
+        self.names[id(array)] = name
+
+    def convert(self, node: Any) -> None:
+        args, kwargs = map_arg((node.args, node.kwargs), self.env.get)
+        context = torch_ops.OpContext(node, self.block, self.materialize)
+        try:
+            convert = torch_ops.CONVERTERS[torch_ops.op_name(node.target)]
+            self.env[node] = convert(context, *args, **kwargs)
+        except (ConversionError, VerifyException, TypeError) as e:
+            raise TorchImportError(
+                f"{self.label}: {torch_ops.display_name(node.target)} node "
+                f"'{node.name}': {e}"
+            ) from None
+
+    def output(self, node: Any, what: str) -> SSAValue:
+        value = self.env.get(node) if isinstance(node, torch.fx.Node) else node
+        if isinstance(value, SSAValue):
+            return value
+        if isinstance(value, np.ndarray) and value.dtype == np.float32:
+            return self.materialize(value, None)
+        raise TorchImportError(
+            f"{self.label}: expected a float32 tensor for {what}, got {value!r}"
+        )
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().contiguous().numpy()
+
+
+def _import(
+    ep: ExportedProgram, frozen: Mapping[int, tuple[str, torch.Tensor]], label: str
+) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """The graph IR of a decomposed program; the user inputs whose positions
+    `frozen` holds become params (name, value) instead of arguments."""
+    graph = ep.graph_module.graph
+    _check_graph(graph, label)
+    importer = _Importer(label)
+    state = {**ep.state_dict, **ep.constants}
+    specs = {spec.arg.name: spec for spec in ep.graph_signature.input_specs}
+    inputs: list[tuple[str, Any]] = []
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    users = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
+    for node in placeholders:
+        spec = specs[node.name]
+        if node in users and users.index(node) in frozen:
+            name, value = frozen[users.index(node)]
+        elif node in users:
+            inputs.append((node.name, node))
+            continue
+        elif spec.target in state:
+            name, value = spec.target, state[spec.target]
+        else:
+            raise TorchImportError(
+                f"{label}: expected a value for input '{node.name}' "
+                f"({spec.kind.name}), got none"
+            )
+        if isinstance(value, torch.Tensor):
+            importer.bind(node, _numpy(value), name)
+        else:
+            importer.env[node] = value
+    args = [
+        importer.block.insert_arg(
+            TensorType(f32, _static_shape(node, f"input '{name}'", label)), i
+        )
+        for i, (name, node) in enumerate(inputs)
+    ]
+    for (_, node), arg in zip(inputs, args, strict=True):
+        importer.env[node] = arg
+    for node in graph.nodes:
+        if node.op == "call_function":
+            importer.convert(node)
+    (output,) = [n for n in graph.nodes if n.op == "output"]
+    values = list(output.args[0])
+    specs_out = ep.graph_signature.output_specs
+    mutated = [s.target for s in specs_out if s.kind != OutputKind.USER_OUTPUT]
+    if mutated:
+        raise TorchImportError(
+            f"{label}: expected an inference graph, got one that updates "
+            f"{', '.join(map(str, mutated))} (call model.eval() before exporting)"
+        )
+    out_names = (
+        ["output"] if len(values) == 1 else [f"output{i}" for i in range(len(values))]
+    )
+    results = [importer.output(v, f"output {i}") for i, v in enumerate(values)]
+    importer.block.add_op(func.ReturnOp(*results))
+
+    def names(values: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
+        return ArrayAttr(
+            [DictionaryAttr({"ember.name": StringAttr(n)}) for n in values]
+        )
+
+    main = func.FuncOp(
+        "main",
+        ([a.type for a in args], [r.type for r in results]),
+        Region(importer.block),
+        arg_attrs=names([name for name, _ in inputs]),
+        res_attrs=names(out_names),
+    )
+    module = ModuleOp([main])
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise TorchImportError(
+            f"{label}: the imported graph does not verify: {e}"
+        ) from e
+    return module, importer.params
+
+
+def _decompose(ep: ExportedProgram) -> ExportedProgram:
+    table = torch.export.default_decompositions()
+    for op in [op for op in table if torch_ops.op_name(op) in torch_ops.KEPT]:
+        del table[op]
+    return ep.run_decompositions(table)
+
+
+def from_exported_program(
+    ep: ExportedProgram,
+) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """Import a `torch.export` program as graph IR and its params.
+
+    Args:
+        ep: `torch.export.export(model.eval(), args)`'s program, with static
+            shapes and float32 inputs; it is decomposed to the core aten opset
+            here (a program already decomposed stays as it is).
+
+    Returns:
+        (module, params): a builtin.module with `func.func @main` (arguments
+        named after `forward`'s tensors), and the parameters, buffers and
+        constants the graph reads, by their state-dict names.
+
+    Raises:
+        UnsupportedOperatorError: aten ops or argument values ember does not
+            convert (every one listed, with its count and nodes).
+        TorchImportError: an input that is not a static float32 tensor, a
+            training graph (buffers updated), or a node that does not convert.
+
+    Example:
+        >>> ep = torch.export.export(model.eval(), (x,))  # doctest: +SKIP
+        >>> mod, params = from_exported_program(ep)  # doctest: +SKIP
+    """
+    label = "torch.export program"
+    return _import(_decompose(ep), {}, label)
+
+
+class CompiledModel:
+    """A compiled model called on torch tensors: the inputs are read in place
+    (DLPack), the outputs are torch tensors over the memory the model wrote,
+    in the structure the model returns.
+
+    Attributes:
+        lib: the compiled module (`export_library`, `params`, `compile_stats`).
+        graph_module: its `ember.runtime.GraphModule`.
+    """
+
+    def __init__(self, lib: Any, out_spec: Any = None):
+        from ember.runtime import GraphModule, cpu
+
+        self.lib = lib
+        self.graph_module = GraphModule(lib["default"](cpu()))
+        self._out_spec = out_spec
+
+    def __call__(self, *inputs: torch.Tensor) -> Any:
+        from ember.runtime import from_dlpack
+
+        arrays = [from_dlpack(t.detach().contiguous()) for t in inputs]
+        outputs = [torch.from_dlpack(y) for y in self.graph_module(*arrays)]
+        if self._out_spec is None:
+            return outputs
+        return tree_unflatten(outputs, self._out_spec)
+
+
+def compile(
+    model: torch.nn.Module,
+    example_inputs: Sequence[torch.Tensor],
+    target: str = "llvm",
+    **options: Any,
+) -> CompiledModel:
+    """Export `model` (in eval mode) on `example_inputs` and compile it.
+
+    Args:
+        model: the module; it is put in eval mode.
+        example_inputs: tensors of the shapes the compiled model takes.
+        target: the CPU target ("llvm" is this machine).
+        options: passed to `ember.compile_model` (opt_level, workers, ...).
+
+    Returns:
+        A `CompiledModel`, called like the model on float32 tensors.
+
+    Example:
+        >>> m = compile(model, (torch.randn(1, 3, 224, 224),))  # doctest: +SKIP
+        >>> y = m(x)  # doctest: +SKIP
+    """
+    from ember.aot import compile_model
+
+    with torch.no_grad():
+        ep = torch.export.export(model.eval(), tuple(example_inputs))
+    module, params = from_exported_program(ep)
+    lib = compile_model(module, params=params, target=target, **options)
+    return CompiledModel(lib, ep.call_spec.out_spec)
+
+
+def _frozen_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+    """Dynamo's placeholders that hold the module's parameters and buffers
+    (it lifts them to inputs), by placeholder name with their indices."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    frozen = {}
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs, strict=True)):
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        where = source.name if source is not None else ""
+        where = where() if callable(where) else str(where)
+        if isinstance(value, torch.nn.Parameter) or "._buffers[" in where:
+            frozen[i] = node.name
+    return frozen
+
+
+class _DynamoRunner:
+    """The compiled graph dynamo calls with every placeholder's value.
+
+    A graph dynamo traced with dynamic shapes (it does so for a second shape)
+    is compiled for each shape it is called with, on the first such call."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+        self.gm = gm
+        self.frozen = _frozen_inputs(gm, example_inputs)
+        self.compiled: dict[tuple, tuple[CompiledModel, list]] = {}
+        if not any(_symbolic(v) for v in example_inputs):
+            self._build(example_inputs)
+
+    def _build(self, inputs: Sequence[Any]) -> tuple[CompiledModel, list]:
+        from ember.aot import compile_model
+
+        with torch.no_grad():
+            ep = torch.export.export(self.gm, tuple(inputs), strict=False)
+        values = {i: (name, inputs[i]) for i, name in self.frozen.items()}
+        # sizes dynamo passes as ints are constants of this compilation
+        values |= {
+            i: (f"size{i}", v) for i, v in enumerate(inputs) if isinstance(v, int)
+        }
+        label = "torch.compile(backend='ember') graph"
+        module, params = _import(_decompose(ep), values, label)
+        model = CompiledModel(compile_model(module, params=params))
+        self.user = [i for i in range(len(inputs)) if i not in values]
+        entry = self.compiled[_shapes(inputs)] = (model, self._versions(inputs))
+        return entry
+
+    def _versions(self, inputs: Sequence[Any]) -> list[tuple[int, int]]:
+        return [(inputs[i]._version, inputs[i].data_ptr()) for i in self.frozen]
+
+    @property
+    def model(self) -> CompiledModel:
+        """The model compiled last."""
+        return list(self.compiled.values())[-1][0]
+
+    def __call__(self, *inputs: Any) -> Any:
+        entry = self.compiled.get(_shapes(inputs))
+        if entry is None or entry[1] != self._versions(inputs):  # a weight changed
+            entry = self._build(inputs)
+        return entry[0](*(inputs[i] for i in self.user))
+
+
+def _symbolic(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return not all(isinstance(d, int) for d in value.shape)
+    return not isinstance(value, int | float | bool)
+
+
+def _shapes(inputs: Sequence[Any]) -> tuple:
+    return tuple(tuple(v.shape) if isinstance(v, torch.Tensor) else v for v in inputs)
+
+
+def ember_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+    """TorchDynamo backend: `torch.compile(model, backend="ember")`.
+
+    Compiles each graph dynamo captures for the CPU with ember (inference only:
+    call the model under `torch.no_grad()` or `torch.inference_mode()`).
+    A graph with ops ember does not convert is not run eagerly: the
+    `UnsupportedOperatorError` listing them reaches the caller (as dynamo's
+    `BackendCompilerFailed`), unless `torch._dynamo.config.suppress_errors`
+    makes dynamo fall back to eager.
+    """
+    if torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs
+    ):
+        raise TorchImportError(
+            "torch.compile(backend='ember') compiles inference graphs: call the "
+            "model under torch.no_grad() or torch.inference_mode()"
+        )
+    return _DynamoRunner(gm, example_inputs)
+
+
+def _register() -> None:
+    from torch._dynamo import list_backends, register_backend
+
+    # An installed ember declares the entry point, which torch loads itself.
+    if "ember" not in list_backends(exclude_tags=()):
+        register_backend(ember_backend, name="ember")
+
+
+_register()

@@ -1,0 +1,562 @@
+"""Core aten operators to graph ops: one converter per aten op (all overloads of
+a name share it), and the checks of argument values that run over the whole
+graph before anything is built.
+
+A converter receives an `OpContext` and the node's arguments, each fx node among
+them replaced by its value: an `SSAValue` (a graph op's result), an `np.ndarray`
+(a parameter, buffer or constant not yet used), a tuple (a multi-output op's
+results, read with `getitem`) or a Python scalar or list. It returns the node's
+value. Shapes come from the graph dialect's shape-inferring builders; only the
+pure reshapes (view, squeeze, flatten, ...) take the shape torch recorded on the
+node (`node.meta["val"]`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
+from xdsl.ir import Block, SSAValue
+
+from ember.dialects import graph as G
+
+Value = SSAValue | np.ndarray | tuple
+
+
+class ConversionError(Exception):
+    """A node cannot be converted; the importer adds the node's name and op."""
+
+
+def literal(array: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """A float32 array as a dense attribute (a graph.constant's value)."""
+    values = [float(v) for v in array.ravel()]
+    return DenseIntOrFPElementsAttr.from_list(TensorType(f32, array.shape), values)
+
+
+class OpContext:
+    """One fx node during conversion: a way to append graph ops and to turn
+    import-time arrays and scalars into operands."""
+
+    def __init__(
+        self,
+        node: Any,
+        block: Block,
+        materialize: Callable[[np.ndarray, str | None], SSAValue],
+    ):
+        self.node = node
+        self.op = op_name(node.target)
+        self.block = block
+        self._materialize = materialize
+
+    def value(self, x: Any) -> SSAValue:
+        """`x` as an SSA value: arrays become params (or literals), scalars
+        float32 literals."""
+        if isinstance(x, SSAValue):
+            return x
+        if isinstance(x, tuple):
+            raise ConversionError("expected a tensor, got a tuple of results")
+        if isinstance(x, np.ndarray):
+            return self._materialize(x, None)
+        if isinstance(x, bool | int | float):
+            return self.constant(float(x))
+        raise ConversionError(f"expected a tensor, got {type(x).__name__}")
+
+    def constant(self, value: float | np.ndarray) -> SSAValue:
+        return self.emit_op(G.ConstantOp(literal(np.asarray(value, np.float32))))
+
+    def emit(self, op: type[G.GraphOp], *operands: Any, **attrs: Any) -> SSAValue:
+        """Append `op` on `operands` (values, arrays or scalars) with `attrs`."""
+        values = [self.value(o) for o in operands]
+        return self.emit_op(op.build_inferred(*values, **attrs))
+
+    def emit_op(self, op) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        """The shape torch recorded for the node's (first) result."""
+        val = self.node.meta["val"]
+        val = val[0] if isinstance(val, list | tuple) else val
+        return tuple(int(d) for d in val.shape)
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    if isinstance(x, np.ndarray):
+        return x.shape
+    if isinstance(x, SSAValue) and isinstance(x.type, TensorType):
+        return tuple(x.type.get_shape())
+    return ()
+
+
+def _pair(v: int | Sequence[int], default: Sequence[int] = ()) -> list[int]:
+    if isinstance(v, int):
+        return [v, v]
+    v = list(v) or list(default)
+    return v * 2 if len(v) == 1 else v
+
+
+Converter = Callable[..., Value]
+CONVERTERS: dict[str, Converter] = {}
+
+KEPT = frozenset(
+    ["hardsigmoid", "hardswish", "leaky_relu", "mish", "silu", "softplus"]
+    + ["prelu", "_prelu_kernel", "matmul"]
+)
+"""Ops left as they are when the program is decomposed to the core aten opset:
+each is one graph op here, and its decomposition is several (softplus's has a
+`where`, which ember has not; matmul's is expand + view + bmm)."""
+
+
+def converter(*names: str):
+    """Register a converter for the aten op names (overloads share it)."""
+
+    def register(fn: Converter) -> Converter:
+        for name in names:
+            CONVERTERS[name] = fn
+        return fn
+
+    return register
+
+
+# -- checks before building -----------------------------------------------------------
+#
+# Argument values ember cannot convert, by op name; each check gets the node's
+# args and kwargs (fx nodes where tensors go) and returns what is wrong.
+
+Check = Callable[[tuple, dict], list[str]]
+
+
+def _arg(args: tuple, kwargs: dict, i: int, name: str, default: Any) -> Any:
+    return args[i] if len(args) > i else kwargs.get(name, default)
+
+
+def _rank(x: Any) -> int:
+    val = getattr(x, "meta", {}).get("val")
+    return len(val.shape) if val is not None and hasattr(val, "shape") else -1
+
+
+def _check_conv(args: tuple, kwargs: dict) -> list[str]:
+    problems = []
+    if _rank(args[0]) != 4:
+        problems.append(f"{_rank(args[0]) - 2}-D (only 2-D)")
+    if _arg(args, kwargs, 6, "transposed", False):
+        problems.append("transposed")
+    return problems
+
+
+def _check_pool(args: tuple, kwargs: dict) -> list[str]:
+    return [] if _rank(args[0]) == 4 else ["not on 4-D NCHW data"]
+
+
+def _check_avg_pool(args: tuple, kwargs: dict) -> list[str]:
+    problems = _check_pool(args, kwargs)
+    if _arg(args, kwargs, 6, "divisor_override", None) is not None:
+        problems.append("divisor_override")
+    return problems
+
+
+def _check_gelu(args: tuple, kwargs: dict) -> list[str]:
+    approximate = kwargs.get("approximate", "none")
+    return [] if approximate in ("none", "tanh") else [f"approximate={approximate!r}"]
+
+
+def _check_div(args: tuple, kwargs: dict) -> list[str]:
+    mode = kwargs.get("rounding_mode")
+    return [] if mode is None else [f"rounding_mode={mode!r}"]
+
+
+def _check_expand(args: tuple, kwargs: dict) -> list[str]:
+    source = getattr(args[0], "meta", {}).get("val")
+    if source is not None and list(source.shape) != [
+        s if s != -1 else source.shape[i] for i, s in enumerate(args[1])
+    ]:
+        return [f"to a larger shape {list(args[1])}"]
+    return []
+
+
+def _check_dropout(args: tuple, kwargs: dict) -> list[str]:
+    return ["in training"] if _arg(args, kwargs, 2, "train", False) else []
+
+
+def _check_to_copy(args: tuple, kwargs: dict) -> list[str]:
+    dtype = kwargs.get("dtype")
+    return [] if dtype is None or str(dtype) == "torch.float32" else [f"to {dtype}"]
+
+
+def _check_softplus(args: tuple, kwargs: dict) -> list[str]:
+    beta = _arg(args, kwargs, 1, "beta", 1.0)
+    return [] if beta == 1 else [f"beta={beta}"]
+
+
+CHECKS: dict[str, Check] = {
+    "convolution": _check_conv,
+    "max_pool2d_with_indices": _check_pool,
+    "max_pool2d": _check_pool,
+    "avg_pool2d": _check_avg_pool,
+    "gelu": _check_gelu,
+    "div": _check_div,
+    "expand": _check_expand,
+    "dropout": _check_dropout,
+    "_to_copy": _check_to_copy,
+    "softplus": _check_softplus,
+}
+
+
+# -- converters -----------------------------------------------------------------------
+
+
+@converter("getitem")
+def _getitem(c: OpContext, results: Any, index: int):
+    if not isinstance(results, tuple) or results[index] is None:
+        raise ConversionError(
+            f"expected only the first result to be used, got result {index}"
+        )
+    return results[index]
+
+
+@converter("convolution")
+def _convolution(c, x, w, b, stride, padding, dilation, transposed, out_pad, groups):
+    operands = [x, w] + ([b] if b is not None else [])
+    ph, pw = _pair(padding)
+    return c.emit(
+        G.Conv2DOp,
+        *operands,
+        strides=_pair(stride),
+        padding=[ph, pw, ph, pw],
+        dilation=_pair(dilation),
+        groups=groups,
+    )
+
+
+def _ones_if_none(x: Any, like: Any, value: float) -> Any:
+    return np.full(shape_of(like)[1:2], value, np.float32) if x is None else x
+
+
+@converter("_native_batch_norm_legit_no_training")
+def _batch_norm(c: OpContext, x, w, b, mean, var, momentum=0.1, eps=1e-5):
+    w, b = _ones_if_none(w, mean, 1.0), _ones_if_none(b, mean, 0.0)
+    return (c.emit(G.BatchNormOp, x, w, b, mean, var, epsilon=eps), None, None)
+
+
+@converter("native_layer_norm")
+def _layer_norm(c: OpContext, x, normalized_shape, w, b, eps):
+    """Written out as reductions: (x - mean) / sqrt(var + eps) * w + b."""
+    rank = len(shape_of(x))
+    axes = list(range(rank - len(normalized_shape), rank))
+    mean = c.emit(G.ReduceMeanOp, x, axes=axes, keepdims=True)
+    centred = c.emit(G.SubOp, x, mean)
+    square = c.emit(G.MulOp, centred, centred)
+    var = c.emit(G.ReduceMeanOp, square, axes=axes, keepdims=True)
+    y = c.emit(G.DivOp, centred, c.emit(G.SqrtOp, c.emit(G.AddOp, var, eps)))
+    if w is not None:
+        y = c.emit(G.MulOp, y, w)
+    if b is not None:
+        y = c.emit(G.AddOp, y, b)
+    return (y, None, None)
+
+
+def _weight_of(x: Any) -> SSAValue | None:
+    """The (N, K) weight of `x` when `x` is its transpose (torch's Linear
+    writes `permute(w, [1, 0])` for dense's weight; the transpose is dead then)."""
+    if isinstance(x, SSAValue) and isinstance(x.owner, G.TransposeOp):
+        if x.owner.config["perm"] == (1, 0):
+            return x.owner.operands[0]
+    return None
+
+
+@converter("addmm")
+def _addmm(c: OpContext, bias, a, b, beta=1, alpha=1):
+    w = _weight_of(b)
+    n = shape_of(b)[1]
+    if w is not None and beta == 1 and alpha == 1 and shape_of(bias) in ((n,), ()):
+        return c.emit(G.DenseOp, a, w, bias)
+    y = c.emit(G.DenseOp, a, w) if w is not None else c.emit(G.MatmulOp, a, b)
+    if alpha != 1:
+        y = c.emit(G.MulOp, y, alpha)
+    return c.emit(G.AddOp, y, c.emit(G.MulOp, bias, beta) if beta != 1 else bias)
+
+
+@converter("mm", "matmul")
+def _mm(c: OpContext, a, b):
+    w = _weight_of(b)
+    if w is not None and len(shape_of(a)) == 2:
+        return c.emit(G.DenseOp, a, w)
+    return c.emit(G.MatmulOp, a, b)
+
+
+@converter("bmm")
+def _bmm(c: OpContext, a, b):
+    return c.emit(G.BatchMatmulOp, a, b)
+
+
+@converter("linear")
+def _linear(c: OpContext, x, w, b=None):
+    if len(shape_of(x)) == 2:
+        return c.emit(G.DenseOp, x, w, *([b] if b is not None else []))
+    y = c.emit(G.MatmulOp, x, c.emit(G.TransposeOp, w, perm=[1, 0]))
+    return y if b is None else c.emit(G.AddOp, y, b)
+
+
+_BINARY = {
+    "mul": G.MulOp,
+    "div": G.DivOp,
+    "pow": G.PowOp,
+    "maximum": G.MaximumOp,
+    "minimum": G.MinimumOp,
+}
+
+
+@converter(*_BINARY)
+def _binary(c: OpContext, a, b, **_kwargs):
+    return c.emit(_BINARY[c.op], a, b)
+
+
+@converter("add", "sub")
+def _add_sub(c: OpContext, a, b, alpha=1):
+    if alpha != 1:
+        b = c.emit(G.MulOp, b, alpha)
+    sub = c.op == "sub"
+    return c.emit(G.SubOp if sub else G.AddOp, a, b)
+
+
+@converter("rsub")
+def _rsub(c: OpContext, a, b, alpha=1):
+    return c.emit(G.SubOp, b, c.emit(G.MulOp, a, alpha) if alpha != 1 else a)
+
+
+_UNARY = {
+    "relu": G.ReluOp,
+    "sigmoid": G.SigmoidOp,
+    "tanh": G.TanhOp,
+    "exp": G.ExpOp,
+    "sqrt": G.SqrtOp,
+    "erf": G.ErfOp,
+    "neg": G.NegOp,
+    "abs": G.AbsOp,
+    "log": G.LogOp,
+    "hardswish": G.HardSwishOp,
+    "mish": G.MishOp,
+}
+
+
+@converter(*_UNARY)
+def _unary(c: OpContext, x):
+    return c.emit(_UNARY[c.op], x)
+
+
+@converter("rsqrt", "reciprocal")
+def _reciprocal(c: OpContext, x):
+    if c.op == "rsqrt":
+        x = c.emit(G.SqrtOp, x)
+    return c.emit(G.DivOp, 1.0, x)
+
+
+@converter("silu")
+def _silu(c: OpContext, x):
+    return c.emit(G.MulOp, x, c.emit(G.SigmoidOp, x))
+
+
+@converter("gelu")
+def _gelu(c: OpContext, x, approximate="none"):
+    return c.emit(G.GeluTanhOp if approximate == "tanh" else G.GeluOp, x)
+
+
+@converter("hardtanh", "clamp")
+def _clip(c: OpContext, x, lo=None, hi=None):
+    if c.op == "hardtanh":
+        lo, hi = (-1.0 if lo is None else lo), (1.0 if hi is None else hi)
+    if lo == 0 and hi is None:
+        return c.emit(G.ReluOp, x)
+    lo, hi = (None if v is None else float(v) for v in (lo, hi))
+    return c.emit(G.ClipOp, x, min=lo, max=hi)
+
+
+@converter("hardsigmoid")
+def _hard_sigmoid(c: OpContext, x):
+    return c.emit(G.HardSigmoidOp, x, alpha=1 / 6, beta=0.5)
+
+
+@converter("leaky_relu")
+def _leaky_relu(c: OpContext, x, negative_slope=0.01):
+    return c.emit(G.LeakyReluOp, x, alpha=float(negative_slope))
+
+
+@converter("elu")
+def _elu(c: OpContext, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    if input_scale != 1:
+        x = c.emit(G.MulOp, x, input_scale)
+    if scale != 1:  # selu decomposes to elu with its scale
+        return c.emit(G.SeluOp, x, alpha=float(alpha), gamma=float(scale))
+    return c.emit(G.EluOp, x, alpha=float(alpha))
+
+
+@converter("softplus")
+def _softplus(c: OpContext, x, beta=1.0, threshold=20.0):
+    # Above `threshold` torch returns x; log(1 + exp(x)) differs from x there
+    # by under exp(-20) = 2e-9, below float32's resolution of x.
+    return c.emit(G.SoftplusOp, x)
+
+
+@converter("_prelu_kernel", "prelu")
+def _prelu(c: OpContext, x, slope):
+    rank, channels = len(shape_of(x)), shape_of(slope)
+    if rank > 2 and len(channels) == 1:
+        slope = c.emit(G.ReshapeOp, slope, shape=[channels[0]] + [1] * (rank - 2))
+    return c.emit(G.PReluOp, x, slope)
+
+
+@converter("_softmax", "softmax", "_log_softmax", "log_softmax")
+def _softmax(c: OpContext, x, dim, *_rest, **_kwargs):
+    log = c.op.endswith("log_softmax")
+    return c.emit(G.LogSoftmaxOp if log else G.SoftmaxOp, x, axis=dim)
+
+
+def _pool(c: OpContext, op, x, kernel, stride, padding, ceil_mode, **extra):
+    ph, pw = _pair(padding)
+    return c.emit(
+        op,
+        x,
+        kernel=_pair(kernel),
+        strides=_pair(stride, default=_pair(kernel)),
+        padding=[ph, pw, ph, pw],
+        ceil_mode=bool(ceil_mode),
+        **extra,
+    )
+
+
+@converter("max_pool2d_with_indices", "max_pool2d")
+def _max_pool(c: OpContext, x, kernel, stride=(), padding=0, dilation=1, ceil=False):
+    y = _pool(
+        c, G.MaxPool2DOp, x, kernel, stride, padding, ceil, dilation=_pair(dilation)
+    )
+    return (y, None) if c.op == "max_pool2d_with_indices" else y
+
+
+@converter("avg_pool2d")
+def _avg_pool(
+    c, x, kernel, stride=(), padding=0, ceil=False, include_pad=True, _d=None
+):
+    return _pool(
+        c,
+        G.AvgPool2DOp,
+        x,
+        kernel,
+        stride,
+        padding,
+        ceil,
+        count_include_pad=include_pad,
+    )
+
+
+@converter("_adaptive_avg_pool2d", "adaptive_avg_pool2d")
+def _adaptive_avg_pool(c: OpContext, x, output_size):
+    h, w = shape_of(x)[2:]
+    oh, ow = _pair(output_size)
+    if (oh, ow) == (1, 1):
+        return c.emit(G.GlobalAvgPool2DOp, x)
+    if h % oh or w % ow:
+        raise ConversionError(
+            f"expected an output size dividing the input's {h}x{w}, got {oh}x{ow}"
+        )
+    kernel = [h // oh, w // ow]
+    return c.emit(G.AvgPool2DOp, x, kernel=kernel, strides=kernel)
+
+
+_REDUCE = {"mean": G.ReduceMeanOp, "sum": G.ReduceSumOp, "amax": G.ReduceMaxOp}
+
+
+@converter(*_REDUCE)
+def _reduce(c: OpContext, x, dims=None, keepdim=False, **_kwargs):
+    dims = [dims] if isinstance(dims, int) else list(dims or [])
+    axes = dims or list(range(len(shape_of(x))))
+    op = _REDUCE[c.op]
+    return c.emit(op, x, axes=axes, keepdims=bool(keepdim))
+
+
+@converter(
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "expand",
+)
+def _reshape(c: OpContext, x, *_args, **_kwargs):
+    shape = list(c.out_shape)
+    if list(shape_of(x)) == shape:
+        return x
+    return c.emit(G.ReshapeOp, x, shape=shape)
+
+
+@converter("permute")
+def _permute(c: OpContext, x, dims):
+    rank = len(shape_of(x))
+    return c.emit(G.TransposeOp, x, perm=[d % rank for d in dims])
+
+
+@converter("transpose", "t")
+def _transpose(c: OpContext, x, d0=0, d1=1):
+    perm = list(range(len(shape_of(x))))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return c.emit(G.TransposeOp, x, perm=perm)
+
+
+@converter("cat", "concat")
+def _cat(c: OpContext, tensors, dim=0):
+    return c.emit(G.ConcatOp, *tensors, axis=dim)
+
+
+@converter("constant_pad_nd")
+def _pad(c: OpContext, x, pad, value=0.0):
+    rank = len(shape_of(x))
+    if any(p < 0 for p in pad):
+        raise ConversionError(f"expected non-negative pads, got {list(pad)}")
+    begin, end = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):  # torch pads the last axis first
+        begin[rank - 1 - i], end[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    return c.emit(G.PadOp, x, pads=begin + end, value=float(value))
+
+
+@converter("clone", "alias", "detach", "contiguous", "lift_fresh_copy", "dropout")
+def _identity(c: OpContext, x, *_args, **_kwargs):
+    return x
+
+
+@converter("_to_copy")
+def _to_copy(c: OpContext, x, **_kwargs):
+    if isinstance(x, np.ndarray):
+        return x.astype(np.float32)
+    return x
+
+
+def op_name(target: Any) -> str:
+    """The converter key of an fx node's target: the aten op's name without
+    its overload ("add" for aten.add.Tensor), "getitem" for operator.getitem."""
+    if target is operator.getitem:
+        return "getitem"
+    name = getattr(target, "name", None)
+    if callable(name):
+        return str(name()).split("::")[-1].split(".")[0]
+    return getattr(target, "__name__", str(target))
+
+
+def display_name(target: Any) -> str:
+    """The target as torch prints it: aten.where.self."""
+    return "getitem" if target is operator.getitem else str(target)
+
+
+__all__ = [
+    "CHECKS",
+    "CONVERTERS",
+    "KEPT",
+    "ConversionError",
+    "OpContext",
+    "display_name",
+    "literal",
+    "op_name",
+]
