@@ -373,10 +373,18 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
         graph_data,
         graph_nn,
         graph_norm,
+        graph_spatial,
         graph_tensor,
     )
 
-    modules = (graph_nn, graph_tensor, graph_activation, graph_norm, graph_data)
+    modules = (
+        graph_nn,
+        graph_tensor,
+        graph_activation,
+        graph_norm,
+        graph_data,
+        graph_spatial,
+    )
     ops = (
         op
         for module in modules
@@ -389,8 +397,8 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
 COMPUTE_OPS: tuple[type[GraphOp], ...] = _compute_ops()
 """Every op that computes a tensor from tensors (all but param, constant, fused,
 call_kernel): each op class defined in `graph_nn.py`, `graph_tensor.py` and
-`graph_activation.py`, `graph_norm.py` and `graph_data.py`, so a new op is
-declared in one place."""
+`graph_activation.py`, `graph_norm.py`, `graph_data.py` and `graph_spatial.py`,
+so a new op is declared in one place."""
 
 ELEMENTWISE_OPS = tuple(
     op for op in COMPUTE_OPS if op.PATTERN in ("elemwise", "broadcast")

@@ -126,10 +126,12 @@ def _registered() -> None:
         elementwise,
         pool,
         reduce,
+        spatial,
         transform,
     )
 
-    del activation, conv2d, data, dense, elementwise, pool, reduce, transform
+    del activation, conv2d, data, dense, elementwise, pool, reduce, spatial
+    del transform
 
 
 @dataclass

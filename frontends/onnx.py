@@ -46,11 +46,11 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph as G
-from ember.frontends import onnx_data, onnx_fold, onnx_ops
+from ember.frontends import onnx_data, onnx_fold, onnx_ops, onnx_spatial
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
-del onnx_data  # imported for its converters, which register with onnx_ops
+del onnx_data, onnx_spatial  # imported for their converters (onnx_ops registers)
 
 __all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
 

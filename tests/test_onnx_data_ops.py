@@ -12,7 +12,6 @@ pytest.importorskip("onnxruntime")
 
 from test_onnx_frontend import (  # noqa: E402
     check,
-    graph_ops,
     make_model,
     node,
     ort_session,
@@ -287,4 +286,86 @@ def test_empty_slice_and_zero_split_are_refused():
         {"st": i64(3), "en": i64(1)},
     )
     with pytest.raises(OnnxImportError, match="expected a non-empty slice on axis 0"):
+        from_onnx(model)
+
+
+# -- images ---------------------------------------------------------------------------
+
+CONV_TRANSPOSE = [
+    # (data shape, weight shape, attributes)
+    ((1, 3, 4, 5), (3, 2, 3, 3), {}),
+    ((2, 4, 3, 3), (4, 3, 3, 2), {"strides": [2, 3], "pads": [1, 0, 0, 1]}),
+    ((1, 4, 4, 4), (4, 2, 3, 3), {"strides": [2, 2], "output_padding": [1, 1], "group": 2}),
+    ((1, 2, 3, 4), (2, 2, 2, 2), {"dilations": [2, 1], "pads": [0, 1, 1, 0]}),
+    ((1, 2, 3, 3), (2, 3, 3, 3), {"strides": [3, 2], "output_shape": [10, 8]}),
+    ((1, 2, 3, 3), (2, 1, 3, 3), {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    ((2, 3, 7), (3, 2, 3), {"strides": [2], "pads": [1, 0]}),  # 1-D
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs", CONV_TRANSPOSE)
+def test_conv_transpose_then_relu(x_shape, w_shape, attrs, kernel_cache):
+    out_channels = w_shape[1] * attrs.get("group", 1)
+    model = make_model(
+        [
+            node("ConvTranspose", ["x", "w", "b"], ["c"], "deconv", **attrs),
+            node("Relu", ["c"], ["y"], "relu"),
+        ],
+        {"x": x_shape},
+        ["y"],
+        {"w": rand(*w_shape, seed=2), "b": rand(out_channels, seed=3)},
+    )
+    check(model, ["graph.conv2d_transpose"])
+    # 1-D: reshapes around the 2-D op keep the Relu out of its epilogue
+    kernels = 1 if len(x_shape) == 4 else None
+    compiled(model, {"x": rand(*x_shape, seed=4)}, kernel_cache, kernels=kernels)
+
+
+RESIZES = [
+    # (attributes, scales, sizes)
+    ({"mode": "nearest"}, [1, 1, 2, 2], None),
+    ({"mode": "nearest", "nearest_mode": "floor",
+      "coordinate_transformation_mode": "asymmetric"}, [1, 1, 0.5, 1.5], None),
+    ({"mode": "nearest", "nearest_mode": "round_prefer_ceil",
+      "coordinate_transformation_mode": "align_corners"}, None, [1, 2, 7, 3]),
+    ({"mode": "nearest", "nearest_mode": "ceil"}, None, [1, 2, 3, 9]),
+    ({"mode": "linear"}, [1, 1, 2, 2], None),
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+     None, [1, 2, 9, 4]),
+    ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+     None, [1, 2, 3, 1]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("attrs, scales, sizes", RESIZES)
+def test_resize_then_add_is_one_kernel(attrs, scales, sizes, kernel_cache):
+    inputs = ["x", "", "scales"] if scales else ["x", "", "", "sizes"]
+    inits = (
+        {"scales": np.array(scales, np.float32)} if scales else {"sizes": i64(*sizes)}
+    )
+    x_shape = (1, 2, 4, 6)
+    out = sizes or [int(n * s) for n, s in zip(x_shape, scales, strict=True)]
+    model = make_model(
+        [
+            node("Resize", inputs, ["r"], "resize", **attrs),
+            node("Add", ["r", "z"], ["y"], "add"),
+        ],
+        {"x": x_shape, "z": tuple(out)},
+        ["y"],
+        inits,
+        opset=19,
+    )
+    check(model, ["graph.resize"])
+    feeds = {"x": rand(*x_shape, seed=4), "z": rand(*out, seed=5)}
+    compiled(model, feeds, kernel_cache, kernels=1)
+
+
+def test_cubic_resize_is_refused_naming_the_mode():
+    model = make_model(
+        [node("Resize", ["x", "", "scales"], ["y"], "resize", mode="cubic")],
+        {"x": (1, 1, 2, 2)},
+        {"y": (1, 1, 4, 4)},
+        {"scales": np.array([1, 1, 2, 2], np.float32)},
+    )
+    with pytest.raises(OnnxImportError, match="Resize .mode='cubic'"):
         from_onnx(model)

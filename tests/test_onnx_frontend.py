@@ -1076,6 +1076,9 @@ REVIEWED_CHANGES = {
     # SpaceToDepth's mode (28), Trilu first at 14
     "InstanceNormalization": [22], "GroupNormalization": [18, 21], "Split": [18],
     "Trilu": [14], "CumSum": [14], "DepthToSpace": [28], "SpaceToDepth": [28],
+    # Resize's antialias, axes and keep_aspect_ratio_policy (18: the first
+    # refused but for 0) and half_pixel_symmetric (19, refused)
+    "ConvTranspose": [22], "Resize": [18, 19],
 }  # fmt: skip
 
 

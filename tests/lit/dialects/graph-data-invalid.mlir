@@ -105,3 +105,39 @@ func.func @space_to_depth(%x: tensor<1x1x3x4xf32>) {
 }
 
 // CHECK: expected H and W divisible by 2, got 3 and 4
+
+// -----
+
+func.func @conv2d_transpose_channels(%x: tensor<1x3x4x4xf32>, %w: tensor<4x2x3x3xf32>) {
+  %y = graph.conv2d_transpose %x, %w : (tensor<1x3x4x4xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x6x6xf32>
+  func.return
+}
+
+// CHECK: expected data channels 4 divisible by 1 groups, got 3
+
+// -----
+
+func.func @conv2d_transpose_bias(%x: tensor<1x4x4x4xf32>, %w: tensor<4x2x3x3xf32>, %b: tensor<4xf32>) {
+  %y = graph.conv2d_transpose %x, %w, %b : (tensor<1x4x4x4xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<1x2x6x6xf32>
+  func.return
+}
+
+// CHECK: expected a bias of shape (2,), got (4,)
+
+// -----
+
+func.func @resize_linear_3d(%x: tensor<2x4x4xf32>) {
+  %y = graph.resize %x {shape = [4, 8, 8], scale_num = [2, 2, 2], scale_den = [1, 1, 1], linear = true} : (tensor<2x4x4xf32>) -> tensor<4x8x8xf32>
+  func.return
+}
+
+// CHECK: expected linear resizing of 2 axes, got [0, 1, 2]
+
+// -----
+
+func.func @resize_mode(%x: tensor<4x4xf32>) {
+  %y = graph.resize %x {shape = [8, 8], scale_num = [2, 2], scale_den = [1, 1], coord = 7} : (tensor<4x4xf32>) -> tensor<8x8xf32>
+  func.return
+}
+
+// CHECK: expected a coord in [0, 4), got 7

@@ -38,3 +38,14 @@ func.func @data(%x: tensor<2x8xf32>) -> tensor<1x12x2x2xf32> {
   %7 = graph.space_to_depth %6 {blocksize = 2} : (tensor<1x3x4x4xf32>) -> tensor<1x12x2x2xf32>
   func.return %7 : tensor<1x12x2x2xf32>
 }
+
+// CHECK-LABEL: func.func @images(
+// CHECK:         %[[D:.*]] = graph.conv2d_transpose %{{.*}}, %{{.*}}, %{{.*}} {strides = [2, 2], padding = [1, 1, 1, 1], output_padding = [1, 1], groups = 2} : (tensor<1x8x4x4xf32>, tensor<8x2x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+// CHECK-NEXT:    graph.resize %[[D]] {shape = [1, 4, 16, 12], scale_num = [1, 1, 2, 3], scale_den = [1, 1, 1, 2], coord = 2, linear = true} : (tensor<1x4x8x8xf32>) -> tensor<1x4x16x12xf32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "images"
+// GENERIC:         "graph.conv2d_transpose"(%{{.*}}, %{{.*}}, %{{.*}}) <{strides = [2 : i64, 2 : i64], padding = [1 : i64, 1 : i64, 1 : i64, 1 : i64], output_padding = [1 : i64, 1 : i64], groups = 2 : i64}>
+func.func @images(%x: tensor<1x8x4x4xf32>, %w: tensor<8x2x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x16x12xf32> {
+  %0 = graph.conv2d_transpose %x, %w, %b {strides = [2, 2], padding = [1, 1, 1, 1], output_padding = [1, 1], groups = 2} : (tensor<1x8x4x4xf32>, tensor<8x2x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  %1 = graph.resize %0 {shape = [1, 4, 16, 12], scale_num = [1, 1, 2, 3], scale_den = [1, 1, 1, 2], coord = 2, linear = true} : (tensor<1x4x8x8xf32>) -> tensor<1x4x16x12xf32>
+  func.return %1 : tensor<1x4x16x12xf32>
+}

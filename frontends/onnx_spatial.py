@@ -1,0 +1,183 @@
+"""ONNX ConvTranspose (2-D, and 1-D as 2-D with H = 1) and Resize (nearest and
+linear, scales or sizes known at import) as graph.conv2d_transpose and
+graph.resize; the converters register with `onnx_ops.converter`."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ember.dialects import graph as G
+from ember.dialects.graph_spatial import COORDINATE_MODES, NEAREST_MODES
+from ember.frontends.onnx_fold import shape_of
+from ember.frontends.onnx_ops import (
+    _AUTO_PAD,
+    CHECKS,
+    CONST_INPUTS,
+    ConversionError,
+    NodeContext,
+    _all,
+    _one_of,
+    converter,
+)
+
+MAX_SCALE_DENOMINATOR = 1024
+"""A float scale becomes the nearest fraction with at most this denominator,
+so the source positions stay exact integer arithmetic."""
+
+
+def _conv_transpose_rank(attrs: dict[str, Any], _opset: int) -> list[str]:
+    kernel = attrs.get("kernel_shape")
+    if kernel is not None and len(kernel) not in (1, 2):
+        return [f"kernel_shape={list(kernel)} (only 1-D and 2-D)"]
+    return []
+
+
+CHECKS.update(
+    {
+        "ConvTranspose": _all(_AUTO_PAD, _conv_transpose_rank),
+        "Resize": _all(
+            _one_of("mode", ["nearest", "linear"], "nearest"),
+            _one_of("coordinate_transformation_mode", COORDINATE_MODES, "half_pixel"),
+            _one_of("nearest_mode", NEAREST_MODES, "round_prefer_floor"),
+            _one_of("antialias", [0], 0),
+            _one_of("exclude_outside", [0], 0),
+            _one_of(
+                "keep_aspect_ratio_policy",
+                ["stretch", "not_larger", "not_smaller"],
+                "stretch",
+            ),
+        ),
+    }
+)
+CONST_INPUTS.update({"Resize": [(1, "roi"), (2, "scales"), (3, "sizes")]})
+
+
+@converter("ConvTranspose")
+def _conv_transpose(c: NodeContext):
+    x, w = c.value(0), c.value(1)
+    rank = len(shape_of(x))
+    if rank not in (3, 4) or len(shape_of(w)) != rank:
+        raise ConversionError(
+            f"expected 1-D or 2-D data and weight, got {shape_of(x)} and {shape_of(w)}"
+        )
+    one_d = rank == 3
+    if one_d:  # a row of height 1
+        n, ch, length = shape_of(x)
+        x = c.emit(G.ReshapeOp, x, shape=[n, ch, 1, length])
+        w = c.emit(G.ReshapeOp, w, shape=[*shape_of(w)[:2], 1, shape_of(w)[2]])
+
+    def pair(name: str, default: int) -> list[int]:
+        values = list(c.attr(name, [default] * (rank - 2)))
+        return [default, *values] if one_d else values
+
+    strides, dilation = pair("strides", 1), pair("dilations", 1)
+    output_padding = pair("output_padding", 0)
+    kernel = shape_of(w)[2:]
+    spatial = shape_of(x)[2:]
+    pads = list(c.attr("pads", [0] * (2 * (rank - 2))))
+    if one_d:
+        pads = [0, pads[0], 0, pads[1]]
+    auto_pad = c.attr("auto_pad", "NOTSET")
+    output_shape = c.attr("output_shape")
+    if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        wanted = list(output_shape[-(rank - 2) :]) if output_shape is not None else []
+        if one_d and wanted:
+            wanted = [1, *wanted]
+        if not wanted:
+            wanted = [n * s for n, s in zip(spatial, strides, strict=True)]
+        begin, end = [], []
+        for i in range(2):
+            full = (spatial[i] - 1) * strides[i] + (kernel[i] - 1) * dilation[i] + 1
+            total = full + output_padding[i] - wanted[i]
+            if total < 0:  # the requested extent is past the full result: zeros
+                output_padding[i] -= total
+                total = 0
+            small, large = total // 2, total - total // 2
+            upper = auto_pad != "SAME_LOWER"
+            begin.append(small if upper else large)
+            end.append(large if upper else small)
+        pads = begin + end
+    elif auto_pad == "VALID":
+        pads = [0, 0, 0, 0]
+    operands = [x, w] + ([c.value(2)] if c.has(2) else [])
+    y = c.emit(
+        G.Conv2DTransposeOp,
+        *operands,
+        strides=strides,
+        padding=pads,
+        output_padding=output_padding,
+        dilation=dilation,
+        groups=c.attr("group", 1),
+    )
+    if one_d:
+        n, ch, _, length = shape_of(y)
+        y = c.emit(G.ReshapeOp, y, shape=[n, ch, length])
+    return [y]
+
+
+def _resize_scales(c: NodeContext, shape: tuple[int, ...]) -> list[Fraction]:
+    """Each axis's scale (output over input) from scales or sizes (over `axes`
+    from opset 18, the aspect-ratio policy applied)."""
+    rank = len(shape)
+    axes = [a % rank for a in c.attr("axes", range(rank))]
+    scales = [Fraction(1)] * rank
+    if c.has(3):
+        sizes = [int(v) for v in c.const(3, "sizes").reshape(-1)]
+        given = [Fraction(s, shape[a]) for a, s in zip(axes, sizes, strict=True)]
+        policy = c.attr("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch":
+            common = (min if policy == "not_larger" else max)(given)
+            given = [common] * len(axes)
+        for a, s in zip(axes, given, strict=True):
+            scales[a] = s
+        return scales
+    values = c.const(2, "scales").reshape(-1) if c.has(2) else np.zeros(0)
+    if len(values) != len(axes):
+        raise ConversionError(
+            f"expected {len(axes)} scales or sizes, got {len(values)} scales"
+        )
+    for a, v in zip(axes, values, strict=True):
+        if v <= 0:
+            raise ConversionError(f"expected positive scales, got {list(values)}")
+        scales[a] = Fraction(float(v)).limit_denominator(MAX_SCALE_DENOMINATOR)
+    return scales
+
+
+@converter("Resize")
+def _resize(c: NodeContext):
+    x = c.value(0)
+    shape = shape_of(x)
+    scales = _resize_scales(c, shape)
+    if c.has(3):
+        policy = c.attr("keep_aspect_ratio_policy", "stretch")
+        sizes = [
+            int(s * n + Fraction(1, 2)) if policy != "stretch" else int(s * n)
+            for s, n in zip(scales, shape, strict=True)
+        ]
+    else:
+        sizes = [
+            int(np.floor(float(s) * n)) for s, n in zip(scales, shape, strict=True)
+        ]
+    if c.has(2) and not c.has(3):  # ONNX's output extent uses the float scale
+        values = c.const(2, "scales").reshape(-1).astype(np.float64)
+        axes = [a % len(shape) for a in c.attr("axes", range(len(shape)))]
+        for a, v in zip(axes, values, strict=True):
+            sizes[a] = int(np.floor(shape[a] * v))
+    if shape == tuple(sizes) and all(s == 1 for s in scales):
+        return [x]
+    mode = c.attr("coordinate_transformation_mode", "half_pixel")
+    return [
+        c.emit(
+            G.ResizeOp,
+            x,
+            shape=sizes,
+            scale_num=[s.numerator for s in scales],
+            scale_den=[s.denominator for s in scales],
+            coord=COORDINATE_MODES.index(mode),
+            nearest=NEAREST_MODES.index(c.attr("nearest_mode", "round_prefer_floor")),
+            linear=c.attr("mode", "nearest") == "linear",
+        )
+    ]

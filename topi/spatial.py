@@ -1,0 +1,187 @@
+"""conv2d_transpose and resize (`dialects/graph_spatial.py`) as te computes.
+
+conv2d_transpose gathers: output (oh, ow) sums the input pixels whose strided
+position, shifted by a kernel tap, lands on it (no zero-inserted copy of the
+input); an anchor, its elementwise consumers fuse as the epilogue. resize
+computes each output index's source position with integer arithmetic on the
+scale's fraction (exact, as ONNX's formulas read), then reads the nearest
+input element or blends the two (per axis) around it; it is injective.
+
+    x = te.placeholder((1, 8, 4, 4), name="x")
+    k = conv2d_transpose(x, (8, 4, 3, 3), strides=(2, 2), padding=(1, 1, 1, 1),
+                         output_padding=(1, 1))   # (1, 4, 8, 8)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ember import te
+from ember.dialects import graph
+from ember.dialects.graph_spatial import COORDINATE_MODES, NEAREST_MODES
+from ember.strategy import anchor_strategy, injective_strategy, tensor_operand
+from ember.te import Expr
+from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
+
+
+def conv2d_transpose(
+    x: te.Tensor,
+    weight_shape: Sequence[int],
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0, 0, 0),
+    output_padding: Sequence[int] = (0, 0),
+    dilation: Sequence[int] = (1, 1),
+    groups: int = 1,
+    bias: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs_: Sequence[te.Tensor] | None = None,
+    name: str = "conv2d_transpose",
+) -> Kernel:
+    """graph.conv2d_transpose: placeholders x, the weight (C_in, C_out/groups,
+    kh, kw) and the bias (C_out) when `bias`."""
+    from ember.dialects.graph_spatial import conv2d_transpose_shape
+
+    w = te.placeholder(tuple(weight_shape), name=f"{name}.weight")
+    shape = conv2d_transpose_shape(
+        x.shape,
+        w.shape,
+        tuple(strides),
+        tuple(padding),
+        tuple(output_padding),
+        tuple(dilation),
+        groups,
+    )
+    _, cin, h, wd = x.shape
+    _, cout_g, kh, kw = w.shape
+    cin_g = cin // groups
+    b = te.placeholder((shape[1],), name=f"{name}.bias") if bias else None
+    rc = te.reduce_axis((0, cin_g), "rc")
+    ry = te.reduce_axis((0, kh), "ry")
+    rx = te.reduce_axis((0, kw), "rx")
+    (sh, sw), (dh, dw) = strides, dilation
+    top, left = padding[0], padding[1]
+
+    def tap(o: Expr, r: Expr, pad: int, d: int, s: int, n: int):
+        """(the input index, whether it exists) for output o and tap r."""
+        t = o + pad - r * d if d != 1 else o + pad - r
+        index = t // s if s != 1 else t
+        valid = [t >= 0, index < n]
+        if s != 1:
+            valid.append(t % s == 0)
+        return index, valid
+
+    def element(n: Expr, co: Expr, oh: Expr, ow: Expr) -> Expr:
+        ih, vh = tap(oh, ry, top, dh, sh, h)
+        iw, vw = tap(ow, rx, left, dw, sw, wd)
+        ci = (co // cout_g) * cin_g + rc if groups > 1 else rc
+        co_g = co % cout_g if groups > 1 else co
+        read = x[n, ci, ih, iw] * w[ci, co_g, ry, rx]
+        return te.sum(te.if_then_else(te.all(*vh, *vw), read, 0.0), axis=[rc, ry, rx])
+
+    total = te.compute(shape, element, name=f"{name}.sum")
+
+    def finish(*i: Expr) -> Expr:
+        value = total[i] + b[i[1]] if b is not None else total[i]
+        return apply_epilogue(epilogue, value, i)
+
+    out = te.compute(shape, finish, name=name)
+    weights = [w] + ([b] if b is not None else [])
+    return Kernel(
+        out,
+        [x, *weights, *epilogue_inputs(epilogue_inputs_)],
+        attrs={"pattern": "conv2d_transpose"},
+    )
+
+
+def _source(i: Expr, n_in: int, n_out: int, num: int, den: int, coord: int):
+    """Output index i's source position as (p, q): the integer expression p
+    over the constant q > 0 (`graph_spatial.source_position` in te)."""
+    mode = COORDINATE_MODES[coord]
+    if mode == "align_corners":
+        q = n_in * num - den
+        return (i * ((n_in - 1) * den), q) if q > 0 else (i * 0, 1)
+    if mode == "asymmetric":
+        return (i * den, num)
+    if mode == "pytorch_half_pixel" and n_out == 1:
+        return (i * 0, 1)
+    return (i * (2 * den) + (den - num), 2 * num)
+
+
+def _clamp(index: Expr, n: int) -> Expr:
+    low = te.select(index < 0, 0, index)
+    return te.select(low > n - 1, n - 1, low)
+
+
+def _nearest(p: Expr, q: int, nearest: int) -> Expr:
+    mode = NEAREST_MODES[nearest]
+    if mode == "floor":
+        return p // q
+    if mode == "ceil":
+        return (p + (q - 1)) // q
+    if mode == "round_prefer_ceil":
+        return (p * 2 + q) // (2 * q)
+    return (p * 2 + (q - 1)) // (2 * q)
+
+
+def resize(x: te.Tensor, op: graph.ResizeOp, name: str = "resize") -> te.Tensor:
+    """graph.resize as an injective compute."""
+    cfg = op.config
+    shape = tuple(cfg["shape"])
+    changed = [
+        d
+        for d in range(x.ndim)
+        if x.shape[d] != shape[d] or cfg["scale_num"][d] != cfg["scale_den"][d]
+    ]
+
+    def taps(d: int, i: Expr) -> list[tuple[Expr, Expr | float]]:
+        n_in = x.shape[d]
+        p, q = _source(
+            i, n_in, shape[d], cfg["scale_num"][d], cfg["scale_den"][d], cfg["coord"]
+        )
+        if not cfg["linear"]:
+            return [(_clamp(_nearest(p, q, cfg["nearest"]), n_in), 1.0)]
+        lo = p // q
+        frac = (p - lo * q).astype(x.dtype) * (1.0 / q)
+        inside = te.all(lo >= 0, lo < n_in - 1)
+        frac = te.select(inside, frac, 0.0)
+        lo = _clamp(lo, n_in)
+        hi = te.select(lo < n_in - 1, lo + 1, lo)
+        return [(lo, 1.0 - frac), (hi, frac)]
+
+    def element(*i: Expr) -> Expr:
+        terms: list[tuple[list[Expr], Expr | float]] = [(list(i), 1.0)]
+        for d in changed:
+            terms = [
+                (
+                    index[:d] + [k] + index[d + 1 :],
+                    w if isinstance(weight, float) else weight * w,
+                )
+                for index, weight in terms
+                for k, w in taps(d, i[d])
+            ]
+        value: Expr | None = None
+        for index, weight in terms:
+            read = x[tuple(index)]
+            part = read * weight if not isinstance(weight, float) else read
+            value = part if value is None else value + part
+        assert value is not None
+        return value
+
+    return te.compute(shape, element, name=name)
+
+
+@anchor_strategy(graph.Conv2DTransposeOp, weights=(1, 2))
+def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return conv2d_transpose(
+        data[0],
+        op.weight.type.get_shape(),
+        **op.config,
+        bias=len(op.operands) > 2,
+        epilogue=epilogue,
+        epilogue_inputs_=epilogue_inputs,
+    )
+
+
+@injective_strategy(graph.ResizeOp)
+def _resize_form(op, args: list, name: str) -> te.Tensor:
+    return resize(tensor_operand(args[0], op), op, name)
