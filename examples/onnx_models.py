@@ -292,6 +292,111 @@ def mobilenet_v2(
     )
 
 
+# torchvision's MobileNetV3 tables: input channels, kernel, expanded channels, output
+# channels, squeeze-and-excitation, activation (RE: relu, HS: hard-swish), stride.
+MOBILENET_V3_SETTINGS = {
+    "large": [
+        (16, 3, 16, 16, False, "RE", 1),
+        (16, 3, 64, 24, False, "RE", 2),
+        (24, 3, 72, 24, False, "RE", 1),
+        (24, 5, 72, 40, True, "RE", 2),
+        (40, 5, 120, 40, True, "RE", 1),
+        (40, 5, 120, 40, True, "RE", 1),
+        (40, 3, 240, 80, False, "HS", 2),
+        (80, 3, 200, 80, False, "HS", 1),
+        (80, 3, 184, 80, False, "HS", 1),
+        (80, 3, 184, 80, False, "HS", 1),
+        (80, 3, 480, 112, True, "HS", 1),
+        (112, 3, 672, 112, True, "HS", 1),
+        (112, 5, 672, 160, True, "HS", 2),
+        (160, 5, 960, 160, True, "HS", 1),
+        (160, 5, 960, 160, True, "HS", 1),
+    ],
+    "small": [
+        (16, 3, 16, 16, True, "RE", 2),
+        (16, 3, 72, 24, False, "RE", 2),
+        (24, 3, 88, 24, False, "RE", 1),
+        (24, 5, 96, 40, True, "HS", 2),
+        (40, 5, 240, 40, True, "HS", 1),
+        (40, 5, 240, 40, True, "HS", 1),
+        (40, 5, 120, 48, True, "HS", 1),
+        (48, 5, 144, 48, True, "HS", 1),
+        (48, 5, 288, 96, True, "HS", 2),
+        (96, 5, 576, 96, True, "HS", 1),
+        (96, 5, 576, 96, True, "HS", 1),
+    ],
+}
+MOBILENET_V3_LAST = {"large": 1280, "small": 1024}
+
+
+def mobilenet_v3(
+    variant: str = "large",
+    batch: int = 1,
+    size: int = 224,
+    num_classes: int = 1000,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """MobileNetV3 (Howard et al. 2019), "large" or "small", as torchvision
+    exports it: HardSwish and HardSigmoid (opset 14+), squeeze-and-excitation
+    blocks (GlobalAveragePool, two 1x1 convs with bias, Relu, HardSigmoid, Mul),
+    a 1x1 conv to 6x the last block's channels, global pooling, Flatten, and a
+    classifier of Gemm, HardSwish, Gemm."""
+    if variant not in MOBILENET_V3_SETTINGS:
+        raise ValueError(f"expected variant 'large' or 'small', got {variant!r}")
+    if opset < 14:
+        raise ValueError(f"MobileNetV3 needs HardSwish: opset 14 or newer, got {opset}")
+    g = GraphBuilder(f"mobilenet_v3_{variant}", seed, opset)
+
+    def act(x: str, kind: str, name: str) -> str:
+        if kind == "RE":
+            return g.relu(x, name)
+        return g.node("HardSwish", [x], f"{name}/HardSwish", 0.6 * g.moment_of(x))
+
+    def conv_bn(x, cin, cout, k, name, stride=1, groups=1, kind=None):
+        y = g.conv(x, cin, cout, k, f"{name}.0", stride, groups=groups)
+        y = g.batch_norm(y, cout, f"{name}.1", gamma=(0.8, 1.2) if kind else (0.3, 0.6))
+        return act(y, kind, name) if kind else y
+
+    def squeeze_excite(x: str, channels: int, name: str) -> str:
+        squeeze = max(8, int(channels // 4 + 4) // 8 * 8)
+        s = g.node("GlobalAveragePool", [x], f"{name}/GlobalAveragePool")
+        s = g.conv(s, channels, squeeze, 1, f"{name}.fc1", pad=0, bias=True)
+        s = g.relu(s, f"{name}/relu")
+        s = g.conv(s, squeeze, channels, 1, f"{name}.fc2", pad=0, bias=True, gain=1.0)
+        s = g.node(
+            "HardSigmoid", [s], f"{name}/HardSigmoid", 0.3, alpha=1.0 / 6, beta=0.5
+        )
+        return g.node("Mul", [x, s], f"{name}/Mul", 0.3 * g.moment_of(x))
+
+    x = conv_bn("input", 3, 16, 3, "features.0", stride=2, kind="HS")
+    cin = 16
+    for index, (_, k, hidden, cout, se, kind, stride) in enumerate(
+        MOBILENET_V3_SETTINGS[variant], start=1
+    ):
+        prefix, y, j = f"features.{index}.block", x, 0
+        if hidden != cin:
+            y, j = conv_bn(y, cin, hidden, 1, f"{prefix}.{j}", kind=kind), j + 1
+        y = conv_bn(y, hidden, hidden, k, f"{prefix}.{j}", stride, hidden, kind)
+        if se:
+            y, j = squeeze_excite(y, hidden, f"{prefix}.{j + 1}"), j + 1
+        y = conv_bn(y, hidden, cout, 1, f"{prefix}.{j + 1}")
+        if stride == 1 and cin == cout:
+            y = g.node("Add", [x, y], f"features.{index}/Add")
+        x, cin = y, cout
+    last_conv = 6 * cin
+    x = conv_bn(x, cin, last_conv, 1, f"features.{index + 1}", kind="HS")
+    x = g.node("GlobalAveragePool", [x], "avgpool/GlobalAveragePool")
+    x = g.node("Flatten", [x], "Flatten", axis=1)
+    hidden_classifier = MOBILENET_V3_LAST[variant]
+    x = g.gemm(x, last_conv, hidden_classifier, "classifier.0", gain=2.0)
+    x = act(x, "HS", "classifier.1")
+    x = g.gemm(x, hidden_classifier, num_classes, "classifier.3")
+    return g.model(
+        [("input", [batch, 3, size, size])], [(x, "output", [batch, num_classes])]
+    )
+
+
 def resnet18(
     batch: int = 1,
     size: int = 224,
@@ -480,6 +585,7 @@ def transformer_block(
 
 MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "mobilenet_v2": mobilenet_v2,
+    "mobilenet_v3": mobilenet_v3,
     "resnet18": resnet18,
     "mlp": mlp,
     "transformer_block": transformer_block,
@@ -511,6 +617,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument(f"--{option}", type=int)
     parser.add_argument("--width", type=float, help="mobilenet_v2 channel multiplier")
     parser.add_argument("--layer-norm", choices=["decomposed", "onnx"])
+    parser.add_argument("--variant", choices=["large", "small"], help="mobilenet_v3")
     parser.add_argument("--shape-ops", action="store_true", default=None)
     args = parser.parse_args(argv)
 

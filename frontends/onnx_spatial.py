@@ -1,6 +1,7 @@
 """ONNX ConvTranspose (2-D, and 1-D as 2-D with H = 1) and Resize (nearest and
 linear, scales or sizes known at import) as graph.conv2d_transpose and
-graph.resize; the converters register with `onnx_ops.converter`."""
+graph.resize, and 1-D Conv, MaxPool and AveragePool as their 2-D ops on rows
+of height 1; the converters register with `onnx_ops.converter`."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ from ember.frontends.onnx_ops import (
     _AUTO_PAD,
     CHECKS,
     CONST_INPUTS,
+    CONVERTERS,
     ConversionError,
+    Converter,
     NodeContext,
     _all,
     _one_of,
+    _unit_dilations,
     converter,
 )
 
@@ -28,7 +32,7 @@ MAX_SCALE_DENOMINATOR = 1024
 so the source positions stay exact integer arithmetic."""
 
 
-def _conv_transpose_rank(attrs: dict[str, Any], _opset: int) -> list[str]:
+def _spatial_1d_2d(attrs: dict[str, Any], _opset: int) -> list[str]:
     kernel = attrs.get("kernel_shape")
     if kernel is not None and len(kernel) not in (1, 2):
         return [f"kernel_shape={list(kernel)} (only 1-D and 2-D)"]
@@ -37,7 +41,10 @@ def _conv_transpose_rank(attrs: dict[str, Any], _opset: int) -> list[str]:
 
 CHECKS.update(
     {
-        "ConvTranspose": _all(_AUTO_PAD, _conv_transpose_rank),
+        "Conv": _all(_AUTO_PAD, _spatial_1d_2d),
+        "MaxPool": _all(_AUTO_PAD, _spatial_1d_2d),
+        "AveragePool": _all(_AUTO_PAD, _spatial_1d_2d, _unit_dilations),
+        "ConvTranspose": _all(_AUTO_PAD, _spatial_1d_2d),
         "Resize": _all(
             _one_of("mode", ["nearest", "linear"], "nearest"),
             _one_of("coordinate_transformation_mode", COORDINATE_MODES, "half_pixel"),
@@ -181,3 +188,35 @@ def _resize(c: NodeContext):
             linear=c.attr("mode", "nearest") == "linear",
         )
     ]
+
+
+def _rows(two_d: Converter) -> Converter:
+    """A converter of 2-D NCHW ops that also takes 1-D (N, C, L) data (and a
+    Conv's (O, I, k) weight) as rows of height 1."""
+
+    def convert(c: NodeContext):
+        x = c.value(0)
+        if len(shape_of(x)) != 3:
+            return two_d(c)
+        n, ch, length = shape_of(x)
+        inputs = list(c.inputs)
+        inputs[0] = c.emit(G.ReshapeOp, x, shape=[n, ch, 1, length])
+        if c.node.op_type == "Conv":
+            w = c.value(1)
+            inputs[1] = c.emit(G.ReshapeOp, w, shape=[*shape_of(w)[:2], 1, -1])
+        rows = NodeContext(c.node, c.opset, inputs, c.block, c._materialize)
+        for name in ("kernel_shape", "strides", "dilations"):
+            if name in c.attrs:
+                rows.attrs[name] = [1, *c.attrs[name]]
+        if "pads" in c.attrs:
+            begin, end = c.attrs["pads"]
+            rows.attrs["pads"] = [0, begin, 0, end]
+        (y,) = two_d(rows)
+        n, ch, _, length = shape_of(y)
+        return [c.emit(G.ReshapeOp, y, shape=[n, ch, length])]
+
+    return convert
+
+
+for _op in ("Conv", "MaxPool", "AveragePool"):
+    CONVERTERS[_op] = _rows(CONVERTERS[_op])

@@ -369,3 +369,27 @@ def test_cubic_resize_is_refused_naming_the_mode():
     )
     with pytest.raises(OnnxImportError, match="Resize .mode='cubic'"):
         from_onnx(model)
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [
+        ("Conv", {"strides": [2], "pads": [1, 2], "dilations": [2]}),
+        ("Conv", {"auto_pad": "SAME_UPPER", "group": 2}),
+        ("MaxPool", {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+        ("AveragePool", {"kernel_shape": [2], "count_include_pad": 1, "pads": [1, 0]}),
+    ],
+)
+def test_one_dimensional_conv_and_pools_as_rows(op, attrs, kernel_cache):
+    inputs, inits = ["x"], {}
+    if op == "Conv":
+        inputs += ["w", "b"]
+        inits = {"w": rand(6, 4 // attrs.get("group", 1), 3, seed=2), "b": rand(6)}
+    model = make_model(
+        [node(op, inputs, ["c"], "op", **attrs), node("Relu", ["c"], ["y"], "relu")],
+        {"x": (2, 4, 11)},
+        ["y"],
+        inits,
+    )
+    check(model)
+    compiled(model, {"x": rand(2, 4, 11, seed=4)}, kernel_cache)

@@ -895,7 +895,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
         "Softsign": ["softsign"],
         "Cos": ["#6 (output 'g')"],
         "Pad (mode='reflect')": ["pad_reflect"],
-        "Conv (kernel_shape=[1, 1, 1] (only 2-D))": ["conv3d"],
+        "Conv (kernel_shape=[1, 1, 1] (only 1-D and 2-D))": ["conv3d"],
         "Cast (a cast to int64 of a computed tensor)": ["cast_to_int"],
         "Reshape (the target shape computed by the model)": ["reshape_dynamic"],
     }
