@@ -1,7 +1,8 @@
 """The `graph` dialect: operators on tensors, Relay's level.
 
-A model is a `func.func @main` over ranked, statically shaped `tensor`s (f32; i64
-only in constants the frontend folds away). Weights are bound by name with
+A model is a `func.func @main` over ranked, statically shaped `tensor`s of f32,
+f16, f64, i64, i32, i8 or i1 (bool); which dtypes an op's kernel computes is its
+strategy's (`ember/strategy.py`). Weights are bound by name with
 `graph.param` (their values live outside the IR, in a `dict[str, np.ndarray]` of
 params); small literals are `graph.constant`. A fusion group is a `graph.fused`
 region op.
@@ -168,11 +169,11 @@ class ConstantOp(IRDLOperation):
 
     @classmethod
     def from_numpy(cls, array: "np.ndarray") -> "ConstantOp":
-        """A constant holding `array` (float32, float64, int32 or int64)."""
+        """A constant holding `array` (a dtype of `NUMPY_TYPES`)."""
         array = np.asarray(array)
         if array.dtype.name not in NUMPY_TYPES:
             raise EmberValueError(
-                f"expected a float32, float64, int32 or int64 array, got {array.dtype}"
+                f"expected an array of {', '.join(NUMPY_TYPES)}, got {array.dtype}"
             )
         element = NUMPY_TYPES[array.dtype.name]
         data = np.ascontiguousarray(array, array.dtype.newbyteorder("<")).tobytes()
@@ -184,7 +185,12 @@ class ConstantOp(IRDLOperation):
         """The value as a numpy array (a fresh copy)."""
         t = self.value.type
         dtype = next(k for k, v in NUMPY_TYPES.items() if v == t.element_type)
-        flat = np.frombuffer(self.value.data.data, np.dtype(dtype).newbyteorder("<"))
+        if dtype == "bool":  # xDSL writes true as 0xff
+            flat = np.frombuffer(self.value.data.data, np.uint8) != 0
+        else:
+            flat = np.frombuffer(
+                self.value.data.data, np.dtype(dtype).newbyteorder("<")
+            )
         return flat.astype(dtype).reshape(t.get_shape())
 
     def verify_(self) -> None:
@@ -371,6 +377,7 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
     from ember.dialects import (
         graph_activation,
         graph_data,
+        graph_dtype,
         graph_nn,
         graph_norm,
         graph_spatial,
@@ -383,6 +390,7 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
         graph_activation,
         graph_norm,
         graph_data,
+        graph_dtype,
         graph_spatial,
     )
     ops = (
@@ -397,8 +405,8 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
 COMPUTE_OPS: tuple[type[GraphOp], ...] = _compute_ops()
 """Every op that computes a tensor from tensors (all but param, constant, fused,
 call_kernel): each op class defined in `graph_nn.py`, `graph_tensor.py` and
-`graph_activation.py`, `graph_norm.py`, `graph_data.py` and `graph_spatial.py`,
-so a new op is declared in one place."""
+`graph_activation.py`, `graph_norm.py`, `graph_data.py`, `graph_dtype.py` and
+`graph_spatial.py`, so a new op is declared in one place."""
 
 ELEMENTWISE_OPS = tuple(
     op for op in COMPUTE_OPS if op.PATTERN in ("elemwise", "broadcast")

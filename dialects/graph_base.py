@@ -15,8 +15,10 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     TensorType,
+    f16,
     f32,
     f64,
+    i8,
     i32,
     i64,
 )
@@ -32,10 +34,29 @@ REQUIRED = object()
 i1 = IntegerType(1)
 NUMPY_TYPES: dict[str, IntegerType | AnyFloat] = {
     "float32": f32,
+    "float16": f16,
     "float64": f64,
+    "int8": i8,
     "int32": i32,
     "int64": i64,
+    "bool": i1,
 }
+"""The element type of each numpy dtype a graph tensor may hold."""
+
+
+def dtype_of(element: Attribute) -> str:
+    """The numpy dtype name of a graph element type (`i1` is "bool").
+
+    Raises:
+        ShapeError: for an element type no graph tensor holds (ui8, bf16, ...).
+    """
+    for name, t in NUMPY_TYPES.items():
+        if t == element:
+            return name
+    raise ShapeError(
+        f"expected an element type among {', '.join(map(str, NUMPY_TYPES.values()))}"
+        f", got {element}"
+    )
 
 
 _PROPERTY_TYPES: dict[str, Any] = {
@@ -129,6 +150,17 @@ class GraphOp(IRDLOperation):
     def _infer(cls, shapes_: list[Shape], cfg: dict[str, Any], /) -> Shape:
         raise NotImplementedError
 
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        """The result's element type: the operands' one element type (ops that
+        compare, select or convert say otherwise)."""
+        if len(set(elements)) > 1:
+            got = ", ".join(map(str, elements))
+            raise ShapeError(f"expected operands of one element type, got {got}")
+        return elements[0]
+
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         """The op's numpy semantics on its operands' values (ONNX's definition);
         constant folding and the tests' reference evaluate ops with it."""
@@ -160,7 +192,8 @@ class GraphOp(IRDLOperation):
             tensors.append(t)
         cfg = cls._config(attrs)
         shape = cls._infer([tuple(t.get_shape()) for t in tensors], cfg)
-        return TensorType(tensors[0].element_type, shape)
+        element = cls._infer_element([t.element_type for t in tensors], cfg)
+        return TensorType(element, shape)
 
     @classmethod
     def build_inferred(cls, *operands: SSAValue | Operation, **attrs: Any) -> Self:
@@ -186,10 +219,6 @@ class GraphOp(IRDLOperation):
         operand_types = [
             static_tensor(v, f"operand {i}") for i, v in enumerate(self.operands)
         ]
-        elements = {t.element_type for t in operand_types}
-        if len(elements) > 1:
-            got = ", ".join(str(t.element_type) for t in operand_types)
-            raise VerifyException(f"expected operands of one element type, got {got}")
         return self.infer_type(operand_types, **self.config)
 
     def verify_(self) -> None:

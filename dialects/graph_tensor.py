@@ -87,13 +87,22 @@ class MulOp(_BinaryOp):
 
 @irdl_op_definition
 class DivOp(_BinaryOp):
-    """lhs / rhs with numpy broadcasting.
+    """lhs / rhs with numpy broadcasting; integers truncate toward zero (C's
+    and ONNX's integer division, not numpy's floor).
 
     %z = graph.div %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     """
 
     name = "graph.div"
     NUMPY = staticmethod(np.divide)
+
+    def reference(self, inputs: list[Array]) -> Array:
+        a, b = inputs
+        if a.dtype.kind in "iu":
+            with np.errstate(divide="ignore"):
+                q = np.abs(a) // np.abs(b)
+            return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+        return np.divide(a, b)
 
 
 @irdl_op_definition

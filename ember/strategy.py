@@ -14,6 +14,13 @@ elementwise ops, ...), as TVM registers an op's strategy beside its compute:
 - `injective_strategy(OpClass)`: an injective op's tensor form, `form(op,
   args, name)` on te tensors (reshape, transpose, concat, pad, batch_norm).
 
+Each registration names the dtypes its kernel computes (`dtypes=`: anchors
+float32, scalar forms float32 and float16, tensor forms every dtype by
+default); a group holding an op on another dtype is refused naming the op and
+the dtype. Float16 scalar forms compute in float32, and a kernel rounds to
+float16 where it writes its result (or hands a value to a tensor form), as
+onnxruntime's CPU kernels compute float16 chains in float32.
+
 A `graph.fused` group (or a lone op, a group of one) lowers to one kernel:
 
 - **anchored**: an anchor then elementwise ops on its result; their other
@@ -44,6 +51,7 @@ from xdsl.ir import Operation, SSAValue
 
 from ember import te
 from ember.dialects import graph
+from ember.dialects.graph_base import dtype_of
 from ember.runtime.errors import EmberValueError
 
 if TYPE_CHECKING:
@@ -60,6 +68,11 @@ AnchorBuilder = Callable[..., "Kernel"]
 """`build(op, data, epilogue, epilogue_inputs, target) -> Kernel`."""
 ScalarForm = Callable[[Any, list[Value]], te.Expr]
 TensorForm = Callable[[Any, list[Any], str], te.Tensor]
+
+FLOATS = ("float32", "float16")
+"""The dtypes a scalar form computes unless it says otherwise."""
+NUMBERS = (*FLOATS, "int8", "int32", "int64")
+ALL_DTYPES = (*NUMBERS, "float64", "bool")
 
 
 class StrategyError(EmberValueError):
@@ -79,38 +92,51 @@ class AnchorStrategy:
 _ANCHORS: dict[type[Operation], AnchorStrategy] = {}
 _SCALARS: dict[type[Operation], ScalarForm] = {}
 _TENSORS: dict[type[Operation], TensorForm] = {}
+_DTYPES: dict[type[Operation], tuple[str, ...]] = {}
 
 
 def anchor_strategy(
-    *ops: type[Operation], data: tuple[int, ...] = (0,), weights: tuple[int, ...] = ()
+    *ops: type[Operation],
+    data: tuple[int, ...] = (0,),
+    weights: tuple[int, ...] = (),
+    dtypes: tuple[str, ...] = ("float32",),
 ) -> Callable[[AnchorBuilder], AnchorBuilder]:
-    """Register the decorated builder as the strategy of `ops` (anchor ops)."""
+    """Register the decorated builder as the strategy of `ops` (anchor ops)
+    on tensors of `dtypes`."""
 
     def register(build: AnchorBuilder) -> AnchorBuilder:
         for op in ops:
             _ANCHORS[op] = AnchorStrategy(build, data, weights)
+            _DTYPES[op] = dtypes
         return build
 
     return register
 
 
-def scalar_strategy(*ops: type[Operation]) -> Callable[[ScalarForm], ScalarForm]:
-    """Register the decorated scalar form for elementwise `ops`."""
+def scalar_strategy(
+    *ops: type[Operation], dtypes: tuple[str, ...] = FLOATS
+) -> Callable[[ScalarForm], ScalarForm]:
+    """Register the decorated scalar form for elementwise `ops` on `dtypes`
+    (float16 ones computed in float32)."""
 
     def register(form: ScalarForm) -> ScalarForm:
         for op in ops:
             _SCALARS[op] = form
+            _DTYPES[op] = dtypes
         return form
 
     return register
 
 
-def injective_strategy(*ops: type[Operation]) -> Callable[[TensorForm], TensorForm]:
-    """Register the decorated tensor form for injective `ops`."""
+def injective_strategy(
+    *ops: type[Operation], dtypes: tuple[str, ...] = ALL_DTYPES
+) -> Callable[[TensorForm], TensorForm]:
+    """Register the decorated tensor form for injective `ops` on `dtypes`."""
 
     def register(form: TensorForm) -> TensorForm:
         for op in ops:
             _TENSORS[op] = form
+            _DTYPES[op] = dtypes
         return form
 
     return register
@@ -124,14 +150,15 @@ def _registered() -> None:
         data,
         dense,
         elementwise,
+        logic,
         pool,
         reduce,
         spatial,
         transform,
     )
 
-    del activation, conv2d, data, dense, elementwise, pool, reduce, spatial
-    del transform
+    del activation, conv2d, data, dense, elementwise, logic, pool, reduce
+    del spatial, transform
 
 
 @dataclass
@@ -156,6 +183,27 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
     return tuple(t.get_shape())
 
 
+def _dtype(value: SSAValue) -> str:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return dtype_of(t.element_type)
+
+
+def _check_dtypes(label: str, op: Operation) -> None:
+    """Refuse `op` on a dtype its registered kernel does not compute."""
+    allowed = _DTYPES.get(type(op), ("float32",))
+    for value in (*op.operands, *op.results):
+        try:
+            dtype = _dtype(value)
+        except ValueError as e:
+            raise StrategyError(f"{label}: '{op.name}': {e}") from None
+        if dtype not in allowed:
+            raise StrategyError(
+                f"{label}: no {dtype} kernel for '{op.name}' (its strategy "
+                f"computes {', '.join(allowed)})"
+            )
+
+
 def _short(op: Operation) -> str:
     return op.name.removeprefix("graph.")
 
@@ -171,7 +219,21 @@ def _expr(value: Value) -> te.Expr:
 
 
 def _scalar(op: Operation, args: list[Value]) -> te.Expr:
+    """The op's scalar form on `args`, float16 operands computed in float32."""
+    args = [
+        a.astype("float32") if isinstance(a, te.Expr) and a.dtype == "float16" else a
+        for a in args
+    ]
     return _expr(_SCALARS[type(op)](op, args))
+
+
+def _exact(t: te.Tensor | te.Expr | float, value: SSAValue) -> Any:
+    """`t` in `value`'s dtype: a float16 value a scalar form kept in float32
+    rounds here."""
+    dtype = _dtype(value)
+    if not isinstance(t, te.Tensor) or t.dtype == dtype:
+        return t
+    return te.compute(t.shape, lambda *i: t[i].astype(dtype), name="round")
 
 
 class _Reads:
@@ -185,13 +247,22 @@ class _Reads:
         self.tensors: list[te.Tensor] = []
         self.first = first
 
-    def operand(self, value: SSAValue, inline: bool = True) -> te.Tensor | float:
+    def operand(
+        self, value: SSAValue, inline: bool = True
+    ) -> te.Tensor | te.Expr | float:
         constant = self.known(value) if inline else None
         if constant is not None and constant.size == 1:
-            return float(constant.reshape(()))
+            scalar = constant.reshape(()).item()
+            if constant.dtype == np.float32:
+                return float(scalar)
+            return te.const(scalar, constant.dtype.name)
         if value in self.values:
             return self.tensors[self.values.index(value)]
-        t = te.placeholder(_shape(value), name=f"data{self.first + len(self.values)}")
+        t = te.placeholder(
+            _shape(value),
+            dtype=_dtype(value),
+            name=f"data{self.first + len(self.values)}",
+        )
         self.values.append(value)
         self.tensors.append(t)
         return t
@@ -270,6 +341,8 @@ def lower_group(
     kind = "_".join(_short(o) for o in g.ops[:3])
     if len(g.ops) > 3:
         kind += f"_{len(g.ops) - 3}more"
+    for o in g.ops:
+        _check_dtypes(g.label, o)
     with machine:
         if type(head) in _ANCHORS:
             for t in tail:
@@ -349,7 +422,9 @@ def _anchored(
 ) -> KernelSpec:
     strategy = _ANCHORS[type(head)]
     data = [
-        te.placeholder(_shape(head.operands[i]), name=f"data{n}")
+        te.placeholder(
+            _shape(head.operands[i]), dtype=_dtype(head.operands[i]), name=f"data{n}"
+        )
         for n, i in enumerate(strategy.data)
     ]
     weights = [i for i in strategy.weights if i < len(head.operands)]
@@ -360,7 +435,7 @@ def _anchored(
     return KernelSpec(kernel, [*operands, *reads.values])
 
 
-def _tensor_form(op: Operation, args: list[te.Tensor | float]) -> te.Tensor:
+def _tensor_form(op: Operation, args: list[te.Tensor | te.Expr | float]) -> te.Tensor:
     """An injective graph op as a te compute over `args`: its registered tensor
     form, or its scalar form mapped over the broadcast shape."""
     from ember.topi.elementwise import broadcast_read, broadcast_shape
@@ -379,7 +454,7 @@ def _tensor_form(op: Operation, args: list[te.Tensor | float]) -> te.Tensor:
     return te.compute(shape, element, name=name)
 
 
-def tensor_operand(value: te.Tensor | float, op: Operation) -> te.Tensor:
+def tensor_operand(value: te.Tensor | te.Expr | float, op: Operation) -> te.Tensor:
     """`value` as a tensor: an injective form's operand must not be a literal."""
     if isinstance(value, te.Tensor):
         return value
@@ -392,26 +467,28 @@ def _injective(g: _Group, target: Target) -> KernelSpec:
     from ember.topi import elementwise
 
     reads = _Reads(g.known, first=0)
-    env: dict[SSAValue, te.Tensor | float] = {}
+    env: dict[SSAValue, te.Tensor | te.Expr | float] = {}
     for o in g.ops:
         inline = type(o) not in _TENSORS  # tensor forms read their operands whole
         args = [
             env[v] if v in env else reads.operand(g.outside(v), inline)
             for v in o.operands
         ]
+        if not inline:
+            args = [_exact(a, v) for a, v in zip(args, o.operands, strict=True)]
         env[o.results[0]] = _tensor_form(o, args)
-    out = env[g.result]
+    out = _exact(env[g.result], g.result)
     assert isinstance(out, te.Tensor)
     kernel = elementwise.injective(out, reads.tensors, target=target)
     return KernelSpec(kernel, list(reads.values))
 
 
-def copy_kernel(shape: Sequence[int]) -> Kernel:
+def copy_kernel(shape: Sequence[int], dtype: str = "float32") -> Kernel:
     """A kernel copying a tensor (a model output that is an input, a param or
     another output)."""
     from ember.topi import elementwise
 
-    x = te.placeholder(tuple(shape), name="data0")
+    x = te.placeholder(tuple(shape), dtype=dtype, name="data0")
     out = te.compute(tuple(shape), lambda *i: x[i], name="copy")
     return elementwise.injective(out, [x])
 

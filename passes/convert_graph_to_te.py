@@ -269,6 +269,7 @@ class _Converter:
 
     def _copy_outputs(self) -> None:
         """Each returned value gets a buffer of its own, written by a kernel."""
+        from ember.dialects.graph_base import dtype_of
         from ember.strategy import copy_kernel
 
         ret = self.block.last_op
@@ -286,7 +287,8 @@ class _Converter:
                 continue
             t = value.type
             assert isinstance(t, TensorType)
-            call = self._call(copy_kernel(tuple(t.get_shape())), [value], "copy", ret)
+            kernel = copy_kernel(tuple(t.get_shape()), dtype_of(t.element_type))
+            call = self._call(kernel, [value], "copy", ret)
             ret.operands[i] = call.result
             claimed.add(call.result)
 

@@ -57,10 +57,6 @@ class _Group:
         return self.ops[-1].results[0]
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    return tuple(value.type.get_shape())  # type: ignore[attr-defined]
-
-
 def _can_join(group: _Group, value: SSAValue, op: graph.GraphOp, limit: int) -> bool:
     if value is not group.output or len(group.ops) >= limit:
         return False
@@ -68,7 +64,8 @@ def _can_join(group: _Group, value: SSAValue, op: graph.GraphOp, limit: int) -> 
     if any(use.operation is not op for use in value.uses):
         return False
     if group.kind == "anchor":
-        return op.PATTERN in _ELEMENTWISE and _shape(op.results[0]) == _shape(value)
+        # an epilogue keeps the anchor's shape and dtype (its kernels are float32)
+        return op.PATTERN in _ELEMENTWISE and op.results[0].type == value.type
     return group.kind == "injective" and op.PATTERN in _CHAINABLE
 
 

@@ -352,15 +352,18 @@ def test_constant_numpy_round_trip():
         np.array([1, -(2**40)], np.int64),
         np.float32(2.5),
         np.array([1, 2], np.int32),
+        np.array([True, False, True]),
+        np.array([-128, 127], np.int8),
+        np.array([1.5, -65504], np.float16),
     ):
         c = graph.ConstantOp.from_numpy(a)
         c.verify()
         np.testing.assert_array_equal(c.numpy(), a)
         assert c.numpy().dtype == a.dtype
     with pytest.raises(
-        ValueError, match="expected a float32, float64, int32 or int64 array, got bool"
+        ValueError, match="expected an array of float32, .*, bool, got uint8"
     ):
-        graph.ConstantOp.from_numpy(np.array([True]))
+        graph.ConstantOp.from_numpy(np.array([1], np.uint8))
 
 
 def _model() -> tuple[ModuleOp, dict[str, np.ndarray]]:

@@ -5,7 +5,7 @@ registration, and the target reaches the schedule."""
 import numpy as np
 import pytest
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import FunctionType, IntegerType, ModuleOp, TensorType, f32
 from xdsl.ir import Block, Region
 from xdsl.irdl import irdl_op_definition
 
@@ -78,7 +78,8 @@ def test_elementwise_ops_are_those_with_a_scalar_form():
     ops = [o for o in graph.COMPUTE_OPS if issubclass(o, _UnaryOp | _BinaryOp)]
     assert len(ops) >= 17
     for op in ops:
-        x = TensorType(f32, (4,))
+        logical = op.name.startswith("graph.logical_")
+        x = TensorType(IntegerType(1) if logical else f32, (4,))
         block = Block(arg_types=[x, x] if issubclass(op, _BinaryOp) else [x])
         assert is_elementwise(op.build_inferred(*block.args)), op.name
     block = Block(arg_types=[TensorType(f32, (2, 4))])

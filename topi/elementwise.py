@@ -30,12 +30,17 @@ from ember.backends.llvm.target import Target
 from ember.dialects import graph
 from ember.runtime.errors import EmberTypeError, EmberValueError
 from ember.schedule import Schedule, Stage
-from ember.strategy import injective_strategy, scalar_strategy, tensor_operand
+from ember.strategy import (
+    NUMBERS,
+    injective_strategy,
+    scalar_strategy,
+    tensor_operand,
+)
 from ember.te import Expr
 from ember.topi import fastmath
 from ember.topi.kernel import Kernel
 
-Operand = te.Tensor | float | int
+Operand = te.Tensor | Expr | float | int
 
 PARALLEL_MIN_WORK = 1 << 18
 """Work (elements x `body_cost`) below which a kernel runs on one thread.
@@ -76,7 +81,9 @@ def broadcast_read(
 ) -> Expr | float:
     """`t` at output position `indices` under broadcasting: `t`'s axes align
     with the last of the output's, an axis of extent 1 reads index 0. A number
-    is itself."""
+    (or a scalar expression) is itself."""
+    if isinstance(t, Expr):
+        return t
     if not isinstance(t, te.Tensor):
         return float(t)
     offset = len(out_shape) - t.ndim
@@ -132,6 +139,12 @@ def _relu(x: Expr) -> Expr:
     return te.select(x < 0.0, 0.0, x)  # NaN is not < 0: it stays
 
 
+def _abs(x: Expr) -> Expr:
+    if x.dtype in ("float16", "float32", "float64"):
+        return te.abs(x)
+    return te.select(x < 0, 0 - x, x)  # MIN wraps to itself, as in numpy
+
+
 UNARY: dict[type[Operation], Callable[[Expr], Expr]] = {
     graph.ReluOp: _relu,
     graph.SigmoidOp: fastmath.sigmoid,
@@ -141,7 +154,7 @@ UNARY: dict[type[Operation], Callable[[Expr], Expr]] = {
     graph.GeluOp: fastmath.gelu,
     graph.SqrtOp: te.sqrt,
     graph.LogOp: te.log,
-    graph.AbsOp: te.abs,
+    graph.AbsOp: _abs,
     graph.NegOp: lambda x: 0.0 - x,
 }
 """Scalar forms of the unary graph ops, by op class: a new unary op is one line
@@ -164,6 +177,21 @@ def _as_expr(value: Expr | float) -> Expr:
     return value if isinstance(value, Expr) else te.const(float(value))
 
 
+ON_INTEGERS = (
+    graph.AddOp,
+    graph.SubOp,
+    graph.MulOp,
+    graph.DivOp,
+    graph.MaximumOp,
+    graph.MinimumOp,
+    graph.NegOp,
+    graph.AbsOp,
+    graph.ReluOp,
+)
+"""The ops whose scalar forms also compute int8, int32 and int64 (integer
+division truncates toward zero, as ONNX's Div)."""
+
+
 @scalar_strategy(*UNARY)
 def _unary_form(op: Operation, args: list[Expr | float]) -> Expr:
     return UNARY[type(op)](_as_expr(args[0]))
@@ -172,6 +200,11 @@ def _unary_form(op: Operation, args: list[Expr | float]) -> Expr:
 @scalar_strategy(*BINARY)
 def _binary_form(op: Operation, args: list[Expr | float]) -> Expr:
     return BINARY[type(op)](_as_expr(args[0]), args[1])
+
+
+for _op in ON_INTEGERS:
+    form = _unary_form if _op in UNARY else _binary_form
+    scalar_strategy(_op, dtypes=NUMBERS)(form)
 
 
 @scalar_strategy(graph.ClipOp)

@@ -1,0 +1,286 @@
+"""`graph` dialect ops about element types: comparisons (giving `i1`), logical
+ops on `i1`, `where`, `mod`, `sign` and `cast` between the element types graph
+tensors hold (`graph_base.NUMPY_TYPES`: f32, f16, f64, i64, i32, i8, i1). All
+are elementwise with numpy broadcasting, so each fuses into an anchor's
+epilogue or an injective group; the dialect is assembled in `graph.py`.
+
+    %m = graph.greater %x, %y : (tensor<4xi64>, tensor<i64>) -> tensor<4xi1>
+    %z = graph.where %m, %x, %y : (tensor<4xi1>, tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+"""
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Self
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from ember.dialects import graph_shapes as shapes
+from ember.dialects.graph_base import NUMPY_TYPES, GraphOp, dtype_of, i1, static_tensor
+from ember.dialects.graph_numpy import Array
+from ember.dialects.graph_shapes import Shape, ShapeError
+from ember.dialects.graph_tensor import _BinaryOp, _UnaryOp
+
+
+class _CompareOp(_BinaryOp):
+    """A comparison: operands of one element type, an `i1` result."""
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        super()._infer_element(elements, cfg)
+        return i1
+
+
+@irdl_op_definition
+class EqualOp(_CompareOp):
+    """lhs == rhs with numpy broadcasting, as i1.
+
+    %z = graph.equal %x, %y : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+    """
+
+    name = "graph.equal"
+    NUMPY = staticmethod(np.equal)
+
+
+@irdl_op_definition
+class LessOp(_CompareOp):
+    """lhs < rhs with numpy broadcasting, as i1 (false where either is NaN).
+
+    %z = graph.less %x, %y : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
+    """
+
+    name = "graph.less"
+    NUMPY = staticmethod(np.less)
+
+
+@irdl_op_definition
+class LessEqualOp(_CompareOp):
+    """lhs <= rhs with numpy broadcasting, as i1.
+
+    %z = graph.less_equal %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+    """
+
+    name = "graph.less_equal"
+    NUMPY = staticmethod(np.less_equal)
+
+
+@irdl_op_definition
+class GreaterOp(_CompareOp):
+    """lhs > rhs with numpy broadcasting, as i1.
+
+    %z = graph.greater %x, %y : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+    """
+
+    name = "graph.greater"
+    NUMPY = staticmethod(np.greater)
+
+
+@irdl_op_definition
+class GreaterEqualOp(_CompareOp):
+    """lhs >= rhs with numpy broadcasting, as i1.
+
+    %z = graph.greater_equal %x, %y : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xi1>
+    """
+
+    name = "graph.greater_equal"
+    NUMPY = staticmethod(np.greater_equal)
+
+
+def _expect_bool(op: type[GraphOp], elements: list[Attribute]) -> None:
+    for i, t in enumerate(elements):
+        if t != i1:
+            raise ShapeError(f"expected i1 for operand {i} of {op.name}, got {t}")
+
+
+class _LogicalOp(_BinaryOp):
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        _expect_bool(cls, elements)
+        return i1
+
+
+@irdl_op_definition
+class LogicalAndOp(_LogicalOp):
+    """lhs and rhs (i1) with numpy broadcasting.
+
+    %z = graph.logical_and %x, %y : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+    """
+
+    name = "graph.logical_and"
+    NUMPY = staticmethod(np.logical_and)
+
+
+@irdl_op_definition
+class LogicalOrOp(_LogicalOp):
+    """lhs or rhs (i1) with numpy broadcasting.
+
+    %z = graph.logical_or %x, %y : (tensor<4xi1>, tensor<i1>) -> tensor<4xi1>
+    """
+
+    name = "graph.logical_or"
+    NUMPY = staticmethod(np.logical_or)
+
+
+@irdl_op_definition
+class LogicalXorOp(_LogicalOp):
+    """lhs xor rhs (i1) with numpy broadcasting.
+
+    %z = graph.logical_xor %x, %y : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+    """
+
+    name = "graph.logical_xor"
+    NUMPY = staticmethod(np.logical_xor)
+
+
+@irdl_op_definition
+class LogicalNotOp(_UnaryOp):
+    """not x (i1).
+
+    %y = graph.logical_not %x : (tensor<4xi1>) -> tensor<4xi1>
+    """
+
+    name = "graph.logical_not"
+    NUMPY = staticmethod(np.logical_not)
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        _expect_bool(cls, elements)
+        return i1
+
+
+@irdl_op_definition
+class SignOp(_UnaryOp):
+    """-1, 0 or 1 by the sign of x (NaN stays NaN).
+
+    %y = graph.sign %x : (tensor<4xi64>) -> tensor<4xi64>
+    """
+
+    name = "graph.sign"
+    NUMPY = staticmethod(np.sign)
+
+
+@irdl_op_definition
+class ModOp(_BinaryOp):
+    """The remainder of lhs / rhs with numpy broadcasting: with the divisor's
+    sign (numpy's `mod`, Python's `%`) or, `fmod = true`, with the dividend's
+    (C's `fmod`).
+
+    %z = graph.mod %x, %y {fmod = true} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    """
+
+    name = "graph.mod"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"fmod": ("bool", False)}
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        element = super()._infer_element(elements, cfg)
+        if element == i1:
+            raise ShapeError(f"expected numbers for {cls.name}, got {element}")
+        return element
+
+    def reference(self, inputs: list[Array]) -> Array:
+        a, b = inputs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (np.fmod if self.config["fmod"] else np.mod)(a, b)
+
+
+@irdl_op_definition
+class WhereOp(GraphOp):
+    """x where cond holds, else y, with numpy broadcasting of all three.
+
+    %z = graph.where %c, %x, %y : (tensor<2x4xi1>, tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+    """
+
+    name = "graph.where"
+    PATTERN: ClassVar[str] = "broadcast"
+
+    cond = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        return shapes.broadcast(shapes.broadcast(s[0], s[1]), s[2])
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        if elements[0] != i1:
+            raise ShapeError(
+                f"expected an i1 condition for {cls.name}, got {elements[0]}"
+            )
+        return super()._infer_element(elements[1:], cfg)
+
+    def reference(self, inputs: list[Array]) -> Array:
+        return np.where(*inputs)
+
+
+@irdl_op_definition
+class CastOp(GraphOp):
+    """x converted elementwise to the result's element type, as numpy's
+    `astype` (and ONNX's Cast): floats to integers truncate toward zero, to i1
+    anything nonzero (NaN too) is true, integers narrow by wrapping.
+
+    %y = graph.cast %x : (tensor<4xf32>) -> tensor<4xi64>
+    Build with `CastOp.build_inferred(x, to="int64")`.
+    """
+
+    name = "graph.cast"
+    PATTERN: ClassVar[str] = "elemwise"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer_type(cls, operand_types: Sequence[Attribute], **attrs: Any) -> TensorType:
+        (t,) = operand_types
+        if not isinstance(t, TensorType):
+            raise ShapeError(f"expected a tensor for operand 0, got {t}")
+        if set(attrs) != {"to"}:
+            raise ShapeError(f"expected only 'to' for {cls.name}, got {sorted(attrs)}")
+        to = attrs["to"]
+        element = NUMPY_TYPES.get(np.dtype(to).name) if isinstance(to, str) else to
+        if element is None or element not in NUMPY_TYPES.values():
+            dtype_of(t.element_type)
+            raise ShapeError(
+                f"expected a target among {', '.join(NUMPY_TYPES)} for {cls.name}, "
+                f"got {to}"
+            )
+        dtype_of(t.element_type)
+        return TensorType(element, t.get_shape())
+
+    @classmethod
+    def build_inferred(cls, *operands: SSAValue | Operation, **attrs: Any) -> Self:
+        (x,) = [SSAValue.get(o) for o in operands]
+        return cls.create(
+            operands=[x], result_types=[cls.infer_type([x.type], **attrs)]
+        )
+
+    def verify_(self) -> None:
+        x = static_tensor(self.input, "operand 0")
+        y = static_tensor(self.result, "the result")
+        expected = self.infer_type([x], to=y.element_type)
+        if expected != y:
+            raise VerifyException(f"expected {expected}, got {y}")
+
+    def reference(self, inputs: list[Array]) -> Array:
+        to = dtype_of(self.result.type.element_type)  # type: ignore[attr-defined]
+        with np.errstate(invalid="ignore"):
+            return inputs[0].astype(to)
