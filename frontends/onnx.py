@@ -2,8 +2,9 @@
 
     mod, params = from_onnx("mobilenet_v2.onnx", shape={"input": (1, 3, 224, 224)})
 
-`mod` is a builtin.module holding `func.func @main` over statically shaped f32
-tensors (inputs named after the ONNX inputs in `ember.name` argument attributes,
+`mod` is a builtin.module holding `func.func @main` over statically shaped
+tensors of the model's dtypes (float32, float16, float64, int64, int32, int8,
+bool; inputs named after the ONNX inputs in `ember.name` argument attributes,
 outputs likewise in result attributes); `params` maps each `graph.param` name to its
 numpy array. The import runs in three steps:
 
@@ -40,24 +41,32 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
-    f32,
 )
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph as G
-from ember.frontends import onnx_data, onnx_fold, onnx_ops, onnx_spatial
+from ember.dialects.graph_base import NUMPY_TYPES
+from ember.frontends import (
+    onnx_data,
+    onnx_dtype,
+    onnx_fold,
+    onnx_ops,
+    onnx_spatial,
+)
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
-del onnx_data, onnx_spatial  # imported for their converters (onnx_ops registers)
+# imported for their converters (onnx_ops registers)
+del onnx_data, onnx_dtype, onnx_spatial
 
 __all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
 
 NEWEST_REVIEWED_OPSET = 28
 """The newest default-domain opset whose changes to the converted ops were
 read (onnx 1.23's schemas). From 13 on, the converted ops changed only in
-types ember does not take (int, bfloat16, float8, int4...) or in ways the
+types ember does not take (uint, int16, bfloat16, float8, int4, string...),
+in Mod (28: fmod=0 on floats, numpy's mod, computed) or in ways the
 attribute checks and converters handle: axes as an input of ReduceMax/ReduceMean
 and Pad (18), Pad's 'wrap' mode and AveragePool's dilations (19, refused), Gelu
 (20), Cast's round_mode (25, float8 only). tests/test_onnx_frontend.py lists
@@ -173,10 +182,6 @@ def _node_name(node: onnx.NodeProto, index: int) -> str:
     return f"#{index} (output '{node.output[0]}')" if node.output else f"#{index}"
 
 
-def _cast_target(node: onnx.NodeProto) -> int:
-    return next(a.i for a in node.attribute if a.name == "to")
-
-
 def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
     """Raise one UnsupportedOperatorError listing every node that cannot convert."""
     known = {t.name for t in graph.initializer}
@@ -197,9 +202,6 @@ def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
             known.update(node.output)
         elif key in onnx_fold.SHAPE_ONLY:
             problems.append("on a tensor computed by the model")
-        elif key == "Cast" and _cast_target(node) != onnx.TensorProto.FLOAT:
-            to = onnx.helper.tensor_dtype_to_np_dtype(_cast_target(node))
-            problems.append(f"a cast to {to} of a computed tensor")
         for i, what in onnx_ops.CONST_INPUTS.get(key, []):
             if i < len(inputs) and inputs[i] and inputs[i] not in known:
                 problems.append(f"{what} computed by the model")
@@ -210,12 +212,42 @@ def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
         raise UnsupportedOperatorError(label, unsupported)
 
 
+def _readers(graph: onnx.GraphProto, name: str) -> str:
+    ops = sorted({n.op_type for n in graph.node if name in n.input})
+    return f" (read by {', '.join(ops)})" if ops else ""
+
+
+def _input_dtype(
+    graph: onnx.GraphProto, value: onnx.ValueInfoProto, want: str | None, label: str
+) -> str:
+    """The numpy dtype of input `value`: its declared one, which `want` (the
+    caller's dtype for it, if any) must name."""
+    kind = value.type.WhichOneof("value")
+    elem = value.type.tensor_type.elem_type
+    if kind != "tensor_type" or not elem:
+        declared = f"a {kind or 'value'} of no tensor element type"
+    else:
+        declared = onnx.TensorProto.DataType.Name(elem).lower()
+        if elem != onnx.TensorProto.STRING:
+            declared = str(onnx.helper.tensor_dtype_to_np_dtype(elem))
+    if declared not in NUMPY_TYPES:
+        raise OnnxImportError(
+            f"{label}: input '{value.name}'{_readers(graph, value.name)}: expected "
+            f"a dtype among {', '.join(NUMPY_TYPES)}, got {declared}"
+        )
+    if want is not None and want != declared:
+        raise OnnxImportError(
+            f"{label}: expected dtype {declared} for input '{value.name}', got {want}"
+        )
+    return declared
+
+
 def _input_shapes(
     graph: onnx.GraphProto,
     shape: Mapping[str, Sequence[int]] | None,
-    dtype: str | Mapping[str, str],
+    dtype: str | Mapping[str, str] | None,
     label: str,
-) -> dict[str, tuple[int, ...]]:
+) -> dict[str, tuple[tuple[int, ...], str]]:
     initializers = {t.name for t in graph.initializer}
     inputs = [v for v in graph.input if v.name not in initializers]
     names = [v.name for v in inputs]
@@ -227,17 +259,9 @@ def _input_shapes(
         )
     result = {}
     for value in inputs:
-        want = dtype if isinstance(dtype, str) else dtype.get(value.name, "float32")
-        if want != "float32":
-            raise OnnxImportError(
-                f"{label}: expected dtype float32 for input '{value.name}', got {want}"
-            )
+        want = dtype if isinstance(dtype, str | None) else dtype.get(value.name)
+        element = _input_dtype(graph, value, want, label)
         tensor = value.type.tensor_type
-        if tensor.elem_type != onnx.TensorProto.FLOAT:
-            got = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
-            raise OnnxImportError(
-                f"{label}: expected a float32 input '{value.name}', got {got}"
-            )
         declared = list(tensor.shape.dim)
         if value.name in overrides:
             dims = tuple(int(d) for d in overrides[value.name])
@@ -265,7 +289,7 @@ def _input_shapes(
                         f"{symbol} at axis {axis}; pass shape={{'{value.name}': (...)}}"
                     )
             dims = tuple(d.dim_value for d in declared)
-        result[value.name] = dims
+        result[value.name] = (dims, element)
     return result
 
 
@@ -287,10 +311,10 @@ class _Importer:
         (initializers, and folded values past a few elements) or a literal."""
         if name in self.materialized:
             return self.materialized[name]
-        if array.dtype != np.float32:
+        if array.dtype.name not in NUMPY_TYPES:
             raise ConversionError(
-                f"expected a float32 tensor for '{name}', got {array.dtype} (only "
-                "shape computations may use other types)"
+                f"expected a tensor of {', '.join(NUMPY_TYPES)} for '{name}', got "
+                f"{array.dtype}"
             )
         small = array.size <= 1 or (
             name not in self.initializers
@@ -300,7 +324,7 @@ class _Importer:
             op = G.ConstantOp(onnx_ops.literal(array))
         else:
             self.params[name] = array
-            op = G.ParamOp(name, TensorType(f32, array.shape))
+            op = G.ParamOp(name, TensorType(NUMPY_TYPES[array.dtype.name], array.shape))
         self.block.add_op(op)
         self.materialized[name] = op.results[0]
         return op.results[0]
@@ -335,7 +359,7 @@ class _Importer:
 def from_onnx(
     model: onnx.ModelProto | str | os.PathLike,
     shape: Mapping[str, Sequence[int]] | None = None,
-    dtype: str | Mapping[str, str] = "float32",
+    dtype: str | Mapping[str, str] | None = None,
 ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """Import an ONNX model as graph IR and its params.
 
@@ -343,7 +367,10 @@ def from_onnx(
         model: an onnx.ModelProto or the path of a .onnx file.
         shape: input name -> shape, for inputs with dynamic dimensions (or to
             override the declared ones).
-        dtype: the inputs' dtype ("float32", the one supported), or one per input.
+        dtype: the inputs' dtype ("float32", "int64", ...), or one per input:
+            each must be the declared one (None: the declared ones). An input
+            of a dtype ember does not compute (uint8, bfloat16, string, ...)
+            is refused naming the ops that read it.
 
     Returns:
         (module, params): a builtin.module with `func.func @main`, and the
@@ -367,8 +394,8 @@ def from_onnx(
 
     importer = _Importer(graph, opset, label)
     args = [
-        importer.block.insert_arg(TensorType(f32, s), i)
-        for i, s in enumerate(shapes.values())
+        importer.block.insert_arg(TensorType(NUMPY_TYPES[t], s), i)
+        for i, (s, t) in enumerate(shapes.values())
     ]
     for name, arg in zip(shapes, args, strict=True):
         importer.env[name] = arg

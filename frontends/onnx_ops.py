@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Block, SSAValue
 
 from ember.dialects import graph as G
@@ -104,10 +104,10 @@ class NodeContext:
 
 
 def literal(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    if array.dtype != np.float32:
-        raise ConversionError(f"expected a float32 tensor, got {array.dtype}")
-    values = [float(v) for v in array.ravel()]
-    return DenseIntOrFPElementsAttr.from_list(TensorType(f32, array.shape), values)
+    try:
+        return G.ConstantOp.from_numpy(array).value
+    except ValueError as e:
+        raise ConversionError(str(e)) from None
 
 
 def _attribute(attr: onnx.AttributeProto) -> Any:
@@ -527,30 +527,6 @@ def _dropout(c: NodeContext):
         raise ConversionError("expected inference (training_mode false), got training")
     if len(c.node.output) > 1 and c.node.output[1]:
         raise ConversionError("expected no mask output, got one")
-    return [c.value(0)]
-
-
-@converter("Cast")
-def _cast(c: NodeContext):
-    to = onnx.helper.tensor_dtype_to_np_dtype(c.attr("to"))
-    if to != np.float32:
-        raise ConversionError(
-            f"expected a cast to float32 of a computed tensor, got {to}"
-        )
-    return [c.value(0)]
-
-
-@converter("CastLike")
-def _cast_like(c: NodeContext):
-    """CastLike to a computed tensor's type: float32, the only computed type."""
-    like = c.inputs[1]
-    to = like.dtype if isinstance(like, np.ndarray) else np.dtype(np.float32)
-    if to != np.float32:
-        raise ConversionError(
-            f"expected a cast to float32 of a computed tensor, got {to}"
-        )
-    if c.is_const(0):
-        return [c.const(0, "the input").astype(np.float32)]
     return [c.value(0)]
 
 

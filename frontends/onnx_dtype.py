@@ -1,0 +1,97 @@
+"""ONNX ops about element types on computed tensors: comparisons (Equal, Less,
+LessOrEqual, Greater, GreaterOrEqual), And, Or, Xor, Not, Where, Mod, Sign,
+Cast and CastLike (`dialects/graph_dtype.py`). A cast to a dtype graph tensors
+do not hold (uint8, bfloat16, float8, string, ...) is refused naming it; the
+converters register with `onnx_ops.converter`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from xdsl.dialects.builtin import TensorType
+
+from ember.dialects import graph_dtype as gd
+from ember.dialects.graph_base import NUMPY_TYPES, dtype_of
+from ember.frontends.onnx_ops import CHECKS, ConversionError, NodeContext, converter
+
+_COMPARE = {
+    "Equal": gd.EqualOp,
+    "Less": gd.LessOp,
+    "LessOrEqual": gd.LessEqualOp,
+    "Greater": gd.GreaterOp,
+    "GreaterOrEqual": gd.GreaterEqualOp,
+    "And": gd.LogicalAndOp,
+    "Or": gd.LogicalOrOp,
+    "Xor": gd.LogicalXorOp,
+}
+
+
+def _dtype_name(onnx_type: int) -> str:
+    try:
+        return str(onnx.helper.tensor_dtype_to_np_dtype(onnx_type))
+    except (KeyError, ValueError):
+        return onnx.TensorProto.DataType.Name(onnx_type).lower()
+
+
+def _cast_target(attrs: dict[str, Any], _opset: int) -> list[str]:
+    to = _dtype_name(attrs.get("to", 0))
+    return [] if to in NUMPY_TYPES else [f"to={to}"]
+
+
+CHECKS["Cast"] = _cast_target
+
+
+@converter(*_COMPARE)
+def _compare(c: NodeContext):
+    return [c.emit(_COMPARE[c.node.op_type], c.value(0), c.value(1))]
+
+
+@converter("Not")
+def _not(c: NodeContext):
+    return [c.emit(gd.LogicalNotOp, c.value(0))]
+
+
+@converter("Sign")
+def _sign(c: NodeContext):
+    return [c.emit(gd.SignOp, c.value(0))]
+
+
+@converter("Where")
+def _where(c: NodeContext):
+    return [c.emit(gd.WhereOp, c.value(0), c.value(1), c.value(2))]
+
+
+@converter("Mod")
+def _mod(c: NodeContext):
+    return [c.emit(gd.ModOp, c.value(0), c.value(1), fmod=bool(c.attr("fmod", 0)))]
+
+
+def _cast_to(c: NodeContext, to: str):
+    if to not in NUMPY_TYPES:
+        raise ConversionError(
+            f"expected a cast to one of {', '.join(NUMPY_TYPES)}, got {to}"
+        )
+    if c.is_const(0):
+        return [c.const(0, "the input").astype(to)]
+    x = c.value(0)
+    assert isinstance(x.type, TensorType)
+    if dtype_of(x.type.element_type) == to:
+        return [x]
+    return [c.emit_op(gd.CastOp.build_inferred(x, to=to))]
+
+
+@converter("Cast")
+def _cast(c: NodeContext):
+    return _cast_to(c, _dtype_name(c.attr("to")))
+
+
+@converter("CastLike")
+def _cast_like(c: NodeContext):
+    like = c.inputs[1]
+    if isinstance(like, np.ndarray):
+        return _cast_to(c, like.dtype.name)
+    assert like is not None and isinstance(like.type, TensorType)
+    return _cast_to(c, dtype_of(like.type.element_type))
