@@ -397,6 +397,90 @@ def mobilenet_v3(
     )
 
 
+def shufflenet_v2(
+    batch: int = 1,
+    size: int = 224,
+    num_classes: int = 1000,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """ShuffleNetV2 x1.0 (Ma et al. 2018) as torchvision exports it: a 3x3
+    stride-2 stem and MaxPool, three stages (4, 8, 4 units; 116, 232, 464
+    channels) whose units Split the channels in two (`chunk`), run one half
+    through 1x1 / depthwise 3x3 / 1x1 convs, Concat, and shuffle the channels
+    (Reshape to 5-D, Transpose, Reshape); a 1x1 conv to 1024, ReduceMean over
+    H and W (keepdims 0) and a Gemm."""
+    g = GraphBuilder("shufflenet_v2", seed, opset)
+
+    def conv_bn(x, cin, cout, k, name, stride=1, groups=1, relu=True):
+        y = g.conv(
+            x, cin, cout, k, name, stride, groups=groups, gain=2.0 if relu else 1.0
+        )
+        y = g.batch_norm(y, cout, f"{name}.bn")
+        return g.relu(y, name) if relu else y
+
+    def branch(x, cin, features, stride, name):
+        y = conv_bn(x, cin, features, 1, f"{name}.0")
+        y = conv_bn(y, features, features, 3, f"{name}.3", stride, features, relu=False)
+        return conv_bn(y, features, features, 1, f"{name}.5")
+
+    def shuffle(x, channels, hw, name):
+        shape5 = g.constant([batch, 2, channels // 2, hw, hw], np.int64)
+        x = g.node("Reshape", [x, shape5], f"{name}/Reshape")
+        x = g.node("Transpose", [x], f"{name}/Transpose", perm=[0, 2, 1, 3, 4])
+        shape4 = g.constant([batch, channels, hw, hw], np.int64)
+        return g.node("Reshape", [x, shape4], f"{name}/Reshape_1")
+
+    x = conv_bn("input", 3, 24, 3, "conv1.0", stride=2)
+    x = g.node(
+        "MaxPool",
+        [x],
+        "maxpool/MaxPool",
+        kernel_shape=[3, 3],
+        strides=[2, 2],
+        pads=[1] * 4,
+    )
+    hw = (size + 1) // 2
+    hw = (hw + 1) // 2
+    cin = 24
+    for stage, (repeats, cout) in enumerate(
+        zip((4, 8, 4), (116, 232, 464), strict=True), start=2
+    ):
+        for unit in range(repeats):
+            name = f"stage{stage}.{unit}"
+            features = cout // 2
+            if unit == 0:
+                hw = (hw + 1) // 2
+                left = conv_bn(x, cin, cin, 3, f"{name}.branch1.0", 2, cin, relu=False)
+                left = conv_bn(left, cin, features, 1, f"{name}.branch1.2")
+                right = branch(x, cin, features, 2, f"{name}.branch2")
+            else:
+                split = g.constant([features, features], np.int64)
+                halves = [f"{name}/Split_output_0", f"{name}/Split_output_1"]
+                g.nodes.append(
+                    helper.make_node(
+                        "Split", [x, split], halves, f"{name}/Split", axis=1
+                    )
+                )
+                for h in halves:
+                    g.moment[h] = g.moment_of(x)
+                left = halves[0]
+                right = branch(halves[1], features, features, 1, f"{name}.branch2")
+            x = g.node("Concat", [left, right], f"{name}/Concat", axis=1)
+            x = shuffle(x, cout, hw, name)
+            cin = cout
+    x = conv_bn(x, cin, 1024, 1, "conv5.0")
+    if opset >= 18:
+        axes = g.constant([2, 3], np.int64)
+        x = g.node("ReduceMean", [x, axes], "ReduceMean", keepdims=0)
+    else:
+        x = g.node("ReduceMean", [x], "ReduceMean", axes=[2, 3], keepdims=0)
+    x = g.gemm(x, 1024, num_classes, "fc")
+    return g.model(
+        [("input", [batch, 3, size, size])], [(x, "output", [batch, num_classes])]
+    )
+
+
 def resnet18(
     batch: int = 1,
     size: int = 224,
@@ -586,6 +670,7 @@ def transformer_block(
 MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "mobilenet_v2": mobilenet_v2,
     "mobilenet_v3": mobilenet_v3,
+    "shufflenet_v2": shufflenet_v2,
     "resnet18": resnet18,
     "mlp": mlp,
     "transformer_block": transformer_block,

@@ -42,6 +42,23 @@ def test_mobilenet_v3_at_224(variant):
     check(onnx_models.mobilenet_v3(variant))
 
 
+def test_shufflenet_v2():
+    check(onnx_models.shufflenet_v2(size=64, num_classes=100))
+
+
+@pytest.mark.slow
+def test_shufflenet_v2_at_224():
+    check(onnx_models.shufflenet_v2())
+
+
+def test_shufflenet_v2_is_torchvisions_architecture():
+    model = onnx_models.shufflenet_v2()
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("Conv") == 56
+    assert ops.count("Split") == 13  # every unit but the first of a stage
+    assert ops.count("Transpose") == 16  # one channel shuffle per unit
+
+
 def test_mobilenet_v3_is_torchvisions_architecture():
     """Layer counts of torchvision's mobilenet_v3_large / _small exports."""
     for variant, convs, se in (("large", 62, 8), ("small", 52, 9)):
