@@ -393,3 +393,23 @@ def test_one_dimensional_conv_and_pools_as_rows(op, attrs, kernel_cache):
     )
     check(model)
     compiled(model, {"x": rand(2, 4, 11, seed=4)}, kernel_cache)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float64])
+def test_cumsum_of_integers_and_doubles(dtype, kernel_cache):
+    """Position ids from a mask (int64 CumSum), and the other dtypes CumSum
+    computes."""
+    from onnx import helper, numpy_helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = helper.make_graph(
+        [node("CumSum", ["x", "axis"], ["y"], "cumsum", exclusive=1)],
+        "test",
+        [helper.make_tensor_value_info("x", elem, (2, 9))],
+        [helper.make_tensor_value_info("y", elem, (2, 9))],
+        [numpy_helper.from_array(i64(1), "axis")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = np.random.default_rng(3).integers(-5, 5, (2, 9)).astype(dtype)
+    compiled(model, {"x": x}, kernel_cache, kernels=1)

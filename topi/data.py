@@ -135,7 +135,7 @@ def cumsum(
         else:
             keep = k < i if exclusive else k <= i
         read = x[(*idx[:axis], k, *idx[axis + 1 :])]
-        return te.sum(te.if_then_else(keep, read, 0.0), axis=k)
+        return te.sum(te.if_then_else(keep, read, te.const(0, x.dtype)), axis=k)
 
     total = te.compute(x.shape, element, name=f"{name}.sum")
     out = te.compute(
@@ -185,7 +185,7 @@ def _space_to_depth_form(op, args: list, name: str) -> te.Tensor:
     )
 
 
-@anchor_strategy(graph.CumSumOp)
+@anchor_strategy(graph.CumSumOp, dtypes=("float32", "float64", "int32", "int64"))
 def _cumsum_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     return cumsum(
         data[0], **op.config, epilogue=epilogue, epilogue_tensors=epilogue_inputs
