@@ -208,9 +208,12 @@ class GraphBuilder:
         self,
         inputs: Sequence[tuple[str, Sequence[int | str]]],
         outputs: Sequence[tuple[str, str, Sequence[int | str]]],
+        input_types: dict[str, int] | None = None,
     ) -> onnx.ModelProto:
         """Finish the graph: inputs as (name, shape), outputs as (value, name, shape);
-        each output value is renamed to its public name by an Identity-free rewrite."""
+        each output value is renamed to its public name by an Identity-free rewrite.
+        Inputs are float32 unless `input_types` gives their TensorProto type."""
+        input_types = input_types or {}
         renames = {value: name for value, name, _ in outputs}
         for node in self.nodes:
             node.output[:] = [renames.get(o, o) for o in node.output]
@@ -218,7 +221,12 @@ class GraphBuilder:
         graph = helper.make_graph(
             self.nodes,
             self.name,
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+            [
+                helper.make_tensor_value_info(
+                    n, input_types.get(n, TensorProto.FLOAT), s
+                )
+                for n, s in inputs
+            ],
             [
                 helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
                 for _, n, s in outputs
@@ -667,6 +675,246 @@ def transformer_block(
     return g.model([("input", shape)], [(x, "output", shape)])
 
 
+def _layer_norm(g: GraphBuilder, x: str, d: int, name: str) -> str:
+    """The opset-17 LayerNormalization over the last axis, as torch exports it."""
+    gamma = g.initializer(f"{name}.weight", g.uniform((d,), 0.8, 1.2))
+    beta = g.initializer(f"{name}.bias", g.normal((d,), 0.05))
+    return g.node(
+        "LayerNormalization",
+        [x, gamma, beta],
+        f"{name}/LayerNormalization",
+        1.0,
+        axis=-1,
+        epsilon=1e-5,
+    )
+
+
+def _gelu(g: GraphBuilder, x: str, name: str) -> str:
+    """Gelu written out through Erf, as exporters before opset 20 write it."""
+    erf = g.node(
+        "Erf",
+        [g.node("Div", [x, g.constant(math.sqrt(2.0))], f"{name}/Div")],
+        f"{name}/Erf",
+    )
+    y = g.node(
+        "Mul", [x, g.node("Add", [erf, g.constant(1.0)], f"{name}/Add")], f"{name}/Mul"
+    )
+    return g.node("Mul", [y, g.constant(0.5)], f"{name}/Mul_1", 0.5 * g.moment_of(x))
+
+
+def _attention(
+    g: GraphBuilder,
+    x: str,
+    batch: int,
+    seq: int,
+    d: int,
+    heads: int,
+    name: str,
+    additive_mask: str | None = None,
+    causal: bool = False,
+) -> str:
+    """Multi-head self-attention: Q, K, V projections (MatMul + Add), heads
+    split by Reshape and Transpose, softmax(Q Kᵀ / √dh + mask) V, heads merged,
+    the output projection. `additive_mask` is added to the scores (BERT's
+    (1 - mask) * -10000); `causal` masks the future with Where on a constant
+    boolean matrix, as GPT-2's export does."""
+    dh = d // heads
+
+    def split(t: str, what: str) -> str:
+        shape = g.constant([batch, seq, heads, dh], np.int64)
+        t = g.node("Reshape", [t, shape], f"{name}/Reshape_{what}")
+        return g.node("Transpose", [t], f"{name}/Transpose_{what}", perm=[0, 2, 1, 3])
+
+    q = split(g.linear(x, d, d, f"{name}.query"), "q")
+    k = split(g.linear(x, d, d, f"{name}.key"), "k")
+    v = split(g.linear(x, d, d, f"{name}.value"), "v")
+    kt = g.node("Transpose", [k], f"{name}/Transpose_kt", perm=[0, 1, 3, 2])
+    scores = g.node("MatMul", [q, kt], f"{name}/MatMul_qk")
+    scores = g.node("Div", [scores, g.constant(math.sqrt(dh))], f"{name}/Div", 1.0)
+    if additive_mask is not None:
+        scores = g.node("Add", [scores, additive_mask], f"{name}/Add_mask", 1.0)
+    if causal:
+        allowed = g.initializer(
+            f"{name}.causal", np.tril(np.ones((1, 1, seq, seq), dtype=bool))
+        )
+        low = g.constant(np.finfo(np.float32).min)
+        scores = g.node("Where", [allowed, scores, low], f"{name}/Where", 1.0)
+    probs = g.node("Softmax", [scores], f"{name}/Softmax", axis=-1)
+    ctx = g.node("MatMul", [probs, v], f"{name}/MatMul_v")
+    ctx = g.node("Transpose", [ctx], f"{name}/Transpose_ctx", perm=[0, 2, 1, 3])
+    ctx = g.node(
+        "Reshape", [ctx, g.constant([batch, seq, d], np.int64)], f"{name}/Reshape_ctx"
+    )
+    return g.linear(ctx, d, d, f"{name}.output")
+
+
+def _mlp(g: GraphBuilder, x: str, d: int, ffn: int, name: str) -> str:
+    h = _gelu(g, g.linear(x, d, ffn, f"{name}.fc1", gain=2.0), f"{name}/gelu")
+    return g.linear(h, ffn, d, f"{name}.fc2")
+
+
+def bert_encoder(
+    batch: int = 1,
+    seq: int = 128,
+    d: int = 256,
+    heads: int = 4,
+    layers: int = 4,
+    vocab: int = 1000,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """A BERT-style encoder as Hugging Face exports it: int64 `input_ids` and an
+    int64 `attention_mask` (1 keeps a token, 0 masks it); word and position
+    embeddings gathered and summed, LayerNorm, then `layers` post-norm layers
+    (x = LN(x + attention(x)), x = LN(x + MLP(x)) with an Erf Gelu). The mask
+    becomes (1 - mask) * -10000 added to every head's scores. Output: the last
+    hidden state (batch, seq, d)."""
+    if d % heads:
+        raise ValueError(f"expected d divisible by heads, got d={d}, heads={heads}")
+    g = GraphBuilder("bert_encoder", seed, opset)
+    words = g.initializer("embeddings.word", g.normal((vocab, d), 1.0))
+    x = g.node("Gather", [words, "input_ids"], "embeddings/Gather_word", 1.0, axis=0)
+    positions = g.initializer("embeddings.position", g.normal((1, seq, d), 0.5))
+    x = g.node("Add", [x, positions], "embeddings/Add")
+    x = _layer_norm(g, x, d, "embeddings.LayerNorm")
+    mask = g.node("Cast", ["attention_mask"], "mask/Cast", to=TensorProto.FLOAT)
+    mask = g.node("Unsqueeze", [mask, g.constant([1, 2], np.int64)], "mask/Unsqueeze")
+    mask = g.node("Sub", [g.constant(1.0), mask], "mask/Sub")
+    mask = g.node("Mul", [mask, g.constant(-10000.0)], "mask/Mul")
+    for i in range(layers):
+        name = f"encoder.layer.{i}"
+        a = _attention(g, x, batch, seq, d, heads, f"{name}.attention", mask)
+        x = _layer_norm(g, g.node("Add", [x, a], f"{name}/Add_1"), d, f"{name}.ln1")
+        m = _mlp(g, x, d, 4 * d, f"{name}.mlp")
+        x = _layer_norm(g, g.node("Add", [x, m], f"{name}/Add_2"), d, f"{name}.ln2")
+    return g.model(
+        [("input_ids", [batch, seq]), ("attention_mask", [batch, seq])],
+        [(x, "output", [batch, seq, d])],
+        input_types={
+            "input_ids": TensorProto.INT64,
+            "attention_mask": TensorProto.INT64,
+        },
+    )
+
+
+def gpt_block(
+    batch: int = 1,
+    seq: int = 64,
+    d: int = 256,
+    heads: int = 4,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """A GPT-2-style pre-norm decoder block: x + attention(LN(x)) with a causal
+    mask (Where on a constant lower-triangular boolean matrix), then
+    h + MLP(LN(h))."""
+    if d % heads:
+        raise ValueError(f"expected d divisible by heads, got d={d}, heads={heads}")
+    g = GraphBuilder("gpt_block", seed, opset)
+    h = _layer_norm(g, "input", d, "ln_1")
+    x = g.node(
+        "Add",
+        ["input", _attention(g, h, batch, seq, d, heads, "attn", causal=True)],
+        "attn/Add",
+    )
+    x = g.node(
+        "Add", [x, _mlp(g, _layer_norm(g, x, d, "ln_2"), d, 4 * d, "mlp")], "mlp/Add"
+    )
+    shape = [batch, seq, d]
+    return g.model([("input", shape)], [(x, "output", shape)])
+
+
+def vit(
+    batch: int = 1,
+    size: int = 224,
+    patch: int = 16,
+    d: int = 768,
+    heads: int = 12,
+    layers: int = 12,
+    num_classes: int = 1000,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """ViT (Dosovitskiy et al. 2021), B/16 by default, as torchvision exports
+    it: a patch-size-strided Conv, the patches as tokens (Reshape, Transpose),
+    a class token Concat-ed in front, position embeddings added, `layers`
+    pre-norm encoder layers, a final LayerNorm, the class token taken out
+    (Gather index 0 on the token axis) and a Gemm head."""
+    if size % patch or d % heads:
+        raise ValueError(
+            f"expected size divisible by patch and d by heads, got {size}/{patch}, {d}/{heads}"
+        )
+    g = GraphBuilder("vit", seed, opset)
+    tokens = (size // patch) ** 2
+    x = g.conv(
+        "input", 3, d, patch, "conv_proj", stride=patch, pad=0, gain=1.0, bias=True
+    )
+    x = g.node("Reshape", [x, g.constant([batch, d, tokens], np.int64)], "Reshape")
+    x = g.node("Transpose", [x], "Transpose", perm=[0, 2, 1])
+    cls = g.initializer("class_token", g.normal((batch, 1, d), 1.0))
+    x = g.node("Concat", [cls, x], "Concat", axis=1)
+    seq = tokens + 1
+    x = g.node(
+        "Add", [x, g.initializer("pos_embedding", g.normal((1, seq, d), 0.5))], "Add"
+    )
+    for i in range(layers):
+        name = f"encoder.layers.{i}"
+        a = _attention(
+            g,
+            _layer_norm(g, x, d, f"{name}.ln_1"),
+            batch,
+            seq,
+            d,
+            heads,
+            f"{name}.self_attention",
+        )
+        x = g.node("Add", [x, a], f"{name}/Add_1")
+        m = _mlp(g, _layer_norm(g, x, d, f"{name}.ln_2"), d, 4 * d, f"{name}.mlp")
+        x = g.node("Add", [x, m], f"{name}/Add_2")
+    x = _layer_norm(g, x, d, "encoder.ln")
+    x = g.node("Gather", [x, g.constant(0, np.int64)], "Gather", axis=1)
+    x = g.gemm(x, d, num_classes, "heads.head")
+    return g.model(
+        [("input", [batch, 3, size, size])], [(x, "output", [batch, num_classes])]
+    )
+
+
+def lstm(
+    batch: int = 1,
+    seq: int = 32,
+    features: int = 64,
+    hidden: int = 128,
+    layers: int = 2,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """A `layers`-deep unidirectional LSTM as torch exports nn.LSTM: one ONNX
+    LSTM op per layer (gates i, o, f, c; W, R and both biases as
+    initializers), its (seq, 1, batch, hidden) output squeezed for the next."""
+    g = GraphBuilder("lstm", seed, opset)
+    x, size = "input", features
+    for i in range(layers):
+        scale = 1.0 / math.sqrt(hidden)
+        w = g.initializer(f"lstm.W{i}", g.uniform((1, 4 * hidden, size), -scale, scale))
+        r = g.initializer(
+            f"lstm.R{i}", g.uniform((1, 4 * hidden, hidden), -scale, scale)
+        )
+        b = g.initializer(f"lstm.B{i}", g.uniform((1, 8 * hidden), -scale, scale))
+        outputs = [f"lstm{i}/Y", f"lstm{i}/Y_h", f"lstm{i}/Y_c"]
+        g.nodes.append(
+            helper.make_node(
+                "LSTM", [x, w, r, b], outputs, f"lstm{i}/LSTM", hidden_size=hidden
+            )
+        )
+        x = g.node(
+            "Squeeze", [outputs[0], g.constant([1], np.int64)], f"lstm{i}/Squeeze"
+        )
+        size = hidden
+    return g.model(
+        [("input", [seq, batch, features])], [(x, "output", [seq, batch, hidden])]
+    )
+
+
 MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "mobilenet_v2": mobilenet_v2,
     "mobilenet_v3": mobilenet_v3,
@@ -674,19 +922,45 @@ MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "resnet18": resnet18,
     "mlp": mlp,
     "transformer_block": transformer_block,
+    "bert_encoder": bert_encoder,
+    "gpt_block": gpt_block,
+    "vit": vit,
+    "lstm": lstm,
 }
 
 
 def random_input(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
-    """Standard-normal float32 inputs for every graph input with a static shape."""
+    """Inputs for every graph input with a static shape: standard normal for
+    floats; for integer inputs, token ids below the size of the table a Gather
+    reads them into, or, for a name with "mask" in it, ones with the last
+    quarter of each row 0 (padding)."""
     rng = np.random.default_rng(seed)
+    tables = {i.name: list(i.dims) for i in model.graph.initializer}
     feeds = {}
     for value in model.graph.input:
         dims = value.type.tensor_type.shape.dim
         if any(not dim.HasField("dim_value") for dim in dims):
             raise ValueError(f"input {value.name!r} has a symbolic dimension")
         shape = [dim.dim_value for dim in dims]
-        feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
+        elem = value.type.tensor_type.elem_type
+        if elem == TensorProto.FLOAT:
+            feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(elem)
+        if "mask" in value.name:
+            mask = np.ones(shape, dtype)
+            mask[..., shape[-1] - shape[-1] // 4 :] = 0
+            feeds[value.name] = mask
+            continue
+        gathers = [
+            n
+            for n in model.graph.node
+            if n.op_type == "Gather"
+            and n.input[1] == value.name
+            and n.input[0] in tables
+        ]
+        high = tables[gathers[0].input[0]][0] if gathers else 2
+        feeds[value.name] = rng.integers(0, high, shape).astype(dtype)
     return feeds
 
 
@@ -698,7 +972,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-o", "--output", required=True, help="the .onnx file to write")
     parser.add_argument("--opset", type=int, default=DEFAULT_OPSET)
     parser.add_argument("--seed", type=int, default=0)
-    for option in ("batch", "size", "num-classes", "seq", "d", "heads", "ffn"):
+    for option in (
+        "batch",
+        "size",
+        "num-classes",
+        "seq",
+        "d",
+        "heads",
+        "ffn",
+        "layers",
+        "vocab",
+        "patch",
+        "features",
+        "hidden",
+    ):
         parser.add_argument(f"--{option}", type=int)
     parser.add_argument("--width", type=float, help="mobilenet_v2 channel multiplier")
     parser.add_argument("--layer-norm", choices=["decomposed", "onnx"])

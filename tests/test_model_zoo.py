@@ -59,6 +59,37 @@ def test_shufflenet_v2_is_torchvisions_architecture():
     assert ops.count("Transpose") == 16  # one channel shuffle per unit
 
 
+def test_gpt_block_with_a_causal_mask():
+    check(onnx_models.gpt_block(seq=32, d=128))
+
+
+def test_the_transformer_builders_are_valid_onnx_that_onnxruntime_runs():
+    """BERT (int64 ids and mask), ViT and the LSTM as onnxruntime sees them:
+    well-scaled outputs of the promised shapes (what ember must match)."""
+    cases = [
+        (onnx_models.bert_encoder(seq=16, d=64, layers=2), (1, 16, 64)),
+        (onnx_models.vit(size=32, d=48, heads=3, layers=1, num_classes=10), (1, 10)),
+        (onnx_models.lstm(seq=8), (8, 1, 128)),
+    ]
+    for model, shape in cases:
+        feeds = onnx_models.random_input(model)
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        (out,) = session.run(None, feeds)
+        assert out.shape == shape and 0.01 < float(out.std()) < 10
+    bert = onnx_models.bert_encoder(seq=16, d=64, layers=1)
+    feeds = onnx_models.random_input(bert)
+    assert feeds["input_ids"].dtype == np.int64 and feeds["input_ids"].max() < 1000
+    assert feeds["attention_mask"][0].tolist() == [1] * 12 + [0] * 4
+
+
+def test_vit_b16_has_torchvisions_parameter_count():
+    model = onnx_models.vit()
+    params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
+    assert abs(params - 86_567_656) < 100  # torchvision's vit_b_16, plus constants
+
+
 def test_mobilenet_v3_is_torchvisions_architecture():
     """Layer counts of torchvision's mobilenet_v3_large / _small exports."""
     for variant, convs, se in (("large", 62, 8), ("small", 52, 9)):
