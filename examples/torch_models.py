@@ -1,13 +1,14 @@
 """PyTorch models for ember's torch frontend, written with torch.nn by hand
 (torchvision is not a dependency), with seeded random weights.
 
-    python examples/torch_models.py            # both, through torch.export and
+    python examples/torch_models.py            # each, through torch.export and
                                                # torch.compile(backend="ember")
 
 `mobilenet_v2` is torchvision's layout (same parameter count at width 1.0);
 `transformer_block` a pre-norm encoder block with multi-head self-attention
 written out, LayerNorm and an exact (erf) GELU; `torch_attention_block` the same
-with nn.MultiheadAttention, whose graph ember refuses (it lists the ops). Weights are re-drawn so that activations stay
+with nn.MultiheadAttention (whose core aten graph also slices the packed q/k/v
+projection and guards fully masked rows with comparisons and `where`). Weights are re-drawn so that activations stay
 of order one (He init before a rectifier, batch-norm statistics near the true
 ones, residual branches starting small), which keeps a relative-error comparison
 against eager PyTorch meaningful.
@@ -87,10 +88,8 @@ class MobileNetV2(nn.Module):
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention written out (q, k, v projections, scaled dot
-    products, softmax): nn.MultiheadAttention's core aten graph splits one
-    packed projection with `select` and guards fully masked rows with `where`,
-    ops ember does not have."""
+    """Multi-head self-attention written out: q, k, v projections, scaled dot
+    products, softmax."""
 
     def __init__(self, d: int, heads: int):
         super().__init__()
@@ -130,8 +129,7 @@ class TransformerBlock(nn.Module):
 
 
 class TorchAttentionBlock(TransformerBlock):
-    """The same block with nn.MultiheadAttention: its graph has ops ember does
-    not convert (the frontend's one message lists them)."""
+    """The same block with nn.MultiheadAttention."""
 
     def __init__(self, d: int = 128, heads: int = 4):
         super().__init__(d, heads)
@@ -186,7 +184,7 @@ def transformer_block(d: int = 128, heads: int = 4, seed: int = 0):
 
 
 def torch_attention_block(d: int = 128, heads: int = 4, seed: int = 0):
-    """The block with nn.MultiheadAttention, in eval mode (not convertible)."""
+    """The block with nn.MultiheadAttention, in eval mode."""
     return _init(TorchAttentionBlock(d, heads), seed)
 
 
@@ -200,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases = [
         ("mobilenet_v2", mobilenet_v2(), torch.randn(1, 3, args.size, args.size)),
         ("transformer_block", transformer_block(), torch.randn(1, 32, 128)),
+        ("torch_attention_block", torch_attention_block(), torch.randn(1, 32, 128)),
     ]
     for name, model, x in cases:
         with torch.no_grad():

@@ -116,7 +116,8 @@ def _check_graph(graph: Any, label: str) -> None:
         problems = check(node.args, node.kwargs) if check else []
         val = node.meta.get("val")
         dtype = getattr(val, "dtype", torch.float32)
-        if name != "getitem" and dtype != torch.float32:
+        bool_ok = name in torch_ops.BOOL_OPS and dtype == torch.bool
+        if name != "getitem" and dtype != torch.float32 and not bool_ok:
             problems.append(f"a {str(dtype).removeprefix('torch.')} result")
         if problems:
             unsupported[f"{key} ({', '.join(problems)})"].append(node.name)

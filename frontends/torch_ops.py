@@ -143,8 +143,6 @@ def _check_conv(args: tuple, kwargs: dict) -> list[str]:
     problems = []
     if _rank(args[0]) != 4:
         problems.append(f"{_rank(args[0]) - 2}-D (only 2-D)")
-    if _arg(args, kwargs, 6, "transposed", False):
-        problems.append("transposed")
     return problems
 
 
@@ -169,15 +167,6 @@ def _check_div(args: tuple, kwargs: dict) -> list[str]:
     return [] if mode is None else [f"rounding_mode={mode!r}"]
 
 
-def _check_expand(args: tuple, kwargs: dict) -> list[str]:
-    source = getattr(args[0], "meta", {}).get("val")
-    if source is not None and list(source.shape) != [
-        s if s != -1 else source.shape[i] for i, s in enumerate(args[1])
-    ]:
-        return [f"to a larger shape {list(args[1])}"]
-    return []
-
-
 def _check_dropout(args: tuple, kwargs: dict) -> list[str]:
     return ["in training"] if _arg(args, kwargs, 2, "train", False) else []
 
@@ -199,7 +188,6 @@ CHECKS: dict[str, Check] = {
     "avg_pool2d": _check_avg_pool,
     "gelu": _check_gelu,
     "div": _check_div,
-    "expand": _check_expand,
     "dropout": _check_dropout,
     "_to_copy": _check_to_copy,
     "softplus": _check_softplus,
@@ -222,14 +210,17 @@ def _getitem(c: OpContext, results: Any, index: int):
 def _convolution(c, x, w, b, stride, padding, dilation, transposed, out_pad, groups):
     operands = [x, w] + ([b] if b is not None else [])
     ph, pw = _pair(padding)
-    return c.emit(
-        G.Conv2DOp,
-        *operands,
+    attrs = dict(
         strides=_pair(stride),
         padding=[ph, pw, ph, pw],
         dilation=_pair(dilation),
         groups=groups,
     )
+    if transposed:
+        return c.emit(
+            G.Conv2DTransposeOp, *operands, output_padding=_pair(out_pad), **attrs
+        )
+    return c.emit(G.Conv2DOp, *operands, **attrs)
 
 
 def _ones_if_none(x: Any, like: Any, value: float) -> Any:
@@ -244,19 +235,12 @@ def _batch_norm(c: OpContext, x, w, b, mean, var, momentum=0.1, eps=1e-5):
 
 @converter("native_layer_norm")
 def _layer_norm(c: OpContext, x, normalized_shape, w, b, eps):
-    """Written out as reductions: (x - mean) / sqrt(var + eps) * w + b."""
     rank = len(shape_of(x))
-    axes = list(range(rank - len(normalized_shape), rank))
-    mean = c.emit(G.ReduceMeanOp, x, axes=axes, keepdims=True)
-    centred = c.emit(G.SubOp, x, mean)
-    square = c.emit(G.MulOp, centred, centred)
-    var = c.emit(G.ReduceMeanOp, square, axes=axes, keepdims=True)
-    y = c.emit(G.DivOp, centred, c.emit(G.SqrtOp, c.emit(G.AddOp, var, eps)))
-    if w is not None:
-        y = c.emit(G.MulOp, y, w)
-    if b is not None:
-        y = c.emit(G.AddOp, y, b)
-    return (y, None, None)
+    if w is None:
+        w = np.ones(tuple(normalized_shape), np.float32)
+    operands = [x, w] + ([b] if b is not None else [])
+    axis = rank - len(normalized_shape)
+    return (c.emit(G.LayerNormOp, *operands, axis=axis, epsilon=eps), None, None)
 
 
 def _weight_of(x: Any) -> SSAValue | None:
@@ -477,20 +461,95 @@ def _reduce(c: OpContext, x, dims=None, keepdim=False, **_kwargs):
     return c.emit(op, x, axes=axes, keepdims=bool(keepdim))
 
 
-@converter(
-    "view",
-    "_unsafe_view",
-    "reshape",
-    "unsqueeze",
-    "squeeze",
-    "flatten",
-    "expand",
-)
+@converter("view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten")
 def _reshape(c: OpContext, x, *_args, **_kwargs):
     shape = list(c.out_shape)
     if list(shape_of(x)) == shape:
         return x
     return c.emit(G.ReshapeOp, x, shape=shape)
+
+
+@converter("expand")
+def _expand(c: OpContext, x, *_args, **_kwargs):
+    shape = list(c.out_shape)
+    if list(shape_of(x)) == shape:
+        return x
+    return c.emit(G.BroadcastToOp, x, shape=shape)
+
+
+def _slice(c: OpContext, x, dim: int, start: int, end: int, step: int):
+    shape = shape_of(x)
+    dim %= len(shape)
+    starts, ends, steps = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[dim], ends[dim], steps[dim] = start, end, step
+    return c.emit(G.SliceOp, x, starts=starts, ends=ends, steps=steps)
+
+
+@converter("select")
+def _select(c: OpContext, x, dim: int, index: int):
+    n = shape_of(x)[dim]
+    index %= n
+    y = _slice(c, x, dim, index, index + 1, 1)
+    return c.emit(G.ReshapeOp, y, shape=list(c.out_shape))
+
+
+@converter("slice")
+def _slice_tensor(c: OpContext, x, dim=0, start=None, end=None, step=1):
+    n = shape_of(x)[dim]
+    # torch's bounds: negative from the end, then clamped to [0, n]
+    start, end = (0 if start is None else start), (n if end is None else end)
+    start, end = (min(max(v + n if v < 0 else v, 0), n) for v in (start, end))
+    if start >= end:
+        raise ConversionError(f"expected a non-empty slice, got {start}:{end}")
+    if (start, end, step) == (0, n, 1):
+        return x
+    return _slice(c, x, dim, start, end, step)
+
+
+_COMPARE = {
+    "eq": G.EqualOp,
+    "lt": G.LessOp,
+    "le": G.LessEqualOp,
+    "gt": G.GreaterOp,
+    "ge": G.GreaterEqualOp,
+    "logical_and": G.LogicalAndOp,
+    "logical_or": G.LogicalOrOp,
+}
+
+
+@converter(*_COMPARE, "ne")
+def _compare(c: OpContext, a, b):
+    if c.op == "ne":
+        return c.emit(G.LogicalNotOp, c.emit(G.EqualOp, a, b))
+    return c.emit(_COMPARE[c.op], a, b)
+
+
+@converter("logical_not")
+def _logical_not(c: OpContext, x):
+    return c.emit(G.LogicalNotOp, x)
+
+
+@converter("any")
+def _any(c: OpContext, x, dim=None, keepdim=False):
+    """max over the axes of x as 0 / 1 floats, then > 0."""
+    dims = [dim] if isinstance(dim, int) else list(dim or range(len(shape_of(x))))
+    y = c.emit(G.CastOp, x, to="float32")
+    y = c.emit(G.ReduceMaxOp, y, axes=dims, keepdims=bool(keepdim))
+    return c.emit(G.GreaterOp, y, 0.0)
+
+
+@converter("where")
+def _where(c: OpContext, cond, a, b):
+    return c.emit(G.WhereOp, cond, a, b)
+
+
+@converter("full_like", "full")
+def _full(c: OpContext, x, value, **_kwargs):
+    return c.emit(G.BroadcastToOp, float(value), shape=list(c.out_shape))
+
+
+BOOL_OPS = frozenset([*_COMPARE, "ne", "logical_not", "any"])
+"""Ops whose results are bool (i1) tensors, which `where` reads."""
 
 
 @converter("permute")
@@ -553,6 +612,7 @@ def display_name(target: Any) -> str:
 __all__ = [
     "CHECKS",
     "CONVERTERS",
+    "BOOL_OPS",
     "KEPT",
     "ConversionError",
     "OpContext",
