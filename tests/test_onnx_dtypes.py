@@ -149,9 +149,9 @@ def test_where(dtype):
 # -- integer arithmetic ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
-@pytest.mark.parametrize("dtype", ["int64", "int32", "int8"])
-def test_integer_arithmetic(op, dtype):
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "float64"])
+def test_integer_and_float64_arithmetic(op, dtype):
     model = model_of(
         [node(op, ["a", "b"])],
         {"a": ((4, 6), dtype), "b": ((6,), dtype)},

@@ -188,8 +188,9 @@ ON_INTEGERS = (
     graph.AbsOp,
     graph.ReluOp,
 )
-"""The ops whose scalar forms also compute int8, int32 and int64 (integer
-division truncates toward zero, as ONNX's Div)."""
+"""The ops whose scalar forms also compute int8, int32, int64 (integer
+division truncates toward zero, as ONNX's Div) and float64 (exact operations,
+unlike the float32 polynomials of `fastmath`)."""
 
 
 @scalar_strategy(*UNARY)
@@ -204,7 +205,7 @@ def _binary_form(op: Operation, args: list[Expr | float]) -> Expr:
 
 for _op in ON_INTEGERS:
     form = _unary_form if _op in UNARY else _binary_form
-    scalar_strategy(_op, dtypes=NUMBERS)(form)
+    scalar_strategy(_op, dtypes=(*NUMBERS, "float64"))(form)
 
 
 @scalar_strategy(graph.ClipOp)
