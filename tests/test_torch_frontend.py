@@ -214,6 +214,13 @@ def test_torch_compile_compiles_each_shape():
             assert_matches(compiled(x), model(x))
 
 
+def test_torch_compile_under_inference_mode():
+    model = torch_models.transformer_block(d=16, heads=2)
+    x = torch.randn(1, 4, 16)
+    with torch.inference_mode():
+        assert_matches(torch.compile(model, backend="ember")(x), model(x))
+
+
 def test_torch_compile_refuses_training():
     model = nn.Linear(4, 2)
     with pytest.raises(Exception, match="inference graphs"):
