@@ -413,3 +413,24 @@ def test_cumsum_of_integers_and_doubles(dtype, kernel_cache):
     model.ir_version = 8
     x = np.random.default_rng(3).integers(-5, 5, (2, 9)).astype(dtype)
     compiled(model, {"x": x}, kernel_cache, kernels=1)
+
+
+def test_conv_transpose_with_a_weight_computed_at_run_time(kernel_cache):
+    """A weight that is a model input cannot be flipped at compile time: the
+    gathering kernel computes it."""
+    model = make_model(
+        [
+            node(
+                "ConvTranspose",
+                ["x", "w"],
+                ["y"],
+                "deconv",
+                strides=[2, 2],
+                pads=[1, 0, 0, 1],
+            )
+        ],
+        {"x": (1, 4, 3, 5), "w": (4, 2, 3, 3)},
+        ["y"],
+    )
+    feeds = {"x": rand(1, 4, 3, 5, seed=4), "w": rand(4, 2, 3, 3, seed=5)}
+    compiled(model, feeds, kernel_cache, kernels=1)

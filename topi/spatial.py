@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+from xdsl.ir import BlockArgument
+
 from ember import te
+from ember.backends.llvm.target import Target
 from ember.dialects import graph
 from ember.dialects.graph_spatial import COORDINATE_MODES, NEAREST_MODES
 from ember.strategy import anchor_strategy, injective_strategy, tensor_operand
@@ -170,8 +174,125 @@ def resize(x: te.Tensor, op: graph.ResizeOp, name: str = "resize") -> te.Tensor:
     return te.compute(shape, element, name=name)
 
 
+def flipped_weight(w: np.ndarray, groups: int) -> np.ndarray:
+    """A transposed convolution's weight (C_in, C_out/groups, kh, kw) as the
+    OIHW weight of the convolution it equals: output and input channels
+    swapped within each group, the kernel turned by 180 degrees."""
+    cin, cout_g, kh, kw = w.shape
+    grouped = w.reshape(groups, cin // groups, cout_g, kh, kw).transpose(0, 2, 1, 3, 4)
+    return grouped.reshape(groups * cout_g, cin // groups, kh, kw)[:, :, ::-1, ::-1]
+
+
+def conv2d_transpose_as_conv2d(
+    x: te.Tensor,
+    weight_shape: Sequence[int],
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0, 0, 0),
+    output_padding: Sequence[int] = (0, 0),
+    dilation: Sequence[int] = (1, 1),
+    groups: int = 1,
+    bias: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs_: Sequence[te.Tensor] | None = None,
+    name: str = "conv2d_transpose",
+    target: Target | None = None,
+) -> Kernel:
+    """graph.conv2d_transpose as `topi.conv2d` (its packed, vectorized kernel)
+    over x with stride - 1 zeros between its elements and d (k - 1) - pad
+    around them (a negative amount crops), and the flipped weight
+    (`flipped_weight`, applied at compile time: the weight must be a param).
+    It computes the zeros a gather skips (stride² times the work) at the
+    speed of the tuned convolution."""
+    from ember.topi.conv2d import conv2d
+
+    _, cin, h, wd = x.shape
+    _, cout_g, kh, kw = weight_shape
+    (sh, sw), (dh, dw) = strides, dilation
+    before = (dh * (kh - 1) - padding[0], dw * (kw - 1) - padding[1])
+    after = (
+        dh * (kh - 1) - padding[2] + output_padding[0],
+        dw * (kw - 1) - padding[3] + output_padding[1],
+    )
+    extent = ((h - 1) * sh + 1, (wd - 1) * sw + 1)
+    shape = (
+        x.shape[0],
+        cin,
+        *(e + b + a for e, b, a in zip(extent, before, after, strict=True)),
+    )
+
+    def spread(n: Expr, c: Expr, y: Expr, z: Expr) -> Expr:
+        valid: list[Expr] = []
+        index: list[Expr] = []
+        for v, b, s_, e, a in (
+            (y, before[0], sh, extent[0], after[0]),
+            (z, before[1], sw, extent[1], after[1]),
+        ):
+            t = v - b if b else v
+            if b > 0:
+                valid.append(t >= 0)
+            if a > 0:  # zeros after the spread input
+                valid.append(t < e)
+            if s_ != 1:
+                valid.append(t % s_ == 0)
+                t = t // s_
+            index.append(t)
+        read = x[n, c, index[0], index[1]]
+        return te.if_then_else(te.all(*valid), read, 0.0) if valid else read
+
+    spread_x = te.compute(shape, spread, name=f"{name}.spread")
+    kernel = conv2d(
+        spread_x,
+        (cout_g * groups, cin // groups, kh, kw),
+        strides=1,
+        padding=0,
+        dilation=(dh, dw),
+        groups=groups,
+        bias=bias,
+        epilogue=epilogue,
+        epilogue_inputs=list(epilogue_inputs_ or ()),
+        name=name,
+        target=target,
+    )
+    kernel.placeholders[0] = x
+    key = f"{name}.weight"
+    packed = kernel.weight_transforms.get(key)
+    kernel.weight_transforms[key] = lambda w: (
+        packed(flipped_weight(w, groups)) if packed else flipped_weight(w, groups)
+    )
+    schedule = kernel.schedule_fn
+
+    def inlined(s) -> None:
+        s[spread_x].compute_inline()
+        if schedule is not None:
+            schedule(s)
+
+    kernel.schedule_fn = inlined
+    kernel.attrs["pattern"] = "conv2d_transpose"
+    return kernel
+
+
+def _is_constant(value) -> bool:
+    """Whether a graph value (a block argument of a fused group: the group's
+    operand) is a param or constant, which a weight transform needs."""
+    if isinstance(value, BlockArgument):
+        parent = value.owner.parent_op()
+        if isinstance(parent, graph.FusedOp):
+            value = parent.inputs[value.index]
+    return isinstance(value.owner, graph.ParamOp | graph.ConstantOp)
+
+
 @anchor_strategy(graph.Conv2DTransposeOp, weights=(1, 2))
 def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    if _is_constant(op.weight):
+        return conv2d_transpose_as_conv2d(
+            data[0],
+            op.weight.type.get_shape(),
+            **op.config,
+            bias=len(op.operands) > 2,
+            epilogue=epilogue,
+            epilogue_inputs_=epilogue_inputs,
+            target=target,
+        )
     return conv2d_transpose(
         data[0],
         op.weight.type.get_shape(),
