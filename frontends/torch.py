@@ -18,13 +18,14 @@ ember imports this module. The import runs in three steps:
    Linear `permute` + `addmm`, ...), but for the ops that are one graph op each
    (`torch_ops.KEPT`: softplus, silu, hardswish, matmul, ...);
 2. check the whole graph: every aten op ember cannot convert and every
-   argument value it cannot take (a transposed convolution, an `expand` that
-   grows a tensor, ...) are collected into one `UnsupportedOperatorError`,
+   argument value it cannot take (a 1-D convolution, a rounding `div`, an
+   int64 result, ...) are collected into one `UnsupportedOperatorError`,
    with how often each occurs, before any IR is built;
-3. convert node by node (`frontends/torch_ops.py`): parameters, buffers and
-   constants become `graph.param`s named by their state-dict names, user inputs
-   the arguments of `@main` (named as in `forward`'s signature), user outputs
-   its results ("output", or "output0", "output1", ...).
+3. convert node by node (`frontends/torch_ops.py`, `torch_data.py`):
+   parameters, buffers and constants become `graph.param`s named by their
+   state-dict names, user inputs the arguments of `@main` (named as in
+   `forward`'s signature), user outputs its results ("output", or "output0",
+   "output1", ...).
 
 The TorchDynamo backend exports the graph dynamo hands it, with the module's
 parameters and buffers frozen as params (inductor's `freezing`: a weight changed
@@ -60,7 +61,7 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph as G
-from ember.frontends import torch_ops
+from ember.frontends import torch_data, torch_ops
 from ember.frontends.torch_ops import ConversionError, literal
 from ember.runtime.errors import EmberError
 
@@ -116,7 +117,7 @@ def _check_graph(graph: Any, label: str) -> None:
         problems = check(node.args, node.kwargs) if check else []
         val = node.meta.get("val")
         dtype = getattr(val, "dtype", torch.float32)
-        bool_ok = name in torch_ops.BOOL_OPS and dtype == torch.bool
+        bool_ok = name in torch_data.BOOL_OPS and dtype == torch.bool
         if name != "getitem" and dtype != torch.float32 and not bool_ok:
             problems.append(f"a {str(dtype).removeprefix('torch.')} result")
         if problems:
@@ -148,14 +149,15 @@ class _Importer:
         self.params: dict[str, np.ndarray] = {}
         self.env: dict[Any, Any] = {}
         self.names: dict[int, str] = {}  # id of an import-time array -> its name
-        self.materialized: dict[int, SSAValue] = {}
+        # by id(); the arrays are kept so that no id is reused
+        self.materialized: dict[int, tuple[np.ndarray, SSAValue]] = {}
 
     def materialize(self, array: np.ndarray, name: str | None) -> SSAValue:
         """An import-time array as an operand: a graph.param under its
         state-dict name, or a literal when it is a scalar or unnamed and small."""
         key = id(array)
         if key in self.materialized:
-            return self.materialized[key]
+            return self.materialized[key][1]
         if array.dtype != np.float32:
             raise ConversionError(f"expected a float32 tensor, got {array.dtype}")
         name = name or self.names.get(key)
@@ -166,7 +168,7 @@ class _Importer:
             self.params[name] = array
             op = G.ParamOp(name, TensorType(f32, array.shape))
         self.block.add_op(op)
-        self.materialized[key] = op.results[0]
+        self.materialized[key] = (array, op.results[0])
         return op.results[0]
 
     def bind(self, node: Any, array: np.ndarray, name: str) -> None:
