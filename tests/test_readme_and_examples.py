@@ -35,8 +35,18 @@ def test_demo_runs_and_checks_against_numpy():
 
 
 def test_examples_import_cleanly():
+    """Every example imports; one that needs an optional package (torch) is
+    left out, with the reason printed, where that package is missing."""
     for script in (ROOT / "examples").glob("*.py"):
-        runpy.run_path(str(script), run_name="not_main")
+        try:
+            runpy.run_path(str(script), run_name="not_main")
+        except ModuleNotFoundError as e:
+            if e.name not in OPTIONAL:
+                raise
+            print(f"{script.name}: not imported, {e.name} is not installed")
+
+
+OPTIONAL = ("torch",)
 
 
 @pytest.mark.parametrize("script", ["matmul_schedule.py", "conv2d_schedule.py"])
