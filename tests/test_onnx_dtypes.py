@@ -425,3 +425,36 @@ def test_params_of_every_dtype_in_the_blob_and_an_exported_library(tmp_path):
     loaded.run(**feeds)
     got = [loaded.get_output(i).numpy() for i in range(3)]
     assert_same(got, expected, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "op", ["Sigmoid", "Tanh", "Exp", "Sqrt", "Relu", "Neg", "Abs", "Erf", "Softplus"]
+)
+def test_float16_unary_ops(op):
+    """float16 math computed in float32 (fastmath's forms) and rounded once:
+    against onnxruntime, or float32 numpy rounded where it has no float16 kernel."""
+    import math
+
+    numpy_forms = {
+        "Sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+        "Tanh": np.tanh,
+        "Exp": np.exp,
+        "Sqrt": np.sqrt,
+        "Relu": lambda x: np.maximum(x, 0),
+        "Neg": np.negative,
+        "Abs": np.abs,
+        "Erf": np.vectorize(math.erf),
+        "Softplus": lambda x: np.log1p(np.exp(x)),
+    }
+    model = model_of(
+        [node(op, ["x"])], {"x": ((4, 8), "float16")}, {"y": ((4, 8), "float16")}
+    )
+    x = (np.random.default_rng(2).standard_normal((4, 8)) * 2).astype(np.float16)
+    if op == "Sqrt":
+        x = np.abs(x)
+
+    def reference(x):
+        return numpy_forms[op](x.astype(np.float64)).astype(np.float16)
+
+    got, expected = run_both(model, {"x": x}, reference=reference)
+    assert_same(got, expected, rtol=2e-3, atol=2e-3)
