@@ -378,6 +378,7 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
         graph_activation,
         graph_data,
         graph_dtype,
+        graph_index,
         graph_nn,
         graph_norm,
         graph_spatial,
@@ -391,6 +392,7 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
         graph_norm,
         graph_data,
         graph_dtype,
+        graph_index,
         graph_spatial,
     )
     ops = (
@@ -405,8 +407,8 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
 COMPUTE_OPS: tuple[type[GraphOp], ...] = _compute_ops()
 """Every op that computes a tensor from tensors (all but param, constant, fused,
 call_kernel): each op class defined in `graph_nn.py`, `graph_tensor.py` and
-`graph_activation.py`, `graph_norm.py`, `graph_data.py`, `graph_dtype.py` and
-`graph_spatial.py`, so a new op is declared in one place."""
+`graph_activation.py`, `graph_norm.py`, `graph_data.py`, `graph_dtype.py`,
+`graph_index.py` and `graph_spatial.py`, so a new op is declared in one place."""
 
 ELEMENTWISE_OPS = tuple(
     op for op in COMPUTE_OPS if op.PATTERN in ("elemwise", "broadcast")

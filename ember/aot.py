@@ -333,7 +333,7 @@ def _params(
     for name, entry in layout.items():
         if name not in values:
             raise ModelCompileError(f'graph.param "{name}": no value in the params')
-        array = np.ascontiguousarray(values[name])
+        array = np.asarray(values[name], order="C")  # 0-d stays 0-d
         if list(array.shape) != entry["shape"]:
             raise ModelCompileError(
                 f'graph.param "{name}": expected shape {tuple(entry["shape"])}, '

@@ -94,7 +94,7 @@ def compile_device_model(
     device = build_gpu(kernels, target, None)
     plan = dict(device.plan)
     model_plan, used = _model_function(main, plan["functions"])
-    values = {name: np.ascontiguousarray(bound.values[name]) for name in used}
+    values = {name: np.asarray(bound.values[name], order="C") for name in used}
     plan["functions"] = {**plan["functions"], ENTRY: model_plan}
     plan["params"] = {
         name: {"shape": list(v.shape), "dtype": str(v.dtype)}

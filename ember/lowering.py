@@ -531,6 +531,8 @@ class _BodyEmitter:
         if src == "index":
             wide = self.add(arith.IndexCastOp(value, IntegerType(64)))
             return self._cast(wide, "int64", dst)
+        if dst == "index":  # an integer read used as an index (sign-extended)
+            return self.add(arith.IndexCastOp(value, IndexType()))
         src_float, dst_float = src in te.FLOAT_DTYPES, dst in te.FLOAT_DTYPES
         if dst == "bool":
             zero = self._constant(0, src)

@@ -150,6 +150,7 @@ def _registered() -> None:
         data,
         dense,
         elementwise,
+        index,
         logic,
         pool,
         reduce,

@@ -133,7 +133,15 @@ class Expr:
         return compare("ne", self, other)  # type: ignore[arg-type]
 
     def astype(self, dtype: str) -> Expr:
-        """This expression converted to `dtype`."""
+        """This expression converted to `dtype`; an integer value converts to
+        "index" too, to index a tensor by a value read from another (a gather)."""
+        if dtype == "index":
+            if self.dtype not in ("int8", "int32", "int64", "index"):
+                raise EmberTypeError(
+                    f"only integers index tensors; convert the {self.dtype} value "
+                    "to an int dtype first"
+                )
+            return self if self.dtype == "index" else Cast("index", self)
         return Cast(check_dtype(dtype), self)
 
     def __bool__(self) -> bool:

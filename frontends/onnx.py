@@ -51,6 +51,7 @@ from ember.frontends import (
     onnx_data,
     onnx_dtype,
     onnx_fold,
+    onnx_index,
     onnx_ops,
     onnx_spatial,
 )
@@ -58,7 +59,7 @@ from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
 # imported for their converters (onnx_ops registers)
-del onnx_data, onnx_dtype, onnx_spatial
+del onnx_data, onnx_dtype, onnx_index, onnx_spatial
 
 __all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
 

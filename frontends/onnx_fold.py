@@ -133,7 +133,7 @@ FOLDERS: dict[str, Callable[..., np.ndarray]] = {
 }
 """numpy evaluators of ops whose inputs are all known at import time."""
 
-SHAPE_ONLY = {"Shape", "Gather", "ConstantOfShape", "Range"}
+SHAPE_ONLY = {"Shape", "ConstantOfShape", "Range"}
 """Ops converted only by folding: their inputs must be known at import time (Shape
 needs only its input's static shape)."""
 

@@ -111,3 +111,19 @@ def test_mobilenet_v2_on_cuda_matches_onnxruntime(mobilenet):
 def test_whole_models_for_c_are_refused_with_the_way_out(mobilenet):
     with pytest.raises(ModelCompileError, match="target 'c'.*ember.build"):
         ember.compile_model(mobilenet[0], target="c")
+
+
+@needs_opencl
+def test_a_bert_encoder_with_int64_ids_on_opencl_matches_onnxruntime():
+    """Token ids gathered from an embedding table, a padding mask, layer norm
+    and attention: every op through the generic GPU schedule."""
+    model = onnx_models.bert_encoder(seq=16, d=64, layers=1)
+    feeds = onnx_models.random_input(model)
+    session = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    (expected,) = session.run(None, feeds)
+    mod = ember.compile_model(model, target="opencl")
+    gm = rt.GraphModule(mod["default"](rt.opencl(0)))
+    (got,) = gm(**feeds)
+    _close(got, expected)

@@ -63,6 +63,24 @@ def test_gpt_block_with_a_causal_mask():
     check(onnx_models.gpt_block(seq=32, d=128))
 
 
+def test_bert_encoder_with_int64_ids_and_a_padding_mask():
+    check(onnx_models.bert_encoder(seq=32, d=128, layers=2))
+
+
+def test_vit_small():
+    check(onnx_models.vit(size=32, d=96, heads=3, layers=2, num_classes=10))
+
+
+@pytest.mark.slow
+def test_bert_encoder_4_layers_at_seq_128():
+    check(onnx_models.bert_encoder())
+
+
+@pytest.mark.slow
+def test_vit_b16():
+    check(onnx_models.vit())
+
+
 def test_the_transformer_builders_are_valid_onnx_that_onnxruntime_runs():
     """BERT (int64 ids and mask), ViT and the LSTM as onnxruntime sees them:
     well-scaled outputs of the promised shapes (what ember must match)."""

@@ -1,0 +1,75 @@
+"""`graph` dialect ops that index by values: gather (ONNX Gather, TVM's
+`take`), an embedding lookup when the data is a param and the indices the
+model's token ids. Injective: each output element reads one data element, at
+an index read from the indices tensor. The dialect is assembled in `graph.py`.
+
+    %y = graph.gather %table, %ids {axis = 0}
+           : (tensor<1000x64xf32>, tensor<1x16xi64>) -> tensor<1x16x64xf32>
+
+Indices may be negative (counted from the end, as in ONNX); an index outside
+[-n, n) is clamped into range, as TVM's `take` does by default (mode "clip"),
+so a bad token id reads the first or last row instead of memory outside the
+tensor. onnxruntime raises an error there instead.
+"""
+
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.ir import Attribute
+from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.traits import Pure
+
+from ember.dialects.graph_base import GraphOp
+from ember.dialects.graph_numpy import Array
+from ember.dialects.graph_shapes import Shape, ShapeError
+
+
+def gather_axis(axis: int, rank: int) -> int:
+    """`axis` in [0, rank), from ONNX's [-rank, rank)."""
+    if not -rank <= axis < rank:
+        raise ShapeError(f"expected an axis in [{-rank}, {rank}), got {axis}")
+    return axis % rank
+
+
+@irdl_op_definition
+class GatherOp(GraphOp):
+    """Entries of `data` along `axis` at `indices`: the result's shape is
+    data.shape[:axis] + indices.shape + data.shape[axis + 1:].
+
+    %y = graph.gather %x, %i {axis = 1} : (tensor<2x5xf32>, tensor<3xi64>) -> tensor<2x3xf32>
+    """
+
+    name = "graph.gather"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"axis": ("int", 0)}
+    PATTERN: ClassVar[str] = "injective"
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        data, indices = s
+        if not data:
+            raise ShapeError("expected data of rank 1 or more, got a scalar")
+        axis = gather_axis(cfg["axis"], len(data))
+        return (*data[:axis], *indices, *data[axis + 1 :])
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        index = elements[1]
+        if not isinstance(index, IntegerType) or index.width.data not in (8, 32, 64):
+            raise ShapeError(f"expected i32 or i64 indices, got {index}")
+        return elements[0]
+
+    def reference(self, inputs: list[Array]) -> Array:
+        data, indices = inputs
+        axis = gather_axis(self.config["axis"], data.ndim)
+        n = data.shape[axis]
+        wrapped = np.where(indices < 0, indices + n, indices)
+        return np.take(data, np.clip(wrapped, 0, n - 1), axis=axis)

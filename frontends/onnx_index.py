@@ -1,0 +1,13 @@
+"""ONNX ops that index by values: Gather on computed tensors (the embedding
+lookup of every transformer; a Gather whose inputs are all known at import is
+folded by `onnx_fold`)."""
+
+from __future__ import annotations
+
+from ember.dialects import graph as G
+from ember.frontends.onnx_ops import NodeContext, converter
+
+
+@converter("Gather")
+def _gather(c: NodeContext):
+    return [c.emit(G.GatherOp, c.value(0), c.value(1), axis=c.attr("axis", 0))]
