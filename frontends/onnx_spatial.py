@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
 from ember.dialects.graph_spatial import COORDINATE_MODES, NEAREST_MODES
@@ -212,6 +213,7 @@ def _rows(two_d: Converter) -> Converter:
             begin, end = c.attrs["pads"]
             rows.attrs["pads"] = [0, begin, 0, end]
         (y,) = two_d(rows)
+        assert isinstance(y, SSAValue)  # the 2-D converters build an op
         n, ch, _, length = shape_of(y)
         return [c.emit(G.ReshapeOp, y, shape=[n, ch, length])]
 

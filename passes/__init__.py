@@ -48,6 +48,7 @@ __all__ = [
 _EMBER_PASSES = (
     "graph-fold-constants",
     "graph-fold-batch-norm",
+    "graph-fuse-layer-norm",
     "graph-fuse-ops",
     "convert-graph-to-te",
     "graph-plan-memory",

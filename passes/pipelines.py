@@ -30,6 +30,9 @@ GRAPH_PASSES: tuple[tuple[str, int], ...] = (
     # graph: inference batch norms fold into the preceding conv2d/dense, or become
     # a per-channel mul and add (needs opt_level 2)
     ("graph-fold-batch-norm", 2),
+    # layer norms written out (mean, difference, square, mean, epsilon, root,
+    # quotient) become graph.layer_norm, one kernel
+    ("graph-fuse-layer-norm", 2),
     # identical params, literals and ops are merged
     ("cse", 2),
     # what params and literals alone compute is computed now (new params)

@@ -290,6 +290,7 @@ def test_pass_context_nesting_and_pipeline():
         assert PassContext.current().opt_level == 0
     assert graph_pipeline(PassContext(opt_level=3)) == (
         "graph-fold-batch-norm",
+        "graph-fuse-layer-norm",
         "cse",
         "graph-fold-constants",
         "dce",
