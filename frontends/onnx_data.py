@@ -163,8 +163,6 @@ def _split(c: NodeContext):
     n, count = shape[axis], len(c.node.output)
     if c.has(1):
         sizes = _ints(c, 1, "split")
-    elif "split" in c.attrs:
-        sizes = list(c.attrs["split"])
     else:
         # num_outputs (18 on) or the outputs' count: equal parts, the last smaller
         parts = int(c.attr("num_outputs", count))

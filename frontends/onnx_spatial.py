@@ -126,12 +126,15 @@ def _conv_transpose(c: NodeContext):
     return [y]
 
 
-def _resize_scales(c: NodeContext, shape: tuple[int, ...]) -> list[Fraction]:
-    """Each axis's scale (output over input) from scales or sizes (over `axes`
-    from opset 18, the aspect-ratio policy applied)."""
+def _resize_plan(
+    c: NodeContext, shape: tuple[int, ...]
+) -> tuple[list[Fraction], list[int]]:
+    """Each axis's scale (output over input) and output extent, from sizes
+    (the aspect-ratio policy applied) or scales (the extent floor(n scale)),
+    over `axes` from opset 18."""
     rank = len(shape)
     axes = [a % rank for a in c.attr("axes", range(rank))]
-    scales = [Fraction(1)] * rank
+    scales, extents = [Fraction(1)] * rank, list(shape)
     if c.has(3):
         sizes = [int(v) for v in c.const(3, "sizes").reshape(-1)]
         given = [Fraction(s, shape[a]) for a, s in zip(axes, sizes, strict=True)]
@@ -139,41 +142,26 @@ def _resize_scales(c: NodeContext, shape: tuple[int, ...]) -> list[Fraction]:
         if policy != "stretch":
             common = (min if policy == "not_larger" else max)(given)
             given = [common] * len(axes)
-        for a, s in zip(axes, given, strict=True):
-            scales[a] = s
-        return scales
+            sizes = [int(common * shape[a] + Fraction(1, 2)) for a in axes]
+        for a, scale, size in zip(axes, given, sizes, strict=True):
+            scales[a], extents[a] = scale, size
+        return scales, extents
     values = c.const(2, "scales").reshape(-1) if c.has(2) else np.zeros(0)
-    if len(values) != len(axes):
+    if len(values) != len(axes) or any(v <= 0 for v in values):
         raise ConversionError(
-            f"expected {len(axes)} scales or sizes, got {len(values)} scales"
+            f"expected {len(axes)} positive scales or sizes, got scales {list(values)}"
         )
-    for a, v in zip(axes, values, strict=True):
-        if v <= 0:
-            raise ConversionError(f"expected positive scales, got {list(values)}")
+    for a, v in zip(axes, values.astype(np.float64), strict=True):
         scales[a] = Fraction(float(v)).limit_denominator(MAX_SCALE_DENOMINATOR)
-    return scales
+        extents[a] = int(np.floor(shape[a] * v))
+    return scales, extents
 
 
 @converter("Resize")
 def _resize(c: NodeContext):
     x = c.value(0)
     shape = shape_of(x)
-    scales = _resize_scales(c, shape)
-    if c.has(3):
-        policy = c.attr("keep_aspect_ratio_policy", "stretch")
-        sizes = [
-            int(s * n + Fraction(1, 2)) if policy != "stretch" else int(s * n)
-            for s, n in zip(scales, shape, strict=True)
-        ]
-    else:
-        sizes = [
-            int(np.floor(float(s) * n)) for s, n in zip(scales, shape, strict=True)
-        ]
-    if c.has(2) and not c.has(3):  # ONNX's output extent uses the float scale
-        values = c.const(2, "scales").reshape(-1).astype(np.float64)
-        axes = [a % len(shape) for a in c.attr("axes", range(len(shape)))]
-        for a, v in zip(axes, values, strict=True):
-            sizes[a] = int(np.floor(shape[a] * v))
+    scales, sizes = _resize_plan(c, shape)
     if shape == tuple(sizes) and all(s == 1 for s in scales):
         return [x]
     mode = c.attr("coordinate_transformation_mode", "half_pixel")
