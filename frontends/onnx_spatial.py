@@ -40,11 +40,18 @@ def _spatial_1d_2d(attrs: dict[str, Any], _opset: int) -> list[str]:
     return []
 
 
+def _spatial_1d_2d_3d(attrs: dict[str, Any], _opset: int) -> list[str]:
+    kernel = attrs.get("kernel_shape")
+    if kernel is not None and len(kernel) not in (1, 2, 3):
+        return [f"kernel_shape={list(kernel)} (only 1-D, 2-D and 3-D)"]
+    return []
+
+
 CHECKS.update(
     {
         "Conv": _all(_AUTO_PAD, _spatial_1d_2d),
-        "MaxPool": _all(_AUTO_PAD, _spatial_1d_2d),
-        "AveragePool": _all(_AUTO_PAD, _spatial_1d_2d, _unit_dilations),
+        "MaxPool": _all(_AUTO_PAD, _spatial_1d_2d_3d),
+        "AveragePool": _all(_AUTO_PAD, _spatial_1d_2d_3d, _unit_dilations),
         "ConvTranspose": _all(_AUTO_PAD, _spatial_1d_2d),
         "Resize": _all(
             _one_of("mode", ["nearest", "linear"], "nearest"),
@@ -208,5 +215,47 @@ def _rows(two_d: Converter) -> Converter:
     return convert
 
 
+def _volumes(two_d: Converter) -> Converter:
+    """A pooling converter that also takes 3-D (N, C, D, H, W) data: pooling
+    is separable (a max of maxes; a mean of means, the counts of valid
+    elements being a product per axis), so it pools (H, W) on (N, C D, H, W),
+    then D on (N, C, D, H' W') with a (kd, 1) window."""
+
+    def convert(c: NodeContext):
+        x = c.value(0)
+        if len(shape_of(x)) != 5:
+            return two_d(c)
+        n, ch, depth, h, w = shape_of(x)
+
+        def pool(data: SSAValue, pick: tuple[int, int], fill: int, pad: bool):
+            step = NodeContext(c.node, c.opset, [data], c.block, c._materialize)
+            for name in ("kernel_shape", "strides", "dilations"):
+                if name in c.attrs:
+                    values = c.attrs[name]
+                    step.attrs[name] = [
+                        values[pick[0]] if pick[0] >= 0 else fill,
+                        values[pick[1]] if pick[1] >= 0 else fill,
+                    ]
+            if "pads" in c.attrs:
+                p = c.attrs["pads"]
+                step.attrs["pads"] = (
+                    [p[1], p[2], p[4], p[5]] if pad else [p[0], 0, p[3], 0]
+                )
+            (y,) = two_d(step)
+            assert isinstance(y, SSAValue)  # the 2-D converters build an op
+            return y
+
+        planes = c.emit(G.ReshapeOp, x, shape=[n, ch * depth, h, w])
+        y = pool(planes, (1, 2), 1, True)
+        _, _, h2, w2 = shape_of(y)
+        y = c.emit(G.ReshapeOp, y, shape=[n, ch, depth, h2 * w2])
+        y = pool(y, (0, -1), 1, False)
+        return [c.emit(G.ReshapeOp, y, shape=[n, ch, shape_of(y)[2], h2, w2])]
+
+    return convert
+
+
 for _op in ("Conv", "MaxPool", "AveragePool"):
     CONVERTERS[_op] = _rows(CONVERTERS[_op])
+for _op in ("MaxPool", "AveragePool"):
+    CONVERTERS[_op] = _volumes(CONVERTERS[_op])

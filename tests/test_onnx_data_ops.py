@@ -434,3 +434,22 @@ def test_conv_transpose_with_a_weight_computed_at_run_time(kernel_cache):
     )
     feeds = {"x": rand(1, 4, 3, 5, seed=4), "w": rand(4, 2, 3, 3, seed=5)}
     compiled(model, feeds, kernel_cache, kernels=1)
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [
+        ("MaxPool", {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]}),
+        ("MaxPool", {"kernel_shape": [3, 2, 2], "dilations": [2, 1, 1], "ceil_mode": 1, "strides": [2, 2, 2]}),
+        ("AveragePool", {"kernel_shape": [3, 3, 2], "pads": [1, 1, 0, 1, 1, 1], "strides": [2, 2, 1]}),
+        ("AveragePool", {"kernel_shape": [2, 2, 2], "pads": [1, 0, 1, 1, 0, 1], "count_include_pad": 1}),
+        ("AveragePool", {"kernel_shape": [3, 2, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2, 2]}),
+        ("AveragePool", {"kernel_shape": [2, 3, 2], "ceil_mode": 1, "strides": [2, 2, 2], "pads": [0, 1, 0, 0, 1, 0]}),
+    ],
+)  # fmt: skip
+def test_three_dimensional_pools_as_two_separable_pools(op, attrs, kernel_cache):
+    model = make_model(
+        [node(op, ["x"], ["y"], "pool", **attrs)], {"x": (2, 3, 7, 6, 5)}, ["y"]
+    )
+    check(model)
+    compiled(model, {"x": rand(2, 3, 7, 6, 5, seed=4)}, kernel_cache)
