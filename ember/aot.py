@@ -107,7 +107,9 @@ def compile_model(
         model: graph IR (a module with `func.func @main`, or its text), an ONNX
             `ModelProto`, or the path of an `.onnx` file.
         params: the graph's params by name (with graph IR); an ONNX model
-            brings its own.
+            brings its own, and a value given here for one of its inputs fixes
+            that input at compile time (TVM's `relay.build(params=...)`): an
+            input that gives a shape, axes or pads then folds.
         target: where the code runs ("llvm" is this machine; "cuda" and
             "opencl" give a `DeviceModule`, see `ember.aot_device`).
         shape: input shapes by name, for ONNX models with symbolic dimensions.
@@ -394,7 +396,7 @@ def _load(
     from ember.frontends.onnx import from_onnx
 
     module, onnx_params = from_onnx(
-        str(model) if isinstance(model, Path) else model, shape=shape
+        str(model) if isinstance(model, Path) else model, shape=shape, freeze=params
     )
     return module, {**onnx_params, **(params or {})}
 
@@ -415,8 +417,8 @@ def _check_params(main: func.FuncOp, params: Mapping[str, np.ndarray]) -> None:
 
 
 def _check_computes(main: func.FuncOp) -> None:
-    """A model whose outputs are its inputs (an ONNX Identity or Dropout alone,
-    folded away on import) has no op to plan memory for or run."""
+    """A model without outputs has nothing to plan memory for or run (one
+    whose outputs are its inputs copies them: `is_graph_function`)."""
     from ember.passes.convert_graph_to_te import is_graph_function
 
     if is_graph_function(main):

@@ -25,6 +25,7 @@ numpy array. The import runs in three steps:
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,13 +54,14 @@ from ember.frontends import (
     onnx_fold,
     onnx_index,
     onnx_ops,
+    onnx_reduce,
     onnx_spatial,
 )
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
 # imported for their converters (onnx_ops registers)
-del onnx_data, onnx_dtype, onnx_index, onnx_spatial
+del onnx_data, onnx_dtype, onnx_index, onnx_reduce, onnx_spatial
 
 __all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
 
@@ -183,6 +185,39 @@ def _node_name(node: onnx.NodeProto, index: int) -> str:
     return f"#{index} (output '{node.output[0]}')" if node.output else f"#{index}"
 
 
+def _frozen(
+    model: onnx.ModelProto, values: Mapping[str, np.ndarray], label: str
+) -> onnx.ModelProto:
+    """`model` with the graph inputs named in `values` as initializers."""
+    inputs = {i.name: i for i in model.graph.input}
+    chosen = {name: v for name, v in values.items() if name in inputs}
+    if not chosen:
+        return model
+    model = copy.deepcopy(model)
+    for name, value in chosen.items():
+        t = inputs[name].type.tensor_type
+        array = np.asarray(value)
+        declared = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        if (
+            array.dtype != declared
+            or len(dims) != array.ndim
+            or any(
+                d is not None and d != n
+                for d, n in zip(dims, array.shape, strict=False)
+            )
+        ):
+            raise OnnxImportError(
+                f"{label}: input '{name}' is {declared} {tuple(dims)}; the value "
+                f"given to freeze it is {array.dtype} {array.shape}"
+            )
+        model.graph.initializer.append(onnx.numpy_helper.from_array(array, name))
+    kept = [i for i in model.graph.input if i.name not in chosen]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    return model
+
+
 def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
     """Raise one UnsupportedOperatorError listing every node that cannot convert."""
     known = {t.name for t in graph.initializer}
@@ -206,6 +241,9 @@ def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
         for i, what in onnx_ops.CONST_INPUTS.get(key, []):
             if i < len(inputs) and inputs[i] and inputs[i] not in known:
                 problems.append(f"{what} computed by the model")
+        for i, what in onnx_ops.ABSENT_INPUTS.get(key, []):
+            if i < len(inputs) and inputs[i]:
+                problems.append(what)
         if problems:
             entry = f"{key} ({', '.join(problems)})"
             unsupported.setdefault(entry, []).append(_node_name(node, index))
@@ -361,6 +399,7 @@ def from_onnx(
     model: onnx.ModelProto | str | os.PathLike,
     shape: Mapping[str, Sequence[int]] | None = None,
     dtype: str | Mapping[str, str] | None = None,
+    freeze: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """Import an ONNX model as graph IR and its params.
 
@@ -372,6 +411,11 @@ def from_onnx(
             each must be the declared one (None: the declared ones). An input
             of a dtype ember does not compute (uint8, bfloat16, string, ...)
             is refused naming the ops that read it.
+        freeze: values for graph inputs that are fixed at compile time (as
+            TVM's `relay.build(params=...)` binds them): each becomes a
+            constant, so an input giving a shape, axes, pads or scales folds
+            like an initializer. Names that are not graph inputs are ignored
+            here (`compile_model` applies them as params).
 
     Returns:
         (module, params): a builtin.module with `func.func @main`, and the
@@ -389,6 +433,8 @@ def from_onnx(
     """
     model, label = load_model(model)
     model, opset = _opset(model, label)
+    if freeze:
+        model = _frozen(model, freeze, label)
     graph = model.graph
     _check_graph(graph, opset, label)
     shapes = _input_shapes(graph, shape, dtype, label)

@@ -49,8 +49,22 @@ KERNEL_ATTR = "ember.kernel"
 
 
 def is_graph_function(f: func.FuncOp) -> bool:
-    """Whether `f` holds graph ops (a model function, not a kernel)."""
-    return any(op.dialect_name() == "graph" for op in f.walk())
+    """Whether `f` is a model function, not a kernel: it holds graph ops, or
+    it holds none at all and returns tensors (a model whose outputs are its
+    inputs or constants: an ONNX Identity, Dropout or Squeeze alone, folded
+    away on import; its outputs are copied like any other)."""
+    if KERNEL_ATTR in f.attributes:
+        return False
+    if any(op.dialect_name() == "graph" for op in f.walk()):
+        return True
+    body = list(f.body.block.ops) if f.body.blocks else []
+    results = f.function_type.outputs.data
+    return (
+        len(body) == 1
+        and isinstance(body[0], func.ReturnOp)
+        and bool(results)
+        and all(isinstance(t, TensorType) for t in results)
+    )
 
 
 def is_alias(op: Operation) -> bool:
@@ -237,7 +251,9 @@ class _Converter:
         if isinstance(owner, graph.ParamOp):
             base = owner.param_name.data
         elif isinstance(owner, graph.ConstantOp):
-            base = "constant"
+            # literals have no name: their bytes tell two packed ones apart
+            digest = hashlib.sha256(owner.numpy().tobytes()).hexdigest()[:8]
+            base = f"constant.{digest}"
         else:
             self.fail(
                 f"{self.where(at)}: the kernel's weight '{placeholder.name}' must be "

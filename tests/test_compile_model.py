@@ -329,11 +329,23 @@ def test_errors(cache):
         compile_model(BLOCK.replace("graph.relu", "graph.rleu"), _params())
     with pytest.raises(ModelCompileError, match="func.func @main"):
         compile_model("builtin.module {}", {})
-    # an ONNX Identity alone imports as this: nothing to plan or run
-    nothing = """func.func @main(%x: tensor<2xf32> {ember.name = "x"})
-        -> (tensor<2xf32> {ember.name = "y"}) { func.return %x : tensor<2xf32> }"""
-    with pytest.raises(ModelCompileError, match="computes nothing .output 'y' is inp"):
+    # a model without outputs has nothing to compute
+    nothing = (
+        """func.func @main(%x: tensor<2xf32> {ember.name = "x"}) { func.return }"""
+    )
+    with pytest.raises(ModelCompileError, match="computes nothing .no outputs"):
         compile_model(nothing, {})
+
+
+def test_a_model_whose_output_is_its_input_copies_it():
+    """An ONNX Identity alone imports as this: the output is a copy of the
+    input (its own buffer), as for every other output."""
+    identity = """func.func @main(%x: tensor<2xf32> {ember.name = "x"})
+        -> (tensor<2xf32> {ember.name = "y"}) { func.return %x : tensor<2xf32> }"""
+    gm = GraphModule(compile_model(identity, {})["default"](cpu()))
+    x = np.array([1.5, -2.0], np.float32)
+    (y,) = gm(x=x)
+    assert np.array_equal(y, x) and y.ctypes.data != x.ctypes.data
 
 
 def test_facade():

@@ -1066,6 +1066,10 @@ REVIEWED_CHANGES = {
     "Identity": [14, 16, 19, 21, 23, 24, 25], "LayerNormalization": [17],
     "LeakyRelu": [16], "LogSoftmax": [], "MaxPool": [22], "Mish": [18, 22],
     "Mul": [14], "PRelu": [16], "Pad": [18, 19, 21, 23, 24, 25], "Pow": [15],
+    # the reductions: axes as an input from 18 (axes_of reads both forms);
+    # LogSum(Exp) at 28 add types only
+    "ReduceL1": [18], "ReduceLogSum": [18, 28], "ReduceLogSumExp": [18, 28],
+    "ReduceSumSquare": [18],
     "Range": [27], "ReduceL2": [18], "ReduceMax": [18, 20], "ReduceMean": [18],
     "ReduceMin": [18, 20], "ReduceProd": [18], "Relu": [14],
     "Reshape": [14, 19, 21, 23, 24, 25], "Selu": [22],

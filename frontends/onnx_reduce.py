@@ -1,0 +1,53 @@
+"""The ONNX reductions beyond ReduceSum, ReduceMean and ReduceMax, written in
+the graph ops they are defined by (what onnx's function bodies say, and what
+each kernel then fuses): L1 = sum |x|, L2 = sqrt(sum x²), SumSquare = sum x²,
+LogSum = log(sum x), LogSumExp = m + log(sum exp(x - m)) with m the max (no
+overflow where exp(x) would), Min = -max(-x).
+
+Axes come as the attribute (before opset 18) or the input; no axes reduce
+every axis, unless `noop_with_empty_axes` makes the op the identity."""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from ember.dialects import graph as G
+from ember.frontends.onnx_fold import axes_of, shape_of
+from ember.frontends.onnx_ops import NodeContext, converter
+
+
+def _reduce(c: NodeContext, op: type[G.GraphOp], x: SSAValue, keepdims: bool):
+    return c.emit(op, x, axes=axes_of(c, 1) or [], keepdims=keepdims)
+
+
+def _square(c: NodeContext, x: SSAValue) -> SSAValue:
+    return c.emit(G.MulOp, x, x)
+
+
+_FORMS = {
+    "ReduceL1": lambda c, x, k: _reduce(c, G.ReduceSumOp, c.emit(G.AbsOp, x), k),
+    "ReduceL2": lambda c, x, k: c.emit(
+        G.SqrtOp, _reduce(c, G.ReduceSumOp, _square(c, x), k)
+    ),
+    "ReduceSumSquare": lambda c, x, k: _reduce(c, G.ReduceSumOp, _square(c, x), k),
+    "ReduceLogSum": lambda c, x, k: c.emit(G.LogOp, _reduce(c, G.ReduceSumOp, x, k)),
+    "ReduceMin": lambda c, x, k: c.emit(
+        G.NegOp, _reduce(c, G.ReduceMaxOp, c.emit(G.NegOp, x), k)
+    ),
+}
+
+
+@converter(*_FORMS, "ReduceLogSumExp")
+def _reduction(c: NodeContext):
+    x = c.value(0)
+    if not axes_of(c, 1) and c.attr("noop_with_empty_axes", 0):
+        return [x]
+    keepdims = bool(c.attr("keepdims", 1))
+    if c.node.op_type != "ReduceLogSumExp":
+        return [_FORMS[c.node.op_type](c, x, keepdims)]
+    top = _reduce(c, G.ReduceMaxOp, x, True)
+    shifted = c.emit(G.ExpOp, c.emit(G.SubOp, x, top))
+    total = c.emit(G.LogOp, _reduce(c, G.ReduceSumOp, shifted, keepdims))
+    if not keepdims:
+        top = c.emit(G.ReshapeOp, top, shape=tuple(shape_of(total)))
+    return [c.emit(G.AddOp, total, top)]
