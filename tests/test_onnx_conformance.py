@@ -191,3 +191,34 @@ def test_onnxruntime_baseline_converts_newer_opsets():
         "message": f"(converted from opset {newest} to {W.ort_newest_opset()})",
     }
     assert not W.run_ort(model, [x], [x], 1e-3, 1e-7)["pass"]
+
+
+def test_inputs_fixed_at_compile_time_are_only_shape_like_ones():
+    """A node test passes axes and shapes as graph inputs; those, and only
+    those, are fixed at compile time (an embedding's ids stay inputs)."""
+
+    def model(node, inputs, out=(2, 1)):
+        g = h.make_graph(
+            [node],
+            "m",
+            [h.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+            [h.make_tensor_value_info("y", TensorProto.FLOAT, list(out))],
+        )
+        return h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+
+    reduce = model(
+        h.make_node("ReduceSum", ["x", "axes"], ["y"]),
+        [("x", TensorProto.FLOAT, [2, 3]), ("axes", TensorProto.INT64, [1])],
+    )
+    assert W.compile_time_inputs(reduce) == {"axes"}
+    gather = model(
+        h.make_node("Gather", ["x", "ids"], ["y"]),
+        [("x", TensorProto.FLOAT, [5, 3]), ("ids", TensorProto.INT64, [2])],
+        out=(2, 3),
+    )
+    assert W.compile_time_inputs(gather) == set()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    result = W.run_ember(
+        reduce, [x, np.array([1], np.int64)], [x.sum(1, keepdims=True)], 1e-6, 0
+    )
+    assert result["class"] == W.PASS, result
