@@ -190,6 +190,10 @@ CONST_INPUTS: dict[str, list[tuple[int, str]]] = {
 }
 
 
+# Optional inputs ember does not take, by op: (index, what).
+ABSENT_INPUTS: dict[str, list[tuple[int, str]]] = {}
+
+
 def unsupported_attributes(key: str, node: onnx.NodeProto, opset: int) -> list[str]:
     """What in `node`'s attributes ember cannot convert (empty when all is fine)."""
     check = CHECKS.get(key)

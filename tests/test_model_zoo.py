@@ -81,6 +81,11 @@ def test_vit_b16():
     check(onnx_models.vit())
 
 
+def test_lstm():
+    """Two LSTM layers over 32 steps, unrolled (frontends/onnx_rnn.py)."""
+    check(onnx_models.lstm())
+
+
 def test_the_transformer_builders_are_valid_onnx_that_onnxruntime_runs():
     """BERT (int64 ids and mask), ViT and the LSTM as onnxruntime sees them:
     well-scaled outputs of the promised shapes (what ember must match)."""

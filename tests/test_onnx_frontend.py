@@ -1088,6 +1088,8 @@ REVIEWED_CHANGES = {
     # Resize's antialias, axes and keep_aspect_ratio_policy (18: the first
     # refused but for 0) and half_pixel_symmetric (19, refused)
     "ConvTranspose": [22], "Resize": [18, 19],
+    # the layout attribute (14, both values converted), bfloat16 (22)
+    "LSTM": [14, 22], "GRU": [14, 22],
 }  # fmt: skip
 
 
