@@ -1,4 +1,4 @@
-"""ONNX LSTM and GRU unrolled over their static sequence length into graph ops.
+"""ONNX LSTM, GRU and RNN unrolled over their static sequence length into graph ops.
 
 Each step and gate is a `graph.dense` of the step's input (the weight sliced out
 of W at import, both biases summed into its bias) and a `graph.dense` of the
@@ -30,7 +30,11 @@ from ember.frontends.onnx_ops import (
     converter,
 )
 
-_DEFAULT_ACTIVATIONS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
+_DEFAULT_ACTIVATIONS = {
+    "LSTM": ["Sigmoid", "Tanh", "Tanh"],
+    "GRU": ["Sigmoid", "Tanh"],
+    "RNN": ["Tanh"],
+}
 _DIRECTIONS = ("forward", "reverse", "bidirectional")
 
 
@@ -61,9 +65,9 @@ def _rnn_check(op_type: str):
     return check
 
 
-CHECKS.update({"LSTM": _rnn_check("LSTM"), "GRU": _rnn_check("GRU")})
+CHECKS.update({op: _rnn_check(op) for op in _DEFAULT_ACTIVATIONS})
 _WEIGHTS = [(1, "W"), (2, "R"), (3, "B"), (4, "sequence_lens")]
-CONST_INPUTS.update({"LSTM": _WEIGHTS, "GRU": _WEIGHTS})
+CONST_INPUTS.update(dict.fromkeys(_DEFAULT_ACTIVATIONS, _WEIGHTS))
 ABSENT_INPUTS.update({"LSTM": [(7, "peepholes P")]})
 
 
@@ -72,7 +76,7 @@ class _Rnn:
     """One LSTM or GRU node's shapes and weights, per direction and gate."""
 
     c: NodeContext
-    gates: int  # 4 (LSTM: i, o, f, c) or 3 (GRU: z, r, h)
+    gates: int  # 4 (LSTM: i, o, f, c), 3 (GRU: z, r, h) or 1 (RNN)
     seq: int
     batch: int
     hidden: int
@@ -243,6 +247,23 @@ def _gru(c: NodeContext):
                 c.emit(G.MulOp, c.emit(G.SubOp, one, z), candidate),
                 keep,
             )
+            states[t] = h
+        hs.append([states[t] for t in range(rnn.seq)])
+        h_last.append(h)
+    return rnn.outputs(hs, [h_last])
+
+
+@converter("RNN")
+def _rnn(c: NodeContext):
+    rnn = _Rnn.of(c, 1)
+    xs = rnn.step_inputs()
+    hs, h_last = [], []
+    for d in range(rnn.dirs):
+        h = rnn.initial(5, d)
+        bias = rnn.bias(d, 0, False) + rnn.bias(d, 0, True)
+        states: dict[int, SSAValue] = {}
+        for t in rnn.order(d):
+            h = c.emit(G.TanhOp, _gate(rnn, d, 0, xs[t], h, bias))
             states[t] = h
         hs.append([states[t] for t in range(rnn.seq)])
         h_last.append(h)

@@ -217,6 +217,24 @@ def test_inputs_fixed_at_compile_time_are_only_shape_like_ones():
         out=(2, 3),
     )
     assert W.compile_time_inputs(gather) == set()
+    # a recurrent op's weights, and only that op's ("LSTM.W"): Conv's W stays
+    lstm = model(
+        h.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=1),
+        [
+            ("x", TensorProto.FLOAT, [1, 2, 3]),
+            ("w", TensorProto.FLOAT, [1, 4, 3]),
+            ("r", TensorProto.FLOAT, [1, 4, 1]),
+        ],
+    )
+    assert W.compile_time_inputs(lstm) == {"w", "r"}
+    conv = model(
+        h.make_node("Conv", ["x", "w"], ["y"]),
+        [
+            ("x", TensorProto.FLOAT, [1, 1, 3, 3]),
+            ("w", TensorProto.FLOAT, [1, 1, 1, 1]),
+        ],
+    )
+    assert W.compile_time_inputs(conv) == set()
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     result = W.run_ember(
         reduce, [x, np.array([1], np.int64)], [x.sum(1, keepdims=True)], 1e-6, 0

@@ -1089,7 +1089,7 @@ REVIEWED_CHANGES = {
     # refused but for 0) and half_pixel_symmetric (19, refused)
     "ConvTranspose": [22], "Resize": [18, 19],
     # the layout attribute (14, both values converted), bfloat16 (22)
-    "LSTM": [14, 22], "GRU": [14, 22],
+    "LSTM": [14, 22], "GRU": [14, 22], "RNN": [14, 22],
 }  # fmt: skip
 
 

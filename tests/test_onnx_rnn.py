@@ -1,4 +1,4 @@
-"""ONNX LSTM and GRU unrolled into graph ops (`frontends/onnx_rnn.py`), against
+"""ONNX LSTM, GRU and RNN unrolled into graph ops (`frontends/onnx_rnn.py`), against
 onnxruntime (and onnx's reference evaluator for layout 1, which onnxruntime
 does not run): every direction, with and without initial states, every
 output, both GRU reset orders, the 2-layer example model, the steps sharing
@@ -22,7 +22,7 @@ ort = pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import onnx_models  # noqa: E402
 
-GATES = {"LSTM": 4, "GRU": 3}
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
 def rnn_model(
@@ -38,7 +38,7 @@ def rnn_model(
     extra_inputs=(),
     **attrs,
 ):
-    """One LSTM or GRU node with random W, R and B initializers. hidden=4 keeps
+    """One LSTM, GRU or RNN node with random W, R and B initializers. hidden=4 keeps
     each gate's weights under 16 elements, so they become literals (two literal
     weights of one dense kernel once shared their packed param)."""
     rng = np.random.default_rng(0)
@@ -138,7 +138,7 @@ def test_lstm_any_subset_of_outputs(outputs):
     run_both(rnn_model("LSTM", "bidirectional", outputs=outputs))
 
 
-@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
 def test_layout_1_batch_first(op):
     m = rnn_model(op, "bidirectional", layout=1)
     run_both(m, reference="onnx")
@@ -163,6 +163,12 @@ def test_gru_without_initial_state_and_a_sequence_lens_of_full_lengths(
         extra_inputs=[(4, "lens", lens)],
     )
     run_both(m)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("initial", [True, False])
+def test_rnn(direction, initial):
+    run_both(rnn_model("RNN", direction, initial))
 
 
 def test_two_layer_example_model():

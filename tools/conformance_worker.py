@@ -158,12 +158,19 @@ SHAPE_LIKE = frozenset(
         "ratio",
         "min",
         "max",
+        # the recurrent ops' weights, initializers in every real model
+        *(
+            f"{op}.{operand}"
+            for op in ("LSTM", "GRU", "RNN")
+            for operand in ("W", "R", "B", "sequence_lens")
+        ),
     }
 )
 
 
 def compile_time_inputs(model: onnx.ModelProto) -> set[str]:
-    """The graph inputs that only shape-like operands read (see SHAPE_LIKE)."""
+    """The graph inputs that only shape-like operands read (see SHAPE_LIKE;
+    an entry "Op.input" names one op's operand only)."""
     opset = next(
         (o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0
     )
@@ -175,7 +182,10 @@ def compile_time_inputs(model: onnx.ModelProto) -> set[str]:
             return set()
         for i, name in enumerate(node.input):
             formal = schema.inputs[min(i, len(schema.inputs) - 1)].name
-            roles.setdefault(name, set()).add(formal)
+            qualified = f"{node.op_type}.{formal}"
+            roles.setdefault(name, set()).add(
+                qualified if qualified in SHAPE_LIKE else formal
+            )
     return {
         i.name
         for i in model.graph.input
