@@ -1,9 +1,14 @@
-"""Whole models side by side: ember vs onnxruntime vs PyTorch eager vs apache-tvm.
+"""Whole models side by side: ember vs onnxruntime vs PyTorch vs apache-tvm.
 
     .venv/bin/python benchmarks/models.py            # MobileNetV2 and ResNet-18, 224x224
     .venv/bin/python benchmarks/models.py --quick    # MobileNetV2 at 96x96, short timing
     .venv/bin/python benchmarks/models.py --model resnet18
+    .venv/bin/python benchmarks/models.py --model bert --model vit_b16 --model mobilenet_v3_large
     .venv/bin/python benchmarks/models.py --mcpu haswell --mcpu x86-64   # more rows
+
+Models: mobilenet_v2, resnet18 (224x224), mobilenet_v3_large (224x224), bert
+(the BERT-style encoder: 4 layers, d 256, sequence 128, int64 ids and a
+padding mask) and vit_b16 (ViT-B/16 at 224x224).
 
 Each model is the ONNX file `examples/onnx_models.py` writes (batch 1, fp32, seeded
 random weights), fed the same input to every implementation in one process:
@@ -14,6 +19,8 @@ random weights), fed the same input to every implementation in one process:
     PyTorch eager the ONNX graph executed node by node with torch.nn.functional
                   ops on tensors made once from the same weights (what a model's
                   forward does in eager mode), under torch.inference_mode
+    torch.compile the same forward compiled by torch.compile (inductor; the
+                  weights frozen), first call excluded
     apache-tvm    relax's ONNX frontend, tvm.compile(target llvm -mcpu=<host>),
                   run by the Relax VM (TVM's default build, no tuning)
 
@@ -23,7 +30,8 @@ same model compiled for that CPU, run on this one (whose features include it).
 Every row is checked against onnxruntime's output (allclose, rtol = atol = 1e-4)
 before it is timed; the table gives the median latency and the ratio to
 onnxruntime, then the targets: ember faster than PyTorch eager, and at most
-1.2x (MobileNetV2) / 1.0x (ResNet-18) onnxruntime's latency on the host target.
+1.2x (MobileNetV2, MobileNetV3-large) / 1.0x (ResNet-18) / 1.3x (BERT, ViT)
+onnxruntime's latency on the host target.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from common import Impl, Prepared  # noqa: E402
 ORT = "onnxruntime"
 EMBER = "ember"
 TORCH = "PyTorch eager"
+TORCH_COMPILE = "torch.compile"
 TVM = "apache-tvm default build"
 
 
@@ -64,8 +73,27 @@ def onnxruntime_impl(model, inputs):
     return Impl(ORT, setup, lambda: "default")
 
 
-TARGETS = {"mobilenet_v2": 1.2, "resnet18": 1.0}
+TARGETS = {
+    "mobilenet_v2": 1.2,
+    "resnet18": 1.0,
+    "mobilenet_v3_large": 1.2,
+    "bert": 1.3,
+    "vit_b16": 1.3,
+}
 """ember's latency target, as a multiple of onnxruntime's, on the host target."""
+
+MODELS = {
+    "mobilenet_v2": lambda quick: onnx_models.mobilenet_v2(size=96 if quick else 224),
+    "resnet18": lambda quick: onnx_models.resnet18(size=96 if quick else 224),
+    "mobilenet_v3_large": lambda quick: onnx_models.mobilenet_v3(
+        "large", size=96 if quick else 224
+    ),
+    "bert": lambda quick: onnx_models.bert_encoder(seq=32 if quick else 128),
+    "vit_b16": lambda quick: onnx_models.vit(
+        size=96 if quick else 224, layers=2 if quick else 12
+    ),
+}
+"""How each model is built (quick: smaller, for a smoke run)."""
 
 
 def ember_impl(model, inputs, mcpu: str | None = None):
@@ -104,25 +132,51 @@ def ember_impl(model, inputs, mcpu: str | None = None):
     return Impl(name, setup, common.ember_threads)
 
 
-def torch_impl(model, inputs):
+def torch_impl(model, inputs, compiled: bool = False):
     def setup() -> Prepared:
         import torch
 
         run = _torch_forward(model, inputs)
+        note = f"torch {torch.__version__}"
+        if compiled:
+            start = time.perf_counter()
+            run = torch.compile(run)
+            with torch.inference_mode():
+                run()
+            note += f", compile {time.perf_counter() - start:.1f} s"
         out: list = []
 
         def call():
             with torch.inference_mode():
                 out[:] = [run()]
 
-        return Prepared(call, lambda: out[0].numpy(), f"torch {torch.__version__}")
+        return Prepared(call, lambda: out[0].numpy(), note)
 
     def threads() -> str:
         import torch
 
         return str(torch.get_num_threads())
 
-    return Impl(TORCH, setup, threads)
+    return Impl(TORCH_COMPILE if compiled else TORCH, setup, threads)
+
+
+def _torch_ops():
+    import torch
+
+    binary = {
+        "Add": torch.add,
+        "Sub": torch.sub,
+        "Mul": torch.mul,
+        "Div": torch.div,
+    }
+    unary = {
+        "Erf": torch.erf,
+        "Sqrt": torch.sqrt,
+        "HardSwish": torch.nn.functional.hardswish,
+        "Sigmoid": torch.sigmoid,
+        "Tanh": torch.tanh,
+    }
+    return binary, unary
 
 
 def _torch_forward(model, inputs):
@@ -132,6 +186,7 @@ def _torch_forward(model, inputs):
     import torch.nn.functional as F
     from onnx import helper, numpy_helper
 
+    binary, unary = _torch_ops()
     values = {
         t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
         for t in model.graph.initializer
@@ -184,6 +239,39 @@ def _torch_forward(model, inputs):
                 x[1] if a.get("transB", 0) else x[1].T,
                 x[2] if len(x) > 2 else None,
             )
+        if op in binary:
+            return binary[op](x[0], x[1])
+        if op in unary:
+            return unary[op](x[0])
+        if op == "HardSigmoid":
+            return torch.clamp(x[0] * a.get("alpha", 0.2) + a.get("beta", 0.5), 0, 1)
+        if op == "MatMul":
+            return torch.matmul(x[0], x[1])
+        if op == "Transpose":
+            return x[0].permute(a["perm"])
+        if op == "Softmax":
+            return torch.softmax(x[0], a.get("axis", -1))
+        if op == "LayerNormalization":
+            shape = x[0].shape[a.get("axis", -1) :]
+            return F.layer_norm(x[0], shape, x[1], x[2], a.get("epsilon", 1e-5))
+        if op == "Gather":
+            axis = a.get("axis", 0)
+            if x[1].dim() == 0:
+                return x[0].select(axis, int(x[1]))
+            return torch.index_select(x[0], axis, x[1].reshape(-1)).reshape(
+                *x[0].shape[:axis], *x[1].shape, *x[0].shape[axis + 1 :]
+            )
+        if op == "Cast":
+            return x[0].to(torch.float32)
+        if op == "Unsqueeze":
+            y = x[0]
+            for axis in sorted(int(d) for d in x[1]):
+                y = y.unsqueeze(axis)
+            return y
+        if op == "Concat":
+            return torch.cat(x, a["axis"])
+        if op == "Where":
+            return torch.where(x[0], x[1], x[2])
         raise NotImplementedError(f"PyTorch forward: no {op}")
 
     def forward():
@@ -233,20 +321,26 @@ def tvm_impl(model, inputs, mcpu: str | None = None):
     return Impl(f"{TVM} -mcpu={mcpu}" if mcpu else TVM, setup, threads)
 
 
-def bench(name: str, size: int, timing: dict, skip_tvm: bool, mcpus: list[str]) -> list:
-    model = getattr(onnx_models, name)(size=size)
+def bench(
+    name: str, quick: bool, timing: dict, skip_tvm: bool, mcpus: list[str]
+) -> list:
+    model = MODELS[name](quick)
     inputs = onnx_models.random_input(model)
     import onnxruntime
 
     expected = onnxruntime.InferenceSession(model.SerializeToString()).run(
         None, inputs
     )[0]
-    print(f"\n{name}, batch 1, 3x{size}x{size}, fp32")
+    shapes = ", ".join(
+        f"{k} {'x'.join(map(str, v.shape))} {v.dtype}" for k, v in inputs.items()
+    )
+    print(f"\n{name}: {shapes}")
     impls = [
         onnxruntime_impl(model, inputs),
         ember_impl(model, inputs),
         *(ember_impl(model, inputs, mcpu) for mcpu in mcpus),
         torch_impl(model, inputs),
+        torch_impl(model, inputs, compiled=True),
     ]
     if not skip_tvm:
         impls.append(tvm_impl(model, inputs))
@@ -281,9 +375,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="MobileNetV2 at 96x96, short timing"
     )
-    parser.add_argument(
-        "--model", choices=["mobilenet_v2", "resnet18"], action="append"
-    )
+    parser.add_argument("--model", choices=sorted(MODELS), action="append")
     parser.add_argument("--no-tvm", action="store_true", help="skip the apache-tvm row")
     parser.add_argument(
         "--mcpu",
@@ -300,8 +392,7 @@ def main(argv=None) -> int:
     )
     mcpus = [m for m in (opts.mcpu or ["haswell"]) if m != "none"]
     for name in models:
-        size = 96 if opts.quick else 224
-        bench(name, size, timing, opts.no_tvm or opts.quick, mcpus)
+        bench(name, opts.quick, timing, opts.no_tvm or opts.quick, mcpus)
     return 0
 
 
