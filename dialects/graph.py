@@ -379,6 +379,7 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
         graph_data,
         graph_dtype,
         graph_index,
+        graph_math,
         graph_nn,
         graph_norm,
         graph_spatial,
@@ -393,6 +394,7 @@ def _compute_ops() -> tuple[type[GraphOp], ...]:
         graph_data,
         graph_dtype,
         graph_index,
+        graph_math,
         graph_spatial,
     )
     ops = (

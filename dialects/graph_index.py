@@ -1,6 +1,6 @@
 """`graph` dialect ops that index by values: gather (ONNX Gather, TVM's
 `take`), an embedding lookup when the data is a param and the indices the
-model's token ids. Injective: each output element reads one data element, at
+model's token ids; argmax and argmin, which give indices (i64). Injective: each output element reads one data element, at
 an index read from the indices tensor. The dialect is assembled in `graph.py`.
 
     %y = graph.gather %table, %ids {axis = 0}
@@ -20,6 +20,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
+from ember.dialects import graph_shapes as shapes
 from ember.dialects.graph_base import GraphOp
 from ember.dialects.graph_numpy import Array
 from ember.dialects.graph_shapes import Shape, ShapeError
@@ -73,3 +74,65 @@ class GatherOp(GraphOp):
         n = data.shape[axis]
         wrapped = np.where(indices < 0, indices + n, indices)
         return np.take(data, np.clip(wrapped, 0, n - 1), axis=axis)
+
+
+class _ArgReduceOp(GraphOp):
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "axis": ("int", 0),
+        "keepdims": ("bool", True),
+        "select_last_index": ("bool", False),
+    }
+    PATTERN: ClassVar[str] = "comm-reduce"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    NUMPY: ClassVar[Any]
+    """`np.argmax` or `np.argmin`."""
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if not s[0]:
+            raise ShapeError("expected data of rank 1 or more, got a scalar")
+        axis = gather_axis(cfg["axis"], len(s[0]))
+        return shapes.reduce(s[0], [axis], cfg["keepdims"])
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        return IntegerType(64)
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, cfg = inputs[0], self.config
+        axis = gather_axis(cfg["axis"], x.ndim)
+        if cfg["select_last_index"]:
+            last = self.NUMPY(np.flip(x, axis), axis=axis, keepdims=cfg["keepdims"])
+            return (x.shape[axis] - 1 - last).astype(np.int64)
+        return self.NUMPY(x, axis=axis, keepdims=cfg["keepdims"]).astype(np.int64)
+
+
+@irdl_op_definition
+class ArgMaxOp(_ArgReduceOp):
+    """The index of the largest element along `axis` (the first one, or the
+    last with select_last_index), as i64.
+
+    %i = graph.argmax %x {axis = 1, keepdims = false} : (tensor<2x5xf32>) -> tensor<2xi64>
+    """
+
+    name = "graph.argmax"
+    NUMPY = staticmethod(np.argmax)
+
+
+@irdl_op_definition
+class ArgMinOp(_ArgReduceOp):
+    """The index of the smallest element along `axis` (the first one, or the
+    last with select_last_index), as i64.
+
+    %i = graph.argmin %x : (tensor<2x5xf32>) -> tensor<1x5xi64>
+    """
+
+    name = "graph.argmin"
+    NUMPY = staticmethod(np.argmin)

@@ -84,6 +84,20 @@ _MATH: dict[str, _Unary] = {
     "sqrt": math.SqrtOp,
     "tanh": math.TanhOp,
     "abs": math.AbsFOp,
+    "sin": math.SinOp,
+    "cos": math.CosOp,
+    "tan": math.TanOp,
+    "asin": math.AsinOp,
+    "acos": math.AcosOp,
+    "atan": math.AtanOp,
+    "sinh": math.SinhOp,
+    "cosh": math.CoshOp,
+    "asinh": math.AsinhOp,
+    "acosh": math.AcoshOp,
+    "atanh": math.AtanhOp,
+    "floor": math.FloorOp,
+    "ceil": math.CeilOp,
+    "roundeven": math.RoundEvenOp,
 }
 
 

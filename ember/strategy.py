@@ -152,14 +152,15 @@ def _registered() -> None:
         elementwise,
         index,
         logic,
+        math,
         pool,
         reduce,
         spatial,
         transform,
     )
 
-    del activation, conv2d, data, dense, elementwise, logic, pool, reduce
-    del spatial, transform
+    del activation, conv2d, data, dense, elementwise, index, logic, math
+    del pool, reduce, spatial, transform
 
 
 @dataclass

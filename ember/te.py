@@ -78,6 +78,20 @@ __all__ = [  # the API, the expression nodes included
     "sqrt",
     "tanh",
     "abs",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "floor",
+    "ceil",
+    "roundeven",
     "reinterpret",
     "extern",
     "call_packed",
@@ -545,6 +559,11 @@ log = _unary_math("log")
 sqrt = _unary_math("sqrt")
 tanh = _unary_math("tanh")
 abs = _unary_math("abs")  # noqa: A001
+MATH_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh")
+MATH_FUNCTIONS += ("asinh", "acosh", "atanh", "floor", "ceil", "roundeven")
+"""Further unary math (`math` dialect names; roundeven rounds half to even)."""
+sin, cos, tan, asin, acos, atan, sinh, cosh = map(_unary_math, MATH_FUNCTIONS[:8])
+asinh, acosh, atanh, floor, ceil, roundeven = map(_unary_math, MATH_FUNCTIONS[8:])
 
 _BITS = {"float16": 16, "float32": 32, "float64": 64, "int32": 32, "int64": 64}
 

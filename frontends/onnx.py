@@ -53,6 +53,7 @@ from ember.frontends import (
     onnx_dtype,
     onnx_fold,
     onnx_index,
+    onnx_math,
     onnx_ops,
     onnx_reduce,
     onnx_rnn,
@@ -62,7 +63,7 @@ from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
 # imported for their converters (onnx_ops registers)
-del onnx_data, onnx_dtype, onnx_index, onnx_reduce, onnx_rnn, onnx_spatial
+del onnx_data, onnx_dtype, onnx_index, onnx_math, onnx_reduce, onnx_rnn, onnx_spatial
 
 __all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
 

@@ -5,15 +5,23 @@ LogSum = log(sum x), LogSumExp = m + log(sum exp(x - m)) with m the max (no
 overflow where exp(x) would), Min = -max(-x).
 
 Axes come as the attribute (before opset 18) or the input; no axes reduce
-every axis, unless `noop_with_empty_axes` makes the op the identity."""
+every axis, unless `noop_with_empty_axes` makes the op the identity.
+
+RMSNormalization (opset 23) is x / sqrt(mean(x², axes) + epsilon) * scale over
+the axes from `axis` to the last, computed in `stash_type` (float32 by default:
+a float16 x is cast up, normalized, and cast back before the scale), as
+onnx's function body defines it."""
 
 from __future__ import annotations
 
+import numpy as np
+import onnx
 from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
+from ember.dialects.graph_base import dtype_of
 from ember.frontends.onnx_fold import axes_of, shape_of
-from ember.frontends.onnx_ops import NodeContext, converter
+from ember.frontends.onnx_ops import ConversionError, NodeContext, converter
 
 
 def _reduce(c: NodeContext, op: type[G.GraphOp], x: SSAValue, keepdims: bool):
@@ -51,3 +59,23 @@ def _reduction(c: NodeContext):
     if not keepdims:
         top = c.emit(G.ReshapeOp, top, shape=tuple(shape_of(total)))
     return [c.emit(G.AddOp, total, top)]
+
+
+@converter("RMSNormalization")
+def _rms_normalization(c: NodeContext):
+    x = c.value(0)
+    rank = len(shape_of(x))
+    axis = c.attr("axis", -1)
+    if not -rank <= axis < rank:
+        raise ConversionError(f"expected an axis in [{-rank}, {rank}), got {axis}")
+    stash = onnx.helper.tensor_dtype_to_np_dtype(c.attr("stash_type", 1)).name
+    dtype = dtype_of(x.type.element_type)  # type: ignore[attr-defined]
+    if stash != dtype:
+        x = c.emit(G.CastOp, x, to=stash)
+    axes = list(range(axis % rank, rank))
+    mean = c.emit(G.ReduceMeanOp, _square(c, x), axes=axes, keepdims=True)
+    eps = c.emit_op(G.ConstantOp.from_numpy(np.asarray(c.attr("epsilon", 1e-5), stash)))
+    y = c.emit(G.DivOp, x, c.emit(G.SqrtOp, c.emit(G.AddOp, mean, eps)))
+    if stash != dtype:
+        y = c.emit(G.CastOp, y, to=dtype)
+    return [c.emit(G.MulOp, y, c.value(1))]

@@ -1090,6 +1090,12 @@ REVIEWED_CHANGES = {
     "ConvTranspose": [22], "Resize": [18, 19],
     # the layout attribute (14, both values converted), bfloat16 (22)
     "LSTM": [14, 22], "GRU": [14, 22], "RNN": [14, 22],
+    # unary math: bfloat16 (22), float8 (IsInf, IsNaN 20), float16 and double
+    # (Celu 28, computed); RMSNormalization first at 23
+    "Sin": [22], "Cos": [22], "Tan": [22], "Asin": [22], "Acos": [22],
+    "Atan": [22], "Sinh": [22], "Cosh": [22], "Asinh": [22], "Acosh": [22],
+    "Atanh": [22], "Round": [22], "Softsign": [22], "ThresholdedRelu": [22],
+    "IsInf": [20], "IsNaN": [20], "Celu": [28], "RMSNormalization": [23],
 }  # fmt: skip
 
 

@@ -153,6 +153,48 @@ def test_math_functions():
     np.testing.assert_allclose(y, 1 / (1 + np.exp(-x)), rtol=1e-5, atol=1e-6)
 
 
+MORE_MATH = {
+    "sin": (np.sin, 3),
+    "cos": (np.cos, 3),
+    "tan": (np.tan, 1.4),
+    "asin": (np.arcsin, 1),
+    "acos": (np.arccos, 1),
+    "atan": (np.arctan, 9),
+    "sinh": (np.sinh, 5),
+    "cosh": (np.cosh, 5),
+    "asinh": (np.arcsinh, 50),
+    "acosh": (np.arccosh, 50),
+    "atanh": (np.arctanh, 0.99),
+    "floor": (np.floor, 4),
+    "ceil": (np.ceil, 4),
+    "roundeven": (np.round, 4),
+}
+
+
+@pytest.mark.parametrize("fn", sorted(MORE_MATH))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_more_math_functions_match_llvm_and_numpy(fn, dtype):
+    """The C printer's libm names (`rint` for roundeven: half to even in the
+    default rounding mode) against the LLVM backend's intrinsics and numpy."""
+    reference, scale = MORE_MATH[fn]
+    X = te.placeholder((70,), dtype=dtype, name="X")
+    Y = te.compute((70,), lambda i: getattr(te, fn)(X[i]), name="Y")
+    x = np.linspace(-1, 1, 70).astype(dtype) * scale
+    if fn == "acosh":
+        x = np.abs(x) + 1
+    if fn == "roundeven":
+        x = np.round(x * 2) / 2  # every half
+    expected = reference(x)
+    for target in ("c", "llvm"):
+        mod = ember.build(
+            te.create_schedule(Y.op), [X, Y], target=target, name=f"k_{fn}"
+        )
+        y = np.zeros_like(x)
+        run(mod, x, y)
+        rtol = 1e-6 if dtype == "float32" else 1e-14
+        np.testing.assert_allclose(y, expected, rtol=rtol, atol=rtol, err_msg=target)
+
+
 @pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
 def test_integer_floordiv_floormod(dtype):
     n = 40

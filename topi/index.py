@@ -1,13 +1,28 @@
 """Indexing by values: gather (`graph.gather`, TVM's `take`). Injective, so a
 gather joins the elementwise ops around it in one loop nest: an embedding
-lookup and the position embeddings added to it are one kernel."""
+lookup and the position embeddings added to it are one kernel.
+
+argmax / argmin (`graph.argmax`, `graph.argmin`) are two reductions, since a
+te combiner holds one value: the extreme value along the axis, then the
+smallest (or, with select_last_index, largest) index holding it.
+
+    peak[i] = max(x[i, k] for k)
+    index[i] = min(k if x[i, k] == peak[i] else n for k)
+"""
 
 from __future__ import annotations
 
 from ember import te
 from ember.dialects import graph
 from ember.dialects.graph_index import gather_axis
-from ember.strategy import injective_strategy, tensor_operand
+from ember.strategy import (
+    NUMBERS,
+    anchor_strategy,
+    injective_strategy,
+    tensor_operand,
+)
+from ember.topi.elementwise import inline_injective
+from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
 
 
 def gather(data: te.Tensor, indices: te.Tensor, axis: int, name: str = "gather"):
@@ -31,3 +46,68 @@ def gather(data: te.Tensor, indices: te.Tensor, axis: int, name: str = "gather")
 def _gather_form(op, args: list, name: str) -> te.Tensor:
     data, indices = (tensor_operand(a, op) for a in args)
     return gather(data, indices, op.config["axis"], name)
+
+
+def arg_reduce(
+    x: te.Tensor,
+    kind: str,
+    axis: int = 0,
+    keepdims: bool = True,
+    select_last_index: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: list[te.Tensor] | None = None,
+    name: str | None = None,
+) -> Kernel:
+    """graph.argmax (`kind` "max") or graph.argmin ("min") of placeholder `x`
+    along `axis`, as int64."""
+    name = name or f"arg{kind}"
+    axis = gather_axis(axis, x.ndim)
+    n = x.shape[axis]
+    kept = tuple(e for d, e in enumerate(x.shape) if d != axis) or (1,)
+    extreme = te.max if kind == "max" else te.min
+
+    def at(i: tuple[te.Expr, ...], k: te.Expr) -> te.Expr:
+        i = i[: x.ndim - 1]
+        return x[(*i[:axis], k, *i[axis:])]
+
+    k = te.reduce_axis((0, n), "k")
+    peak = te.compute(kept, lambda *i: extreme(at(i, k), axis=k), name=f"{name}.peak")
+    j = te.reduce_axis((0, n), "j")
+    if select_last_index:
+        found = lambda *i: te.max(  # noqa: E731
+            te.select(at(i, j) == peak[i], j.astype("int64"), -1), axis=j
+        )
+    else:
+        found = lambda *i: te.min(  # noqa: E731
+            te.select(at(i, j) == peak[i], j.astype("int64"), n - 1), axis=j
+        )
+    index = te.compute(kept, found, name=f"{name}.index")
+    shape = tuple(
+        1 if d == axis else e for d, e in enumerate(x.shape) if keepdims or d != axis
+    )
+
+    def element(*i: te.Expr) -> te.Expr:
+        row = tuple(v for d, v in enumerate(i) if not keepdims or d != axis)
+        value = index[row if x.ndim > 1 else (0,)]
+        return apply_epilogue(epilogue, te.max(value, te.const(0, "int64")), i)
+
+    out = te.compute(shape, element, name=name)
+    return Kernel(
+        out,
+        [x, *epilogue_inputs(epilogue_tensors)],
+        schedule_fn=inline_injective,
+        attrs={"pattern": "reduce", "kind": f"arg{kind}"},
+    )
+
+
+@anchor_strategy(graph.ArgMaxOp, graph.ArgMinOp, dtypes=(*NUMBERS, "float64"))
+def _arg_reduce_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    kind = "max" if isinstance(op, graph.ArgMaxOp) else "min"
+    return arg_reduce(
+        data[0],
+        kind,
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
+        name=op.name.removeprefix("graph."),
+    )

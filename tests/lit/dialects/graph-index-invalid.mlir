@@ -33,3 +33,21 @@ func.func @scalar_data(%x: tensor<f32>, %i: tensor<i64>) {
 }
 
 // CHECK: expected data of rank 1 or more, got a scalar
+
+// -----
+
+func.func @argmax_axis_out_of_range(%x: tensor<4x2xf32>) {
+  %y = graph.argmax %x {axis = -3} : (tensor<4x2xf32>) -> tensor<1x2xi64>
+  func.return
+}
+
+// CHECK: expected an axis in [-2, 2), got -3
+
+// -----
+
+func.func @argmin_float_result(%x: tensor<4x2xf32>) {
+  %y = graph.argmin %x : (tensor<4x2xf32>) -> tensor<1x2xf32>
+  func.return
+}
+
+// CHECK: expected tensor<1x2xi64>, got tensor<1x2xf32>

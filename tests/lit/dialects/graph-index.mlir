@@ -12,3 +12,13 @@ func.func @embed(%t: tensor<100x8xf32>, %ids: tensor<2x5xi64>, %x: tensor<2x3x8x
   %c = graph.gather %x, %i {axis = 1} : (tensor<2x3x8xf32>, tensor<i32>) -> tensor<2x8xf32>
   func.return %e, %c : tensor<2x5x8xf32>, tensor<2x8xf32>
 }
+
+// CHECK-LABEL: func.func @arg(
+// CHECK-SAME:      %[[X:.*]]: tensor<2x5xf32>)
+// CHECK:         %{{.*}} = graph.argmax %[[X]] {axis = 1, keepdims = false} : (tensor<2x5xf32>) -> tensor<2xi64>
+// CHECK-NEXT:    %{{.*}} = graph.argmin %[[X]] {select_last_index = true} : (tensor<2x5xf32>) -> tensor<1x5xi64>
+func.func @arg(%x: tensor<2x5xf32>) -> (tensor<2xi64>, tensor<1x5xi64>) {
+  %a = graph.argmax %x {axis = 1, keepdims = false} : (tensor<2x5xf32>) -> tensor<2xi64>
+  %b = graph.argmin %x {select_last_index = true} : (tensor<2x5xf32>) -> tensor<1x5xi64>
+  func.return %a, %b : tensor<2xi64>, tensor<1x5xi64>
+}
