@@ -99,6 +99,7 @@ QUICK_NAMED = (
     "test_conv_with_strides_padding",
     "test_argmax_default_axis_example",
     "test_identity",
+    "test_nonmaxsuppression_center_point_box_format",
 )
 
 
