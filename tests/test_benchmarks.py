@@ -393,6 +393,7 @@ def under_load_rows(out: str) -> dict[tuple[str, str], tuple[float, ...]]:
     return rows
 
 
+@pytest.mark.slow  # 40 s of measured load
 def test_under_load_quick_measures_every_load():
     out = subprocess.run(
         [sys.executable, str(BENCH / "under_load.py"), "--quick"],
@@ -420,6 +421,7 @@ def test_under_load_quick_measures_every_load():
         )
 
 
+@pytest.mark.slow  # 10 s; the quick run covers the rows
 def test_under_load_without_onnxruntime():
     # ember's rows are still measured (their output unchecked: nothing to check
     # against), onnxruntime's say why not, and no comparison is made up.

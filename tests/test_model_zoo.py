@@ -107,6 +107,7 @@ def test_the_transformer_builders_are_valid_onnx_that_onnxruntime_runs():
     assert feeds["attention_mask"][0].tolist() == [1] * 12 + [0] * 4
 
 
+@pytest.mark.slow  # 86M random weights
 def test_vit_b16_has_torchvisions_parameter_count():
     model = onnx_models.vit()
     params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)

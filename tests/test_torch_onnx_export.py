@@ -45,6 +45,7 @@ def check(model, x):
     assert np.array_equal(got.argmax(-1), expected.argmax(-1))
 
 
+@pytest.mark.slow  # 15 s; the transformer block covers the exporter
 def test_mobilenet_v2_from_the_default_exporter():
     torch.manual_seed(0)
     check(torch_models.mobilenet_v2(num_classes=100), torch.randn(1, 3, 64, 64))
