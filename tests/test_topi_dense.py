@@ -155,3 +155,22 @@ def test_layers_benchmark_quick_runs_and_checks():
     row = next(line for line in out.splitlines() if line.startswith("m.fc "))
     assert "dense 1280->1000" in row and "dense tile=(1, 64)" in row, out
     assert "WRONG" not in out and "failed" not in out, out
+
+
+@pytest.mark.parametrize("m", [197, 7, 13])
+def test_rows_without_a_good_divisor_get_whole_tiles_over_padded_rows(m):
+    """197 tokens (a prime) once gave one-row register tiles, 3.7x slower: M
+    is padded to whole tiles now, the padded rows never copied out; the output
+    (NaN-filled first) is exactly numpy's, for dense and for matmul."""
+    rng = np.random.default_rng(m)
+    x_t = te.placeholder((m, 24), name="x")
+    kern = topi.dense(x_t, (40, 24), bias=True, name="fc")
+    assert kern.attrs["tile"][0] > 1
+    x, w, b = rand(rng, (m, 24)), rand(rng, (40, 24)), rand(rng, 40)
+    y = build_run(kern, [x, kern.transform("fc.weight", w), b])
+    np.testing.assert_allclose(y, x @ w.T + b, rtol=1e-4, atol=1e-4)
+    a_t, b_t = te.placeholder((2, m, 24), name="a"), te.placeholder((24, 40), name="b")
+    mm = topi.matmul(a_t, b_t, name="mm")
+    assert mm.attrs["tile"][0] > 1
+    a, bb = rand(rng, (2, m, 24)), rand(rng, (24, 40))
+    np.testing.assert_allclose(build_run(mm, [a, bb]), a @ bb, rtol=1e-4, atol=1e-4)
