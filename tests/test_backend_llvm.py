@@ -3,6 +3,7 @@
 import ctypes
 import gc
 import json
+import platform
 import re
 import subprocess
 import sys
@@ -805,6 +806,58 @@ def test_unknown_cpu_does_not_kill_the_process():
     """)
     assert done.returncode == 0, done.stderr
     assert "-mcpu=notacpu is not a CPU LLVM knows" in done.stdout
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.machine() != "x86_64",
+    reason="shapes the address space with Linux x86-64 mmap flags",
+)
+def test_sections_stay_in_reach_in_a_crowded_address_space():
+    # Every gap in the mmap area is filled but for one page, and 8 GiB below the
+    # lowest mapping are taken: a one-page section lands in a hole at the top,
+    # anything larger more than 8 GiB below. A model's kernel objects (small
+    # code model: rip-relative loads of their constants) must still link.
+    done = run_fresh("""
+        import ctypes, sys
+        import numpy as np
+        sys.path.insert(0, "examples")
+        import onnx_models
+        from ember import compile_model
+        from ember.runtime import GraphModule, cpu
+
+        libc = ctypes.CDLL(None)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        PAGE, TAKEN = 4096, 0x2 | 0x20 | 0x4000 | 0x100000  # ..., FIXED_NOREPLACE
+
+        def take(address, size):
+            return libc.mmap(address, size, 0, TAKEN, -1, 0) == address
+
+        def run(lib):
+            m = GraphModule(lib["default"](cpu()))
+            return np.array(m(np.ones((1, 3, 32, 32), "float32"))[0])
+
+        model = onnx_models.mobilenet_v2(size=32, width=0.35, num_classes=10)
+        want = run(compile_model(model))  # the kernels are cached: now only loads
+        def mmap_area():
+            maps = [line.split() for line in open("/proc/self/maps")]
+            names = [m[5] if len(m) > 5 else "" for m in maps]
+            spans = [tuple(int(x, 16) for x in m[0].split("-")) for m in maps]
+            return spans[names.index("[heap]") + 1 : names.index("[stack]")]
+
+        # Python's own allocations may take part of a gap meanwhile: pass again
+        for _ in range(10):
+            area = mmap_area()
+            gaps = [(end, start) for (_, end), (start, _) in zip(area, area[1:])]
+            if not [take(e + PAGE, s - e - PAGE) for e, s in gaps if s - e > PAGE]:
+                break
+        assert take(area[0][0] - (8 << 30), 8 << 30)
+        np.testing.assert_allclose(run(compile_model(model)), want, rtol=1e-6)
+        print("linked")
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "linked"
 
 
 def test_target_strings_and_dicts():

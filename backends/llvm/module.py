@@ -23,6 +23,7 @@ from ember.backends.llvm.codegen import (
 )
 from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
+from ember.kernel_build import object_symbols
 from ember.runtime import EmberError, Module, callbacks, parallel
 from ember.runtime.cc import ObjectFile
 from ember.runtime.errors import EmberValueError, ExportError
@@ -95,21 +96,18 @@ class LLVMModule(Module):
         packed = self.function_names()
         if entry_name is None and len(packed) == 1:
             self.entry_name = packed[0]
-        self._engine: llvm.ExecutionEngine | None = None
+        self._engine: llvm.ExecutionEngine | _LinkedObjects | None = None
         if self.target.is_host:
             threads = _thread_count(compiled)
             _resolve_externals(compiled, {s for o in objects for s in o.symbols})
-            jit = self.target.create_jit_target_machine()
             if objects:
-                # MCJIT misplaces data references of a module it compiles itself
-                # (JIT code model) once objects are linked beside it; loaded as
-                # one more object, the module links like the others.
-                self._engine = llvm.create_mcjit_compiler(parse(""), jit)
-                for code in (self.object_code(), *(o.code for o in objects)):
-                    self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+                codes = (self.object_code(), *(o.code for o in objects))
+                exports = {*self._signatures, NUM_THREADS_SYMBOL, callbacks.HOOK_SYMBOL}
+                self._engine = _LinkedObjects(codes, exports)
             else:
+                jit = self.target.create_jit_target_machine()
                 self._engine = llvm.create_mcjit_compiler(compiled, jit)
-            self._engine.finalize_object()
+                self._engine.finalize_object()
             if threads is not None:
                 address = self._engine.get_global_value_address(NUM_THREADS_SYMBOL)
                 parallel.register(self, address)
@@ -232,6 +230,50 @@ class LLVMModule(Module):
             emit = emit_assembly if kind == "asm" else emit_object
             self._emitted[kind] = emit(fresh, tm)
         return self._emitted[kind]
+
+
+class _LinkedObjects:
+    """Object files linked into this process by JITLink (ORC), as one library.
+
+    A model's kernels are compiled ahead of time with the small code model: a
+    kernel reads its constants rip-relative, within 2 GiB of its code. MCJIT's
+    memory manager maps each object's code and constants apart, and in a
+    crowded address space (torch loaded) they can land farther apart, where
+    LLVM aborts the process; JITLink places each object's sections in one
+    block, and reaches other objects and the process through stubs.
+    """
+
+    _count = 0
+
+    def __init__(self, codes: Sequence[bytes], exports: Collection[str]):
+        builder = llvm.JITLibraryBuilder()
+        defined: set[str] = set()
+        needed: set[str] = set()
+        for code in codes:
+            builder.add_object_img(code)
+            have, need = object_symbols(code)
+            defined |= have
+            needed |= need
+        # symbols `_resolve` registered with LLVM (or loaded) for the objects
+        for name in sorted(needed - defined):
+            address = llvm.address_of_symbol(name)
+            if address:
+                builder.import_symbol(name, address)
+        for name in sorted(set(exports) & defined):
+            builder.export_symbol(name)
+        _LinkedObjects._count += 1
+        self._tracker = builder.link(_lljit(), f"ember{_LinkedObjects._count}")
+
+    def get_function_address(self, name: str) -> int:
+        return self._tracker[name]
+
+    get_global_value_address = get_function_address
+
+
+@cache
+def _lljit() -> "llvm.LLJIT":
+    """The process's ORC JIT (JITLink): one for every linked model."""
+    return llvm.create_lljit_compiler(use_jit_link=True)
 
 
 def _defined_functions(module: llvm.ModuleRef) -> dict[str, str]:
