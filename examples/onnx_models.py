@@ -591,102 +591,42 @@ def transformer_block(
     if layer_norm == "onnx" and opset < 17:
         raise ValueError(f"LayerNormalization needs opset 17 or later, got {opset}")
     ffn = 4 * d if ffn is None else ffn
-    dh = d // heads
     g = GraphBuilder("transformer_block", seed, opset)
-
-    def norm(x: str, name: str) -> str:
-        gamma = g.initializer(f"{name}.weight", g.uniform((d,), 0.8, 1.2))
-        beta = g.initializer(f"{name}.bias", g.normal((d,), 0.05))
-        if layer_norm == "onnx":
-            return g.node(
-                "LayerNormalization",
-                [x, gamma, beta],
-                f"{name}/LayerNormalization",
-                axis=-1,
-                epsilon=1e-5,
-            )
-        mean = g.reduce_mean(x, [-1], f"{name}/mean")
-        centred = g.node("Sub", [x, mean], f"{name}/Sub")
-        square = g.node("Mul", [centred, centred], f"{name}/Mul")
-        var = g.reduce_mean(square, [-1], f"{name}/var")
-        std = g.node(
-            "Sqrt",
-            [g.node("Add", [var, g.constant(1e-5)], f"{name}/Add")],
-            f"{name}/Sqrt",
-        )
-        y = g.node("Div", [centred, std], f"{name}/Div")
-        return g.node(
-            "Add", [g.node("Mul", [y, gamma], f"{name}/Mul_1"), beta], f"{name}/Add_1"
-        )
-
-    def split_heads(x: str, name: str) -> str:
-        if shape_ops:
-            shape = g.node("Shape", [x], f"{name}/Shape")
-            dims = []
-            for axis in (0, 1):
-                dim = g.node(
-                    "Gather",
-                    [shape, g.constant(axis, np.int64)],
-                    f"{name}/Gather_{axis}",
-                    axis=0,
-                )
-                dims.append(
-                    g.node(
-                        "Unsqueeze",
-                        [dim, g.constant([0], np.int64)],
-                        f"{name}/Unsqueeze_{axis}",
-                    )
-                )
-            tail = g.constant([heads, dh], np.int64)
-            target = g.node("Concat", [*dims, tail], f"{name}/Concat", axis=0)
-        else:
-            target = g.constant([batch, seq, heads, dh], np.int64)
-        y = g.node("Reshape", [x, target], f"{name}/Reshape")
-        return g.node("Transpose", [y], f"{name}/Transpose", perm=[0, 2, 1, 3])
-
-    x = "input"
-    h = norm(x, "ln1")
-    q = split_heads(g.linear(h, d, d, "attn.q"), "attn.q")
-    k = split_heads(g.linear(h, d, d, "attn.k"), "attn.k")
-    v = split_heads(g.linear(h, d, d, "attn.v"), "attn.v")
-    kt = g.node("Transpose", [k], "attn/Transpose_k", perm=[0, 1, 3, 2])
-    scores = g.node("MatMul", [q, kt], "attn/MatMul_qk")
-    scores = g.node("Div", [scores, g.constant(math.sqrt(dh))], "attn/Div")
-    probs = g.node("Softmax", [scores], "attn/Softmax", axis=-1)
-    ctx = g.node("MatMul", [probs, v], "attn/MatMul_v")
-    ctx = g.node("Transpose", [ctx], "attn/Transpose_ctx", perm=[0, 2, 1, 3])
-    ctx = g.node(
-        "Reshape", [ctx, g.constant([batch, seq, d], np.int64)], "attn/Reshape"
-    )
-    x = g.node("Add", [x, g.linear(ctx, d, d, "attn.out")], "attn/Add")
-
-    h = norm(x, "ln2")
-    h = g.linear(h, d, ffn, "mlp.fc1", gain=2.0)
-    erf = g.node(
-        "Erf", [g.node("Div", [h, g.constant(math.sqrt(2.0))], "gelu/Div")], "gelu/Erf"
-    )
-    h = g.node(
-        "Mul", [h, g.node("Add", [erf, g.constant(1.0)], "gelu/Add")], "gelu/Mul"
-    )
-    h = g.node("Mul", [h, g.constant(0.5)], "gelu/Mul_1")
-    h = g.linear(h, ffn, d, "mlp.fc2")
+    decomposed = layer_norm == "decomposed"
+    h = _layer_norm(g, "input", d, "ln1", decomposed)
+    a = _attention(g, h, batch, seq, d, heads, "attn", shape_ops=shape_ops)
+    x = g.node("Add", ["input", a], "attn/Add")
+    h = _mlp(g, _layer_norm(g, x, d, "ln2", decomposed), d, ffn, "mlp")
     x = g.node("Add", [x, h], "mlp/Add")
     shape = [batch, seq, d]
     return g.model([("input", shape)], [(x, "output", shape)])
 
 
-def _layer_norm(g: GraphBuilder, x: str, d: int, name: str) -> str:
-    """The opset-17 LayerNormalization over the last axis, as torch exports it."""
+def _layer_norm(
+    g: GraphBuilder, x: str, d: int, name: str, decomposed: bool = False
+) -> str:
+    """Layer norm over the last axis: the opset-17 LayerNormalization, as torch
+    exports it, or `decomposed` (ReduceMean, Sub, Mul, Add, Sqrt, Div), as older
+    exporters write it."""
     gamma = g.initializer(f"{name}.weight", g.uniform((d,), 0.8, 1.2))
     beta = g.initializer(f"{name}.bias", g.normal((d,), 0.05))
-    return g.node(
-        "LayerNormalization",
-        [x, gamma, beta],
-        f"{name}/LayerNormalization",
-        1.0,
-        axis=-1,
-        epsilon=1e-5,
-    )
+    if not decomposed:
+        return g.node(
+            "LayerNormalization",
+            [x, gamma, beta],
+            f"{name}/LayerNormalization",
+            1.0,
+            axis=-1,
+            epsilon=1e-5,
+        )
+    mean = g.reduce_mean(x, [-1], f"{name}/mean")
+    centred = g.node("Sub", [x, mean], f"{name}/Sub")
+    square = g.node("Mul", [centred, centred], f"{name}/Mul")
+    var = g.reduce_mean(square, [-1], f"{name}/var")
+    eps = g.node("Add", [var, g.constant(1e-5)], f"{name}/Add")
+    y = g.node("Div", [centred, g.node("Sqrt", [eps], f"{name}/Sqrt")], f"{name}/Div")
+    y = g.node("Mul", [y, gamma], f"{name}/Mul_1", 1.0)
+    return g.node("Add", [y, beta], f"{name}/Add_1", 1.0)
 
 
 def _gelu(g: GraphBuilder, x: str, name: str) -> str:
@@ -712,16 +652,42 @@ def _attention(
     name: str,
     additive_mask: str | None = None,
     causal: bool = False,
+    shape_ops: bool = False,
 ) -> str:
     """Multi-head self-attention: Q, K, V projections (MatMul + Add), heads
     split by Reshape and Transpose, softmax(Q Kᵀ / √dh + mask) V, heads merged,
     the output projection. `additive_mask` is added to the scores (BERT's
     (1 - mask) * -10000); `causal` masks the future with Where on a constant
-    boolean matrix, as GPT-2's export does."""
+    boolean matrix, as GPT-2's export does. With `shape_ops` the head split's
+    Reshape target is computed the way torch exports it (Shape, Gather,
+    Unsqueeze, Concat) instead of a constant."""
     dh = d // heads
 
+    def split_shape(t: str, what: str) -> str:
+        if not shape_ops:
+            return g.constant([batch, seq, heads, dh], np.int64)
+        shape = g.node("Shape", [t], f"{name}/Shape_{what}")
+        dims = [
+            g.node(
+                "Unsqueeze",
+                [
+                    g.node(
+                        "Gather",
+                        [shape, g.constant(axis, np.int64)],
+                        f"{name}/Gather_{what}{axis}",
+                        axis=0,
+                    ),
+                    g.constant([0], np.int64),
+                ],
+                f"{name}/Unsqueeze_{what}{axis}",
+            )
+            for axis in (0, 1)
+        ]
+        tail = g.constant([heads, dh], np.int64)
+        return g.node("Concat", [*dims, tail], f"{name}/Concat_{what}", axis=0)
+
     def split(t: str, what: str) -> str:
-        shape = g.constant([batch, seq, heads, dh], np.int64)
+        shape = split_shape(t, what)
         t = g.node("Reshape", [t, shape], f"{name}/Reshape_{what}")
         return g.node("Transpose", [t], f"{name}/Transpose_{what}", perm=[0, 2, 1, 3])
 
