@@ -58,6 +58,7 @@ from ember.frontends import (
     onnx_reduce,
     onnx_rnn,
     onnx_spatial,
+    unsupported_message,
 )
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
@@ -98,16 +99,7 @@ class UnsupportedOperatorError(OnnxImportError):
 
     def __init__(self, model: str, unsupported: Mapping[str, Sequence[str]]):
         self.unsupported = {key: list(nodes) for key, nodes in unsupported.items()}
-        lines = [
-            f"  {key}: {', '.join(nodes)}"
-            for key, nodes in sorted(self.unsupported.items())
-        ]
-        count = len(self.unsupported)
-        kinds = "operator" if count == 1 else "operators"
-        super().__init__(
-            f"{model}: {count} unsupported ONNX {kinds} (op type: node names):\n"
-            + "\n".join(lines)
-        )
+        super().__init__(unsupported_message(model, "ONNX", self.unsupported))
 
 
 def load_model(

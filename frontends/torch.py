@@ -61,7 +61,7 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph as G
-from ember.frontends import torch_data, torch_ops
+from ember.frontends import torch_data, torch_ops, unsupported_message
 from ember.frontends.torch_ops import ConversionError, literal
 from ember.runtime.errors import EmberError
 
@@ -90,16 +90,7 @@ class UnsupportedOperatorError(TorchImportError):
 
     def __init__(self, label: str, unsupported: Mapping[str, Sequence[str]]):
         self.unsupported = {key: list(nodes) for key, nodes in unsupported.items()}
-        lines = [
-            f"  {key}: {len(nodes)} ({', '.join(nodes)})"
-            for key, nodes in sorted(self.unsupported.items())
-        ]
-        count = len(self.unsupported)
-        kinds = "operator" if count == 1 else "operators"
-        super().__init__(
-            f"{label}: {count} unsupported aten {kinds} (op: count (nodes)):\n"
-            + "\n".join(lines)
-        )
+        super().__init__(unsupported_message(label, "aten", self.unsupported))
 
 
 def _check_graph(graph: Any, label: str) -> None:

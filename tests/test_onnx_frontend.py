@@ -902,8 +902,8 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
     }
     message = str(error)
     assert message.startswith("ONNX model 'test': 7 unsupported ONNX operators")
-    assert "\n  Hardmax: hardmax_1, hardmax_2, hardmax_3" in message
-    assert "  Pad (mode='reflect'): pad_reflect" in message
+    assert "\n  Hardmax: 3 (hardmax_1, hardmax_2, hardmax_3)" in message
+    assert "  Pad (mode='reflect'): 1 (pad_reflect)" in message
 
 
 def test_unsupported_attribute_values_and_domains():
