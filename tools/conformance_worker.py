@@ -158,6 +158,11 @@ SHAPE_LIKE = frozenset(
         "ratio",
         "min",
         "max",
+        # a diagonal offset, a fill value, an output's shape or its selection
+        "Trilu.k",
+        "Pad.constant_value",
+        "ConstantOfShape.input",
+        "Compress.condition",
         # the recurrent ops' weights, initializers in every real model
         *(
             f"{op}.{operand}"
