@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Block, SSAValue
 
 from ember.dialects import graph as G
+from ember.dialects.graph_base import dtype_of
 from ember.frontends.onnx_fold import (
     SHAPE_ONLY,
     axes_of,
@@ -93,6 +94,12 @@ class NodeContext:
     def constant(self, value: float | np.ndarray) -> SSAValue:
         """A float32 graph.constant (a scalar or a small literal)."""
         return self.emit_op(G.ConstantOp(literal(np.asarray(value, np.float32))))
+
+    def array(self, value: np.ndarray, what: str) -> SSAValue:
+        """An array the converter makes at import time (a class range, a mask) as
+        a literal or, past a few elements, a param named after the node's first
+        output and `what`."""
+        return self._materialize(f"{self.node.output[0]}.{what}", value)
 
     def emit(self, op: type[G.GraphOp], *operands: SSAValue, **attrs: Any) -> SSAValue:
         """Append `op` built on `operands` with `attrs`, its type inferred."""
@@ -311,16 +318,29 @@ _BINARY = {
     "Pow": G.PowOp,
     "Max": G.MaximumOp,
     "Min": G.MinimumOp,
+    "Sum": G.AddOp,
 }
+
+
+def _chain(c: NodeContext, op: type[G.GraphOp]) -> SSAValue:
+    """`op` over every input, left to right (Max, Min, Sum and Mean are variadic)."""
+    y = c.value(0)
+    for i in range(1, len(c.inputs)):
+        y = c.emit(op, y, c.value(i))
+    return y
 
 
 @converter(*_BINARY)
 def _binary(c: NodeContext):
-    op = _BINARY[c.node.op_type]
-    y = c.value(0)
-    for i in range(1, len(c.inputs)):  # Max and Min are variadic
-        y = c.emit(op, y, c.value(i))
-    return [y]
+    return [_chain(c, _BINARY[c.node.op_type])]
+
+
+@converter("Mean")
+def _mean(c: NodeContext):
+    total = _chain(c, G.AddOp)
+    dtype = dtype_of(total.type.element_type)  # type: ignore[attr-defined]
+    count = G.ConstantOp.from_numpy(np.asarray(len(c.inputs), dtype))
+    return [c.emit(G.DivOp, total, c.emit_op(count))]
 
 
 _UNARY = {
