@@ -158,6 +158,7 @@ SHAPE_LIKE = frozenset(
         "ratio",
         "min",
         "max",
+        "OneHot.depth",
         # a diagonal offset, a fill value, an output's shape or its selection
         "Trilu.k",
         "Pad.constant_value",
