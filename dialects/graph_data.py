@@ -1,8 +1,8 @@
 """`graph` dialect data movement past reshape and transpose: slice, broadcast_to
 (ONNX Expand), tile, trilu, depth_to_space / space_to_depth (all injective:
-each output element reads one input element), and cumsum (a scan, a kernel of
-its own, whose elementwise consumers join as an epilogue). The dialect is
-assembled in `graph.py`.
+each output element reads one input element), and cumsum and cumprod (scans,
+each a kernel of its own, whose elementwise consumers join as an epilogue). The
+dialect is assembled in `graph.py`.
 
     %y = graph.slice %x {starts = [0, 1], ends = [2, 7], steps = [1, 2]}
            : (tensor<2x8xf32>) -> tensor<2x3xf32>
@@ -232,22 +232,18 @@ class SpaceToDepthOp(_BlockOp):
         return y.reshape(n, c * b * b, h // b, w // b)
 
 
-@irdl_op_definition
-class CumSumOp(_DataOp):
-    """Running sums along `axis`; `exclusive` leaves the element itself out,
-    `reverse` sums from the end.
-
-    %y = graph.cumsum %x {axis = 1, exclusive = false, reverse = true}
-           : (tensor<2x5xf32>) -> tensor<2x5xf32>
-    """
-
-    name = "graph.cumsum"
+class _ScanOp(_DataOp):
     PATTERN: ClassVar[str] = "out-elemwise-fusable"
     ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
         "axis": ("int", 0),
         "exclusive": ("bool", False),
         "reverse": ("bool", False),
     }
+
+    NUMPY: ClassVar[Any]
+    """`np.cumsum` or `np.cumprod`."""
+    IDENTITY: ClassVar[int]
+    """What an exclusive scan's first element holds."""
 
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
@@ -260,8 +256,36 @@ class CumSumOp(_DataOp):
         axis = cfg["axis"] % x.ndim
         if cfg["reverse"]:
             x = np.flip(x, axis)
-        y = np.cumsum(x, axis=axis, dtype=x.dtype)
+        y = self.NUMPY(x, axis=axis, dtype=x.dtype)
         if cfg["exclusive"]:
             y = np.roll(y, 1, axis)
-            y[(slice(None),) * axis + (0,)] = 0
+            y[(slice(None),) * axis + (0,)] = self.IDENTITY
         return np.flip(y, axis) if cfg["reverse"] else y
+
+
+@irdl_op_definition
+class CumSumOp(_ScanOp):
+    """Running sums along `axis`; `exclusive` leaves the element itself out,
+    `reverse` sums from the end.
+
+    %y = graph.cumsum %x {axis = 1, exclusive = false, reverse = true}
+           : (tensor<2x5xf32>) -> tensor<2x5xf32>
+    """
+
+    name = "graph.cumsum"
+    NUMPY = staticmethod(np.cumsum)
+    IDENTITY: ClassVar[int] = 0
+
+
+@irdl_op_definition
+class CumProdOp(_ScanOp):
+    """Running products along `axis`; `exclusive` leaves the element itself
+    out (the first product is 1), `reverse` multiplies from the end.
+
+    %y = graph.cumprod %x {axis = 0, exclusive = true}
+           : (tensor<2x5xf32>) -> tensor<2x5xf32>
+    """
+
+    name = "graph.cumprod"
+    NUMPY = staticmethod(np.cumprod)
+    IDENTITY: ClassVar[int] = 1

@@ -446,3 +446,14 @@ class ReduceMaxOp(_ReduceOp):
 
     name = "graph.reduce_max"
     NUMPY = staticmethod(np.max)
+
+
+@irdl_op_definition
+class ReduceProdOp(_ReduceOp):
+    """Product over `axes` (every axis when empty).
+
+    %y = graph.reduce_prod %x {axes = [1]} : (tensor<2x8xf32>) -> tensor<2xf32>
+    """
+
+    name = "graph.reduce_prod"
+    NUMPY = staticmethod(np.prod)

@@ -1,9 +1,10 @@
 """ONNX normalizations and data movement on computed tensors: LayerNormalization
 (with its Mean and InvStdDev outputs), InstanceNormalization and
 GroupNormalization (as graph.layer_norm), Slice and Split (as graph.slice),
-Expand, Tile, Trilu, CumSum, DepthToSpace and SpaceToDepth. Their shape-like
-inputs (starts, ends, axes, steps, split sizes, shapes, repeats, k, axis) must
-be known at import time; the converters register with `onnx_ops.converter`.
+Expand, Tile, Trilu, CumSum, CumProd, DepthToSpace and SpaceToDepth. Their
+shape-like inputs (starts, ends, axes, steps, split sizes, shapes, repeats, k,
+axis) must be known at import time; the converters register with
+`onnx_ops.converter`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ CONST_INPUTS.update(
         "Tile": [(1, "repeats")],
         "Trilu": [(1, "k")],
         "CumSum": [(1, "axis")],
+        "CumProd": [(1, "axis")],
     }
 )
 CHECKS.update(
@@ -204,12 +206,12 @@ def _trilu(c: NodeContext):
     return [c.emit(G.TriluOp, c.value(0), upper=upper, k=k)]
 
 
-@converter("CumSum")
+@converter("CumSum", "CumProd")
 def _cumsum(c: NodeContext):
     (axis,) = _ints(c, 1, "axis")
     return [
         c.emit(
-            G.CumSumOp,
+            G.CumProdOp if c.node.op_type == "CumProd" else G.CumSumOp,
             c.value(0),
             axis=axis,
             exclusive=bool(c.attr("exclusive", 0)),

@@ -2,7 +2,7 @@
 the graph ops they are defined by (what onnx's function bodies say, and what
 each kernel then fuses): L1 = sum |x|, L2 = sqrt(sum x²), SumSquare = sum x²,
 LogSum = log(sum x), LogSumExp = m + log(sum exp(x - m)) with m the max (no
-overflow where exp(x) would), Min = -max(-x).
+overflow where exp(x) would), Min = -max(-x); Prod is graph.reduce_prod.
 
 Axes come as the attribute (before opset 18) or the input; no axes reduce
 every axis, unless `noop_with_empty_axes` makes the op the identity.
@@ -39,6 +39,7 @@ _FORMS = {
     ),
     "ReduceSumSquare": lambda c, x, k: _reduce(c, G.ReduceSumOp, _square(c, x), k),
     "ReduceLogSum": lambda c, x, k: c.emit(G.LogOp, _reduce(c, G.ReduceSumOp, x, k)),
+    "ReduceProd": lambda c, x, k: _reduce(c, G.ReduceProdOp, x, k),
     "ReduceMin": lambda c, x, k: c.emit(
         G.NegOp, _reduce(c, G.ReduceMaxOp, c.emit(G.NegOp, x), k)
     ),

@@ -1,7 +1,8 @@
 """Data movement past reshape and transpose, as injective computes (each output
 element reads one input element, so they join fused chains): slice,
-broadcast_to, tile, trilu, depth_to_space, space_to_depth; and cumsum, a scan
-written as a masked sum along its axis (a kernel of its own).
+broadcast_to, tile, trilu, depth_to_space, space_to_depth; and cumsum and
+cumprod, scans written as a masked sum or product along the axis (each a kernel
+of its own).
 
     x = te.placeholder((2, 8), name="x")
     y = slice_(x, starts=(0, 7), steps=(1, -2), shape=(2, 4))   # x[:, 7::-2]
@@ -18,6 +19,7 @@ from ember.strategy import anchor_strategy, injective_strategy, tensor_operand
 from ember.te import Expr
 from ember.topi.elementwise import broadcast_read
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
+from ember.topi.reduce import PROD_REDUCER
 
 
 def slice_(
@@ -120,11 +122,14 @@ def cumsum(
     epilogue: Epilogue | None = None,
     epilogue_tensors: Sequence[te.Tensor] | None = None,
     name: str = "cumsum",
+    product: bool = False,
 ) -> Kernel:
-    """Running sums of `x` along `axis`: element i sums the elements k <= i
-    (k < i exclusive; k >= i or k > i reversed), as a masked sum over the axis
-    (quadratic in its extent, which suits masks and positions; not long
-    sequences)."""
+    """Running sums (products with `product`) of `x` along `axis`: element i
+    combines the elements k <= i (k < i exclusive; k >= i or k > i reversed),
+    as a masked reduction over the axis (quadratic in its extent, which suits
+    masks and positions; not long sequences)."""
+    combine = PROD_REDUCER if product else te.sum
+    identity = te.const(1 if product else 0, x.dtype)
     axis %= x.ndim
     k = te.reduce_axis((0, x.shape[axis]), "k")
 
@@ -135,7 +140,7 @@ def cumsum(
         else:
             keep = k < i if exclusive else k <= i
         read = x[(*idx[:axis], k, *idx[axis + 1 :])]
-        return te.sum(te.if_then_else(keep, read, te.const(0, x.dtype)), axis=k)
+        return combine(te.if_then_else(keep, read, identity), axis=k)
 
     total = te.compute(x.shape, element, name=f"{name}.sum")
     out = te.compute(
@@ -185,8 +190,15 @@ def _space_to_depth_form(op, args: list, name: str) -> te.Tensor:
     )
 
 
-@anchor_strategy(graph.CumSumOp, dtypes=("float32", "float64", "int32", "int64"))
+@anchor_strategy(
+    graph.CumSumOp, graph.CumProdOp, dtypes=("float32", "float64", "int32", "int64")
+)
 def _cumsum_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     return cumsum(
-        data[0], **op.config, epilogue=epilogue, epilogue_tensors=epilogue_inputs
+        data[0],
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
+        name=op.name.removeprefix("graph."),
+        product=isinstance(op, graph.CumProdOp),
     )

@@ -12,9 +12,13 @@ smallest (or, with select_last_index, largest) index holding it.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ember import te
 from ember.dialects import graph
-from ember.dialects.graph_index import gather_axis
+from ember.dialects.graph_index import SCATTER_REDUCTIONS, gather_axis
 from ember.strategy import (
     NUMBERS,
     anchor_strategy,
@@ -23,6 +27,7 @@ from ember.strategy import (
 )
 from ember.topi.elementwise import inline_injective
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
+from ember.topi.reduce import PROD_REDUCER
 
 
 def gather(data: te.Tensor, indices: te.Tensor, axis: int, name: str = "gather"):
@@ -110,4 +115,98 @@ def _arg_reduce_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
         epilogue=epilogue,
         epilogue_tensors=epilogue_inputs,
         name=op.name.removeprefix("graph."),
+    )
+
+
+def scatter_nd(
+    data: te.Tensor,
+    indices: te.Tensor,
+    updates: te.Tensor,
+    reduction: int = 0,
+    epilogue: Epilogue | None = None,
+    epilogue_tensors: list[te.Tensor] | None = None,
+    name: str = "scatter_nd",
+) -> Kernel:
+    """graph.scatter_nd: each output element looks through the M index rows
+    for those naming its slice (quadratic, M x the data's size, which suits
+    the masks and small tables scatters build; not large embeddings). With no
+    reduction the last matching row wins, found as the largest matching row
+    number, then read; otherwise the matching updates combine with the data
+    element (rows that do not match contribute the combiner's identity)."""
+    m, q = indices.shape
+    dims = data.shape[:q]
+    k = te.reduce_axis((0, m), "k")
+
+    def matches(head: tuple[te.Expr, ...]) -> te.Expr:
+        found: te.Expr | None = None
+        for c, (i, n) in enumerate(zip(head, dims, strict=True)):
+            v = indices[k, c].astype("int64")
+            hit = te.if_then_else(v < 0, v + n, v) == i.astype("int64")
+            found = hit if found is None else te.all(found, hit)
+        assert found is not None
+        return found
+
+    kind = SCATTER_REDUCTIONS[reduction]
+    if kind == "none":
+        last = te.compute(
+            dims,
+            lambda *i: te.max(te.select(matches(i), k.astype("int64"), -1), axis=k),
+            name=f"{name}.row",
+        )
+
+        def element(*i: te.Expr) -> te.Expr:
+            row = last[i[:q]]
+            picked = updates[(te.max(row, 0).astype("index"), *i[q:])]
+            return te.if_then_else(row >= 0, picked, data[i])
+
+    else:
+        combine, identity = {
+            "add": (te.sum, 0),
+            "mul": (PROD_REDUCER, 1),
+            "max": (te.max, _lowest(data.dtype)),
+            "min": (te.min, -_lowest(data.dtype)),
+        }[kind]
+        fill = te.const(identity, data.dtype)
+        total = te.compute(
+            data.shape,
+            lambda *i: combine(
+                te.select(matches(i[:q]), updates[(k, *i[q:])], fill), axis=k
+            ),
+            name=f"{name}.total",
+        )
+        merge = {
+            "add": lambda a, b: a + b,
+            "mul": lambda a, b: a * b,
+            "max": te.max,
+            "min": te.min,
+        }[kind]
+
+        def element(*i: te.Expr) -> te.Expr:
+            return merge(data[i], total[i])
+
+    out = te.compute(
+        data.shape,
+        lambda *i: apply_epilogue(epilogue, element(*i), i),
+        name=name,
+    )
+    return Kernel(
+        out,
+        [data, indices, updates, *epilogue_inputs(epilogue_tensors)],
+        attrs={"pattern": "scatter"},
+    )
+
+
+def _lowest(dtype: str) -> float | int:
+    if dtype.startswith("float"):
+        return -math.inf
+    return int(np.iinfo(dtype).min) + 1  # its negation must fit too
+
+
+@anchor_strategy(graph.ScatterNDOp, data=(0, 1, 2), dtypes=(*NUMBERS, "float64"))
+def _scatter_nd_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return scatter_nd(
+        *data,
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
     )

@@ -50,10 +50,14 @@ from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
 LONG_ROW = 1024
 """Rows at least this long keep four vectors of partial results."""
 
+PROD_REDUCER = te.comm_reducer(lambda a, b: a * b, lambda t: 1, "prod")
+"""A product: `PROD_REDUCER(expr, axis=k)` like `te.sum`."""
+
 _COMBINERS: dict[str, tuple[Callable[..., Expr], float]] = {
     "sum": (te.sum, 0.0),
     "mean": (te.sum, 0.0),
     "max": (MAX_REDUCER, -math.inf),
+    "prod": (PROD_REDUCER, 1.0),
     # NaN-dropping max (x86's vmaxps, one instruction; te.max's NaN-propagating
     # maximumf expands to several): for softmax, whose NaN spreads through
     # exp(x - max) and the sum anyway.
@@ -125,6 +129,7 @@ def _row_reduce(
     pair = {
         "max": nan_max,
         "fastmax": lambda a, b: te.select(a > b, a, b),
+        "prod": lambda a, b: a * b,
     }.get(kind, lambda a, b: a + b)
 
     def lanes_combined(*row: Expr) -> Expr:
@@ -159,11 +164,11 @@ def reduce(
     name: str | None = None,
     target: Target | None = None,
 ) -> Kernel:
-    """graph.reduce_sum / reduce_mean / reduce_max over `axes`.
+    """graph.reduce_sum / reduce_mean / reduce_max / reduce_prod over `axes`.
 
     Args:
         x: the input, a placeholder or an injective chain over `placeholders`.
-        kind: "sum", "mean" or "max".
+        kind: "sum", "mean", "max" or "prod".
         axes: the reduced axes (negative from the end; None or []: all).
         keepdims: keep reduced axes as extent 1 (ONNX's default).
         placeholders: the kernel's data inputs when `x` is computed.
@@ -173,7 +178,7 @@ def reduce(
             `Target.current()`).
     """
     if kind not in _COMBINERS:
-        raise EmberValueError(f"reduce: expected sum, mean or max, got '{kind}'")
+        raise EmberValueError(f"reduce: expected sum, mean, max or prod, got '{kind}'")
     name = name or f"reduce_{kind}"
     reduced = normalize_axes(axes, x.ndim, f"reduce_{kind}")
     kept = [d for d in range(x.ndim) if d not in reduced]
@@ -471,6 +476,7 @@ _REDUCTIONS = {
     graph.ReduceSumOp: "sum",
     graph.ReduceMeanOp: "mean",
     graph.ReduceMaxOp: "max",
+    graph.ReduceProdOp: "prod",
 }
 
 
