@@ -64,6 +64,25 @@ def _scalar(c: NodeContext, value: float, dtype: str) -> SSAValue:
     return c.emit_op(G.ConstantOp.from_numpy(np.asarray(value, dtype)))
 
 
+def _op(c: NodeContext, op: type[G.GraphOp], *operands: SSAValue) -> SSAValue:
+    """`op` rounded to its operands' dtype, as numpy rounds each op: a kernel
+    computes a float16 chain in float32 and rounds only where it writes
+    (ember/strategy.py), so a float16 op is built as a float32 one and a cast."""
+    if _dtype(operands[0]) != "float16":
+        return c.emit(op, *operands)
+    wide = [c.emit(G.CastOp, x, to="float32") for x in operands]
+    return c.emit(G.CastOp, c.emit(op, *wide), to="float16")
+
+
+def _matmul(c: NodeContext, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a @ b; float16 operands multiply in float32 (graph.matmul has no float16
+    kernel), the product rounded back once."""
+    if _dtype(a) != "float16":
+        return c.emit(G.MatmulOp, a, b)
+    a, b = (c.emit(G.CastOp, x, to="float32") for x in (a, b))
+    return c.emit(G.CastOp, c.emit(G.MatmulOp, a, b), to="float16")
+
+
 def _heads_first(c: NodeContext, x: SSAValue, heads: int | None, what: str):
     """A (batch, seq, heads * size) input as (batch, heads, seq, size)."""
     batch, seq, hidden = shape_of(x)
@@ -98,12 +117,10 @@ class _Bias:
         return self.c.emit(G.WhereOp, keep, zero, _scalar(self.c, -np.inf, self.dtype))
 
     def total(self) -> SSAValue | None:
-        if not self.parts:
-            return None
-        bias = self.parts[0]
-        for part in self.parts[1:]:
-            bias = self.c.emit(G.AddOp, bias, part)
-        return bias
+        """The sum of the parts (built once), None without parts."""
+        while len(self.parts) > 1:
+            self.parts[:2] = [_op(self.c, G.AddOp, *self.parts[:2])]
+        return self.parts[0] if self.parts else None
 
 
 def _mask(c: NodeContext, bias: _Bias, kv_len: int) -> None:
@@ -155,6 +172,24 @@ def _nonpad(c: NodeContext, bias: _Bias, batch: int, q_len: int, kv_len: int):
     bias.add(bias.select(keep))
 
 
+def _softmax_float16(c: NodeContext, x: SSAValue) -> SSAValue:
+    """numpy's float16 softmax in float32 steps, rounded to float16 where numpy
+    rounds (after x - max, exp and the sum), so that it matches onnx's reference
+    to the bit: graph.softmax, reduce_max and reduce_sum have no float16 kernel.
+    The quotient is left in float32 for the caller to round."""
+    last = len(shape_of(x)) - 1
+
+    def rounded(v: SSAValue) -> SSAValue:
+        v = c.emit(G.CastOp, v, to="float16")
+        return c.emit(G.CastOp, v, to="float32")
+
+    x = c.emit(G.CastOp, x, to="float32")
+    top = c.emit(G.ReduceMaxOp, x, axes=[last], keepdims=True)
+    e = rounded(c.emit(G.ExpOp, rounded(c.emit(G.SubOp, x, top))))
+    total = rounded(c.emit(G.ReduceSumOp, e, axes=[last], keepdims=True))
+    return c.emit(G.DivOp, e, total)
+
+
 def _softmax(c: NodeContext, scores: SSAValue, bias: _Bias, dtype: str) -> SSAValue:
     """Softmax over the keys in `softmax_precision`, a row the bias masks
     entirely set to zeros, cast back to `dtype`."""
@@ -162,15 +197,21 @@ def _softmax(c: NodeContext, scores: SSAValue, bias: _Bias, dtype: str) -> SSAVa
     stash = onnx.helper.tensor_dtype_to_np_dtype(precision).name if precision else dtype
     if stash != dtype:
         scores = c.emit(G.CastOp, scores, to=stash)
-    probs = c.emit(G.SoftmaxOp, scores, axis=len(shape_of(scores)) - 1)
+    if stash == "float16":
+        probs = _softmax_float16(c, scores)
+    else:
+        probs = c.emit(G.SoftmaxOp, scores, axis=len(shape_of(scores)) - 1)
     total = bias.total()
     if total is not None and bias.may_mask_a_row:
+        if dtype == "float16":  # graph.reduce_max has no float16 kernel
+            total = c.emit(G.CastOp, total, to="float32")
         last = len(shape_of(total)) - 1
         top = c.emit(G.ReduceMaxOp, total, axes=[last], keepdims=True)
-        empty = c.emit(G.EqualOp, top, _scalar(c, -np.inf, dtype))
-        probs = c.emit(G.WhereOp, empty, _scalar(c, 0.0, stash), probs)
-    if stash != dtype:
-        probs = c.emit(G.CastOp, probs, to=dtype)
+        empty = c.emit(G.EqualOp, top, _scalar(c, -np.inf, _dtype(total)))
+        probs = c.emit(G.WhereOp, empty, _scalar(c, 0.0, _dtype(probs)), probs)
+    for to in dict.fromkeys([stash, dtype]):
+        if to != _dtype(probs):
+            probs = c.emit(G.CastOp, probs, to=to)
     return probs
 
 
@@ -205,18 +246,18 @@ def _attention(c: NodeContext):
     group = q_heads // kv_heads
 
     root = _scalar(c, math.sqrt(c.attr("scale", 1.0 / math.sqrt(head))), dtype)
-    q = c.emit(G.MulOp, q, root)
-    k = c.emit(G.TransposeOp, c.emit(G.MulOp, k, root), perm=[0, 1, 3, 2])
+    q = _op(c, G.MulOp, q, root)
+    k = c.emit(G.TransposeOp, _op(c, G.MulOp, k, root), perm=[0, 1, 3, 2])
     # the `group` query heads of one key head are consecutive: as rows of one
     # (group * q_len) x kv_len product, K is never repeated
     q = c.emit(G.ReshapeOp, q, shape=[batch, kv_heads, group * q_len, head])
-    scores = c.emit(G.MatmulOp, q, k)
+    scores = _matmul(c, q, k)
     scores = c.emit(G.ReshapeOp, scores, shape=[batch, q_heads, q_len, kv_len])
     stages = [scores]
     softcap = float(c.attr("softcap", 0.0))
     if softcap > 0.0:
         cap = _scalar(c, softcap, dtype)
-        scores = c.emit(G.MulOp, c.emit(G.TanhOp, c.emit(G.DivOp, scores, cap)), cap)
+        scores = _op(c, G.MulOp, _op(c, G.TanhOp, _op(c, G.DivOp, scores, cap)), cap)
     stages.append(scores)
 
     bias = _Bias(c, dtype)
@@ -232,13 +273,13 @@ def _attention(c: NodeContext):
         _causal(bias, q_len, kv_len, past)
     total = bias.total()
     if total is not None:
-        scores = c.emit(G.AddOp, scores, total)
+        scores = _op(c, G.AddOp, scores, total)
     stages.append(scores)
 
     probs = _softmax(c, scores, bias, dtype)
     stages.append(probs)
     probs = c.emit(G.ReshapeOp, probs, shape=[batch, kv_heads, group * q_len, kv_len])
-    y = c.emit(G.MatmulOp, probs, v)
+    y = _matmul(c, probs, v)
     v_head = shape_of(v)[3]
     y = c.emit(G.ReshapeOp, y, shape=[batch, q_heads, q_len, v_head])
     if rank == 3:
@@ -303,8 +344,8 @@ def _rotary_embedding(c: NodeContext):
         x1, x2 = _last_axis(c, x, 0, rotated, 2), _last_axis(c, x, 1, rotated, 2)
     else:
         x1, x2 = _last_axis(c, x, 0, half), _last_axis(c, x, half, rotated)
-    real = c.emit(G.SubOp, c.emit(G.MulOp, cos, x1), c.emit(G.MulOp, sin, x2))
-    imag = c.emit(G.AddOp, c.emit(G.MulOp, sin, x1), c.emit(G.MulOp, cos, x2))
+    real = _op(c, G.SubOp, _op(c, G.MulOp, cos, x1), _op(c, G.MulOp, sin, x2))
+    imag = _op(c, G.AddOp, _op(c, G.MulOp, sin, x1), _op(c, G.MulOp, cos, x2))
     lead = list(shape_of(real)[:-1])
     if c.attr("interleaved", 0):
         pair = [*lead, half, 1]
