@@ -225,6 +225,10 @@ def _attention(c: NodeContext):
             f"{shape_of(q)}, {shape_of(k)} and {shape_of(v)}"
         )
     dtype = _dtype(q)
+    if _dtype(k) != dtype or _dtype(v) != dtype:
+        raise ConversionError(
+            f"expected K and V of Q's dtype {dtype}, got {_dtype(k)} and {_dtype(v)}"
+        )
     if rank == 3:
         q = _heads_first(c, q, c.attr("q_num_heads"), "q_num_heads")
         k = _heads_first(c, k, c.attr("kv_num_heads"), "kv_num_heads")
