@@ -213,8 +213,8 @@ class MaxPool2DOp(_Pool2DOp):
 
 @irdl_op_definition
 class AvgPool2DOp(_Pool2DOp):
-    """Mean over windows of NCHW data; `count_include_pad` counts padding in the
-    divisor.
+    """Mean over windows of NCHW data (`dilation` spreads a window's taps);
+    `count_include_pad` counts padding in the divisor.
 
     %y = graph.avg_pool2d %x {kernel = [2, 2], strides = [2, 2], padding = [0, 0, 0, 0],
            ceil_mode = false, count_include_pad = false} : (...) -> tensor<1x8x4x4xf32>
@@ -227,15 +227,16 @@ class AvgPool2DOp(_Pool2DOp):
         "padding": ("ints", (0, 0, 0, 0)),
         "ceil_mode": ("bool", False),
         "count_include_pad": ("bool", False),
+        "dilation": ("ints", (1, 1)),
     }
 
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         cfg = {k: v for k, v in cfg.items() if k != "count_include_pad"}
-        return shapes.pool2d(s[0], dilation=(1, 1), **cfg)
+        return shapes.pool2d(s[0], **cfg)
 
     def reference(self, inputs: list[Array]) -> Array:
-        return gn.pool2d(inputs[0], "avg", dilation=(1, 1), **self.config)
+        return gn.pool2d(inputs[0], "avg", **self.config)
 
 
 @irdl_op_definition

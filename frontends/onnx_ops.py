@@ -159,13 +159,6 @@ _AUTO_PAD = _one_of(
 )
 
 
-def _unit_dilations(attrs: dict[str, Any], _opset: int) -> list[str]:
-    dilations = attrs.get("dilations")
-    if dilations is not None and any(d != 1 for d in dilations):
-        return [f"dilations={list(dilations)}"]
-    return []
-
-
 def _constant_attrs(attrs: dict[str, Any], _opset: int) -> list[str]:
     kinds = {"value", "value_float", "value_floats", "value_int", "value_ints"}
     return [f"{name} attribute" for name in attrs if name not in kinds]
@@ -174,9 +167,9 @@ def _constant_attrs(attrs: dict[str, Any], _opset: int) -> list[str]:
 CHECKS: dict[str, AttributeCheck] = {
     "Conv": _all(_AUTO_PAD, _spatial_2d),
     "MaxPool": _all(_AUTO_PAD, _spatial_2d),
-    "AveragePool": _all(_AUTO_PAD, _spatial_2d, _unit_dilations),
+    "AveragePool": _all(_AUTO_PAD, _spatial_2d),
     "BatchNormalization": _one_of("training_mode", [0], 0),
-    "Pad": _one_of("mode", ["constant"], "constant"),
+    "Pad": _one_of("mode", ["constant", "edge", "reflect", "wrap"], "constant"),
     "Gelu": _one_of("approximate", ["none", "tanh"], "none"),
     "com.microsoft.Gelu": lambda attrs, opset: [],
     "Constant": _constant_attrs,
@@ -444,7 +437,9 @@ def _max_pool(c: NodeContext):
 @converter("AveragePool")
 def _avg_pool(c: NodeContext):
     include = bool(c.attr("count_include_pad", 0))
-    return [_pool(c, G.AvgPool2DOp, count_include_pad=include)]
+    dilation = list(c.attr("dilations", [1, 1]))
+    extra = {"dilation": dilation} if dilation != [1, 1] else {}
+    return [_pool(c, G.AvgPool2DOp, count_include_pad=include, **extra)]
 
 
 @converter("GlobalAveragePool")
@@ -502,25 +497,6 @@ def _squeeze(c: NodeContext):
         c, probe
     ).shape
     return [c.emit(G.ReshapeOp, x, shape=list(shape))]
-
-
-@converter("Pad")
-def _pad(c: NodeContext):
-    x = c.value(0)
-    rank = len(shape_of(x))
-    pads = [int(p) for p in c.const(1, "pads")]
-    if any(p < 0 for p in pads):
-        raise ConversionError(f"expected non-negative pads, got {pads}")
-    value = 0.0
-    if c.has(2):
-        value = float(c.const(2, "the padding value").ravel()[0])
-    if c.has(3):
-        axes = [int(a) % rank for a in c.const(3, "axes")]
-        full = [0] * (2 * rank)
-        for j, axis in enumerate(axes):
-            full[axis], full[rank + axis] = pads[j], pads[len(axes) + j]
-        pads = full
-    return [c.emit(G.PadOp, x, pads=pads, value=value)]
 
 
 _REDUCE = {

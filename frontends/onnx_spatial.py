@@ -1,7 +1,9 @@
 """ONNX ConvTranspose (2-D, and 1-D as 2-D with H = 1) and Resize (nearest and
 linear, scales or sizes known at import) as graph.conv2d_transpose and
 graph.resize, and 1-D Conv, MaxPool and AveragePool as their 2-D ops on rows
-of height 1; the converters register with `onnx_ops.converter`."""
+of height 1 (3-D pools as two separable 2-D pools); LpPool as a root of
+AveragePool's window sums of |x|^p; the converters register with
+`onnx_ops.converter`."""
 
 from __future__ import annotations
 
@@ -24,7 +26,6 @@ from ember.frontends.onnx_ops import (
     NodeContext,
     _all,
     _one_of,
-    _unit_dilations,
     converter,
 )
 
@@ -51,7 +52,7 @@ CHECKS.update(
     {
         "Conv": _all(_AUTO_PAD, _spatial_1d_2d),
         "MaxPool": _all(_AUTO_PAD, _spatial_1d_2d_3d),
-        "AveragePool": _all(_AUTO_PAD, _spatial_1d_2d_3d, _unit_dilations),
+        "AveragePool": _all(_AUTO_PAD, _spatial_1d_2d_3d),
         "ConvTranspose": _all(_AUTO_PAD, _spatial_1d_2d),
         "Resize": _all(
             _one_of("mode", ["nearest", "linear"], "nearest"),
@@ -259,3 +260,31 @@ for _op in ("Conv", "MaxPool", "AveragePool"):
     CONVERTERS[_op] = _rows(CONVERTERS[_op])
 for _op in ("MaxPool", "AveragePool"):
     CONVERTERS[_op] = _volumes(CONVERTERS[_op])
+
+
+CHECKS["LpPool"] = _all(_AUTO_PAD, _spatial_1d_2d_3d, _one_of("ceil_mode", [0], 0))
+
+
+@converter("LpPool")
+def _lp_pool(c: NodeContext):
+    """(sum of |x|^p over each window)^(1/p): the window sum is AveragePool's
+    mean with the padding counted, times the window's size (every window
+    lies within the padded input without ceil_mode)."""
+    p = float(c.attr("p", 2))
+    if p <= 0:
+        raise ConversionError(f"expected p > 0, got {p}")
+    x = c.value(0)
+    powered = (
+        c.emit(G.MulOp, x, x)
+        if p == 2
+        else c.emit(G.PowOp, c.emit(G.AbsOp, x), c.constant(p))
+    )
+    mean = NodeContext(c.node, c.opset, [powered], c.block, c._materialize)
+    mean.attrs["count_include_pad"] = 1
+    (y,) = CONVERTERS["AveragePool"](mean)
+    assert isinstance(y, SSAValue)  # the pooling converters build an op
+    size = float(np.prod(c.attr("kernel_shape")))
+    total = c.emit(G.MulOp, y, c.constant(size))
+    if p == 2:
+        return [c.emit(G.SqrtOp, total)]
+    return [c.emit(G.PowOp, total, c.constant(1.0 / p))]

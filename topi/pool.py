@@ -1,5 +1,5 @@
 """Pooling over NCHW: max and average pooling with asymmetric padding, ceil
-mode, dilation (max) and count_include_pad (average), and global average
+mode, dilation and count_include_pad (average), and global average
 pooling. Each builder returns a `Kernel` taking `x` (and the epilogue's
 inputs) and writing the pooled tensor.
 
@@ -92,6 +92,27 @@ def _window_count(
     return end - start
 
 
+def _tap_counts(
+    extent: int,
+    stride: int,
+    begin: int,
+    kernel: int,
+    dilation: int,
+    low: int,
+    high: int,
+    name: str,
+) -> te.Tensor:
+    """For each output position, how many taps of its dilated window lie in
+    [low, high)."""
+    t = te.reduce_axis((0, kernel), "t")
+
+    def count(o: Expr) -> Expr:
+        at = o * stride - begin + t * dilation
+        return te.sum(te.if_then_else(te.all(at >= low, at < high), 1, 0), axis=t)
+
+    return te.compute((extent,), count, name=name)
+
+
 def _pool(
     x: te.Tensor,
     kind: str,
@@ -113,8 +134,6 @@ def _pool(
             f"{kind}_pool2d: expected padding [top, left, bottom, right] >= 0, "
             f"got {list(padding)}"
         )
-    if kind == "avg" and (dh, dw) != (1, 1):
-        raise EmberValueError(f"avg_pool2d: expected no dilation, got {(dh, dw)}")
     top, left, bottom, right = padding
     n, c, h, w = x.shape
     oh = pool_output_size(h, kh, sh, top, bottom, dh, ceil_mode)
@@ -154,14 +173,41 @@ def _pool(
         name=f"{name}.windows",
     )
 
+    if kind == "avg" and (dh, dw) != (1, 1):
+        # A dilated window's taps in range, counted tap by tap.
+        counts_h = _tap_counts(
+            oh,
+            sh,
+            top,
+            kh,
+            dh,
+            -top if count_include_pad else 0,
+            h + bottom if count_include_pad else h,
+            f"{name}.rows",
+        )
+        counts_w = _tap_counts(
+            ow,
+            sw,
+            left,
+            kw,
+            dw,
+            -left if count_include_pad else 0,
+            w + right if count_include_pad else w,
+            f"{name}.cols",
+        )
+
     def finish(b: Expr, d: Expr, i: Expr, j: Expr) -> Expr:
         value = windows[b, d, i, j * sw]
         if kind == "avg":
             # The padded input spans [-top, h + bottom); the input [0, h).
             lo_h, hi_h = (-top, h + bottom) if count_include_pad else (0, h)
             lo_w, hi_w = (-left, w + right) if count_include_pad else (0, w)
-            rows = _window_count(i, sh, top, kh, lo_h, hi_h)
-            cols = _window_count(j, sw, left, kw, lo_w, hi_w)
+            if (dh, dw) == (1, 1):
+                rows = _window_count(i, sh, top, kh, lo_h, hi_h)
+                cols = _window_count(j, sw, left, kw, lo_w, hi_w)
+            else:
+                rows = counts_h[i]
+                cols = counts_w[j]
             value = value / (rows * cols).astype("float32")
         return apply_epilogue(epilogue, value, (b, d, i, j))
 
@@ -247,6 +293,7 @@ def avg_pool2d(
     padding: Sequence[int] = (0, 0, 0, 0),
     ceil_mode: bool = False,
     count_include_pad: bool = False,
+    dilation: int | Sequence[int] = 1,
     epilogue: Epilogue | None = None,
     epilogue_tensors: Sequence[te.Tensor] | None = None,
     name: str = "avg_pool2d",
@@ -254,7 +301,7 @@ def avg_pool2d(
     """graph.avg_pool2d: the mean of each window (see the module docstring for
     the divisor); arguments as `max_pool2d`'s."""
     return _pool(
-        x, "avg", kernel, strides, padding, 1, ceil_mode, count_include_pad,
+        x, "avg", kernel, strides, padding, dilation, ceil_mode, count_include_pad,
         epilogue, epilogue_tensors, name,
     )  # fmt: skip
 

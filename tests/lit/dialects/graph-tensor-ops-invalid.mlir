@@ -60,3 +60,12 @@ func.func @scatter_update_type(%x: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: ten
 }
 
 // CHECK: expected updates of f32, got f64
+
+// -----
+
+func.func @dilated_mean_result(%x: tensor<1x2x5x5xf32>) {
+  %y = graph.avg_pool2d %x {kernel = [2, 2], dilation = [2, 2]} : (tensor<1x2x5x5xf32>) -> tensor<1x2x4x4xf32>
+  func.return
+}
+
+// CHECK: expected tensor<1x2x3x3xf32>, got tensor<1x2x4x4xf32>

@@ -28,3 +28,11 @@ func.func @scatter(%x: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>
   %1 = graph.scatter_nd %0, %j, %v : (tensor<4x3xf32>, tensor<5x2xi32>, tensor<5xf32>) -> tensor<4x3xf32>
   func.return %1 : tensor<4x3xf32>
 }
+
+// CHECK-LABEL: func.func @dilated_mean(
+// CHECK-NEXT:    graph.avg_pool2d %{{.*}} {kernel = [2, 2], dilation = [2, 2]} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
+// GENERIC:         "graph.avg_pool2d"(%{{.*}}) <{kernel = [2 : i64, 2 : i64], dilation = [2 : i64, 2 : i64]}> : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
+func.func @dilated_mean(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
+  %0 = graph.avg_pool2d %x {kernel = [2, 2], dilation = [2, 2]} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
+  func.return %0 : tensor<1x2x3x3xf32>
+}
