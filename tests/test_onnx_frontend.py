@@ -869,7 +869,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
         node("Relu", ["a"], ["b"], "relu"),
         node("Det", ["b"], ["c"], "det_2"),
         node("Bernoulli", ["c"], ["d"], "bernoulli"),
-        node("Pad", ["d", "pads"], ["e"], "pad_reflect", mode="reflect"),
+        node("Pad", ["d", "pads"], ["e"], "pad_mirror", mode="mirror"),
         node("Conv", ["e", "w"], ["f"], "conv3d", kernel_shape=[1, 1, 1]),
         helper.make_node("MeanVarianceNormalization", ["f"], ["g"]),  # unnamed
         node("Shape", ["g"], ["s"], "shape"),
@@ -895,7 +895,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
         "Det": ["det_1", "det_2", "det_3"],
         "Bernoulli": ["bernoulli"],
         "MeanVarianceNormalization": ["#6 (output 'g')"],
-        "Pad (mode='reflect')": ["pad_reflect"],
+        "Pad (mode='mirror')": ["pad_mirror"],
         "Conv (kernel_shape=[1, 1, 1] (only 1-D and 2-D))": ["conv3d"],
         "Cast (to=uint8)": ["cast_to_int"],
         "Reshape (the target shape computed by the model)": ["reshape_dynamic"],
@@ -903,7 +903,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
     message = str(error)
     assert message.startswith("ONNX model 'test': 7 unsupported ONNX operators")
     assert "\n  Det: 3 (det_1, det_2, det_3)" in message
-    assert "  Pad (mode='reflect'): 1 (pad_reflect)" in message
+    assert "  Pad (mode='mirror'): 1 (pad_mirror)" in message
 
 
 def test_unsupported_attribute_values_and_domains():
@@ -917,14 +917,7 @@ def test_unsupported_attribute_values_and_domains():
                 "bn",
                 training_mode=1,
             ),
-            node(
-                "AveragePool",
-                ["b"],
-                ["c"],
-                "pool",
-                kernel_shape=[2, 2],
-                dilations=[2, 2],
-            ),
+            node("LpPool", ["b"], ["c"], "pool", kernel_shape=[2, 2], ceil_mode=1),
             helper.make_node(
                 "FusedConv", ["c", "w"], ["y"], "fused", domain="com.microsoft"
             ),
@@ -940,7 +933,7 @@ def test_unsupported_attribute_values_and_domains():
     assert info.value.unsupported == {
         "Conv (auto_pad='SAME_SIDEWAYS')": ["conv"],
         "BatchNormalization (training_mode=1)": ["bn"],
-        "AveragePool (dilations=[2, 2])": ["pool"],
+        "LpPool (ceil_mode=1)": ["pool"],
         "com.microsoft.FusedConv": ["fused"],
     }
 
@@ -1054,7 +1047,7 @@ def test_every_supported_opset(opset):
 # Where the default-domain schemas of the converted and folded ops changed after
 # 13, as read for frontend.NEWEST_REVIEWED_OPSET: only types ember does not take,
 # or changes the converters handle (axes inputs at 18, Pad's wrap and AveragePool's
-# dilations at 19 refused; HardSwish, Mish and Gelu first appear at 14, 18 and
+# dilations at 19 computed; HardSwish, Mish and Gelu first appear at 14, 18 and
 # 20). An op or a version missing here is a change nobody has read yet.
 REVIEWED_CHANGES = {
     "Add": [14], "AveragePool": [19, 22], "BatchNormalization": [14, 15],
@@ -1099,6 +1092,13 @@ REVIEWED_CHANGES = {
     # Attention: nonpad_kv_seqlen (24, computed), sliding windows (25, refused
     # but for -1); RotaryEmbedding first at 23
     "Attention": [23, 24, 25], "RotaryEmbedding": [23],
+    # tensor ops: bfloat16 (TopK 24, Einsum and Compress 28, LpPool 22);
+    # Scatter's reduction add/mul (16, computed) and max/min (18, computed);
+    # LpPool's ceil_mode (18, refused) and dilations (18, computed); CumProd
+    # first at 26, CenterCropPad at 18
+    "TopK": [24], "Einsum": [28], "Compress": [28], "LpPool": [18, 22],
+    "ScatterND": [16, 18], "ScatterElements": [16, 18], "CumProd": [26],
+    "CenterCropPad": [18],
 }  # fmt: skip
 
 
