@@ -30,14 +30,13 @@ from ember import te
 from ember.dialects import loop
 from ember.dialects import te as te_ir
 from ember.runtime.errors import EmberTypeError, EmberValueError
+from ember.te_expr import int_range
 
 _TYPES: dict[str, Attribute] = {
     "float16": Float16Type(),
     "float32": Float32Type(),
     "float64": Float64Type(),
-    "int8": IntegerType(8),
-    "int32": IntegerType(32),
-    "int64": IntegerType(64),
+    **{f"{sign}int{b}": IntegerType(b) for sign in ("", "u") for b in (8, 16, 32, 64)},
     "bool": IntegerType(1),
     "index": IndexType(),
 }
@@ -58,11 +57,19 @@ _INT_OPS: dict[str, _Binary] = {
     "add": arith.AddiOp,
     "sub": arith.SubiOp,
     "mul": arith.MuliOp,
+    "shl": arith.ShLIOp,
+}
+_SIGNED_OPS: dict[str, _Binary] = {
     "max": arith.MaxSIOp,
     "min": arith.MinSIOp,
+    "shr": arith.ShRSIOp,
 }
-# true is 1 for unsigned comparisons, -1 for signed ones
-_BOOL_OPS: dict[str, _Binary] = {"max": arith.MaxUIOp, "min": arith.MinUIOp}
+# Unsigned integers and bools (true is 1 unsigned, -1 signed).
+_UNSIGNED_OPS: dict[str, _Binary] = {
+    "max": arith.MaxUIOp,
+    "min": arith.MinUIOp,
+    "shr": arith.ShRUIOp,
+}
 # bitwise on integers, logical on bools
 _LOGIC_OPS: dict[str, _Binary] = {
     "and": arith.AndIOp,
@@ -137,7 +144,10 @@ def lower(
             )
     stages = _topological(outputs, inputs, name)
     arg_attrs = ArrayAttr(
-        [DictionaryAttr({"ember.name": StringAttr(t.name)}) for t in inputs]
+        [
+            DictionaryAttr({"ember.name": StringAttr(t.name), **_dtype_attr(t)})
+            for t in inputs
+        ]
     )
     body = Block(arg_types=[tensor_type(t) for t in inputs])
     values: dict[int, SSAValue] = {}
@@ -164,7 +174,23 @@ def lower(
         Region(body),
         arg_attrs=arg_attrs,
     )
+    if any(_dtype_attr(t) for t in outputs):
+        fn.res_attrs = ArrayAttr([DictionaryAttr(_dtype_attr(t)) for t in outputs])
     return ModuleOp([fn])
+
+
+def _unsigned(dtype: str) -> bool:
+    """Whether integers of `dtype` compare, divide, shift and widen unsigned
+    (te IR's integers are signless: the op says)."""
+    return dtype in te.UNSIGNED_DTYPES or dtype == "bool"
+
+
+def _dtype_attr(t: te.Tensor) -> dict[str, Attribute]:
+    """`ember.dtype` for a tensor of unsigned integers, whose IR type is
+    signless: the packed ABI then expects (and the metadata says) uint<N>."""
+    if t.dtype in te.UNSIGNED_DTYPES:
+        return {"ember.dtype": StringAttr(t.dtype)}
+    return {}
 
 
 def _split_args(
@@ -262,6 +288,8 @@ def _emit_compute(
         reduce, body = body.combiner, body.body
     block.add_op(te_ir.YieldOp(emitter.emit(body)))
     combiner, identity = _combiner(op.body)
+    if reduce in ("max", "min") and t.dtype in te.UNSIGNED_DTYPES:
+        reduce, combiner, identity = _unsigned_combiner(reduce, t.dtype)
     return te_ir.ComputeOp(
         t.name,
         tensor_type(t),
@@ -331,6 +359,19 @@ def _combiner(body: te.Expr) -> tuple[Block | None, Attribute | None]:
         emitter.bind(param, arg)
     block.add_op(te_ir.YieldOp(emitter.emit(combined)))
     return block, _const_attr(identity)
+
+
+def _unsigned_combiner(reduce: str, dtype: str) -> tuple[str, Block, Attribute]:
+    """te IR's builtin max and min compare signed (its integers are signless):
+    an unsigned one is a custom combiner `umax`/`umin` over `arith.maxui`/`minui`
+    starting from 0 or all ones."""
+    t = ir_type(dtype)
+    block = Block(arg_types=[t, t])
+    block.args[0].name_hint, block.args[1].name_hint = "acc", "x"
+    combined = _UNSIGNED_OPS[reduce](*block.args)
+    block.add_ops([combined, te_ir.YieldOp(combined.results[0])])
+    start = 0 if reduce == "max" else int_range(dtype)[1]
+    return f"u{reduce}", block, IntegerAttr(start, t)  # type: ignore[arg-type]
 
 
 MAX_BRANCH_DEPTH = 64
@@ -461,17 +502,18 @@ class _BodyEmitter:
             return self.add(_LOGIC_OPS[op](lhs, rhs))
         if dtype in te.FLOAT_DTYPES:
             return self.add(_FLOAT_OPS[op](lhs, rhs))
-        if dtype == "bool":
-            return self.add(_BOOL_OPS[op](lhs, rhs))
         if op in ("div", "floordiv", "mod"):
             return self._int_division(op, dtype, lhs, rhs)
-        return self.add(_INT_OPS[op](lhs, rhs))
+        if op in _INT_OPS:
+            return self.add(_INT_OPS[op](lhs, rhs))
+        ops = _UNSIGNED_OPS if _unsigned(dtype) else _SIGNED_OPS
+        return self.add(ops[op](lhs, rhs))
 
     def _compare(self, op: str, dtype: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         if dtype in te.FLOAT_DTYPES:
             return self.add(arith.CmpfOp(lhs, rhs, _FLOAT_PREDICATES[op]))
-        signed = "u" if dtype == "bool" else "s"
-        predicate = op if op in ("eq", "ne") else signed + op
+        sign = "u" if _unsigned(dtype) else "s"
+        predicate = op if op in ("eq", "ne") else sign + op
         return self.add(arith.CmpiOp(lhs, rhs, predicate))
 
     def _select(self, e: te.Select) -> SSAValue:
@@ -518,7 +560,15 @@ class _BodyEmitter:
         the divisor, dividing by 0 gives 0, and MIN // -1 wraps to MIN. The hardware
         traps on the last two, so the division runs on a divisor of 1 there and the
         result is selected afterwards; constant divisors fold all of it away."""
-        zero, minus_one = self._constant(0, dtype), self._constant(-1, dtype)
+        zero = self._constant(0, dtype)
+        if dtype in te.UNSIGNED_DTYPES:  # only a divisor of 0 traps
+            by_zero = self.add(arith.CmpiOp(rhs, zero, "eq"))
+            safe = self.add(arith.SelectOp(by_zero, self._constant(1, dtype), rhs))
+            quotient = self.add(arith.DivUIOp(lhs, safe))
+            if op == "mod":
+                quotient = self.add(arith.RemUIOp(lhs, safe))
+            return self.add(arith.SelectOp(by_zero, zero, quotient))
+        minus_one = self._constant(-1, dtype)
         by_zero = self.add(arith.CmpiOp(rhs, zero, "eq"))
         by_minus_one = self.add(arith.CmpiOp(rhs, minus_one, "eq"))
         traps = self.add(arith.OrIOp(by_zero, by_minus_one))
@@ -545,7 +595,9 @@ class _BodyEmitter:
         if src == "index":
             wide = self.add(arith.IndexCastOp(value, IntegerType(64)))
             return self._cast(wide, "int64", dst)
-        if dst == "index":  # an integer read used as an index (sign-extended)
+        if dst == "index":  # an integer read used as an index
+            if src in te.UNSIGNED_DTYPES and src != "uint64":
+                value = self._cast(value, src, "int64")  # zero-extended
             return self.add(arith.IndexCastOp(value, IndexType()))
         src_float, dst_float = src in te.FLOAT_DTYPES, dst in te.FLOAT_DTYPES
         if dst == "bool":
@@ -557,9 +609,10 @@ class _BodyEmitter:
             wider = te.FLOAT_DTYPES.index(dst) > te.FLOAT_DTYPES.index(src)
             return self.add((arith.ExtFOp if wider else arith.TruncFOp)(value, to))
         if src_float:
-            return self.add(arith.FPToSIOp(value, to))  # type: ignore[arg-type]
+            op = arith.FPToUIOp if dst in te.UNSIGNED_DTYPES else arith.FPToSIOp
+            return self.add(op(value, to))  # type: ignore[arg-type]
         if dst_float:
-            op = arith.UIToFPOp if src == "bool" else arith.SIToFPOp
+            op = arith.UIToFPOp if _unsigned(src) else arith.SIToFPOp
             return self.add(op(value, to))  # type: ignore[arg-type]
         # integer to integer: float and bool targets returned above, an index
         # source was widened to int64 first
@@ -568,6 +621,6 @@ class _BodyEmitter:
             f"expected an integer cast, got {src} -> {dst}"
         )
         if to.width.data > src_type.width.data:
-            op = arith.ExtUIOp if src == "bool" else arith.ExtSIOp
+            op = arith.ExtUIOp if _unsigned(src) else arith.ExtSIOp
             return self.add(op(value, to))
         return self.add(arith.TruncIOp(value, to))  # type: ignore[arg-type]

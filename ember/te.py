@@ -25,6 +25,9 @@ from ember.runtime.errors import EmberTypeError, EmberValueError
 from ember.te_expr import (
     DTYPES,
     FLOAT_DTYPES,
+    INT_DTYPES,
+    SIGNED_DTYPES,
+    UNSIGNED_DTYPES,
     Binary,
     Call,
     Cast,
@@ -102,6 +105,9 @@ __all__ = [  # the API, the expression nodes included
     "thread_axis",
     "DTYPES",
     "FLOAT_DTYPES",
+    "INT_DTYPES",
+    "SIGNED_DTYPES",
+    "UNSIGNED_DTYPES",
     "Binary",
     "Call",
     "Cast",
@@ -258,7 +264,7 @@ MAX_BYTES = 2**63 - 1
 """The largest tensor, in bytes: compiled code computes sizes, offsets and
 indices in int64 (the packed ABI's overlap check, byte offsets, loop bounds)."""
 
-_ITEM_BYTES = {"bool": 1, "int8": 1, "float16": 2}
+_ITEM_BYTES = {"bool": 1, "int8": 1, "uint8": 1, "float16": 2, "int16": 2, "uint16": 2}
 
 
 def check_size(name: str, shape: Sequence[int], dtype: str) -> None:

@@ -20,8 +20,13 @@ if TYPE_CHECKING:
     from ember.te import CommReducer, Tensor
 
 
-DTYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "bool")
+SIGNED_DTYPES = ("int8", "int16", "int32", "int64")
+UNSIGNED_DTYPES = ("uint8", "uint16", "uint32", "uint64")
+"""Unsigned integers are signless in te IR (as in `arith`): the operators
+below choose the unsigned ops for them (`divui`, `cmpi ult`, `uitofp`, ...)."""
+INT_DTYPES = SIGNED_DTYPES + UNSIGNED_DTYPES
 FLOAT_DTYPES = ("float16", "float32", "float64")
+DTYPES = (*FLOAT_DTYPES, *INT_DTYPES, "bool")
 
 
 def check_dtype(dtype: str) -> str:
@@ -100,15 +105,22 @@ class Expr:
     def __rxor__(self, other: ExprLike) -> Expr:
         return binary("xor", other, self)
 
+    def __lshift__(self, other: ExprLike) -> Expr:
+        return binary("shl", self, other)
+
+    def __rshift__(self, other: ExprLike) -> Expr:
+        """Arithmetic shift of a signed integer, logical of an unsigned one."""
+        return binary("shr", self, other)
+
     def __invert__(self) -> Expr:
         """Logical not of a bool, bitwise not of an integer (numpy's `~`)."""
         if self.dtype in FLOAT_DTYPES:
             raise EmberTypeError(
                 f"'~' needs a bool or integer operand, got {self.dtype}"
             )
-        return binary(
-            "xor", self, make_const(1 if self.dtype == "bool" else -1, self.dtype)
-        )
+        # every bit set: true, -1, or an unsigned type's largest value
+        ones = -1 if self.dtype in SIGNED_DTYPES else _INT_RANGES[self.dtype][1]
+        return binary("xor", self, make_const(ones, self.dtype))
 
     def __lt__(self, other: ExprLike) -> Expr:
         return compare("lt", self, other)
@@ -136,7 +148,7 @@ class Expr:
         """This expression converted to `dtype`; an integer value converts to
         "index" too, to index a tensor by a value read from another (a gather)."""
         if dtype == "index":
-            if self.dtype not in ("int8", "int32", "int64", "index"):
+            if self.dtype not in (*INT_DTYPES, "index"):
                 raise EmberTypeError(
                     f"only integers index tensors; convert the {self.dtype} value "
                     "to an int dtype first"
@@ -286,12 +298,16 @@ class Reduce(Expr):
 
 
 _INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
+    **{f"int{b}": (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for b in (8, 16, 32, 64)},
+    **{f"uint{b}": (0, 2**b - 1) for b in (8, 16, 32, 64)},
     "index": (-(2**63), 2**63 - 1),
     "bool": (0, 1),
 }
+
+
+def int_range(dtype: str) -> tuple[int, int]:
+    """The lowest and highest value of an integer dtype (or index, bool)."""
+    return _INT_RANGES[dtype]
 
 
 def make_const(value: int | float, dtype: str) -> Const:
@@ -343,6 +359,7 @@ def unify(what: str, lhs: ExprLike, rhs: ExprLike) -> tuple[Expr, Expr]:
 
 
 _LOGIC = {"and": "&", "or": "|", "xor": "^"}
+_SHIFTS = {"shl": "<<", "shr": ">>"}
 
 
 def binary(op: str, lhs: ExprLike, rhs: ExprLike) -> Expr:
@@ -351,6 +368,11 @@ def binary(op: str, lhs: ExprLike, rhs: ExprLike) -> Expr:
         if lhs.dtype in FLOAT_DTYPES:
             raise EmberTypeError(
                 f"'{_LOGIC[op]}' needs bool or integer operands, got {lhs.dtype}"
+            )
+    elif op in _SHIFTS:
+        if lhs.dtype not in INT_DTYPES:
+            raise EmberTypeError(
+                f"'{_SHIFTS[op]}' needs integer operands, got {lhs.dtype}"
             )
     elif lhs.dtype == "bool" and op not in ("max", "min"):
         raise EmberTypeError(f"'{op}' of bool values: convert them with .astype(...)")
