@@ -14,11 +14,13 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    Signedness,
     TensorType,
     f16,
     f32,
     f64,
     i8,
+    i16,
     i32,
     i64,
 )
@@ -37,11 +39,15 @@ NUMPY_TYPES: dict[str, IntegerType | AnyFloat] = {
     "float16": f16,
     "float64": f64,
     "int8": i8,
+    "int16": i16,
     "int32": i32,
     "int64": i64,
+    **{f"uint{b}": IntegerType(b, Signedness.UNSIGNED) for b in (8, 16, 32, 64)},
     "bool": i1,
 }
-"""The element type of each numpy dtype a graph tensor may hold."""
+"""The element type of each numpy dtype a graph tensor may hold: unsigned
+integers are MLIR's `ui<N>` at the graph level (an op's semantics depend on
+it); kernels compute them signless, choosing the unsigned arith ops."""
 
 
 def dtype_of(element: Attribute) -> str:

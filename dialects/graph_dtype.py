@@ -1,6 +1,7 @@
 """`graph` dialect ops about element types: comparisons (giving `i1`), logical
-ops on `i1`, `where`, `mod`, `sign` and `cast` between the element types graph
-tensors hold (`graph_base.NUMPY_TYPES`: f32, f16, f64, i64, i32, i8, i1). All
+ops on `i1`, bitwise ops and shifts on integers, `where`, `mod`, `sign` and
+`cast` between the element types graph tensors hold (`graph_base.NUMPY_TYPES`:
+f32, f16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1). All
 are elementwise with numpy broadcasting, so each fuses into an anchor's
 epilogue or an injective group; the dialect is assembled in `graph.py`.
 
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
@@ -193,6 +194,118 @@ class ModOp(_BinaryOp):
         a, b = inputs
         with np.errstate(divide="ignore", invalid="ignore"):
             return (np.fmod if self.config["fmod"] else np.mod)(a, b)
+
+
+def _expect_integers(op: type[GraphOp], elements: list[Attribute]) -> Attribute:
+    if len(set(elements)) > 1:
+        got = ", ".join(map(str, elements))
+        raise ShapeError(f"expected operands of one element type, got {got}")
+    element = elements[0]
+    if not isinstance(element, IntegerType) or element == i1:
+        raise ShapeError(f"expected integers for {op.name}, got {element}")
+    return element
+
+
+class _BitwiseOp(_BinaryOp):
+    """A bitwise op: integer operands of one type, their type."""
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        return _expect_integers(cls, elements)
+
+
+@irdl_op_definition
+class BitwiseAndOp(_BitwiseOp):
+    """lhs & rhs (integers) with numpy broadcasting.
+
+    %z = graph.bitwise_and %x, %y : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+    """
+
+    name = "graph.bitwise_and"
+    NUMPY = staticmethod(np.bitwise_and)
+
+
+@irdl_op_definition
+class BitwiseOrOp(_BitwiseOp):
+    """lhs | rhs (integers) with numpy broadcasting.
+
+    %z = graph.bitwise_or %x, %y : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+    """
+
+    name = "graph.bitwise_or"
+    NUMPY = staticmethod(np.bitwise_or)
+
+
+@irdl_op_definition
+class BitwiseXorOp(_BitwiseOp):
+    """lhs ^ rhs (integers) with numpy broadcasting.
+
+    %z = graph.bitwise_xor %x, %y : (tensor<4xi16>, tensor<4xi16>) -> tensor<4xi16>
+    """
+
+    name = "graph.bitwise_xor"
+    NUMPY = staticmethod(np.bitwise_xor)
+
+
+@irdl_op_definition
+class BitwiseNotOp(_UnaryOp):
+    """~x, every bit flipped (integers).
+
+    %y = graph.bitwise_not %x : (tensor<4xui64>) -> tensor<4xui64>
+    """
+
+    name = "graph.bitwise_not"
+    NUMPY = staticmethod(np.invert)
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        return _expect_integers(cls, elements)
+
+
+def _shift(x: Array, y: Array, left: bool) -> Array:
+    """ONNX's BitShift: a shift outside [0, bits) leaves what the fill alone
+    gives, -1 for a right shift of a negative signed x, else 0."""
+    bits = x.dtype.itemsize * 8
+    inside = (y >= 0) & (y < bits)
+    amount = np.where(inside, y, 0).astype(x.dtype)
+    shifted = np.left_shift(x, amount) if left else np.right_shift(x, amount)
+    fill = np.where(x < 0, -1, 0).astype(x.dtype) if not left else np.zeros_like(x)
+    return np.where(inside, shifted, fill).astype(x.dtype)
+
+
+@irdl_op_definition
+class LeftShiftOp(_BitwiseOp):
+    """lhs << rhs (integers) with numpy broadcasting; a shift outside
+    [0, bits) gives 0 (ONNX's BitShift LEFT).
+
+    %z = graph.left_shift %x, %y : (tensor<4xui32>, tensor<4xui32>) -> tensor<4xui32>
+    """
+
+    name = "graph.left_shift"
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, y = np.broadcast_arrays(*inputs)
+        return _shift(x, y, left=True)
+
+
+@irdl_op_definition
+class RightShiftOp(_BitwiseOp):
+    """lhs >> rhs with numpy broadcasting: logical for unsigned integers,
+    arithmetic for signed ones; a shift outside [0, bits) gives -1 for a
+    negative lhs, else 0 (ONNX's BitShift RIGHT).
+
+    %z = graph.right_shift %x, %y : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+    """
+
+    name = "graph.right_shift"
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, y = np.broadcast_arrays(*inputs)
+        return _shift(x, y, left=False)
 
 
 @irdl_op_definition

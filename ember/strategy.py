@@ -71,7 +71,8 @@ TensorForm = Callable[[Any, list[Any], str], te.Tensor]
 
 FLOATS = ("float32", "float16")
 """The dtypes a scalar form computes unless it says otherwise."""
-NUMBERS = (*FLOATS, "int8", "int32", "int64")
+INTEGERS = (*te.INT_DTYPES,)
+NUMBERS = (*FLOATS, *INTEGERS)
 ALL_DTYPES = (*NUMBERS, "float64", "bool")
 
 

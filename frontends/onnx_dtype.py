@@ -1,7 +1,8 @@
 """ONNX ops about element types on computed tensors: comparisons (Equal, Less,
-LessOrEqual, Greater, GreaterOrEqual), And, Or, Xor, Not, Where, Mod, Sign,
-Cast and CastLike (`dialects/graph_dtype.py`). A cast to a dtype graph tensors
-do not hold (uint8, bfloat16, float8, string, ...) is refused naming it; the
+LessOrEqual, Greater, GreaterOrEqual), And, Or, Xor, Not, BitwiseAnd,
+BitwiseOr, BitwiseXor, BitwiseNot, BitShift, Where, Mod, Sign, Cast and
+CastLike (`dialects/graph_dtype.py`). A cast to a dtype graph tensors do not
+hold (bfloat16, float8, int4, string, ...) is refused naming it; the
 converters register with `onnx_ops.converter`.
 """
 
@@ -44,6 +45,20 @@ def _cast_target(attrs: dict[str, Any], _opset: int) -> list[str]:
 CHECKS["Cast"] = _cast_target
 
 
+def _direction(attrs: dict[str, Any], _opset: int) -> list[str]:
+    direction = attrs.get("direction")
+    return [] if direction in ("LEFT", "RIGHT") else [f"direction={direction!r}"]
+
+
+CHECKS["BitShift"] = _direction
+
+_BITWISE = {
+    "BitwiseAnd": gd.BitwiseAndOp,
+    "BitwiseOr": gd.BitwiseOrOp,
+    "BitwiseXor": gd.BitwiseXorOp,
+}
+
+
 @converter(*_COMPARE)
 def _compare(c: NodeContext):
     return [c.emit(_COMPARE[c.node.op_type], c.value(0), c.value(1))]
@@ -52,6 +67,22 @@ def _compare(c: NodeContext):
 @converter("Not")
 def _not(c: NodeContext):
     return [c.emit(gd.LogicalNotOp, c.value(0))]
+
+
+@converter(*_BITWISE)
+def _bitwise(c: NodeContext):
+    return [c.emit(_BITWISE[c.node.op_type], c.value(0), c.value(1))]
+
+
+@converter("BitwiseNot")
+def _bitwise_not(c: NodeContext):
+    return [c.emit(gd.BitwiseNotOp, c.value(0))]
+
+
+@converter("BitShift")
+def _bit_shift(c: NodeContext):
+    op = gd.LeftShiftOp if c.attr("direction") == "LEFT" else gd.RightShiftOp
+    return [c.emit(op, c.value(0), c.value(1))]
 
 
 @converter("Sign")

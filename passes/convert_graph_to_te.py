@@ -174,7 +174,9 @@ class _Converter:
             except ValueError as e:
                 self.fail(str(e))
                 raise AssertionError from None  # fail raised
-            call = self._call(spec.kernel, spec.operands, spec.kind, op)
+            result = op.results[0].type
+            assert isinstance(result, TensorType)
+            call = self._call(spec.kernel, spec.operands, spec.kind, op, result)
             op.results[0].replace_all_uses_with(call.result)
             self.block.erase_op(op)
         self._copy_outputs()
@@ -197,9 +199,16 @@ class _Converter:
         self.block.erase_op(op)
 
     def _call(
-        self, kernel, operands: list[SSAValue], kind: str, at: Operation
+        self,
+        kernel,
+        operands: list[SSAValue],
+        kind: str,
+        at: Operation,
+        result: TensorType,
     ) -> graph.CallKernelOp:
-        symbol, function = self._kernel_function(kernel, kind)
+        """A call of the kernel before `at`, giving the graph's `result` type
+        (unsigned integers are `ui<N>` there and signless in the kernel)."""
+        symbol, _ = self._kernel_function(kernel, kind)
         args: list[SSAValue] = []
         for placeholder, value in zip(kernel.placeholders, operands, strict=True):
             if (
@@ -214,8 +223,6 @@ class _Converter:
                 args.append(value)
                 continue
             args.append(self._packed(kernel, placeholder, value, symbol, at))
-        result = function.function_type.outputs.data[0]
-        assert isinstance(result, TensorType)
         call = graph.CallKernelOp(symbol, args, result)
         self.block.insert_op_before(call, at)
         return call
@@ -304,7 +311,7 @@ class _Converter:
             t = value.type
             assert isinstance(t, TensorType)
             kernel = copy_kernel(tuple(t.get_shape()), dtype_of(t.element_type))
-            call = self._call(kernel, [value], "copy", ret)
+            call = self._call(kernel, [value], "copy", ret, t)
             ret.operands[i] = call.result
             claimed.add(call.result)
 

@@ -31,6 +31,7 @@ from ember.dialects import graph
 from ember.runtime.errors import EmberTypeError, EmberValueError
 from ember.schedule import Schedule, Stage
 from ember.strategy import (
+    FLOATS,
     NUMBERS,
     injective_strategy,
     scalar_strategy,
@@ -206,6 +207,15 @@ def _binary_form(op: Operation, args: list[Expr | float]) -> Expr:
 for _op in ON_INTEGERS:
     form = _unary_form if _op in UNARY else _binary_form
     scalar_strategy(_op, dtypes=(*NUMBERS, "float64"))(form)
+
+
+@scalar_strategy(graph.ExpOp, graph.LogOp, dtypes=(*FLOATS, "float64"))
+def _exp_log_form(op: Operation, args: list[Expr | float]) -> Expr:
+    """exp and log; float64 takes libm's (fastmath's polynomials are float32's)."""
+    x = _as_expr(args[0])
+    if x.dtype == "float64":
+        return (te.exp if isinstance(op, graph.ExpOp) else te.log)(x)
+    return UNARY[type(op)](x)
 
 
 @scalar_strategy(graph.ClipOp)

@@ -1,6 +1,6 @@
 """Scalar forms of the dtype ops (`dialects/graph_dtype.py`): comparisons,
-logical ops, where, sign, mod and cast, so each joins an injective group or an
-anchor's epilogue like any elementwise op.
+logical and bitwise ops, shifts, where, sign, mod and cast, so each joins an
+injective group or an anchor's epilogue like any elementwise op.
 
     graph.greater(x, y)      x > y                     (bool)
     graph.mod {fmod}(x, y)   x % y (numpy's), x - trunc(x / y) * y (C's fmod)
@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from ember import te
 from ember.dialects import graph_dtype as gd
 from ember.dialects.graph_base import dtype_of
-from ember.strategy import ALL_DTYPES, NUMBERS, scalar_strategy
+from ember.strategy import ALL_DTYPES, INTEGERS, NUMBERS, scalar_strategy
 from ember.te import Expr
 
 Value = Expr | float
@@ -50,6 +52,42 @@ def _binary_form(op, args: list[Value]) -> Expr:
     return fn(_expr(a, b), b)
 
 
+BITWISE: dict[type, Callable[[Expr, Expr], Expr]] = {
+    gd.BitwiseAndOp: lambda a, b: a & b,
+    gd.BitwiseOrOp: lambda a, b: a | b,
+    gd.BitwiseXorOp: lambda a, b: a ^ b,
+}
+
+
+@scalar_strategy(*BITWISE, dtypes=INTEGERS)
+def _bitwise_form(op, args: list[Value]) -> Expr:
+    a, b = args
+    a = _expr(a, b)
+    return BITWISE[type(op)](a, _expr(b, a))
+
+
+@scalar_strategy(gd.BitwiseNotOp, dtypes=INTEGERS)
+def _bitwise_not_form(op, args: list[Value]) -> Expr:
+    return ~_expr(args[0], args[0])
+
+
+@scalar_strategy(gd.LeftShiftOp, gd.RightShiftOp, dtypes=INTEGERS)
+def _shift_form(op, args: list[Value]) -> Expr:
+    """x << y or x >> y, where a shift outside [0, bits) (LLVM's poison) is
+    what ONNX's BitShift says: the sign fill of a right shift, else 0."""
+    x, y = args
+    x = _expr(x, y)
+    y = _expr(y, x)
+    bits = np.iinfo(x.dtype).bits
+    unsigned = x.dtype in te.UNSIGNED_DTYPES
+    inside = (y < bits) if unsigned else (y >= 0) & (y < bits)
+    amount = te.select(inside, y, 0)
+    if isinstance(op, gd.LeftShiftOp):
+        return te.select(inside, x << amount, 0)
+    fill = te.const(0, x.dtype) if unsigned else x >> (bits - 1)
+    return te.select(inside, x >> amount, fill)
+
+
 @scalar_strategy(gd.LogicalNotOp, dtypes=("bool",))
 def _not_form(op, args: list[Value]) -> Expr:
     return ~_expr(args[0], args[0])
@@ -64,16 +102,18 @@ def _where_form(op, args: list[Value]) -> Expr:
 @scalar_strategy(gd.SignOp, dtypes=NUMBERS)
 def _sign_form(op, args: list[Value]) -> Expr:
     x = _expr(args[0], args[0])
+    if x.dtype in te.UNSIGNED_DTYPES:
+        return te.select(x > 0, 1, x)
     return te.select(x > 0, 1, te.select(x < 0, -1, x))  # 0 and NaN stay
 
 
-@scalar_strategy(gd.ModOp, dtypes=NUMBERS)
+@scalar_strategy(gd.ModOp, dtypes=(*NUMBERS, "float64"))
 def _mod_form(op: gd.ModOp, args: list[Value]) -> Expr:
     a, b = args
     a = _expr(a, b)
     b = _expr(b, a)
-    if a.dtype.startswith("int"):
-        if not op.config["fmod"]:
+    if a.dtype in te.INT_DTYPES:
+        if not op.config["fmod"] or a.dtype in te.UNSIGNED_DTYPES:
             return a % b  # the divisor's sign, as numpy
         return a - (a / b) * b  # `/` truncates: the dividend's sign, as C
     r = fmod(a, b)
@@ -86,7 +126,9 @@ def _mod_form(op: gd.ModOp, args: list[Value]) -> Expr:
 def fmod(x: Expr, y: Expr) -> Expr:
     """C's fmod of float32 values: x - trunc(x / y) * y in float64, exact while
     |x / y| < 2**29 (the product of the truncated quotient and y then fits
-    float64's mantissa); NaN for y = 0 or an infinite x, x for an infinite y."""
+    float64's mantissa); NaN for y = 0 or an infinite x, x for an infinite y.
+    float64 values take the same formula, exact while the product fits 53 bits
+    (integral values, short quotients), else within an ulp of it."""
     wide_x, wide_y = x.astype("float64"), y.astype("float64")
     q = wide_x / wide_y
     whole = te.select(te.abs(q) < 2.0**62, q, 0.0).astype("int64").astype("float64")

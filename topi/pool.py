@@ -35,6 +35,7 @@ from ember.runtime.errors import EmberValueError
 from ember.schedule import Schedule
 from ember.strategy import anchor_strategy
 from ember.te import Expr
+from ember.te_expr import int_range
 from ember.topi.elementwise import (
     MAX_REDUCER,
     PARALLEL_MIN_WORK,
@@ -139,6 +140,8 @@ def _pool(
     oh = pool_output_size(h, kh, sh, top, bottom, dh, ceil_mode)
     ow = pool_output_size(w, kw, sw, left, right, dw, ceil_mode)
     combine, fill = (MAX_REDUCER, -math.inf) if kind == "max" else (te.sum, 0.0)
+    if kind == "max" and x.dtype in te.INT_DTYPES:
+        combine, fill = te.max, int_range(x.dtype)[0]  # no NaN to carry
     # Pooling is separable: first each column of the window rows (contiguous
     # along the input row, so vector loads), then each window along that
     # row of column results, which lives in L1. `span` columns cover every
@@ -270,7 +273,8 @@ def max_pool2d(
     epilogue_tensors: Sequence[te.Tensor] | None = None,
     name: str = "max_pool2d",
 ) -> Kernel:
-    """graph.max_pool2d: the largest element of each window; padding is -inf.
+    """graph.max_pool2d: the largest element of each window; padding is -inf
+    (an integer type's lowest value).
 
     Args:
         x: NCHW input.
@@ -357,7 +361,8 @@ def global_avg_pool2d(
     )
 
 
-@anchor_strategy(graph.MaxPool2DOp, graph.AvgPool2DOp, graph.GlobalAvgPool2DOp)
+@anchor_strategy(graph.MaxPool2DOp, dtypes=("float32", *te.INT_DTYPES))
+@anchor_strategy(graph.AvgPool2DOp, graph.GlobalAvgPool2DOp)
 def _pool_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     build = {
         graph.MaxPool2DOp: max_pool2d,

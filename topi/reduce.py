@@ -497,7 +497,8 @@ def _layer_norm_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     )
 
 
-@anchor_strategy(graph.SoftmaxOp, graph.LogSoftmaxOp, *_REDUCTIONS)
+@anchor_strategy(graph.SoftmaxOp, graph.LogSoftmaxOp)
+@anchor_strategy(*_REDUCTIONS, dtypes=("float32", "float64"))
 def _reduce_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     kind = _REDUCTIONS.get(type(op))
     name = op.name.removeprefix("graph.")

@@ -72,9 +72,9 @@ func.func @cast_shape(%x: tensor<4xf32>) {
 
 // -----
 
-func.func @cast_to_unsigned(%x: tensor<4xf32>) {
-  %z = graph.cast %x : (tensor<4xf32>) -> tensor<4xui8>
+func.func @cast_to_bfloat16(%x: tensor<4xf32>) {
+  %z = graph.cast %x : (tensor<4xf32>) -> tensor<4xbf16>
   func.return
 }
 
-// CHECK: expected a target among float32, float16, float64, int8, int32, int64, bool for graph.cast, got ui8
+// CHECK: expected a target among float32, float16, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool for graph.cast, got bf16
