@@ -18,11 +18,14 @@ ember imports this module. The import runs in three steps:
    Linear `permute` + `addmm`, ...), but for the ops that are one graph op each
    (`torch_ops.KEPT`: softplus, silu, hardswish, matmul, ...);
 2. check the whole graph: every aten op ember cannot convert and every
-   argument value it cannot take (a 1-D convolution, a rounding `div`, an
-   int64 result, ...) are collected into one `UnsupportedOperatorError`,
-   with how often each occurs, before any IR is built;
-3. convert node by node (`frontends/torch_ops.py`, `torch_data.py`):
-   parameters, buffers and constants become `graph.param`s named by their
+   argument value it cannot take (a 1-D convolution, a rounding `div`, a
+   float64 result, ...) are collected into one `UnsupportedOperatorError`,
+   with how often each occurs, before any IR is built; tensors are float32,
+   int64, int32 or bool (`torch_ops.DTYPES`: token ids, positions, masks);
+3. convert node by node (`frontends/torch_ops.py`, `torch_data.py`): a node
+   that reads only buffers and constants (`arange`, a causal mask's `~mask`,
+   `scalar_tensor`) is computed by torch at import instead; parameters,
+   buffers and constants become `graph.param`s named by their
    state-dict names, user inputs the arguments of `@main` (named as in
    `forward`'s signature), user outputs its results ("output", or "output0",
    "output1", ...).
@@ -39,7 +42,7 @@ import.
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,15 +58,17 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
-    f32,
 )
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph as G
+from ember.dialects.graph_base import NUMPY_TYPES
 from ember.frontends import torch_data, torch_ops, unsupported_message
-from ember.frontends.torch_ops import ConversionError, literal
+from ember.frontends.torch_ops import DTYPES, ConversionError, literal
 from ember.runtime.errors import EmberError
+
+del torch_data  # imported for its converters (torch_ops registers)
 
 __all__ = [
     "CompiledModel",
@@ -76,7 +81,7 @@ __all__ = [
 
 
 class TorchImportError(EmberError):
-    """The program cannot be imported: a non-float32 or dynamic input, a
+    """The program cannot be imported: an input of another dtype or dynamic, a
     training graph, or a node that does not convert."""
 
 
@@ -93,11 +98,12 @@ class UnsupportedOperatorError(TorchImportError):
         super().__init__(unsupported_message(label, "aten", self.unsupported))
 
 
-def _check_graph(graph: Any, label: str) -> None:
-    """Raise one UnsupportedOperatorError listing every node that cannot convert."""
+def _check_graph(graph: Any, label: str, folded: Collection[Any]) -> None:
+    """Raise one UnsupportedOperatorError listing every node that cannot convert
+    (`folded` nodes are computed at import and need no converter)."""
     unsupported: dict[str, list[str]] = collections.defaultdict(list)
     for node in graph.nodes:
-        if node.op != "call_function":
+        if node.op != "call_function" or node in folded:
             continue
         name = torch_ops.op_name(node.target)
         key = torch_ops.display_name(node.target)
@@ -106,24 +112,54 @@ def _check_graph(graph: Any, label: str) -> None:
             continue
         check = torch_ops.CHECKS.get(name)
         problems = check(node.args, node.kwargs) if check else []
-        val = node.meta.get("val")
-        dtype = getattr(val, "dtype", torch.float32)
-        bool_ok = name in torch_data.BOOL_OPS and dtype == torch.bool
-        if name != "getitem" and dtype != torch.float32 and not bool_ok:
-            problems.append(f"a {str(dtype).removeprefix('torch.')} result")
+        dtype = _dtype_name(node.meta.get("val"))
+        if name != "getitem" and dtype is not None and dtype not in DTYPES:
+            problems.append(f"a {dtype} result")
         if problems:
             unsupported[f"{key} ({', '.join(problems)})"].append(node.name)
     if unsupported:
         raise UnsupportedOperatorError(label, unsupported)
 
 
+def _dtype_name(val: Any) -> str | None:
+    """The numpy name of a recorded tensor value's dtype (None: not a tensor)."""
+    dtype = getattr(val, "dtype", None)
+    return None if dtype is None else str(dtype).removeprefix("torch.")
+
+
+def _folded(graph: Any, constant: Collection[Any]) -> set[Any]:
+    """The nodes computed at import: those that read nothing but `constant`
+    placeholders (buffers and constants: not parameters, not user inputs) and
+    other such nodes, e.g. `arange`, a causal mask's `~mask`, `scalar_tensor`."""
+    folded: set[Any] = set()
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        reads = node.all_input_nodes
+        if all(n in constant or n in folded for n in reads) and _pure(node):
+            folded.add(node)
+    return folded
+
+
+def _pure(node: Any) -> bool:
+    """Whether running `node`'s op at import gives its value: a deterministic
+    op with tensor results."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None or schema.is_mutable or "rand" in schema.name:
+        return False
+    val = node.meta.get("val")
+    values = val if isinstance(val, list | tuple) else [val]
+    return all(isinstance(v, torch.Tensor) for v in values)
+
+
 def _static_shape(node: Any, what: str, label: str) -> tuple[int, ...]:
     val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
         raise TorchImportError(f"{label}: expected a tensor for {what}, got {val!r}")
-    if val.dtype != torch.float32:
+    if _dtype_name(val) not in DTYPES:
         raise TorchImportError(
-            f"{label}: expected a float32 {what}, got {str(val.dtype)[6:]}"
+            f"{label}: expected a {what} of {', '.join(sorted(DTYPES))}, got "
+            f"{_dtype_name(val)}"
         )
     if not all(isinstance(d, int) for d in val.shape):
         raise TorchImportError(
@@ -149,15 +185,16 @@ class _Importer:
         key = id(array)
         if key in self.materialized:
             return self.materialized[key][1]
-        if array.dtype != np.float32:
-            raise ConversionError(f"expected a float32 tensor, got {array.dtype}")
+        value = literal(array) if array.size <= 16 else None  # checks the dtype
         name = name or self.names.get(key)
-        if array.size <= 1 or name is None and array.size <= 16:
-            op = G.ConstantOp(literal(array))
+        if value is not None and (array.size <= 1 or name is None):
+            op = G.ConstantOp(value)
         else:
+            if value is None:
+                literal(array[:0])
             name = name or f"constant{len(self.params)}"
             self.params[name] = array
-            op = G.ParamOp(name, TensorType(f32, array.shape))
+            op = G.ParamOp(name, TensorType(NUMPY_TYPES[array.dtype.name], array.shape))
         self.block.add_op(op)
         self.materialized[key] = (array, op.results[0])
         return op.results[0]
@@ -165,6 +202,17 @@ class _Importer:
     def bind(self, node: Any, array: np.ndarray, name: str) -> None:
         self.env[node] = array
         self.names[id(array)] = name
+
+    def fold(self, node: Any) -> None:
+        """Run `node`'s op on its import-time values (torch, on the CPU)."""
+        args, kwargs = map_arg(
+            (node.args, node.kwargs), lambda n: _tensor(self.env.get(n))
+        )
+        result = node.target(*args, **kwargs)
+        if isinstance(result, list | tuple):
+            self.env[node] = tuple(_numpy(t) for t in result)
+        else:
+            self.env[node] = _numpy(result)
 
     def convert(self, node: Any) -> None:
         args, kwargs = map_arg((node.args, node.kwargs), self.env.get)
@@ -182,15 +230,21 @@ class _Importer:
         value = self.env.get(node) if isinstance(node, torch.fx.Node) else node
         if isinstance(value, SSAValue):
             return value
-        if isinstance(value, np.ndarray) and value.dtype == np.float32:
+        if isinstance(value, np.ndarray) and value.dtype.name in DTYPES:
             return self.materialize(value, None)
         raise TorchImportError(
-            f"{self.label}: expected a float32 tensor for {what}, got {value!r}"
+            f"{self.label}: expected a tensor of {', '.join(sorted(DTYPES))} for "
+            f"{what}, got {value!r}"
         )
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().contiguous().numpy()
+
+
+def _tensor(value: Any) -> Any:
+    """An import-time value as torch reads it (arrays become tensors)."""
+    return torch.from_numpy(value) if isinstance(value, np.ndarray) else value
 
 
 def _import(
@@ -199,13 +253,15 @@ def _import(
     """The graph IR of a decomposed program; the user inputs whose positions
     `frozen` holds become params (name, value) instead of arguments."""
     graph = ep.graph_module.graph
-    _check_graph(graph, label)
-    importer = _Importer(label)
     state = {**ep.state_dict, **ep.constants}
     specs = {spec.arg.name: spec for spec in ep.graph_signature.input_specs}
     inputs: list[tuple[str, Any]] = []
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     users = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
+    constant = [n for n in placeholders if specs[n.name].kind in _CONSTANT_KINDS]
+    folded = _folded(graph, constant)
+    _check_graph(graph, label, folded)
+    importer = _Importer(label)
     for node in placeholders:
         spec = specs[node.name]
         if node in users and users.index(node) in frozen:
@@ -224,16 +280,17 @@ def _import(
             importer.bind(node, _numpy(value), name)
         else:
             importer.env[node] = value
-    args = [
-        importer.block.insert_arg(
-            TensorType(f32, _static_shape(node, f"input '{name}'", label)), i
-        )
-        for i, (name, node) in enumerate(inputs)
-    ]
+    args = []
+    for i, (name, node) in enumerate(inputs):
+        shape = _static_shape(node, f"input '{name}'", label)
+        element = NUMPY_TYPES[_dtype_name(node.meta["val"]) or "float32"]
+        args.append(importer.block.insert_arg(TensorType(element, shape), i))
     for (_, node), arg in zip(inputs, args, strict=True):
         importer.env[node] = arg
     for node in graph.nodes:
-        if node.op == "call_function":
+        if node in folded:
+            importer.fold(node)
+        elif node.op == "call_function":
             importer.convert(node)
     (output,) = [n for n in graph.nodes if n.op == "output"]
     values = list(output.args[0])
@@ -272,6 +329,11 @@ def _import(
     return module, importer.params
 
 
+_CONSTANT_KINDS = (InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+"""Placeholders whose values ops may be computed on at import; parameters stay
+graph params (a dense layer finds its weight among them)."""
+
+
 def _decompose(ep: ExportedProgram) -> ExportedProgram:
     table = torch.export.default_decompositions()
     for op in [op for op in table if torch_ops.op_name(op) in torch_ops.KEPT]:
@@ -286,7 +348,7 @@ def from_exported_program(
 
     Args:
         ep: `torch.export.export(model.eval(), args)`'s program, with static
-            shapes and float32 inputs; it is decomposed to the core aten opset
+            shapes and inputs of `DTYPES`; it is decomposed to the core aten opset
             here (a program already decomposed stays as it is).
 
     Returns:
@@ -297,7 +359,7 @@ def from_exported_program(
     Raises:
         UnsupportedOperatorError: aten ops or argument values ember does not
             convert (every one listed, with its count and nodes).
-        TorchImportError: an input that is not a static float32 tensor, a
+        TorchImportError: an input that is not a static tensor of `DTYPES`, a
             training graph (buffers updated), or a node that does not convert.
 
     Example:
@@ -350,7 +412,7 @@ def compile(
         options: passed to `ember.compile_model` (opt_level, workers, ...).
 
     Returns:
-        A `CompiledModel`, called like the model on float32 tensors.
+        A `CompiledModel`, called like the model on its tensors.
 
     Example:
         >>> m = compile(model, (torch.randn(1, 3, 224, 224),))  # doctest: +SKIP

@@ -1,12 +1,16 @@
 """Core aten operators that move, select and compare data, to graph ops:
-reshapes, expand, select and slice, permutes, cat and pad, comparisons, logical
-ops and `where`, and the identities (clone, dropout in eval, ...). They register
+reshapes, expand, select, slice and split, embedding lookups, permutes, cat and
+pad, comparisons, logical ops and `where`, casts, and the identities (clone,
+dropout in eval, ...). They register
 with `torch_ops.converter`, as the compute ops in `torch_ops.py` do.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+import torch
 
 from ember.dialects import graph as G
 from ember.frontends.torch_ops import ConversionError, OpContext, converter, shape_of
@@ -75,8 +79,10 @@ def _compare(c: OpContext, a, b):
     return c.emit(_COMPARE[c.op], a, b)
 
 
-@converter("logical_not")
+@converter("logical_not", "bitwise_not")
 def _logical_not(c: OpContext, x):
+    if c.node.meta["val"].dtype != torch.bool:
+        raise ConversionError("expected a bool tensor (bitwise not of integers)")
     return c.emit(G.LogicalNotOp, x)
 
 
@@ -99,10 +105,6 @@ def _full(c: OpContext, x, value, **_kwargs):
     return c.emit(G.BroadcastToOp, float(value), shape=list(c.out_shape))
 
 
-BOOL_OPS = frozenset([*_COMPARE, "ne", "logical_not", "any"])
-"""Ops whose results are bool (i1) tensors, which `where` reads."""
-
-
 @converter("permute")
 def _permute(c: OpContext, x, dims):
     rank = len(shape_of(x))
@@ -114,6 +116,29 @@ def _transpose(c: OpContext, x, d0=0, d1=1):
     perm = list(range(len(shape_of(x))))
     perm[d0], perm[d1] = perm[d1], perm[d0]
     return c.emit(G.TransposeOp, x, perm=perm)
+
+
+@converter("split_with_sizes", "split")
+def _split(c: OpContext, x, sizes, dim=0):
+    n = shape_of(x)[dim]
+    if isinstance(sizes, int):  # split.Tensor: chunks of `sizes`, the last shorter
+        sizes = [min(sizes, n - start) for start in range(0, n, sizes)]
+    starts = np.cumsum([0, *sizes])
+    return tuple(
+        _slice_tensor(c, x, dim, int(a), int(b)) for a, b in itertools.pairwise(starts)
+    )
+
+
+@converter("embedding")
+def _embedding(c: OpContext, weight, indices, *_args, **_kwargs):
+    """Rows of `weight` (padding_idx and sparse only matter to training)."""
+    return c.emit(G.GatherOp, weight, indices, axis=0)
+
+
+@converter("_assert_tensor_metadata")
+def _assert_metadata(c: OpContext, *_args, **_kwargs):
+    """The exporter's check of a value's dtype and shape, true by construction."""
+    return None
 
 
 @converter("cat", "concat")
@@ -138,10 +163,11 @@ def _identity(c: OpContext, x, *_args, **_kwargs):
 
 
 @converter("_to_copy")
-def _to_copy(c: OpContext, x, **_kwargs):
+def _to_copy(c: OpContext, x, dtype=None, **_kwargs):
+    """A copy, cast where `dtype` (one of `DTYPES`) differs."""
+    to = str(dtype).removeprefix("torch.") if dtype is not None else None
     if isinstance(x, np.ndarray):
-        return x.astype(np.float32)
-    return x
-
-
-__all__ = ["BOOL_OPS"]
+        return x if to is None else x.astype(to)
+    if to is None or str(c.node.args[0].meta["val"].dtype) == f"torch.{to}":
+        return x
+    return c.emit(G.CastOp, x, to=to)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Block, SSAValue
 
 from ember.dialects import graph as G
@@ -31,10 +31,19 @@ class ConversionError(Exception):
     """A node cannot be converted; the importer adds the node's name and op."""
 
 
+DTYPES = {"float32", "int64", "int32", "bool"}
+"""The element types (numpy names) of the tensors the torch frontend imports:
+float32 computation, integer token ids and positions, boolean masks."""
+
+
 def literal(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """A float32 array as a dense attribute (a graph.constant's value)."""
-    values = [float(v) for v in array.ravel()]
-    return DenseIntOrFPElementsAttr.from_list(TensorType(f32, array.shape), values)
+    """An array (a dtype of `DTYPES`) as a dense attribute (a graph.constant's
+    value)."""
+    if array.dtype.name not in DTYPES:
+        raise ConversionError(
+            f"expected a tensor of {', '.join(sorted(DTYPES))}, got {array.dtype}"
+        )
+    return G.ConstantOp.from_numpy(array).value
 
 
 class OpContext:
@@ -174,7 +183,8 @@ def _check_dropout(args: tuple, kwargs: dict) -> list[str]:
 
 def _check_to_copy(args: tuple, kwargs: dict) -> list[str]:
     dtype = kwargs.get("dtype")
-    return [] if dtype is None or str(dtype) == "torch.float32" else [f"to {dtype}"]
+    name = str(dtype).removeprefix("torch.")
+    return [] if dtype is None or name in DTYPES else [f"to {name}"]
 
 
 def _check_softplus(args: tuple, kwargs: dict) -> list[str]:
