@@ -172,18 +172,22 @@ def _nonpad(c: NodeContext, bias: _Bias, batch: int, q_len: int, kv_len: int):
     bias.add(bias.select(keep))
 
 
-def _softmax_float16(c: NodeContext, x: SSAValue) -> SSAValue:
-    """numpy's float16 softmax in float32 steps, rounded to float16 where numpy
-    rounds (after x - max, exp and the sum), so that it matches onnx's reference
-    to the bit: graph.softmax, reduce_max and reduce_sum have no float16 kernel.
-    The quotient is left in float32 for the caller to round."""
+def _softmax_steps(c: NodeContext, x: SSAValue) -> SSAValue:
+    """Softmax in x's dtype as numpy computes it, for the dtypes graph.softmax
+    (and, for float16, reduce_max and reduce_sum) has no kernel for: float64
+    step by step; float16 in float32 steps rounded to float16 where numpy rounds
+    (after x - max, exp and the sum), so that it matches onnx's reference to the
+    bit, the quotient left in float32 for the caller to round."""
     last = len(shape_of(x)) - 1
+    half = _dtype(x) == "float16"
 
     def rounded(v: SSAValue) -> SSAValue:
-        v = c.emit(G.CastOp, v, to="float16")
-        return c.emit(G.CastOp, v, to="float32")
+        if not half:
+            return v
+        return c.emit(G.CastOp, c.emit(G.CastOp, v, to="float16"), to="float32")
 
-    x = c.emit(G.CastOp, x, to="float32")
+    if half:
+        x = c.emit(G.CastOp, x, to="float32")
     top = c.emit(G.ReduceMaxOp, x, axes=[last], keepdims=True)
     e = rounded(c.emit(G.ExpOp, rounded(c.emit(G.SubOp, x, top))))
     total = rounded(c.emit(G.ReduceSumOp, e, axes=[last], keepdims=True))
@@ -197,10 +201,10 @@ def _softmax(c: NodeContext, scores: SSAValue, bias: _Bias, dtype: str) -> SSAVa
     stash = onnx.helper.tensor_dtype_to_np_dtype(precision).name if precision else dtype
     if stash != dtype:
         scores = c.emit(G.CastOp, scores, to=stash)
-    if stash == "float16":
-        probs = _softmax_float16(c, scores)
-    else:
+    if stash == "float32":
         probs = c.emit(G.SoftmaxOp, scores, axis=len(shape_of(scores)) - 1)
+    else:
+        probs = _softmax_steps(c, scores)
     total = bias.total()
     if total is not None and bias.may_mask_a_row:
         if dtype == "float16":  # graph.reduce_max has no float16 kernel

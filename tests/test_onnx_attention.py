@@ -1,14 +1,16 @@
 """ONNX Attention and RotaryEmbedding against onnxruntime: 4-D and 3-D
 inputs, grouped-query heads with a causal mask and a past cache, a float mask
-padded to the keys with softcap and scale, a bool mask with a fully masked
-row, the qk_matmul_output modes, float16; rotary embeddings halved or
-interleaved, partial, with and without position_ids. Sliding windows and a
-bfloat16 softmax are refused naming the attribute."""
+with softcap and scale, a bool mask with a fully masked row, the
+qk_matmul_output modes, float16, softmax_precision, and (against onnx's
+reference, which onnxruntime refuses) a mask shorter than the keys; rotary
+embeddings halved or interleaved, partial, with and without position_ids.
+Sliding windows and a bfloat16 softmax are refused naming the attribute."""
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
 
 import ember
 from ember import runtime as rt
@@ -49,14 +51,18 @@ def _model(op, inputs, outputs, opset=23, **attrs):
     return onnx.shape_inference.infer_shapes(m, strict_mode=True), given
 
 
+def _ember(model, feeds) -> list[np.ndarray]:
+    gm = rt.GraphModule(ember.compile_model(model)["default"](rt.cpu()))
+    got = gm(**feeds)
+    return list(got) if isinstance(got, (list, tuple)) else [got]
+
+
 def _check(model, feeds, rtol=1e-5, atol=1e-5):
     session = ort.InferenceSession(
         model.SerializeToString(), providers=["CPUExecutionProvider"]
     )
     expected = session.run(None, feeds)
-    gm = rt.GraphModule(ember.compile_model(model)["default"](rt.cpu()))
-    got = gm(**feeds)
-    got = got if isinstance(got, (list, tuple)) else [got]
+    got = _ember(model, feeds)
     assert len(got) == len(expected)
     for g, e in zip(got, expected, strict=True):
         assert g.shape == e.shape and g.dtype == e.dtype
@@ -105,10 +111,10 @@ def test_gqa_causal_3d_with_past():
 
 @pytest.mark.parametrize("mode", [1, 2])
 def test_float_mask_softcap_scale(mode):
-    """A float mask (-inf at some keys) added after the softcap; qk output
+    """A float mask (-inf at a key) added after the softcap; qk output
     soft-capped (mode 1) or biased (mode 2)."""
     mask = _rand(1, 4, 6, seed=5)
-    mask[:, :, 4:] = -np.inf
+    mask[:, :, 3] = -np.inf
     model, feeds = _model(
         "Attention",
         {
@@ -123,6 +129,27 @@ def test_float_mask_softcap_scale(mode):
         qk_matmul_output_mode=mode,
     )
     _check(model, feeds)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.bool_])
+def test_short_mask_is_padded(dtype):
+    """A mask shorter than the keys masks the rest (onnxruntime refuses it:
+    against onnx's reference)."""
+    mask = _rand(3, 4, seed=5) > 0 if dtype == np.bool_ else _rand(3, 4, seed=5)
+    model, feeds = _model(
+        "Attention",
+        {
+            "Q": _rand(1, 2, 3, 4),
+            "K": _rand(1, 2, 6, 4, seed=1),
+            "V": _rand(1, 2, 6, 4, seed=2),
+            "attn_mask": mask.astype(dtype),
+        },
+        ["Y"],
+        is_causal=1,
+    )
+    (expected,) = ReferenceEvaluator(model).run(None, feeds)
+    (got,) = _ember(model, feeds)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_bool_mask_with_a_fully_masked_row():
@@ -218,3 +245,35 @@ def test_refused_attributes(opset, attrs, named):
     )
     with pytest.raises(UnsupportedOperatorError, match=f"Attention \\({named}\\)"):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("precision", [TensorProto.FLOAT16, TensorProto.DOUBLE])
+def test_softmax_precision(precision):
+    """The softmax of float32 scores in float16 or float64 (no graph.softmax
+    kernel for either: written in its steps)."""
+    model, feeds = _model(
+        "Attention",
+        {
+            "Q": _rand(1, 2, 3, 4),
+            "K": _rand(1, 2, 5, 4, seed=1),
+            "V": _rand(1, 2, 5, 4, seed=2),
+        },
+        ["Y"],
+        is_causal=1,
+        softmax_precision=precision,
+    )
+    _check(model, feeds, rtol=1e-3, atol=1e-3)
+
+
+def test_rotary_embedding_float16():
+    model, feeds = _model(
+        "RotaryEmbedding",
+        {
+            "X": _rand(1, 2, 3, 8, dtype=np.float16),
+            "cos": _rand(1, 3, 4, seed=1, dtype=np.float16),
+            "sin": _rand(1, 3, 4, seed=2, dtype=np.float16),
+        },
+        ["Y"],
+        interleaved=1,
+    )
+    _check(model, feeds, rtol=1e-3, atol=1e-3)
