@@ -1,5 +1,5 @@
-"""ONNX tensor ops written in graph ops: ScatterND and ScatterElements (as
-graph.scatter_nd over index rows), GatherND and GatherElements (a gather of
+"""ONNX tensor ops written in graph ops: ScatterND, ScatterElements and
+TensorScatter (as graph.scatter_nd over index rows), GatherND and GatherElements (a gather of
 the flattened data at linear indices), TopK (each element's rank by pairwise
 comparison), Einsum (broadcast products summed over the contracted letters),
 Compress (a gather of the kept positions), Pad's edge, reflect and wrap modes
@@ -32,6 +32,7 @@ CHECKS.update(
     {
         "ScatterND": _one_of("reduction", SCATTER_REDUCTIONS, "none"),
         "ScatterElements": _one_of("reduction", SCATTER_REDUCTIONS, "none"),
+        "TensorScatter": _one_of("mode", ["linear", "circular"], "linear"),
     }
 )
 CONST_INPUTS.update({"TopK": [(1, "k")], "Compress": [(1, "condition")]})
@@ -94,6 +95,34 @@ def _scatter_elements(c: NodeContext):
         parts.append(c.array(np.ascontiguousarray(grid[..., axis + 1 :]), "after"))
     rows = parts[0] if len(parts) == 1 else c.emit(G.ConcatOp, *parts, axis=rank)
     return [_scatter(c, data, rows, c.value(2))]
+
+
+@converter("TensorScatter")
+def _tensor_scatter(c: NodeContext):
+    """A cache update: the update's position j along `axis` of batch b goes to
+    write_indices[b] + j (modulo the cache's extent when circular), written as
+    graph.scatter_nd slices over the axes up to `axis`."""
+    cache, update = c.value(0), c.value(1)
+    rank = len(shape_of(cache))
+    axis = _axis(c, rank, -2)
+    if axis == 0:
+        raise ConversionError("expected an axis after the batch axis, got 0")
+    mode = c.attr("mode", "linear")
+    lead = list(shape_of(update)[: axis + 1])
+    grid = np.moveaxis(np.indices(lead, dtype=np.int64), 0, -1)
+    if c.has(2):
+        starts = c.emit(G.CastOp, c.value(2), to="int64")
+        starts = c.emit(G.ReshapeOp, starts, shape=[lead[0]] + [1] * axis)
+        at = c.emit(G.AddOp, starts, c.array(grid[..., axis], "steps"))
+    else:
+        at = c.array(grid[..., axis], "steps")
+    if mode == "circular":
+        extent = _scalar(c, shape_of(cache)[axis], "int64")
+        at = c.emit(G.ModOp, at, extent)
+    at = c.emit(G.ReshapeOp, at, shape=[*lead, 1])
+    prefix = c.array(np.ascontiguousarray(grid[..., :axis]), "prefix")
+    rows = c.emit(G.ConcatOp, prefix, at, axis=axis + 1)
+    return [_scatter(c, cache, rows, update)]
 
 
 # -- gathers --------------------------------------------------------------------------

@@ -1097,10 +1097,10 @@ REVIEWED_CHANGES = {
     # tensor ops: bfloat16 (TopK 24, Einsum and Compress 28, LpPool 22);
     # Scatter's reduction add/mul (16, computed) and max/min (18, computed);
     # LpPool's ceil_mode (18, refused) and dilations (18, computed); CumProd
-    # first at 26, CenterCropPad at 18
+    # first at 26, CenterCropPad at 18, TensorScatter at 24
     "TopK": [24], "Einsum": [28], "Compress": [28], "LpPool": [18, 22],
     "ScatterND": [16, 18], "ScatterElements": [16, 18], "CumProd": [26],
-    "CenterCropPad": [18],
+    "CenterCropPad": [18], "TensorScatter": [24],
 }  # fmt: skip
 
 

@@ -1,8 +1,9 @@
 """ONNX tensor ops against onnxruntime: CumProd and ReduceProd, ScatterND and
-ScatterElements (every reduction, duplicate and negative indices), GatherND and
-GatherElements, TopK (ties, smallest, an inner axis), Einsum, Compress, Pad's
-edge, reflect and wrap modes, CenterCropPad, AveragePool with dilations,
-LpPool and Trilu with k; and the refusals of what ember does not take."""
+ScatterElements (every reduction, duplicate and negative indices),
+TensorScatter, GatherND and GatherElements, TopK (ties, smallest, an inner
+axis), Einsum, Compress, Pad's edge, reflect and wrap modes, CenterCropPad,
+AveragePool with dilations, LpPool and Trilu with k; and the refusals of what
+ember does not take."""
 
 import numpy as np
 import onnx
@@ -111,6 +112,17 @@ def test_scatter_elements_on_ints_along_axis_0(reduction):
     m = single("ScatterElements", {"x": x, "u": u}, {"i": index},
                order=["x", "i", "u"], axis=0, reduction=reduction)  # fmt: skip
     check(m, {"x": x, "u": u})
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_into_a_cache(mode):
+    """(batch, heads, sequence, dim) caches, the update written at each
+    batch's own offset, wrapping past the end when circular."""
+    cache, update = rand(2, 3, 6, 4), rand(2, 3, 3, 4)
+    offsets = i64([1, 3] if mode == "linear" else [4, 5])
+    m = single("TensorScatter", {"c": cache, "u": update, "w": offsets}, opset=24,
+               mode=mode)  # fmt: skip
+    check(m, {"c": cache, "u": update, "w": offsets})
 
 
 # -- gathers, TopK, Compress ----------------------------------------------------------
