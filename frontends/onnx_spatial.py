@@ -14,6 +14,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
+from ember.dialects.graph_base import dtype_of
 from ember.dialects.graph_spatial import COORDINATE_MODES, NEAREST_MODES
 from ember.frontends.onnx_fold import shape_of
 from ember.frontends.onnx_ops import (
@@ -28,6 +29,9 @@ from ember.frontends.onnx_ops import (
     _one_of,
     converter,
 )
+
+MATRIX_COORDINATE_MODES = ("half_pixel_symmetric", "tf_crop_and_resize")
+"""Resize's coordinate modes that only the resampling matrices take."""
 
 MAX_SCALE_DENOMINATOR = 1024
 """A float scale becomes the nearest fraction with at most this denominator,
@@ -55,11 +59,15 @@ CHECKS.update(
         "AveragePool": _all(_AUTO_PAD, _spatial_1d_2d_3d),
         "ConvTranspose": _all(_AUTO_PAD, _spatial_1d_2d),
         "Resize": _all(
-            _one_of("mode", ["nearest", "linear"], "nearest"),
-            _one_of("coordinate_transformation_mode", COORDINATE_MODES, "half_pixel"),
+            _one_of("mode", ["nearest", "linear", "cubic"], "nearest"),
+            _one_of(
+                "coordinate_transformation_mode",
+                [*COORDINATE_MODES, *MATRIX_COORDINATE_MODES],
+                "half_pixel",
+            ),
             _one_of("nearest_mode", NEAREST_MODES, "round_prefer_floor"),
-            _one_of("antialias", [0], 0),
-            _one_of("exclude_outside", [0], 0),
+            _one_of("antialias", [0, 1], 0),
+            _one_of("exclude_outside", [0, 1], 0),
             _one_of(
                 "keep_aspect_ratio_policy",
                 ["stretch", "not_larger", "not_smaller"],
@@ -170,9 +178,18 @@ def _resize(c: NodeContext):
     x = c.value(0)
     shape = shape_of(x)
     scales, sizes = _resize_plan(c, shape)
-    if shape == tuple(sizes) and all(s == 1 for s in scales):
-        return [x]
     mode = c.attr("coordinate_transformation_mode", "half_pixel")
+    changed = [a for a in range(len(shape)) if shape[a] != sizes[a] or scales[a] != 1]
+    if not changed and mode != "tf_crop_and_resize":
+        return [x]
+    interpolation = c.attr("mode", "nearest")
+    if (
+        interpolation == "cubic"
+        or mode in MATRIX_COORDINATE_MODES
+        or c.attr("exclude_outside", 0)
+        or (interpolation == "linear" and (c.attr("antialias", 0) or len(changed) > 2))
+    ):
+        return [_resize_by_matrices(c, x, scales, sizes)]
     return [
         c.emit(
             G.ResizeOp,
@@ -182,9 +199,144 @@ def _resize(c: NodeContext):
             scale_den=[s.denominator for s in scales],
             coord=COORDINATE_MODES.index(mode),
             nearest=NEAREST_MODES.index(c.attr("nearest_mode", "round_prefer_floor")),
-            linear=c.attr("mode", "nearest") == "linear",
+            linear=interpolation == "linear",
         )
     ]
+
+
+def _resize_by_matrices(
+    c: NodeContext, x: SSAValue, scales: list[Fraction], sizes: list[int]
+) -> SSAValue:
+    """Resize as one matmul per resized axis with an (out, in) matrix built at
+    import time: every mode, filter and coordinate transformation is separable
+    and linear in the data (tf_crop_and_resize adds the extrapolation value
+    where the source lies outside the input)."""
+    shape = shape_of(x)
+    rank = len(shape)
+    dtype = dtype_of(x.type.element_type)  # type: ignore[attr-defined]
+    if not np.issubdtype(dtype, np.floating):
+        raise ConversionError(
+            f"expected float data for mode={c.attr('mode', 'nearest')!r} with these "
+            f"attributes, got {np.dtype(dtype).name}"
+        )
+    axes = [a % rank for a in c.attr("axes", range(rank))]
+    floats = [float(s) for s in scales]
+    if not c.has(3) and c.has(2):  # the given scales, not their fractions
+        for a, v in zip(axes, c.const(2, "scales").reshape(-1), strict=True):
+            floats[a] = float(v)
+    roi = [(0.0, 1.0)] * rank
+    coord = c.attr("coordinate_transformation_mode", "half_pixel")
+    if coord == "tf_crop_and_resize":
+        given = c.const(1, "roi").astype(np.float64).reshape(-1) if c.has(1) else []
+        if len(given) != 2 * len(axes):
+            raise ConversionError(
+                f"expected {2 * len(axes)} roi values, got {list(given)}"
+            )
+        for k, a in enumerate(axes):
+            roi[a] = (float(given[k]), float(given[k + len(axes)]))
+    fill = float(c.attr("extrapolation_value", 0.0))
+    y = x
+    for a in range(rank):
+        if shape[a] == sizes[a] and floats[a] == 1 and coord != "tf_crop_and_resize":
+            continue
+        matrix, outside = _resample_matrix(c, shape[a], sizes[a], floats[a], roi[a])
+        y = _along_axis(c, y, matrix.astype(dtype), a, f"resize{a}")
+        if fill != 0.0 and outside.any():
+            column = np.where(outside, fill, 0.0).astype(dtype)
+            column = column.reshape([-1] + [1] * (rank - 1 - a))
+            y = c.emit(G.AddOp, y, c.array(column, f"extrapolation{a}"))
+    return y
+
+
+def _along_axis(
+    c: NodeContext, x: SSAValue, matrix: np.ndarray, axis: int, what: str
+) -> SSAValue:
+    """`matrix` (out, in) applied to axis `axis` of x: a matmul, with the axis
+    moved last and back unless it is one of the last two."""
+    rank = len(shape_of(x))
+    if axis == rank - 2:
+        return c.emit(G.MatmulOp, c.array(matrix, what), x)
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    if axis != rank - 1:
+        x = c.emit(G.TransposeOp, x, perm=perm)
+    y = c.emit(G.MatmulOp, x, c.array(np.ascontiguousarray(matrix.T), what))
+    return y if axis == rank - 1 else c.emit(G.TransposeOp, y, perm=perm)
+
+
+def _filter_taps(c: NodeContext, ratio: float, scale: float) -> tuple[int, np.ndarray]:
+    """The first tap's offset from the input index left of the source (which
+    lies `ratio` in (0, 1] past it) and the taps' weights, for Resize's
+    mode; antialias widens linear and cubic filters by 1 / scale when
+    downsampling."""
+    mode = c.attr("mode", "nearest")
+    if mode == "nearest":
+        if ratio == 1:
+            return 0, np.array([0.0, 1.0])
+        up = {
+            "round_prefer_floor": ratio > 0.5,
+            "round_prefer_ceil": ratio >= 0.5,
+            "floor": False,
+            "ceil": True,
+        }[c.attr("nearest_mode", "round_prefer_floor")]
+        return 0, np.array([0.0, 1.0] if up else [1.0, 0.0])
+    antialias = bool(c.attr("antialias", 0))
+    width = min(scale, 1.0) if antialias else 1.0
+    reach = 1 if mode == "linear" else 2
+    start = int(np.floor(-reach / width)) + 1
+    d = np.abs(width * (np.arange(start, 2 - start) - ratio))
+    if mode == "linear":
+        weights = np.clip(1 - d, 0, 1)
+    else:
+        a = float(c.attr("cubic_coeff_a", -0.75))
+        near = ((a + 2) * d - (a + 3)) * d * d + 1
+        far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+        weights = np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+    return start, weights / weights.sum() if antialias else weights
+
+
+def _resample_matrix(
+    c: NodeContext, n_in: int, n_out: int, scale: float, roi: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One axis of ONNX Resize: the (n_out, n_in) weights and which outputs
+    lie outside the input (tf_crop_and_resize's extrapolation)."""
+    coord = c.attr("coordinate_transformation_mode", "half_pixel")
+    length = scale * n_in
+    i = np.arange(n_out, dtype=np.float64)
+    if coord == "align_corners":
+        x = i * (n_in - 1) / (length - 1) if length != 1 else 0 * i
+    elif coord == "asymmetric":
+        x = i / scale
+    elif coord == "tf_crop_and_resize":
+        span = (roi[1] - roi[0]) * (n_in - 1)
+        x = i * span / (length - 1) if length != 1 else 0 * i + span / 2
+        x = x + roi[0] * (n_in - 1)
+    elif coord == "pytorch_half_pixel" and length == 1:
+        x = 0 * i - 0.5
+    elif coord == "half_pixel_symmetric":
+        offset = n_in / 2 * (1 - n_out / length)
+        x = offset + (i + 0.5) / scale - 0.5
+    else:
+        x = (i + 0.5) / scale - 0.5
+    outside = (x < 0) | (x > n_in - 1)
+    if coord != "tf_crop_and_resize":
+        outside[:] = False
+    matrix = np.zeros((n_out, n_in))
+    for row, source in enumerate(x):
+        if outside[row]:
+            continue
+        left = int(np.ceil(source)) - 1
+        start, weights = _filter_taps(c, float(source - left), scale)
+        # the reference picks the taps among the input padded by half the
+        # filter's length on each side
+        pad = -(-len(weights) // 2)
+        first = min(max(left + start, -pad), n_in + pad - len(weights))
+        taps = np.arange(first, first + len(weights))
+        if c.attr("exclude_outside", 0):
+            weights = np.where((taps >= 0) & (taps < n_in), weights, 0.0)
+            weights = weights / weights.sum()
+        np.add.at(matrix[row], np.clip(taps, 0, n_in - 1), weights)
+    return matrix, outside
 
 
 def _rows(two_d: Converter) -> Converter:
