@@ -623,4 +623,6 @@ class _BodyEmitter:
         if to.width.data > src_type.width.data:
             op = arith.ExtUIOp if _unsigned(src) else arith.ExtSIOp
             return self.add(op(value, to))
+        if to.width.data == src_type.width.data:
+            return value  # int8 <-> uint8: the same signless bits
         return self.add(arith.TruncIOp(value, to))  # type: ignore[arg-type]

@@ -79,7 +79,9 @@ def test_elementwise_ops_are_those_with_a_scalar_form():
     assert len(ops) >= 17
     for op in ops:
         logical = op.name.startswith("graph.logical_")
-        x = TensorType(IntegerType(1) if logical else f32, (4,))
+        bits = op.name.startswith(("graph.bitwise_", "graph.left_", "graph.right_"))
+        element = IntegerType(1) if logical else IntegerType(32) if bits else f32
+        x = TensorType(element, (4,))
         block = Block(arg_types=[x, x] if issubclass(op, _BinaryOp) else [x])
         assert is_elementwise(op.build_inferred(*block.args)), op.name
     block = Block(arg_types=[TensorType(f32, (2, 4))])

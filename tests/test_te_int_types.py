@@ -99,3 +99,32 @@ def test_negative_constants_do_not_fit_unsigned_types():
         A[0] + (-1)
     with pytest.raises(EmberTypeError, match="'<<' needs integer operands"):
         te.placeholder((N,), "float32", "F")[0] << 1
+
+
+@pytest.mark.parametrize(
+    "src, dst",
+    [
+        ("int8", "uint8"),  # the same bits: no instruction at all
+        ("uint16", "int16"),
+        ("int64", "uint64"),
+        ("uint8", "uint64"),  # zero-extended
+        ("int8", "uint32"),  # sign-extended, then seen unsigned
+        ("uint64", "uint8"),
+        ("uint16", "int32"),
+        ("uint32", "float32"),
+        ("uint64", "float64"),
+        ("float32", "uint32"),
+    ],
+)
+def test_casts_match_numpy(src, dst):
+    A = te.placeholder((4,), src, "A")
+    B = te.compute((4,), lambda i: A[i].astype(dst), name="B")
+    mod = ember.build(te.create_schedule(B.op), [A, B], name="cast")
+    if src.startswith("float"):
+        a = np.array([1.5, 3e9, 0.0, 4e9], src)  # past int32, inside uint32
+    else:
+        info = np.iinfo(src)
+        a = np.array([info.max, info.min, 3, info.max // 2 + 1], src)
+    got = np.zeros(4, dst)
+    mod(a, got)
+    np.testing.assert_array_equal(got, a.astype(dst))
