@@ -1,7 +1,8 @@
 """ONNX tensor ops written in graph ops: ScatterND, ScatterElements and
-TensorScatter (as graph.scatter_nd over index rows), GatherND and GatherElements (a gather of
-the flattened data at linear indices), TopK (each element's rank by pairwise
-comparison), Einsum (broadcast products summed over the contracted letters),
+TensorScatter (as graph.scatter_nd over index rows), GatherND and
+GatherElements (a gather of the flattened data at linear indices), TopK (each
+element's rank by pairwise comparison), Einsum (a batched matmul for two
+operands, else broadcast products summed over the contracted letters),
 Compress (a gather of the kept positions), Pad's edge, reflect and wrap modes
 (a gather per axis), and CenterCropPad (a slice and a pad). What decides a
 shape (TopK's k, Compress's condition, pads) must be known at import time.
@@ -363,9 +364,57 @@ def _diagonal(c: NodeContext, x: SSAValue, letters: list[str]):
     return x, letters
 
 
+def _laid_out(c: NodeContext, x: SSAValue, letters: list[str], order: list[str]):
+    """x (over `letters`) transposed to `order`, a subset of them."""
+    perm = [letters.index(ch) for ch in order]
+    if perm != list(range(len(perm))):
+        x = c.emit(G.TransposeOp, x, perm=perm)
+    return x
+
+
+def _contraction(
+    c: NodeContext, operands: list[SSAValue], terms: list[list[str]], out: list[str]
+) -> SSAValue | None:
+    """Two operands as one batched matmul: (batch, left, contracted) times
+    (batch, contracted, right), then the output's order; None where the
+    letters do not fit that form (a diagonal, a letter of one operand that the
+    output drops, batch extents that broadcast)."""
+    (a, b), (ta, tb) = operands, terms
+    if len(set(ta)) < len(ta) or len(set(tb)) < len(tb):
+        return None
+    if any(ch not in out and ch not in tb for ch in ta) or any(
+        ch not in out and ch not in ta for ch in tb
+    ):
+        return None
+    batch = [ch for ch in out if ch in ta and ch in tb]
+    left = [ch for ch in out if ch in ta and ch not in tb]
+    right = [ch for ch in out if ch in tb and ch not in ta]
+    inner = [ch for ch in ta if ch in tb and ch not in out]
+    extents = dict(zip(ta, shape_of(a), strict=True))
+    theirs = dict(zip(tb, shape_of(b), strict=True))
+    if any(extents[ch] != theirs[ch] for ch in (*batch, *inner)):
+        return None
+    extents.update(theirs)
+
+    def flat(x: SSAValue, letters: list[str], groups: list[list[str]]) -> SSAValue:
+        x = _laid_out(c, x, letters, [ch for g in groups for ch in g])
+        sizes = [math.prod(extents[ch] for ch in g) for g in groups]
+        return c.emit(G.ReshapeOp, x, shape=sizes)
+
+    y = c.emit(
+        G.MatmulOp,
+        flat(a, ta, [batch, left, inner]),
+        flat(b, tb, [batch, inner, right]),
+    )
+    found = [*batch, *left, *right]
+    y = c.emit(G.ReshapeOp, y, shape=[extents[ch] for ch in found])
+    return _laid_out(c, y, found, out)
+
+
 @converter("Einsum")
 def _einsum(c: NodeContext):
-    """Every operand laid out over all the equation's letters (output letters
+    """Two float32 operands without diagonals: a batched matmul. Otherwise
+    every operand laid out over all the equation's letters (output letters
     first, extent 1 where it lacks one), multiplied with broadcasting, and
     summed over the letters the output drops."""
     operands = [c.value(i) for i in range(len(c.inputs))]
@@ -375,14 +424,16 @@ def _einsum(c: NodeContext):
         raise ConversionError(
             f"expected distinct output letters among the inputs', got '{''.join(out)}'"
         )
+    if len(operands) == 2 and _dtype(operands[0]) == "float32":  # matmul's dtype
+        y = _contraction(c, operands, terms, out)
+        if y is not None:
+            return [y]
     everything = out + sorted(seen - set(out))
     product: SSAValue | None = None
     for x, letters in zip(operands, terms, strict=True):
         x, letters = _diagonal(c, x, letters)
         order = [ch for ch in everything if ch in letters]
-        perm = [letters.index(ch) for ch in order]
-        if perm != list(range(len(perm))):
-            x = c.emit(G.TransposeOp, x, perm=perm)
+        x = _laid_out(c, x, letters, order)
         extents = dict(zip(order, shape_of(x), strict=True))
         wide = [extents.get(ch, 1) for ch in everything]
         if wide != list(shape_of(x)):

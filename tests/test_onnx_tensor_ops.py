@@ -169,11 +169,20 @@ def test_compress(axis):
         ("ii->i", [(4, 4)]),
         ("ij,j->i", [(3, 4), (4,)]),
         ("abc,cd,ad->b", [(2, 3, 4), (4, 5), (2, 5)]),
+        ("bhqd,bhkd->bhkq", [(2, 3, 5, 4), (2, 3, 6, 4)]),
+        ("i,i", [(7,), (7,)]),
     ],
 )
 def test_einsum(equation, shapes):
     feeds = {f"x{i}": rand(*s) for i, s in enumerate(shapes)}
     check(single("Einsum", feeds, equation=equation), feeds, rtol=1e-4, atol=1e-5)
+
+
+def test_a_two_operand_einsum_is_one_matmul():
+    feeds = {"q": rand(2, 3, 5, 4), "k": rand(2, 3, 6, 4)}
+    mod, _ = from_onnx(single("Einsum", feeds, equation="bhqd,bhkd->bhqk"))
+    names = [op.name for op in mod.walk()]
+    assert names.count("graph.matmul") == 1 and "graph.reduce_sum" not in names
 
 
 # -- padding and pooling --------------------------------------------------------------
