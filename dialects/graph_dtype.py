@@ -1,6 +1,6 @@
 """`graph` dialect ops about element types: comparisons (giving `i1`), logical
-ops on `i1`, bitwise ops and shifts on integers, `where`, `mod`, `sign` and
-`cast` between the element types graph tensors hold (`graph_base.NUMPY_TYPES`:
+ops on `i1`, bitwise ops and shifts on integers, `where`, `mod`, `sign`, and
+`cast` and `bitcast` between the element types graph tensors hold (`graph_base.NUMPY_TYPES`:
 f32, f16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1). All
 are elementwise with numpy broadcasting, so each fuses into an anchor's
 epilogue or an injective group; the dialect is assembled in `graph.py`.
@@ -343,17 +343,10 @@ class WhereOp(GraphOp):
         return np.where(*inputs)
 
 
-@irdl_op_definition
-class CastOp(GraphOp):
-    """x converted elementwise to the result's element type, as numpy's
-    `astype` (and ONNX's Cast): floats to integers truncate toward zero, to i1
-    anything nonzero (NaN too) is true, integers narrow by wrapping.
+class _ConversionOp(GraphOp):
+    """An elementwise op to the element type named by `to` when built, the
+    result's element type once built."""
 
-    %y = graph.cast %x : (tensor<4xf32>) -> tensor<4xi64>
-    Build with `CastOp.build_inferred(x, to="int64")`.
-    """
-
-    name = "graph.cast"
     PATTERN: ClassVar[str] = "elemwise"
 
     input = operand_def(TensorType)
@@ -393,7 +386,53 @@ class CastOp(GraphOp):
         if expected != y:
             raise VerifyException(f"expected {expected}, got {y}")
 
+
+@irdl_op_definition
+class CastOp(_ConversionOp):
+    """x converted elementwise to the result's element type, as numpy's
+    `astype` (and ONNX's Cast): floats to integers truncate toward zero, to i1
+    anything nonzero (NaN too) is true, integers narrow by wrapping.
+
+    %y = graph.cast %x : (tensor<4xf32>) -> tensor<4xi64>
+    Build with `CastOp.build_inferred(x, to="int64")`.
+    """
+
+    name = "graph.cast"
+
     def reference(self, inputs: list[Array]) -> Array:
         to = dtype_of(self.result.type.element_type)  # type: ignore[attr-defined]
         with np.errstate(invalid="ignore"):
             return inputs[0].astype(to)
+
+
+@irdl_op_definition
+class BitcastOp(_ConversionOp):
+    """x's bits read as the result's element type, of the same width (ONNX's
+    BitCast, numpy's `view`): integers of the other signedness keep their
+    bits, floats give their IEEE encoding and back; `i1` is a byte.
+
+    %y = graph.bitcast %x : (tensor<4xf32>) -> tensor<4xi32>
+    Build with `BitcastOp.build_inferred(x, to="int32")`.
+    """
+
+    name = "graph.bitcast"
+
+    @classmethod
+    def infer_type(cls, operand_types: Sequence[Attribute], **attrs: Any) -> TensorType:
+        result = super().infer_type(operand_types, **attrs)
+        (t,) = operand_types
+        assert isinstance(t, TensorType)
+        widths = [
+            np.dtype(dtype_of(e)).itemsize * 8
+            for e in (t.element_type, result.element_type)
+        ]
+        if widths[0] != widths[1]:
+            raise ShapeError(
+                f"expected a target of {widths[0]} bits for {cls.name}, got "
+                f"{result.element_type} of {widths[1]}"
+            )
+        return result
+
+    def reference(self, inputs: list[Array]) -> Array:
+        to = dtype_of(self.result.type.element_type)  # type: ignore[attr-defined]
+        return np.ascontiguousarray(inputs[0]).view(to)

@@ -571,7 +571,8 @@ MATH_FUNCTIONS += ("asinh", "acosh", "atanh", "floor", "ceil", "roundeven")
 sin, cos, tan, asin, acos, atan, sinh, cosh = map(_unary_math, MATH_FUNCTIONS[:8])
 asinh, acosh, atanh, floor, ceil, roundeven = map(_unary_math, MATH_FUNCTIONS[8:])
 
-_BITS = {"float16": 16, "float32": 32, "float64": 64, "int32": 32, "int64": 64}
+_BITS = {"float16": 16, "float32": 32, "float64": 64}
+_BITS |= {f"{s}int{b}": b for s in ("", "u") for b in (16, 32, 64)}
 
 
 def reinterpret(dtype: str, value: ExprLike) -> Expr:
@@ -581,7 +582,7 @@ def reinterpret(dtype: str, value: ExprLike) -> Expr:
     if _BITS.get(value.dtype) is None or _BITS.get(dtype) != _BITS[value.dtype]:
         raise EmberTypeError(
             f"te.reinterpret: expected {value.dtype} and {dtype} of one bit width "
-            f"(float16/32/64, int32/64), got {value.dtype} -> {dtype}"
+            f"(float16/32/64, [u]int16/32/64), got {value.dtype} -> {dtype}"
         )
     call = Call("reinterpret", [value])
     call.dtype = dtype

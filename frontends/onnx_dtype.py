@@ -1,8 +1,8 @@
 """ONNX ops about element types on computed tensors: comparisons (Equal, Less,
 LessOrEqual, Greater, GreaterOrEqual), And, Or, Xor, Not, BitwiseAnd,
-BitwiseOr, BitwiseXor, BitwiseNot, BitShift, Where, Mod, Sign, Cast and
-CastLike (`dialects/graph_dtype.py`). A cast to a dtype graph tensors do not
-hold (bfloat16, float8, int4, string, ...) is refused naming it; the
+BitwiseOr, BitwiseXor, BitwiseNot, BitShift, Where, Mod, Sign, Cast, CastLike
+and BitCast (`dialects/graph_dtype.py`). A cast to a dtype graph tensors do
+not hold (bfloat16, float8, int4, string, ...) is refused naming it; the
 converters register with `onnx_ops.converter`.
 """
 
@@ -42,7 +42,7 @@ def _cast_target(attrs: dict[str, Any], _opset: int) -> list[str]:
     return [] if to in NUMPY_TYPES else [f"to={to}"]
 
 
-CHECKS["Cast"] = _cast_target
+CHECKS["Cast"] = CHECKS["BitCast"] = _cast_target
 
 
 def _direction(attrs: dict[str, Any], _opset: int) -> list[str]:
@@ -117,6 +117,18 @@ def _cast_to(c: NodeContext, to: str):
 @converter("Cast")
 def _cast(c: NodeContext):
     return _cast_to(c, _dtype_name(c.attr("to")))
+
+
+@converter("BitCast")
+def _bitcast(c: NodeContext):
+    to = _dtype_name(c.attr("to"))
+    if c.is_const(0):
+        return [np.ascontiguousarray(c.const(0, "the input")).view(to)]
+    x = c.value(0)
+    assert isinstance(x.type, TensorType)
+    if dtype_of(x.type.element_type) == to:
+        return [x]
+    return [c.emit_op(gd.BitcastOp.build_inferred(x, to=to))]
 
 
 @converter("CastLike")

@@ -244,3 +244,44 @@ def test_bitwise_ops_on_floats_are_refused():
         OnnxImportError, match="expected integers for graph.bitwise_and, got f32"
     ):
         from_onnx(model)
+
+
+def test_bitcast_reinterprets_the_bits():
+    """Not among the conformance cases: float16 and uint64 reinterpreted, and
+    a float32's bits as uint32 (the sign bit sets the top bit)."""
+    nodes = [
+        helper.make_node("BitCast", ["h"], ["hi"], to=TensorProto.INT16),
+        helper.make_node("BitCast", ["u"], ["ud"], to=TensorProto.DOUBLE),
+        helper.make_node("BitCast", ["f"], ["fu"], to=TensorProto.UINT32),
+    ]
+    TYPES.update(float16=TensorProto.FLOAT16, float64=TensorProto.DOUBLE)
+    model = _graph_model(
+        nodes,
+        {"h": ((3,), "float16"), "u": ((3,), "uint64"), "f": ((3,), "float32")},
+        {"hi": ((3,), "int16"), "ud": ((3,), "float64"), "fu": ((3,), "uint32")},
+        opset=26,
+    )
+    feeds = {
+        "h": np.array([1.5, -0.0, 65504], np.float16),
+        "u": np.array([2**63, 4607182418800017408, 1], np.uint64),
+        "f": np.array([-1.0, 2.5, -0.0], np.float32),
+    }
+    gm = GraphModule(ember.compile_model(model)["default"](cpu()))
+    gm.run(**feeds)
+    for i, (name, to) in enumerate([("h", "int16"), ("u", "float64"), ("f", "uint32")]):
+        np.testing.assert_array_equal(gm.get_output(i).numpy(), feeds[name].view(to))
+
+
+def test_a_bitcast_to_another_width_is_refused():
+    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT16)
+    graph = helper.make_graph(
+        [node],
+        "bits",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT16, [4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26)])
+    with pytest.raises(
+        OnnxImportError, match="expected a target of 32 bits for graph.bitcast"
+    ):
+        from_onnx(model)

@@ -149,6 +149,20 @@ def _cast_form(op: gd.CastOp, args: list[Value]) -> Expr:
     return x.astype(to)
 
 
+@scalar_strategy(gd.BitcastOp, dtypes=ALL_DTYPES)
+def _bitcast_form(op: gd.BitcastOp, args: list[Value]) -> Expr:
+    """Integers (and bools, a byte) of one width are one signless value; a
+    float's bits are reinterpreted."""
+    to = dtype_of(op.result.type.element_type)  # type: ignore[attr-defined]
+    x = _expr(args[0], args[0])
+    source = dtype_of(op.input.type.element_type)  # type: ignore[attr-defined]
+    if x.dtype != source:  # float16 held in float32 (exactly): its own bits
+        x = x.astype(source)
+    if x.dtype in te.FLOAT_DTYPES or to in te.FLOAT_DTYPES:
+        return te.reinterpret(to, x)
+    return x.astype(to)
+
+
 def _narrow_to_half(x: Expr) -> Expr:
     """float64 to float16 rounded once, to nearest even, without the libgcc
     helper LLVM calls for it (`__truncdfhf2`): x rounded to float32 toward zero

@@ -51,3 +51,21 @@ func.func @shift_shapes(%x: tensor<3xi64>, %y: tensor<4xi64>) {
 }
 
 // CHECK: expected broadcast-compatible shapes, got 3 and 4
+
+// -----
+
+func.func @bitcast_width(%x: tensor<4xf32>) {
+  %z = graph.bitcast %x : (tensor<4xf32>) -> tensor<4xi16>
+  func.return
+}
+
+// CHECK: expected a target of 32 bits for graph.bitcast, got i16 of 16
+
+// -----
+
+func.func @bitcast_shape(%x: tensor<4xi8>) {
+  %z = graph.bitcast %x : (tensor<4xi8>) -> tensor<2x2xui8>
+  func.return
+}
+
+// CHECK: expected tensor<4xui8>, got tensor<2x2xui8>

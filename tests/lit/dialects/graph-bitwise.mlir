@@ -41,3 +41,16 @@ func.func @unsigned(%x: tensor<4xui32>, %y: tensor<4xui32>) -> (tensor<4xi1>, te
   %w = graph.cast %d : (tensor<4xui32>) -> tensor<4xui64>
   func.return %g, %w : tensor<4xi1>, tensor<4xui64>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @bitcast(
+// CHECK:         %[[I:.*]] = graph.bitcast %{{.*}} : (tensor<4xf32>) -> tensor<4xui32>
+// CHECK-NEXT:    %{{.*}} = graph.bitcast %[[I]] : (tensor<4xui32>) -> tensor<4xi32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "bitcast"
+// GENERIC:         "graph.bitcast"(%{{.*}}) : (tensor<4xf32>) -> tensor<4xui32>
+func.func @bitcast(%x: tensor<4xf32>) -> tensor<4xi32> {
+  %i = graph.bitcast %x : (tensor<4xf32>) -> tensor<4xui32>
+  %s = graph.bitcast %i : (tensor<4xui32>) -> tensor<4xi32>
+  func.return %s : tensor<4xi32>
+}
