@@ -8,14 +8,15 @@ concatenated before K and V on the sequence axis (present_key and
 present_value). Q and K are each scaled by sqrt(`scale`) (1/sqrt(head_size) by
 default), the scores optionally soft-capped (softcap * tanh(x / softcap)), then a
 bias is added: the attn_mask (a bool mask as 0 / -inf, a float mask as it is,
-padded with -inf to the whole key sequence), the causal frontier (query i sees
-key j iff j <= i + offset, the offset being the past length or, with
-nonpad_kv_seqlen, nonpad - q_len per batch) and the keys past nonpad_kv_seqlen.
-A query row whose bias is -inf everywhere has zero probabilities (softmax would
-give NaN). Grouped-query attention needs no copy of K and V: the query heads
-sharing a key head are laid side by side as rows of one matmul.
-`qk_matmul_output` is the scores raw (mode 0), soft-capped (1), biased (2) or
-after the softmax (3). Sliding windows (opset 25) and bfloat16 softmax are
+padded with -inf to the whole key sequence), the window of keys each query
+sees (query i at position p = i + offset sees key j iff p - left_window_size
+<= j <= p + right_window_size, `is_causal` capping the right at 0; the offset
+is the past length or, with nonpad_kv_seqlen, nonpad - q_len per batch) and
+the keys past nonpad_kv_seqlen. A query row whose bias is -inf everywhere has
+zero probabilities (softmax would give NaN). Grouped-query attention needs no
+copy of K and V: the query heads sharing a key head are laid side by side as
+rows of one matmul. `qk_matmul_output` is the scores raw (mode 0),
+soft-capped (1), biased (2) or after the softmax (3). A bfloat16 softmax is
 refused.
 
 RotaryEmbedding rotates the first `rotary_embedding_dim` features (all by
@@ -27,6 +28,7 @@ the caches at `position_ids` or given per (batch, seq) without them.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import onnx
@@ -37,6 +39,7 @@ from ember.dialects.graph_base import dtype_of
 from ember.frontends.onnx_fold import shape_of
 from ember.frontends.onnx_ops import (
     CHECKS,
+    AttributeCheck,
     ConversionError,
     NodeContext,
     _all,
@@ -44,12 +47,21 @@ from ember.frontends.onnx_ops import (
     converter,
 )
 
+
+def _at_least(name: str, least: int) -> AttributeCheck:
+    def check(attrs: dict[str, Any], _opset: int) -> list[str]:
+        value = attrs.get(name, least)
+        return [] if value >= least else [f"{name}={value!r}"]
+
+    return check
+
+
 CHECKS.update(
     {
         "Attention": _all(
             _one_of("qk_matmul_output_mode", [0, 1, 2, 3], 0),
-            _one_of("left_window_size", [-1], -1),
-            _one_of("right_window_size", [-1], -1),
+            _at_least("left_window_size", -1),
+            _at_least("right_window_size", -1),
             _one_of("softmax_precision", [None, 1, 10, 11], None),
         ),
     }
@@ -144,17 +156,38 @@ def _mask(c: NodeContext, bias: _Bias, kv_len: int) -> None:
     bias.add(mask)
 
 
-def _causal(bias: _Bias, q_len: int, kv_len: int, offset: int) -> None:
-    """Query i sees key j iff j <= i + offset: a constant."""
+def _window(c: NodeContext) -> tuple[int | None, int | None]:
+    """How many keys before and after its position a query sees (None: all):
+    the sliding window's sizes, the causal frontier capping the right at 0."""
+    left, right = c.attr("left_window_size", -1), c.attr("right_window_size", -1)
+    left, right = (None if n < 0 else n for n in (left, right))
+    if c.attr("is_causal", 0):
+        right = 0 if right is None else min(right, 0)
+    return left, right
+
+
+def _frontier(bias: _Bias, q_len: int, kv_len: int, offset: int) -> None:
+    """Query i, at position i + offset, sees key j iff j is in its window: a
+    constant."""
+    left, right = _window(bias.c)
+    if left is None and right is None:
+        return
     rows, cols = np.ogrid[:q_len, :kv_len]
-    array = np.where(cols <= rows + offset, 0.0, -np.inf).astype(bias.dtype)
-    name = f"{bias.c.node.output[0]}.causal_bias"
-    bias.add(bias.c._materialize(name, array), bool(np.isneginf(array).all(-1).any()))
+    keep = np.ones((q_len, kv_len), np.bool_)
+    if left is not None:
+        keep &= cols >= rows + offset - left
+    if right is not None:
+        keep &= cols <= rows + offset + right
+    array = np.where(keep, 0.0, -np.inf).astype(bias.dtype)
+    name = f"{bias.c.node.output[0]}.window_bias"
+    bias.add(bias.c._materialize(name, array), not keep.any(-1).all())
 
 
 def _nonpad(c: NodeContext, bias: _Bias, batch: int, q_len: int, kv_len: int):
-    """Keys at or past nonpad_kv_seqlen[b] masked; causal, query i of batch b
-    sees key j iff j <= i + nonpad[b] - q_len, i.e. j - i + q_len <= nonpad[b]."""
+    """Keys at or past nonpad_kv_seqlen[b] masked; query i of batch b is at
+    position i + nonpad[b] - q_len: key j is before its window's end iff j -
+    i + q_len - right <= nonpad[b], after its start iff nonpad[b] <= j - i +
+    q_len + left."""
     lengths = c.value(6)
     if shape_of(lengths) != (batch,):
         raise ConversionError(
@@ -164,11 +197,14 @@ def _nonpad(c: NodeContext, bias: _Bias, batch: int, q_len: int, kv_len: int):
     cols = np.arange(kv_len, dtype=np.int64).reshape(1, 1, 1, kv_len)
     name = c.node.output[0]
     keep = c.emit(G.LessOp, c._materialize(f"{name}.key_index", cols), lengths)
-    if c.attr("is_causal", 0):
-        rows = np.arange(q_len, dtype=np.int64).reshape(q_len, 1)
-        distance = c._materialize(f"{name}.causal_distance", cols[0, 0] - rows + q_len)
-        seen = c.emit(G.LessEqualOp, distance, lengths)
-        keep = c.emit(G.LogicalAndOp, keep, seen)
+    distance = cols[0, 0] - np.arange(q_len, dtype=np.int64).reshape(q_len, 1) + q_len
+    left, right = _window(c)
+    if right is not None:
+        end = c._materialize(f"{name}.window_end", distance - right)
+        keep = c.emit(G.LogicalAndOp, keep, c.emit(G.LessEqualOp, end, lengths))
+    if left is not None:
+        start = c._materialize(f"{name}.window_start", distance + left)
+        keep = c.emit(G.LogicalAndOp, keep, c.emit(G.LessEqualOp, lengths, start))
     bias.add(bias.select(keep))
 
 
@@ -277,8 +313,8 @@ def _attention(c: NodeContext):
                 "expected nonpad_kv_seqlen without past_key and past_value, got both"
             )
         _nonpad(c, bias, batch, q_len, kv_len)
-    elif c.attr("is_causal", 0):
-        _causal(bias, q_len, kv_len, past)
+    else:
+        _frontier(bias, q_len, kv_len, past)
     total = bias.total()
     if total is not None:
         scores = _op(c, G.AddOp, scores, total)

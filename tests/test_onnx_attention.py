@@ -4,7 +4,8 @@ with softcap and scale, a bool mask with a fully masked row, the
 qk_matmul_output modes, float16, softmax_precision, and (against onnx's
 reference, which onnxruntime refuses) a mask shorter than the keys; rotary
 embeddings halved or interleaved, partial, with and without position_ids.
-Sliding windows and a bfloat16 softmax are refused naming the attribute."""
+Sliding windows (opset 25, which onnxruntime does not run) against onnx's
+reference. A bfloat16 softmax is refused naming the attribute."""
 
 import numpy as np
 import onnx
@@ -152,6 +153,42 @@ def test_short_mask_is_padded(dtype):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("nonpad", [False, True])
+def test_sliding_window(nonpad):
+    """A window two keys left and three right, capped at 0 by is_causal, over
+    a past cache or the nonpad lengths (a query row of batch 1 sees no key)."""
+    inputs = {
+        "Q": _rand(2, 4, 3, 4),
+        "K": _rand(2, 2, 5, 4, seed=1),
+        "V": _rand(2, 2, 5, 4, seed=2),
+        "attn_mask": _rand(3, 8, seed=3) > -1,
+    }
+    if nonpad:
+        inputs["attn_mask"] = inputs["attn_mask"][:, :5]
+        inputs |= {
+            "past_key": None,
+            "past_value": None,
+            "nonpad_kv_seqlen": np.array([5, 1], np.int64),
+        }
+    else:
+        inputs |= {
+            "past_key": _rand(2, 2, 3, 4, seed=4),
+            "past_value": _rand(2, 2, 3, 4, seed=5),
+        }
+    model, feeds = _model(
+        "Attention",
+        inputs,
+        ["Y"],
+        opset=25,
+        is_causal=1,
+        left_window_size=2,
+        right_window_size=3,
+    )
+    (expected,) = ReferenceEvaluator(model).run(None, feeds)
+    (got,) = _ember(model, feeds)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_bool_mask_with_a_fully_masked_row():
     """A query that sees no key gets a zero row in Y and the probabilities
     (mode 3), not NaN."""
@@ -232,7 +269,7 @@ def test_rotary_embedding_3d_partial_interleaved():
     ("opset", "attrs", "named"),
     [
         (23, {"softmax_precision": TensorProto.BFLOAT16}, "softmax_precision=16"),
-        (25, {"left_window_size": 2}, "left_window_size=2"),
+        (24, {"qk_matmul_output_mode": 4}, "qk_matmul_output_mode=4"),
     ],
 )
 def test_refused_attributes(opset, attrs, named):
