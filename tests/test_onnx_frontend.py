@@ -1091,8 +1091,8 @@ REVIEWED_CHANGES = {
     "Atan": [22], "Sinh": [22], "Cosh": [22], "Asinh": [22], "Acosh": [22],
     "Atanh": [22], "Round": [22], "Softsign": [22], "ThresholdedRelu": [22],
     "IsInf": [20], "IsNaN": [20], "Celu": [28], "RMSNormalization": [23],
-    # Attention: nonpad_kv_seqlen (24, computed), sliding windows (25, refused
-    # but for -1); RotaryEmbedding first at 23
+    # Attention: nonpad_kv_seqlen (24) and sliding windows (25), computed;
+    # RotaryEmbedding first at 23
     "Attention": [23, 24, 25], "RotaryEmbedding": [23],
     # tensor ops: bfloat16 (TopK 24, Einsum and Compress 28, LpPool 22);
     # Scatter's reduction add/mul (16, computed) and max/min (18, computed);
