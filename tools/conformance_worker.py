@@ -164,6 +164,11 @@ SHAPE_LIKE = frozenset(
         "Pad.constant_value",
         "ConstantOfShape.input",
         "Compress.condition",
+        # a generated grid's or window's extent, Col2Im's image and block
+        "AffineGrid.size",
+        *(f"{op}.size" for op in ("BlackmanWindow", "HammingWindow", "HannWindow")),
+        "Col2Im.image_shape",
+        "Col2Im.block_shape",
         # the recurrent ops' weights, initializers in every real model
         *(
             f"{op}.{operand}"
