@@ -27,7 +27,10 @@ TYPES = {
     "uint64": TensorProto.UINT64,
     "int8": TensorProto.INT8,
     "int32": TensorProto.INT32,
+    "int64": TensorProto.INT64,
+    "float16": TensorProto.FLOAT16,
     "float32": TensorProto.FLOAT,
+    "float64": TensorProto.DOUBLE,
     "bool": TensorProto.BOOL,
 }
 BINARY = ["Add", "Sub", "Mul", "Div", "Mod", "Equal", "Greater", "Less"]
@@ -254,7 +257,6 @@ def test_bitcast_reinterprets_the_bits():
         helper.make_node("BitCast", ["u"], ["ud"], to=TensorProto.DOUBLE),
         helper.make_node("BitCast", ["f"], ["fu"], to=TensorProto.UINT32),
     ]
-    TYPES.update(float16=TensorProto.FLOAT16, float64=TensorProto.DOUBLE)
     model = _graph_model(
         nodes,
         {"h": ((3,), "float16"), "u": ((3,), "uint64"), "f": ((3,), "float32")},
@@ -285,3 +287,23 @@ def test_a_bitcast_to_another_width_is_refused():
         OnnxImportError, match="expected a target of 32 bits for graph.bitcast"
     ):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_scatter_nd_reduces_unsigned_values(reduction):
+    """Unsigned max and min start from the type's ends (0, all ones)."""
+    data = np.array([10, 200, 30, 255], np.uint8)
+    indices = np.array([[1], [3], [1]], np.int64)
+    updates = np.array([250, 7, 100], np.uint8)
+    model = _graph_model(
+        [helper.make_node("ScatterND", ["d", "i", "u"], ["y"], reduction=reduction)],
+        {"d": ((4,), "uint8"), "i": ((3, 1), "int64"), "u": ((3,), "uint8")},
+        {"y": ((4,), "uint8")},
+    )
+    gm = GraphModule(ember.compile_model(model)["default"](cpu()))
+    gm.run(d=data, i=indices, u=updates)
+    expected = data.copy()
+    combine = np.maximum if reduction == "max" else np.minimum
+    for (row,), value in zip(indices, updates, strict=True):
+        expected[row] = combine(expected[row], value)
+    np.testing.assert_array_equal(gm.get_output(0).numpy(), expected)

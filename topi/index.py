@@ -163,8 +163,8 @@ def scatter_nd(
         combine, identity = {
             "add": (te.sum, 0),
             "mul": (PROD_REDUCER, 1),
-            "max": (te.max, _lowest(data.dtype)),
-            "min": (te.min, -_lowest(data.dtype)),
+            "max": (te.max, _extreme(data.dtype, low=True)),
+            "min": (te.min, _extreme(data.dtype, low=False)),
         }[kind]
         fill = te.const(identity, data.dtype)
         total = te.compute(
@@ -196,10 +196,13 @@ def scatter_nd(
     )
 
 
-def _lowest(dtype: str) -> float | int:
+def _extreme(dtype: str, low: bool) -> float | int:
+    """The identity of max (`low`) or min: an infinity, or the integer
+    type's end (0 for unsigned max)."""
     if dtype.startswith("float"):
-        return -math.inf
-    return int(np.iinfo(dtype).min) + 1  # its negation must fit too
+        return -math.inf if low else math.inf
+    info = np.iinfo(dtype)
+    return int(info.min if low else info.max)
 
 
 @anchor_strategy(graph.ScatterNDOp, data=(0, 1, 2), dtypes=(*NUMBERS, "float64"))
