@@ -1,0 +1,45 @@
+"""ONNX window functions (BlackmanWindow, HammingWindow, HannWindow) as
+arrays computed at import time: their only input is the window's length,
+which must be known then; the converters register with
+`onnx_ops.converter`."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx.helper import tensor_dtype_to_np_dtype
+
+from ember.frontends.onnx_ops import (
+    CHECKS,
+    CONST_INPUTS,
+    ConversionError,
+    NodeContext,
+    _one_of,
+    converter,
+)
+
+# the cosine series' coefficients a0, a1, a2: a0 - a1 cos(x) + a2 cos(2 x)
+_SERIES = {
+    "BlackmanWindow": (0.42, 0.5, 0.08),
+    "HammingWindow": (25 / 46, 21 / 46, 0.0),
+    "HannWindow": (0.5, 0.5, 0.0),
+}
+
+for _op in _SERIES:
+    CHECKS[_op] = _one_of("periodic", [0, 1], 1)
+    CONST_INPUTS[_op] = [(0, "size")]
+
+
+@converter(*_SERIES)
+def _window(c: NodeContext):
+    """a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) for n in [0, size), N
+    the size (periodic) or the size - 1 (symmetric)."""
+    size = c.const(0, "size").reshape(-1)
+    if size.size != 1 or int(size[0]) < 0:
+        raise ConversionError(f"expected one size >= 0, got {list(size)}")
+    length = int(size[0])
+    period = length if c.attr("periodic", 1) else length - 1
+    a0, a1, a2 = _SERIES[c.node.op_type]
+    x = 2 * np.pi * np.arange(length) / period if period else np.zeros(length)
+    y = a0 - a1 * np.cos(x) + a2 * np.cos(2 * x)
+    dtype = tensor_dtype_to_np_dtype(c.attr("output_datatype", 1))
+    return [y.astype(dtype)]
