@@ -8,6 +8,7 @@ Sliding windows (opset 25, which onnxruntime does not run) against onnx's
 reference. A bfloat16 softmax is refused naming the attribute."""
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -58,6 +59,10 @@ def _ember(model, feeds) -> list[np.ndarray]:
     return list(got) if isinstance(got, (list, tuple)) else [got]
 
 
+def _reference(model, feeds) -> list[np.ndarray]:
+    return [np.asarray(a) for a in ReferenceEvaluator(model).run(None, feeds)]
+
+
 def _check(model, feeds, rtol=1e-5, atol=1e-5):
     session = ort.InferenceSession(
         model.SerializeToString(), providers=["CPUExecutionProvider"]
@@ -70,7 +75,7 @@ def _check(model, feeds, rtol=1e-5, atol=1e-5):
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
 
 
-def _rand(*shape, dtype=np.float32, seed=0):
+def _rand(*shape: int, dtype: npt.DTypeLike = np.float32, seed: int = 0):
     return np.random.default_rng(seed + len(shape)).standard_normal(shape).astype(dtype)
 
 
@@ -148,7 +153,7 @@ def test_short_mask_is_padded(dtype):
         ["Y"],
         is_causal=1,
     )
-    (expected,) = ReferenceEvaluator(model).run(None, feeds)
+    (expected,) = _reference(model, feeds)
     (got,) = _ember(model, feeds)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
@@ -184,7 +189,7 @@ def test_sliding_window(nonpad):
         left_window_size=2,
         right_window_size=3,
     )
-    (expected,) = ReferenceEvaluator(model).run(None, feeds)
+    (expected,) = _reference(model, feeds)
     (got,) = _ember(model, feeds)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
