@@ -1,0 +1,282 @@
+"""A tuning task: one te function without a schedule, what its stages look like,
+and how a schedule written as IR text is put back on it.
+
+    task = Task.from_tensors([A, B, C], target="llvm")
+    task.workload          # sha256 of the unscheduled te IR (function `@kernel`)
+    task.with_schedule('te.schedule { te.parallel "C" "i" }')   # te IR text
+
+The task is read from te IR, not from Python tensors, so a function from
+`convert-graph-to-te` or from text is tuned the same way as one from `ember.te`.
+Stages are described by what the search-space rules need: their axes and
+extents, the reduction axes, the tensors each reads and by which axes, their
+readers, and whether they are outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.parser import Parser
+
+from ember.dialects import te as te_ir
+from ember.dialects.te_schedule import ScheduleOp
+from ember.runtime.errors import EmberValueError
+
+KERNEL = "kernel"
+"""The name a task's function carries, so the workload hash is its structure."""
+
+
+@dataclass
+class Read:
+    """A `te.read` of `tensor`; `axes[d]` is the set of the stage's axes (by
+    name) that index dimension `d` depends on."""
+
+    tensor: str
+    axes: list[frozenset[str]]
+
+
+@dataclass
+class StageInfo:
+    """A `te.compute` as the search-space rules see it."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    axes: list[str]
+    reduce_axes: list[str]
+    reduce_extents: tuple[int, ...]
+    reads: list[Read] = field(default_factory=list)
+    readers: list[str] = field(default_factory=list)
+    output: bool = False
+    read_by_extern: bool = False
+
+    @property
+    def is_reduction(self) -> bool:
+        return bool(self.reduce_axes)
+
+    def has_reuse(self) -> bool:
+        """Some read leaves out a data axis: each element it reads is used by
+        several outputs (matmul's A[i, k] for every j), so tiling pays."""
+        for read in self.reads:
+            used = frozenset().union(*read.axes) if read.axes else frozenset()
+            if any(a not in used for a in self.axes):
+                return True
+        return False
+
+
+def _dtype(element, attrs: dict) -> str:
+    """The numpy dtype name of an IR element type (`ember.dtype` for unsigned)."""
+    named = attrs.get("ember.dtype")
+    if isinstance(named, StringAttr):
+        return named.data
+    if isinstance(element, IntegerType):
+        width = element.width.data
+        return "bool" if width == 1 else f"int{width}"
+    return {"f16": "float16", "f32": "float32", "f64": "float64"}[str(element)]
+
+
+def _depends_on(value: SSAValue, args: dict[SSAValue, str]) -> frozenset[str]:
+    """The axes (block arguments, by name) that `value` is computed from."""
+    seen: set[str] = set()
+    stack = [value]
+    visited: set[int] = set()
+    while stack:
+        v = stack.pop()
+        if id(v) in visited:
+            continue
+        visited.add(id(v))
+        if v in args:
+            seen.add(args[v])
+        elif isinstance(v.owner, Operation):
+            stack.extend(v.owner.operands)
+    return frozenset(seen)
+
+
+class Task:
+    """One te function to tune, for one target.
+
+    Args:
+        text: te IR of a module with one function (its schedule, if any, is
+            dropped: the task is the computation).
+        target: a target string, dict or `Target`; None is `Target.current()`.
+    """
+
+    def __init__(self, text: str, target=None):
+        from ember.backends.llvm import Target
+        from ember.compile_cache import target_fingerprint
+        from ember.passes import get_context
+
+        self.target = Target.resolve(target)
+        self.target_key = target_fingerprint(self.target)
+        module = Parser(get_context(), text, "<task>").parse_module()
+        funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+        if len(funcs) != 1:
+            raise EmberValueError(
+                f"auto_schedule: expected one te function, got {len(funcs)}"
+            )
+        fn = funcs[0]
+        for op in list(fn.body.block.ops):
+            if isinstance(op, ScheduleOp):
+                fn.body.block.erase_op(op)
+        fn.sym_name = StringAttr(KERNEL)
+        module.attributes.pop("ember.target", None)
+        self.text = str(module)
+        self.workload = hashlib.sha256(self.text.encode()).hexdigest()
+        self.stages = _stages(fn)
+        self.args = _arg_specs(fn)
+
+    @classmethod
+    def from_tensors(cls, args: Sequence, target=None) -> Task:
+        """The task of the te tensors `args` (inputs, then outputs)."""
+        from ember import te
+        from ember.lowering import lower
+
+        outputs = [t.op for t in args if not isinstance(t.op, te.PlaceholderOp)]
+        return cls(str(lower(te.create_schedule(outputs), args, KERNEL)), target)
+
+    def stage(self, name: str) -> StageInfo:
+        return next(s for s in self.stages if s.name == name)
+
+    def with_schedule(self, schedule: str) -> str:
+        """The task's te IR text with `schedule` (a `te.schedule` op's text)."""
+        module = self.module_with(schedule)
+        return str(module)
+
+    def module_with(self, schedule: str) -> ModuleOp:
+        from ember.passes import get_context
+
+        ctx = get_context()
+        module = Parser(ctx, self.text, "<task>").parse_module()
+        return splice(module, parse_schedule(schedule))
+
+    def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
+        """Inputs for measuring: small values, so sums stay well inside the
+        dtype (integers in [-3, 3], or [0, 3] unsigned; floats in [-1, 1])."""
+        rng = np.random.default_rng(seed)
+        arrays = []
+        for shape, dtype, is_output in self.args:
+            if is_output:
+                arrays.append(np.zeros(shape, dtype))
+            elif dtype == "bool":
+                arrays.append(rng.integers(0, 2, shape).astype(bool))
+            elif np.issubdtype(np.dtype(dtype), np.integer):
+                low = 0 if np.dtype(dtype).kind == "u" else -3
+                arrays.append(rng.integers(low, 4, shape).astype(dtype))
+            else:
+                arrays.append(rng.uniform(-1, 1, shape).astype(dtype))
+        return arrays
+
+
+def parse_schedule(text: str) -> ScheduleOp:
+    """A `te.schedule` op from its text."""
+    from ember.passes import get_context
+
+    op = Parser(get_context(), text, "<schedule>").parse_op()
+    if not isinstance(op, ScheduleOp):
+        raise EmberValueError(f"expected a te.schedule op, got {op.name}")
+    return op
+
+
+def splice(module: ModuleOp, schedule: ScheduleOp) -> ModuleOp:
+    """`module`'s one te function with `schedule` instead of its own."""
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    set_schedule(fn, schedule)
+    return module
+
+
+def set_schedule(fn: func.FuncOp, schedule: ScheduleOp) -> None:
+    """Put `schedule` in `fn` (before its return), replacing any it had."""
+    block = fn.body.block
+    for op in list(block.ops):
+        if isinstance(op, ScheduleOp):
+            block.erase_op(op)
+    if schedule.body.block.ops:
+        assert block.last_op is not None
+        block.insert_op_before(schedule, block.last_op)
+
+
+def unscheduled_text(fn: func.FuncOp) -> str:
+    """The text a task of function `fn` hashes: `fn` without its schedule,
+    named `@kernel`, alone in a module."""
+    clone = fn.clone()
+    for op in list(clone.body.block.ops):
+        if isinstance(op, ScheduleOp):
+            clone.body.block.erase_op(op)
+    clone.sym_name = StringAttr(KERNEL)
+    return str(ModuleOp([clone]))
+
+
+def _arg_specs(fn: func.FuncOp) -> list[tuple[tuple[int, ...], str, bool]]:
+    """(shape, dtype, is_output) of each argument of the compiled function:
+    the te function's arguments, then its results."""
+    specs = []
+    in_attrs = fn.arg_attrs.data if fn.arg_attrs else [None] * len(fn.args)
+    for arg, attrs in zip(fn.args, in_attrs, strict=True):
+        t = arg.type
+        assert isinstance(t, TensorType)
+        specs.append((tuple(t.get_shape()), _dtype(t.element_type, _d(attrs)), False))
+    outs = fn.function_type.outputs.data
+    out_attrs = fn.res_attrs.data if fn.res_attrs else [None] * len(outs)
+    for t, attrs in zip(outs, out_attrs, strict=True):
+        assert isinstance(t, TensorType)
+        specs.append((tuple(t.get_shape()), _dtype(t.element_type, _d(attrs)), True))
+    return specs
+
+
+def _d(attrs) -> dict:
+    return dict(attrs.data) if attrs is not None else {}
+
+
+def _stages(fn: func.FuncOp) -> list[StageInfo]:
+    block = fn.body.block
+    names: dict[SSAValue, str] = {}
+    in_attrs = fn.arg_attrs.data if fn.arg_attrs else []
+    for n, arg in enumerate(block.args):
+        attr = _d(in_attrs[n]).get("ember.name") if n < len(in_attrs) else None
+        names[arg] = attr.data if isinstance(attr, StringAttr) else f"arg{n}"
+    returned = set(block.last_op.operands) if block.last_op is not None else set()
+    stages: dict[str, StageInfo] = {}
+    for op in block.ops:
+        if isinstance(op, te_ir.ExternOp):
+            names[op.result] = op.tensor_name.data
+            for value in op.operands:
+                if value in names and names[value] in stages:
+                    stages[names[value]].read_by_extern = True
+        if not isinstance(op, te_ir.ComputeOp):
+            continue
+        name = op.tensor_name.data
+        names[op.result] = name
+        t = op.output_type
+        args = list(op.body.block.args)
+        axis = [a.name_hint or f"ax{n}" for n, a in enumerate(args)]
+        rank = t.get_num_dims()
+        by_arg = dict(zip(args, axis, strict=True))
+        info = StageInfo(
+            name,
+            tuple(t.get_shape()),
+            _dtype(t.element_type, {}),
+            axis[:rank],
+            axis[rank:],
+            op.extents,
+            output=op.result in returned,
+        )
+        for inner in op.body.walk():
+            if isinstance(inner, te_ir.ReadOp):
+                source = names.get(inner.tensor, "?")
+                dims = [_depends_on(i, by_arg) for i in inner.indices]
+                info.reads.append(Read(source, dims))
+                if source in stages:
+                    stages[source].readers.append(name)
+        stages[name] = info
+    return list(stages.values())
