@@ -14,6 +14,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
 from ember.dialects import graph
+from ember.dialects.graph_base import dtype_of
 from ember.dialects.graph_numpy import conv2d, erf, pool2d
 from ember.runtime.errors import EmberValueError
 
@@ -26,10 +27,15 @@ def evaluate(op: Operation, inputs: Sequence[Array]) -> Array:
         return op.numpy()
     if isinstance(op, graph.FusedOp):
         (y,) = _run_block(op.body.block, inputs, {})
-        return np.asarray(y, dtype=inputs[0].dtype if inputs else y.dtype)
+        return np.asarray(y, dtype=_result_dtype(op))
     if not inputs or not isinstance(op, graph.GraphOp):
         raise NotImplementedError(f"no numpy semantics for {op.name}")
-    return np.asarray(op.reference(list(inputs)), dtype=inputs[0].dtype)
+    return np.asarray(op.reference(list(inputs)), dtype=_result_dtype(op))
+
+
+def _result_dtype(op: Operation) -> str:
+    """The dtype of `op`'s result (a cast's or a compare's is not its input's)."""
+    return dtype_of(op.results[0].type.element_type)  # type: ignore[attr-defined]
 
 
 def _run_block(
