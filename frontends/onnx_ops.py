@@ -168,7 +168,7 @@ CHECKS: dict[str, AttributeCheck] = {
     "Conv": _all(_AUTO_PAD, _spatial_2d),
     "MaxPool": _all(_AUTO_PAD, _spatial_2d),
     "AveragePool": _all(_AUTO_PAD, _spatial_2d),
-    "BatchNormalization": _one_of("training_mode", [0], 0),
+    "BatchNormalization": _one_of("training_mode", [0, 1], 0),
     "Pad": _one_of("mode", ["constant", "edge", "reflect", "wrap"], "constant"),
     "Gelu": _one_of("approximate", ["none", "tanh"], "none"),
     "com.microsoft.Gelu": lambda attrs, opset: [],
@@ -186,7 +186,7 @@ CONST_INPUTS: dict[str, list[tuple[int, str]]] = {
     "ReduceSum": [(1, "axes")],
     "ReduceMean": [(1, "axes")],
     "ReduceMax": [(1, "axes")],
-    "Dropout": [(2, "training_mode")],
+    "Dropout": [(1, "ratio"), (2, "training_mode")],
 }
 
 
@@ -272,6 +272,8 @@ def _gemm(c: NodeContext):
         bias = c.value(2)
         if beta != 1.0:
             bias = c.emit(G.MulOp, bias, c.constant(beta))
+    if trans_b and not b_is_weight:  # dense packs its weight at compile time
+        b, trans_b = c.emit(G.TransposeOp, b, perm=[1, 0]), 0
     if trans_b or b_is_weight:
         # dense takes the weight as (N, K); a constant (K, N) weight's transpose
         # folds into a new param in graph-fold-constants
@@ -295,12 +297,37 @@ def _matmul(c: NodeContext):
 
 @converter("BatchNormalization")
 def _batch_norm(c: NodeContext):
-    if any(name for name in c.node.output[1:]):
-        raise ConversionError(
-            "expected only the inference output, got training outputs"
-        )
     operands = [c.value(i) for i in range(5)]
-    return [c.emit(G.BatchNormOp, *operands, epsilon=c.attr("epsilon", 1e-5))]
+    epsilon = c.attr("epsilon", 1e-5)
+    if not c.attr("training_mode", 0):
+        if any(name for name in c.node.output[1:]):
+            raise ConversionError(
+                "expected only the inference output, got training outputs"
+            )
+        return [c.emit(G.BatchNormOp, *operands, epsilon=epsilon)]
+    # training: normalize with the batch's statistics (the biased variance)
+    # and blend them into the running ones by momentum
+    x, *_, mean, var = operands
+    axes = [a for a in range(len(shape_of(x))) if a != 1]
+    batch_mean = c.emit(G.ReduceMeanOp, x, axes=axes, keepdims=True)
+    centered = c.emit(G.SubOp, x, batch_mean)
+    batch_var = c.emit(
+        G.ReduceMeanOp, c.emit(G.MulOp, centered, centered), axes=axes, keepdims=True
+    )
+    stats = [
+        c.emit(G.ReshapeOp, v, shape=[shape_of(x)[1]]) for v in (batch_mean, batch_var)
+    ]
+    y = c.emit(G.BatchNormOp, x, *operands[1:3], *stats, epsilon=epsilon)
+    momentum = float(c.attr("momentum", 0.9))
+    running = [
+        c.emit(
+            G.AddOp,
+            c.emit(G.MulOp, old, c.constant(momentum)),
+            c.emit(G.MulOp, new, c.constant(1 - momentum)),
+        )
+        for old, new in zip((mean, var), stats, strict=True)
+    ]
+    return [y, *running][: len(c.node.output)]
 
 
 _BINARY = {
@@ -407,6 +434,15 @@ def _clip(c: NodeContext):
     lo = _bound(c, 1, "min", -math.inf)
     hi = _bound(c, 2, "max", math.inf)
     if lo is None and hi is None:
+        return [x]
+    if lo is not None and hi is not None and lo > hi:
+        lo = hi  # min(max(x, lo), hi) is hi everywhere, as onnxruntime computes
+    dtype = dtype_of(x.type.element_type)  # type: ignore[attr-defined]
+    if not np.issubdtype(dtype, np.floating):  # graph.clip computes floats
+        for bound, op in ((lo, G.MaximumOp), (hi, G.MinimumOp)):
+            if bound is not None:
+                value = G.ConstantOp.from_numpy(np.asarray(bound, dtype))
+                x = c.emit(op, x, c.emit_op(value))
         return [x]
     if lo == 0.0 and hi is None:
         return [c.emit(G.ReluOp, x)]
@@ -523,11 +559,17 @@ def _identity(c: NodeContext):
 
 @converter("Dropout")
 def _dropout(c: NodeContext):
+    """The identity in inference, and in training with ratio 0 (random masks
+    are refused); the mask output is all true then."""
     if c.has(2) and bool(c.const(2, "training_mode").ravel()[0]):
-        raise ConversionError("expected inference (training_mode false), got training")
-    if len(c.node.output) > 1 and c.node.output[1]:
-        raise ConversionError("expected no mask output, got one")
-    return [c.value(0)]
+        ratio = float(c.const(1, "ratio").ravel()[0]) if c.has(1) else 0.5
+        if ratio != 0:
+            raise ConversionError(
+                f"expected inference (training_mode false) or a ratio of 0, got "
+                f"training with ratio {ratio}"
+            )
+    x = c.value(0)
+    return [x, np.ones(shape_of(x), np.bool_)][: len(c.node.output)]
 
 
 @converter("Constant")
