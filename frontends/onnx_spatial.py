@@ -7,7 +7,6 @@ AveragePool's window sums of |x|^p; the converters register with
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
@@ -441,93 +440,3 @@ def _lp_pool(c: NodeContext):
     if p == 2:
         return [c.emit(G.SqrtOp, total)]
     return [c.emit(G.PowOp, total, c.constant(1.0 / p))]
-
-
-CONST_INPUTS["Col2Im"] = [(1, "image_shape"), (2, "block_shape")]
-
-MAX_COL2IM_MATRIX = 1 << 22
-"""The most entries of the import-time placement matrix Col2Im builds for
-data that is not 2-D."""
-
-
-@converter("Col2Im")
-def _col2im(c: NodeContext):
-    """Sums each block's columns into the image: for 2-D images a grouped
-    graph.conv2d_transpose whose weights are one-hot at each kernel position
-    (the C * K block channels of a group land on its one image channel);
-    other ranks as a matmul with an import-time (K * L, pixels) 0/1 matrix."""
-    x = c.value(0)
-    image = [int(v) for v in c.const(1, "image_shape").reshape(-1)]
-    block = [int(v) for v in c.const(2, "block_shape").reshape(-1)]
-    k = len(image)
-    strides = list(c.attr("strides", [1] * k))
-    dilations = list(c.attr("dilations", [1] * k))
-    pads = list(c.attr("pads", [0] * (2 * k)))
-    n, rows, length = shape_of(x)
-    size = math.prod(block)
-    counts = [
-        (image[d] + pads[d] + pads[d + k] - dilations[d] * (block[d] - 1) - 1)
-        // strides[d]
-        + 1
-        for d in range(k)
-    ]
-    if len(block) != k or rows % size or math.prod(counts) != length:
-        raise ConversionError(
-            f"expected (N, C * {size}, {math.prod(counts)}) data for the image "
-            f"{image} and block {block}, got {shape_of(x)}"
-        )
-    channels = rows // size
-    if k == 2:
-        weight = np.zeros((channels * size, 1, *block), np.float32)
-        for ch in range(channels):
-            for j in range(size):
-                weight[ch * size + j, 0, j // block[1], j % block[1]] = 1.0
-        extra = [
-            image[d]
-            + pads[d]
-            + pads[d + k]
-            - (counts[d] - 1) * strides[d]
-            - dilations[d] * (block[d] - 1)
-            - 1
-            for d in range(k)
-        ]
-        blocks = c.emit(G.ReshapeOp, x, shape=[n, rows, *counts])
-        return [
-            c.emit(
-                G.Conv2DTransposeOp,
-                blocks,
-                c.array(weight.astype(_float(x)), "placement"),
-                strides=strides,
-                padding=pads,
-                output_padding=extra,
-                dilation=dilations,
-                groups=channels,
-            )
-        ]
-    pixels = math.prod(image)
-    if size * length * pixels > MAX_COL2IM_MATRIX:
-        raise ConversionError(
-            f"expected at most {MAX_COL2IM_MATRIX} entries in the placement matrix "
-            f"of a {k}-D image, got {size * length * pixels}"
-        )
-    matrix = np.zeros((size, length, pixels))
-    for j in np.ndindex(*block):
-        for p in np.ndindex(*counts):
-            at = [p[d] * strides[d] - pads[d] + j[d] * dilations[d] for d in range(k)]
-            if all(0 <= at[d] < image[d] for d in range(k)):
-                row = np.ravel_multi_index(j, block)
-                col = np.ravel_multi_index(p, counts)
-                matrix[row, col, np.ravel_multi_index(at, image)] += 1.0
-    flat = c.emit(G.ReshapeOp, x, shape=[n, channels, size * length])
-    placement = c.array(
-        matrix.reshape(size * length, pixels).astype(_float(x)), "placement"
-    )
-    y = c.emit(G.MatmulOp, flat, placement)
-    return [c.emit(G.ReshapeOp, y, shape=[n, channels, *image])]
-
-
-def _float(x: SSAValue) -> str:
-    dtype = dtype_of(x.type.element_type)  # type: ignore[attr-defined]
-    if not np.issubdtype(dtype, np.floating):
-        raise ConversionError(f"expected float data, got {dtype}")
-    return dtype
