@@ -1101,6 +1101,12 @@ REVIEWED_CHANGES = {
     "TopK": [24], "Einsum": [28], "Compress": [28], "LpPool": [18, 22],
     "ScatterND": [16, 18], "ScatterElements": [16, 18], "CumProd": [26],
     "CenterCropPad": [18], "TensorScatter": [24],
+    # quantization: float8, int4, int2, float4 and float6 types and saturate
+    # (float8 only) refused by type; int16/uint16, block_size, output_dtype
+    # (21) and precision (23, float32 or float16) computed; QLinearMatMul's
+    # float16 scales (21) computed
+    "QuantizeLinear": [19, 21, 23, 24, 25, 28],
+    "DequantizeLinear": [19, 21, 23, 24, 25, 28], "QLinearMatMul": [21],
 }  # fmt: skip
 
 
