@@ -1,7 +1,8 @@
 """ONNX window functions (BlackmanWindow, HammingWindow, HannWindow) as
 arrays computed at import time: their only input is the window's length,
-which must be known then; the converters register with
-`onnx_ops.converter`."""
+which must be known then; OptionalHasElement and OptionalGetElement on plain
+tensors (an optional-typed graph input is refused on import). The converters
+register with `onnx_ops.converter`."""
 
 from __future__ import annotations
 
@@ -43,3 +44,15 @@ def _window(c: NodeContext):
     y = a0 - a1 * np.cos(x) + a2 * np.cos(2 * x)
     dtype = tensor_dtype_to_np_dtype(c.attr("output_datatype", 1))
     return [y.astype(dtype)]
+
+
+@converter("OptionalHasElement")
+def _optional_has_element(c: NodeContext):
+    """Whether the input is there: ember's values are plain tensors, so an
+    input given is one that holds an element."""
+    return [np.array(c.has(0), np.bool_)]
+
+
+@converter("OptionalGetElement")
+def _optional_get_element(c: NodeContext):
+    return [c.value(0)]
