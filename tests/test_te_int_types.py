@@ -128,3 +128,41 @@ def test_casts_match_numpy(src, dst):
     got = np.zeros(4, dst)
     mod(a, got)
     np.testing.assert_array_equal(got, a.astype(dst))
+
+
+def _no_opencl() -> str | None:
+    from ember import runtime as rt
+
+    try:
+        rt.empty((1,), device=rt.opencl(0))
+    except Exception as error:  # noqa: BLE001 - any failure means no device
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "uint64"])
+def test_unsigned_ops_on_opencl(dtype):
+    """The OpenCL printer's unsigned casts around division, comparison and
+    shifts; the launch plan names the buffers uint<N>."""
+    from ember import runtime as rt
+
+    if (missing := _no_opencl()) is not None:
+        pytest.skip(missing)
+    A, B = te.placeholder((N,), dtype, "A"), te.placeholder((N,), dtype, "B")
+    C = te.compute(
+        (N,),
+        lambda i: te.if_then_else(A[i] > B[i], A[i] // B[i], A[i] >> (B[i] % 3)),
+        name="C",
+    )
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.x"))
+    mod = ember.build(s, [A, B, C], target="opencl", name="mix")
+    dtypes = [a["dtype"] for a in mod.plan["functions"]["mix"]["args"]]  # type: ignore[attr-defined]
+    assert dtypes == [dtype] * 3
+    a, b = _operands(dtype)
+    b[1] = 5
+    device = rt.opencl(0)
+    out = rt.empty((N,), dtype, device)
+    mod(rt.array(a, device=device), rt.array(b, device=device), out)
+    expected = np.where(a > b, a // b, a >> (b % 3))
+    np.testing.assert_array_equal(out.numpy(), expected)

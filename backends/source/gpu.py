@@ -24,7 +24,14 @@ a block of more than `max_num_threads` threads, more `shared` bytes than
 """
 
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import (
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    Signedness,
+    StringAttr,
+    UnitAttr,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ember.backends.source.faces import FACES, Face, bits, is_float
@@ -49,10 +56,14 @@ _AXES = ("x", "y", "z")
 
 
 def dtype_name(t: Attribute) -> str:
-    """The numpy name of a scalar type (`f32` -> "float32", `i1` -> "bool")."""
+    """The numpy name of a scalar type (`f32` -> "float32", `i1` -> "bool",
+    `ui8` -> "uint8")."""
     if is_float(t):
         return f"float{bits(t)}"
-    return "bool" if bits(t) == 1 else f"int{bits(t)}"
+    if bits(t) == 1:
+        return "bool"
+    unsigned = isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
+    return f"{'u' if unsigned else ''}int{bits(t)}"
 
 
 def _tag(op: loop.ForOp) -> str | None:
@@ -314,11 +325,15 @@ def _plan_args(function: func.FuncOp) -> list[dict]:
             if function.arg_attrs is not None
             else {}
         )
+        # a signless buffer of unsigned integers says so (ember.lower)
+        override = attrs.get("ember.dtype")
         args.append(
             {
                 "name": buffer_name(arg),
                 "shape": shape,
-                "dtype": dtype_name(arg.type.element_type),
+                "dtype": override.data
+                if isinstance(override, StringAttr)
+                else dtype_name(arg.type.element_type),
                 "output": isinstance(attrs.get("ember.output"), UnitAttr),
             }
         )
