@@ -36,6 +36,7 @@ from ember.dialects import graph_dtype as gd
 from ember.dialects import graph_math as gm
 from ember.dialects.graph_base import dtype_of
 from ember.frontends.onnx_fold import shape_of
+from ember.frontends.onnx_im2col import _conv_im2col
 from ember.frontends.onnx_ops import (
     _AUTO_PAD,
     CHECKS,
@@ -44,7 +45,6 @@ from ember.frontends.onnx_ops import (
     _all,
     _one_of,
     _same_padding,
-    _spatial_2d,
     converter,
 )
 
@@ -72,8 +72,8 @@ CHECKS.update(
         "DequantizeLinear": _one_of(
             "output_dtype", [0, TensorProto.FLOAT, TensorProto.FLOAT16], 0
         ),
-        "QLinearConv": _all(_AUTO_PAD, _spatial_2d),
-        "ConvInteger": _all(_AUTO_PAD, _spatial_2d),
+        "QLinearConv": _AUTO_PAD,
+        "ConvInteger": _AUTO_PAD,
     }
 )
 
@@ -356,32 +356,37 @@ def _qlinear_matmul(c: NodeContext):
 
 
 def _conv_int(c: NodeContext, x: int, x_zero: int | None, w: int, w_zero: int | None):
+    """The convolution's int32 accumulator: graph.conv2d for 2-D data and a
+    weight known at import time (it packs its weight when compiling), else
+    onnx_im2col's slices and matmul."""
     x_shape, w_shape = _shape(c, x), _shape(c, w)
-    if len(x_shape) != 4:
-        raise ConversionError(f"expected 4-D NCHW data, got shape {x_shape}")
-    if w_zero is not None and c.has(w_zero):
-        size = math.prod(_shape(c, w_zero))
-        if size != 1:
-            _reshape(c, w_zero, [size, 1, 1, 1])
-    if not c.is_const(w) or (
-        w_zero is not None and c.has(w_zero) and not c.is_const(w_zero)
-    ):
+    has_zero = w_zero is not None and c.has(w_zero)
+    if len(x_shape) < 3 or len(w_shape) != len(x_shape):
         raise ConversionError(
-            "expected the weight w and its zero point known at import time "
-            "(graph.conv2d packs its weight when compiling), got a tensor "
-            "computed by the model"
+            f"expected (N, C, ...) data and a weight of its rank, got shapes "
+            f"{x_shape} and {w_shape}"
         )
-    kernel = c.attr("kernel_shape") or w_shape[2:]
-    attrs: dict[str, Any] = dict(
-        strides=c.attr("strides", [1, 1]),
-        padding=_same_padding(c, x_shape[2:], kernel),
-        dilation=c.attr("dilations", [1, 1]),
-        groups=c.attr("group", 1),
-    )
+    if has_zero and math.prod(_shape(c, w_zero)) != 1:
+        _reshape(c, w_zero, [-1] + [1] * (len(w_shape) - 1))
+    packed = c.is_const(w) and (not has_zero or c.is_const(w_zero))
     a = _shifted(c, x, x_zero, "x")
     b = _shifted(c, w, w_zero, "w")
     length = math.prod(w_shape[1:])
-    return _exact(c, lambda p, q: c.emit(G.Conv2DOp, p, q, **attrs), a, b, length)
+    if packed and len(x_shape) == 4:
+        kernel = c.attr("kernel_shape") or w_shape[2:]
+        attrs: dict[str, Any] = dict(
+            strides=c.attr("strides", [1, 1]),
+            padding=_same_padding(c, x_shape[2:], kernel),
+            dilation=c.attr("dilations", [1, 1]),
+            groups=c.attr("group", 1),
+        )
+        return _exact(c, lambda p, q: c.emit(G.Conv2DOp, p, q, **attrs), a, b, length)
+
+    def im2col(p: SSAValue, q: SSAValue) -> SSAValue:
+        operands = NodeContext(c.node, c.opset, [p, q], c.block, c._materialize)
+        return _conv_im2col(operands)
+
+    return _exact(c, im2col, a, b, length)
 
 
 @converter("ConvInteger")
@@ -394,8 +399,9 @@ def _qlinear_conv(c: NodeContext):
     acc = _conv_int(c, 0, 2, 3, 5)
     if c.has(8):
         bias = _cast(c, c.value(8), "int32")
-        acc = c.emit(G.AddOp, acc, c.emit(G.ReshapeOp, bias, shape=[-1, 1, 1]))
+        channels = [-1] + [1] * (len(_shape(c, 0)) - 2)
+        acc = c.emit(G.AddOp, acc, c.emit(G.ReshapeOp, bias, shape=channels))
     if math.prod(_shape(c, 4)) != 1:
-        _reshape(c, 4, [-1, 1, 1])
+        _reshape(c, 4, [-1] + [1] * (len(_shape(c, 0)) - 2))
     dtype = _quantized(c, 7, "y's zero point")
     return [_output(c, acc, [1, 4], 6, (c.value(7), dtype))]
