@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -24,17 +25,19 @@ if TYPE_CHECKING:
 
 
 def build(
-    inputs: te.Schedule | ModuleOp | str,
+    inputs: te.Schedule | te.Tensor | ModuleOp | str,
     args: Sequence[te.Tensor] | None = None,
     target: str | dict | Target | DeviceTarget | None = None,
     name: str = "default_function",
     bounds_check: bool = False,
+    tuning_records: str | os.PathLike | Sequence | None = None,
 ) -> LLVMModule | Module:
     """Compile a computation to machine code for `target`.
 
     Args:
-        inputs: a schedule from `te.create_schedule`, or a module of te or loop IR
-            (an xDSL `ModuleOp` or its text).
+        inputs: a schedule from `te.create_schedule` (or `ember.auto_schedule`),
+            an output tensor (its default schedule), or a module of te or loop
+            IR (an xDSL `ModuleOp` or its text).
         args: with a schedule, the tensors of the function: inputs first, then
             outputs.
         target: "llvm" for this machine, a TVM-style target string or dict;
@@ -49,6 +52,9 @@ def build(
             division); one outside its tensor makes the call raise an
             `EmberError` naming the read instead of reading out of bounds.
             Reads proven out of range are refused either way.
+        tuning_records: a tuning log (`ember.tune.records`; a path, paths or
+            records): each te function with a record for it on this target
+            gets its best schedule instead of its own.
 
     Returns:
         The compiled module; `mod(a, b, c)` or `mod[name](a, b, c)` runs it.
@@ -68,6 +74,8 @@ def build(
     )
     from ember.backends.source import DeviceTarget, build_source, resolve_target
 
+    if isinstance(inputs, te.Tensor):
+        inputs = te.create_schedule(inputs.op)
     if isinstance(inputs, te.Schedule):
         if args is None:
             raise EmberValueError("ember.build: a schedule needs its argument tensors")
@@ -97,6 +105,10 @@ def build(
         module.attributes[MODULE_ATTR] = StringAttr(str(target))
     else:
         set_module_target(module, target)
+        if tuning_records is not None:
+            from ember.tune.records import apply_history_best
+
+            apply_history_best(module, tuning_records, target)
         _refuse_binds(module, str(target))
     te_to_loop = [
         CHECKED_TE_TO_LOOP if bounds_check and p == "convert-te-to-loop" else p

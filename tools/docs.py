@@ -29,7 +29,15 @@ MODULES = (
 )
 """The public modules, in the order the reference shows them."""
 
-_FACADE = ("build", "lower", "compile_model", "Target", "PassContext", "register_func")
+_FACADE = (
+    "build",
+    "lower",
+    "compile_model",
+    "auto_schedule",
+    "Target",
+    "PassContext",
+    "register_func",
+)
 
 
 def _public(module) -> list[str]:
