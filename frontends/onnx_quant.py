@@ -226,7 +226,7 @@ def _dynamic_quantize(c: NodeContext):
 
 def _shape(c: NodeContext, i: int) -> tuple[int, ...]:
     value = c.inputs[i]
-    return value.shape if isinstance(value, np.ndarray) else shape_of(value)
+    return value.shape if isinstance(value, np.ndarray) else shape_of(c.value(i))
 
 
 def _reshape(c: NodeContext, i: int, shape: list[int]) -> None:
@@ -241,14 +241,14 @@ def _reshape(c: NodeContext, i: int, shape: list[int]) -> None:
 Integers = SSAValue | np.ndarray
 
 
-def _shifted(c: NodeContext, i: int, zero: int | None, what: str):
+def _shifted(c: NodeContext, i: int, zero: int, what: str):
     """Input `i` minus the zero point input `zero` as float32 integers (an
     array when both are known at import time), and a bound on their
     magnitude (from the values where they are known)."""
     dtype = _quantized(c, i, what)
     if dtype not in ("uint8", "int8"):
         raise ConversionError(f"expected {what} of uint8 or int8, got {dtype}")
-    has_zero = zero is not None and c.has(zero)
+    has_zero = c.has(zero)
     if c.is_const(i) and (not has_zero or c.is_const(zero)):
         x = c.const(i, what).astype(np.float32)
         if has_zero:
@@ -322,9 +322,8 @@ def _per_row(c: NodeContext, i: int, rank: int) -> None:
         _reshape(c, i, [shape[0], 1])
 
 
-def _matmul_int(c: NodeContext, a: int, a_zero: int | None, b: int, b_zero: int):
-    if a_zero is not None:
-        _per_row(c, a_zero, len(_shape(c, a)))
+def _matmul_int(c: NodeContext, a: int, a_zero: int, b: int, b_zero: int):
+    _per_row(c, a_zero, len(_shape(c, a)))
     x = _shifted(c, a, a_zero, "a")
     w = _shifted(c, b, b_zero, "b")
     length = _shape(c, a)[-1]
@@ -344,7 +343,7 @@ def _output(c: NodeContext, acc: SSAValue, scales: list[int], y_scale: int, y_ze
 
 @converter("MatMulInteger")
 def _matmul_integer(c: NodeContext):
-    return [_matmul_int(c, 0, 2 if c.has(2) else None, 1, 3)]
+    return [_matmul_int(c, 0, 2, 1, 3)]
 
 
 @converter("QLinearMatMul")
@@ -355,12 +354,12 @@ def _qlinear_matmul(c: NodeContext):
     return [_output(c, acc, [1, 4], 6, (c.value(7), dtype))]
 
 
-def _conv_int(c: NodeContext, x: int, x_zero: int | None, w: int, w_zero: int | None):
+def _conv_int(c: NodeContext, x: int, x_zero: int, w: int, w_zero: int):
     """The convolution's int32 accumulator: graph.conv2d for 2-D data and a
     weight known at import time (it packs its weight when compiling), else
     onnx_im2col's slices and matmul."""
     x_shape, w_shape = _shape(c, x), _shape(c, w)
-    has_zero = w_zero is not None and c.has(w_zero)
+    has_zero = c.has(w_zero)
     if len(x_shape) < 3 or len(w_shape) != len(x_shape):
         raise ConversionError(
             f"expected (N, C, ...) data and a weight of its rank, got shapes "
@@ -391,7 +390,7 @@ def _conv_int(c: NodeContext, x: int, x_zero: int | None, w: int, w_zero: int | 
 
 @converter("ConvInteger")
 def _conv_integer(c: NodeContext):
-    return [_conv_int(c, 0, 2 if c.has(2) else None, 1, 3 if c.has(3) else None)]
+    return [_conv_int(c, 0, 2, 1, 3)]
 
 
 @converter("QLinearConv")
