@@ -307,3 +307,38 @@ def test_scatter_nd_reduces_unsigned_values(reduction):
     for (row,), value in zip(indices, updates, strict=True):
         expected[row] = combine(expected[row], value)
     np.testing.assert_array_equal(gm.get_output(0).numpy(), expected)
+
+
+def test_float64_reductions_and_fmod():
+    """float64 kernels the strategies used to refuse: reduce_max (under
+    ReduceLogSumExp too) and mod, against onnxruntime."""
+    nodes = [
+        helper.make_node("ReduceMax", ["x"], ["top"], axes=[1], keepdims=0),
+        helper.make_node("ReduceLogSumExp", ["x"], ["lse"], axes=[1], keepdims=1),
+        helper.make_node("Mod", ["x", "d"], ["r"], fmod=1),
+    ]
+    model = _graph_model(
+        nodes,
+        {"x": ((3, 5), "float64"), "d": ((5,), "float64")},
+        {
+            "top": ((3,), "float64"),
+            "lse": ((3, 1), "float64"),
+            "r": ((3, 5), "float64"),
+        },
+        opset=17,
+    )
+    rng = np.random.default_rng(3)
+    feeds = {
+        "x": rng.standard_normal((3, 5)) * 300,
+        "d": np.array([7, -3, 2.5, 1e-3, 9]),
+    }
+    session = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    expected = session.run(None, feeds)
+    gm = GraphModule(ember.compile_model(model)["default"](cpu()))
+    gm.run(**feeds)
+    for i, e in enumerate(expected):
+        got = gm.get_output(i).numpy()
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, e, rtol=1e-12, atol=1e-12)
