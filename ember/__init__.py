@@ -28,8 +28,9 @@ _LAZY = {
     "register_func": ("ember.runtime", "register_func"),
     "PassContext": ("ember.pass_context", "PassContext"),
     "compile_model": ("ember.aot", "compile_model"),
+    "auto_schedule": ("ember.tune.search", "auto_schedule"),
 }
-_SUBMODULES = ("te", "runtime", "passes", "dialects", "backends", "tools")
+_SUBMODULES = ("te", "runtime", "passes", "dialects", "backends", "tools", "tune")
 
 
 def __getattr__(name: str) -> Any:

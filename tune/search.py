@@ -1,0 +1,304 @@
+"""The search: random, or evolutionary guided by a cost model; `auto_schedule`.
+
+    s = ember.auto_schedule(C, [A, B, C], time_budget_s=120, records="mm.jsonl")
+
+Each round measures a batch of candidates not measured before (by schedule
+text, across resumed logs too). The evolutionary strategy starts with one
+random batch; then, every round, it retrains the cost model on all
+measurements, evolves a population (fresh samples and the best measured
+configs; children by mutation and crossover of parents drawn by predicted
+score), and measures the best-predicted unmeasured candidates, with a fifth
+of the batch drawn at random so a wrong model cannot starve the search.
+Features of unmeasured candidates are computed through the builder's
+executor, in parallel.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ember.runtime.errors import EmberValueError
+from ember.tune.cost_model import default_model, throughput_targets
+from ember.tune.measure import (
+    LocalBuilder,
+    LocalRunner,
+    MeasureInput,
+    Measurer,
+    features_job,
+)
+from ember.tune.records import Record, append_records, load_records, make_record
+from ember.tune.space import SearchSpace
+from ember.tune.task import Task
+
+log = logging.getLogger("ember.tune")
+
+EMPTY = "te.schedule {\n}"
+
+
+@dataclass
+class TuneResult:
+    """What a tuning run found."""
+
+    task: Task
+    best_schedule: str
+    best_cost: float
+    baseline_cost: float
+    records: list[Record] = field(default_factory=list)
+    """This run's measurements (the baseline first)."""
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline_cost / self.best_cost
+
+
+@dataclass
+class _History:
+    texts: set[str] = field(default_factory=set)
+    configs: list[dict] = field(default_factory=list)
+    features: list[list[float]] = field(default_factory=list)
+    costs: list[float] = field(default_factory=list)
+    best: tuple[float, str] = (math.inf, EMPTY)
+
+    def add(self, text: str, config, features, cost: float) -> None:
+        self.texts.add(text)
+        if cost < self.best[0]:
+            self.best = (cost, text)
+        if config is not None and features is not None:
+            self.configs.append(config)
+            self.features.append(features)
+            self.costs.append(cost)
+
+
+def tune(
+    args: Sequence | Task,
+    *,
+    target=None,
+    trials: int = 64,
+    time_budget_s: float | None = None,
+    records: str | os.PathLike | None = None,
+    strategy: str = "evolutionary",
+    batch: int | None = None,
+    seed: int = 0,
+    num_threads: int | None = None,
+    builder: LocalBuilder | None = None,
+    runner: LocalRunner | None = None,
+    population: int = 64,
+    generations: int = 3,
+    inject: Sequence[MeasureInput] = (),
+) -> TuneResult:
+    """Search schedules for the computation of `args` (inputs, then outputs).
+
+    Args:
+        args: the te tensors, or a `Task`.
+        target: where it runs (None: `Target.current()`).
+        trials: candidates to measure at most (the baseline not counted).
+        time_budget_s: stop starting rounds after this many seconds.
+        records: a JSON-lines log: its records of this task are not measured
+            again and count for the best, and every measurement is appended.
+        strategy: "evolutionary" (cost model) or "random".
+        batch: candidates per round (default: twice the builder's workers).
+        seed: of the sampling (inputs too).
+        num_threads: threads of the measured kernels (None: the runtime's).
+        builder, runner: how candidates are built and timed.
+        population, generations: of the evolutionary search per round.
+        inject: a test hook: candidates measured in the first round.
+
+    Returns:
+        A `TuneResult`; its `best_schedule` is schedule IR text.
+    """
+    if strategy not in ("evolutionary", "random"):
+        raise EmberValueError(
+            f"tune: expected strategy 'evolutionary' or 'random', got {strategy!r}"
+        )
+    task = args if isinstance(args, Task) else Task.from_tensors(args, target)
+    space = SearchSpace(task)
+    rng = random.Random(seed)
+    builder = builder or LocalBuilder()
+    runner = runner or LocalRunner(num_threads=num_threads)
+    batch = batch or 2 * builder.workers
+    start = time.monotonic()
+    history = _History()
+    for r in load_records(records) if records is not None else []:
+        if r.workload == task.workload and r.target == task.target_key:
+            history.add(r.schedule, None, None, r.cost)
+    measurer = Measurer(task, builder, runner, seed=seed)
+    threads = runner.num_threads
+    try:
+        baseline = measurer.baseline
+        run = [make_record(task, EMPTY, baseline, None, threads)]
+        history.add(EMPTY, None, baseline.features, baseline.cost)
+        if records is not None:
+            append_records(records, run)
+        model = default_model() if strategy == "evolutionary" else None
+        done = 0
+        pending = list(inject)
+        while done < trials:
+            if time_budget_s is not None and time.monotonic() - start > time_budget_s:
+                break
+            size = min(batch, trials - done)
+            if model is not None and len(history.costs) >= max(4, batch // 2):
+                picked = _evolve(
+                    space, history, model, builder, rng, size, population, generations
+                )
+            else:
+                picked = _fresh(space, history, rng, size)
+            inputs = [MeasureInput(space.render(c), c) for c in picked]
+            inputs = [*pending, *inputs]
+            pending = []
+            if not inputs:
+                break  # the space is exhausted
+            results = measurer.measure(inputs)
+            new = []
+            for c, res in zip(inputs, results, strict=True):
+                if c.module_text is not None and res.ok:
+                    continue  # an injected kernel is not a schedule of the task
+                if c.module_text is None:
+                    history.add(c.schedule, c.config, res.features, res.cost)
+                new.append(make_record(task, c.schedule, res, c.config, threads))
+            if records is not None:
+                append_records(records, new)
+            run += new
+            done += len(inputs)
+            ok = [r for r in results if r.ok]
+            log.info(
+                "ember.tune %s: %d/%d measured, %d failed this round, best %.3g ms",
+                task.workload[:8],
+                done,
+                trials,
+                len(results) - len(ok),
+                history.best[0] * 1e3,
+            )
+    finally:
+        measurer.close()
+    best_cost, best_text = history.best
+    return TuneResult(task, best_text, best_cost, baseline.cost, run)
+
+
+def _fresh(
+    space: SearchSpace, history: _History, rng: random.Random, n: int
+) -> list[dict]:
+    """Up to `n` random configs whose schedules were not measured."""
+    out, texts = [], set(history.texts)
+    for _ in range(n * 20):
+        if len(out) == n:
+            break
+        config = space.sample(rng)
+        text = space.render(config)
+        if text not in texts:
+            texts.add(text)
+            out.append(config)
+    return out
+
+
+def _evolve(
+    space: SearchSpace,
+    history: _History,
+    model,
+    builder: LocalBuilder,
+    rng: random.Random,
+    n: int,
+    population: int,
+    generations: int,
+) -> list[dict]:
+    """`n` unmeasured configs: mostly the cost model's best of an evolved
+    population, a fifth at random."""
+    model.fit(np.array(history.features), throughput_targets(history.costs))
+    order = np.argsort(history.costs)
+    elite = [history.configs[i] for i in order[: population // 4]]
+    scored: dict[str, tuple[float, dict]] = {}
+
+    def score(configs: list[dict]) -> list[tuple[float, dict]]:
+        texts = [space.render(c) for c in configs]
+        todo = {t: c for t, c in zip(texts, configs, strict=True) if t not in scored}
+        jobs = [(space.task.with_schedule(t),) for t in todo]
+        feats = builder.map(features_job, jobs)
+        rows = [(t, f) for t, f in zip(todo, feats, strict=True) if isinstance(f, list)]
+        if rows:
+            predicted = model.predict(np.array([f for _, f in rows]))
+            for (t, _), p in zip(rows, predicted, strict=True):
+                scored[t] = (float(p), todo[t])
+        return [scored[t] for t in texts if t in scored]
+
+    pool = score(elite + [space.sample(rng) for _ in range(population - len(elite))])
+    for _ in range(generations):
+        if not pool:
+            break
+        pool.sort(key=lambda sc: -sc[0])
+
+        def parent(pool=pool) -> dict:
+            a, b = rng.choice(pool), rng.choice(pool)
+            return (a if a[0] >= b[0] else b)[1]
+
+        children = []
+        for _ in range(population):
+            child = space.mutate(parent(), rng)
+            if rng.random() < 0.3:
+                child = space.crossover(child, parent(), rng)
+            children.append(child)
+        pool = sorted(pool + score(children), key=lambda sc: -sc[0])[:population]
+    ranked = sorted(scored.items(), key=lambda kv: -kv[1][0])
+    greedy = n - max(1, n // 5) if n > 1 else n
+    out, texts = [], set(history.texts)
+    for text, (_, config) in ranked:
+        if len(out) == greedy:
+            break
+        if text not in texts:
+            texts.add(text)
+            out.append(config)
+    history_view = _History(texts=texts)
+    return out + _fresh(space, history_view, rng, n - len(out))
+
+
+def auto_schedule(
+    out,
+    args: Sequence,
+    *,
+    target=None,
+    time_budget_s: float | None = None,
+    trials: int = 64,
+    records: str | os.PathLike | None = None,
+    **options,
+):
+    """A schedule for the computation of `out`, found by search.
+
+    Args:
+        out: the output tensor (or a list of them); must be among `args`.
+        args: the function's tensors, inputs first, then outputs.
+        target: where it runs (None: `Target.current()`).
+        time_budget_s: seconds of search at most (rounds already started
+            finish); None: `trials` decides.
+        trials: candidates to measure at most.
+        records: a JSON-lines tuning log to resume from and append to.
+        options: more of `tune`'s arguments (strategy, batch, seed,
+            num_threads, builder, runner).
+
+    Returns:
+        A `te.Schedule` that `ember.build(s, args)` compiles: the fastest
+        measured schedule (the untuned one if nothing beat it).
+
+    Example:
+        >>> s = ember.auto_schedule(C, [A, B, C], time_budget_s=60)
+        >>> mod = ember.build(s, [A, B, C])
+    """
+    from ember.tune.replay import schedule_from_text
+
+    outs = out if isinstance(out, list | tuple) else [out]
+    if any(all(o is not a for a in args) for o in outs):
+        raise EmberValueError("auto_schedule: the output must be among the arguments")
+    result = tune(
+        args,
+        target=target,
+        trials=trials,
+        time_budget_s=time_budget_s,
+        records=records,
+        **options,
+    )
+    return schedule_from_text(args, result.best_schedule)
