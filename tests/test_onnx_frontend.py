@@ -1107,6 +1107,11 @@ REVIEWED_CHANGES = {
     # float16 scales (21) computed
     "QuantizeLinear": [19, 21, 23, 24, 25, 28],
     "DequantizeLinear": [19, 21, 23, 24, 25, 28], "QLinearMatMul": [21],
+    # bitwise ops first at 18 (integers only); BitShift's signed types (28:
+    # arithmetic right shifts, a shift outside [0, bits) gives the sign fill),
+    # computed; BitCast first at 26 (bfloat16, float8, int4 ... refused by type)
+    "BitwiseAnd": [18], "BitwiseOr": [18], "BitwiseXor": [18],
+    "BitwiseNot": [18], "BitShift": [28], "BitCast": [26],
 }  # fmt: skip
 
 
