@@ -148,3 +148,8 @@ def test_the_cost_models():
         import xgboost  # noqa: F401
     except ImportError:
         assert isinstance(default_model(), RidgeModel)
+
+
+def test_another_machine_is_refused_before_anything_is_measured():
+    with pytest.raises(ember.runtime.errors.EmberValueError, match="not it"):
+        tune(_matmul(8, 8, 8), target="llvm -mtriple=aarch64-linux-gnu")

@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import random
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -81,7 +82,7 @@ def tune(
     args: Sequence | Task,
     *,
     target=None,
-    trials: int = 64,
+    trials: int | None = None,
     time_budget_s: float | None = None,
     records: str | os.PathLike | None = None,
     strategy: str = "evolutionary",
@@ -99,7 +100,8 @@ def tune(
     Args:
         args: the te tensors, or a `Task`.
         target: where it runs (None: `Target.current()`).
-        trials: candidates to measure at most (the baseline not counted).
+        trials: candidates to measure at most (the baseline not counted);
+            None: 64, or no limit with a `time_budget_s`.
         time_budget_s: stop starting rounds after this many seconds.
         records: a JSON-lines log: its records of this task are not measured
             again and count for the best, and every measurement is appended.
@@ -119,6 +121,14 @@ def tune(
             f"tune: expected strategy 'evolutionary' or 'random', got {strategy!r}"
         )
     task = args if isinstance(args, Task) else Task.from_tensors(args, target)
+    if not task.target.is_host:
+        raise EmberValueError(
+            f"tune: candidates are measured on this machine, and {task.target} "
+            f"is not it ({task.target.not_host_reason}); tune on the machine "
+            "itself and build with its records"
+        )
+    if trials is None:
+        trials = 64 if time_budget_s is None else sys.maxsize
     space = SearchSpace(task)
     rng = random.Random(seed)
     builder = builder or LocalBuilder()
@@ -263,7 +273,7 @@ def auto_schedule(
     *,
     target=None,
     time_budget_s: float | None = None,
-    trials: int = 64,
+    trials: int | None = None,
     records: str | os.PathLike | None = None,
     **options,
 ):
@@ -275,7 +285,8 @@ def auto_schedule(
         target: where it runs (None: `Target.current()`).
         time_budget_s: seconds of search at most (rounds already started
             finish); None: `trials` decides.
-        trials: candidates to measure at most.
+        trials: candidates to measure at most (None: 64, or no limit with a
+            time budget).
         records: a JSON-lines tuning log to resume from and append to.
         options: more of `tune`'s arguments (strategy, batch, seed,
             num_threads, builder, runner).
