@@ -102,7 +102,9 @@ def _check_candidates(args, n, seed=0, target=None):
             config = space.sample(rng)
         text = space.render(config)
         (got,) = _run(ember.build(task.with_schedule(text)), task, inputs)
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, err_msg=text)
+        np.testing.assert_allclose(
+            got, expected, rtol=1e-4, atol=1e-4, err_msg=f"seed {seed}:\n{text}"
+        )
     return task, space
 
 

@@ -98,7 +98,8 @@ class _Walk:
             if isinstance(op, loop.AllocOp):
                 t = op.buffer.type
                 assert isinstance(t, MemRefType)
-                size = math.prod(t.get_shape()) * (t.element_type.bitwidth // 8 or 1)
+                bits = getattr(t.element_type, "bitwidth", 8)
+                size = math.prod(t.get_shape()) * max(1, bits // 8)
                 key = "local_bytes" if op.scope_name != "global" else "global_bytes"
                 f[key] += size
                 if op.scope_name != "global":

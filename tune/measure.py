@@ -30,6 +30,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -339,8 +340,10 @@ class Measurer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.inputs = str(self.workdir / "inputs.npz")
         self.reference = str(self.workdir / "reference.npz")
-        arrays = task.random_inputs(seed)
-        np.savez(self.inputs, **{f"a{n}": a for n, a in enumerate(arrays)})
+        arrays: dict[str, Any] = {
+            f"a{n}": a for n, a in enumerate(task.random_inputs(seed))
+        }
+        np.savez(self.inputs, **arrays)
         self.outputs = [n for n, (_, _, out) in enumerate(task.args) if out]
         self._count = 0
         # float16 keeps ~3 digits: a reordered sum differs in the last one

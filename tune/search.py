@@ -67,6 +67,8 @@ class _History:
     features: list[list[float]] = field(default_factory=list)
     costs: list[float] = field(default_factory=list)
     best: tuple[float, str] = (math.inf, EMPTY)
+    feature_cache: dict[str, list[float] | None] = field(default_factory=dict)
+    """Features of unmeasured candidates by schedule text (None: illegal)."""
 
     def add(self, text: str, config, features, cost: float) -> None:
         self.texts.add(text)
@@ -228,9 +230,12 @@ def _evolve(
     def score(configs: list[dict]) -> list[tuple[float, dict]]:
         texts = [space.render(c) for c in configs]
         todo = {t: c for t, c in zip(texts, configs, strict=True) if t not in scored}
-        jobs = [(space.task.with_schedule(t),) for t in todo]
-        feats = builder.map(features_job, jobs)
-        rows = [(t, f) for t, f in zip(todo, feats, strict=True) if isinstance(f, list)]
+        missing = [t for t in todo if t not in history.feature_cache]
+        jobs = [(space.task.with_schedule(t),) for t in missing]
+        for t, f in zip(missing, builder.map(features_job, jobs), strict=True):
+            history.feature_cache[t] = f if isinstance(f, list) else None
+        rows = [(t, history.feature_cache[t]) for t in todo]
+        rows = [(t, f) for t, f in rows if f is not None]
         if rows:
             predicted = model.predict(np.array([f for _, f in rows]))
             for (t, _), p in zip(rows, predicted, strict=True):

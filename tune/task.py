@@ -126,12 +126,7 @@ class Task:
                 f"auto_schedule: expected one te function, got {len(funcs)}"
             )
         fn = funcs[0]
-        for op in list(fn.body.block.ops):
-            if isinstance(op, ScheduleOp):
-                fn.body.block.erase_op(op)
-        fn.sym_name = StringAttr(KERNEL)
-        module.attributes.pop("ember.target", None)
-        self.text = str(module)
+        self.text = unscheduled_text(fn)
         self.workload = hashlib.sha256(self.text.encode()).hexdigest()
         self.stages = _stages(fn)
         self.args = _arg_specs(fn)
@@ -261,7 +256,7 @@ def _stages(fn: func.FuncOp) -> list[StageInfo]:
         args = list(op.body.block.args)
         axis = [a.name_hint or f"ax{n}" for n, a in enumerate(args)]
         rank = t.get_num_dims()
-        by_arg = dict(zip(args, axis, strict=True))
+        by_arg: dict[SSAValue, str] = dict(zip(args, axis, strict=True))
         info = StageInfo(
             name,
             tuple(t.get_shape()),
