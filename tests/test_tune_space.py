@@ -168,3 +168,15 @@ def test_knob_ranges_come_from_the_target():
 def test_every_candidate_computes_what_the_untuned_kernel_computes(make):
     seed = random.randrange(1 << 16)
     _check_candidates(make(random.Random(seed)), 4, seed)
+
+
+def test_stage_names_with_dots():
+    A = te.placeholder((8, 12), name="x.in")
+    B = te.placeholder((12, 16), name="w.0")
+    r = te.reduce_axis((0, 12), name="k")
+    C = te.compute(
+        (8, 16), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="l.0.mm"
+    )
+    D = te.compute((8, 16), lambda i, j: te.max(C[i, j], 0.0), name="l.0.relu")
+    task, space = _check_candidates([A, B, D], 6, seed=7)
+    assert [(t.outer, t.inner) for t in space.tiled] == [("l.0.relu", "l.0.mm")]

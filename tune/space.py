@@ -207,9 +207,9 @@ class SearchSpace:
             if not new:
                 return new
             key = rng.choice(sorted(new))
-            kind, stage = key.split(".")[0], key.split(".")[1]
+            kind, stage, index = _knob(key)
             if kind == "tile":
-                extent = self._stages[stage].shape[int(key.rsplit(".", 1)[1])]
+                extent = self._stages[stage].shape[index]
                 levels = [extent // math.prod(new[key]), *new[key]]
                 src = rng.choice([i for i, v in enumerate(levels) if v > 1] or [0])
                 if levels[src] > 1:
@@ -219,8 +219,8 @@ class SearchSpace:
                     levels[dst] *= p
                 new[key] = levels[1:]
             elif kind == "rtile":
-                r = int(key.rsplit(".", 1)[1])
-                new[key] = rng.choice(_divisors(self._stages[stage].reduce_extents[r]))
+                extent = self._stages[stage].reduce_extents[index]
+                new[key] = rng.choice(_divisors(extent))
             elif kind == "vec":
                 new[key] = rng.choice(self.vector_choices(self._stages[stage]))
             elif kind == "unroll":
@@ -239,7 +239,7 @@ class SearchSpace:
         """Each stage's knobs from one parent or the other."""
         out, pick = {}, {}
         for key in a:
-            stage = key.split(".")[1]
+            stage = _knob(key)[1]
             parent = pick.setdefault(stage, a if rng.random() < 0.5 else b)
             out[key] = parent.get(key, a[key])
         for t in self.tiled:
@@ -345,6 +345,16 @@ class SearchSpace:
         if parallel:
             ops.append(ir.ParallelOp(stage, loop))
         return ops
+
+
+def _knob(key: str) -> tuple[str, str, int]:
+    """(kind, stage, axis index or -1) of a config key: `tile.<stage>.<d>`,
+    `rtile.<stage>.<r>`, `vec.<stage>`... (stage names may hold dots)."""
+    kind, rest = key.split(".", 1)
+    if kind in ("tile", "rtile"):
+        stage, index = rest.rsplit(".", 1)
+        return kind, stage, int(index)
+    return kind, rest, -1
 
 
 def _int(value: int):
