@@ -181,10 +181,10 @@ def tune(
             done += len(inputs)
             ok = [r for r in results if r.ok]
             log.info(
-                "ember.tune %s: %d/%d measured, %d failed this round, best %.3g ms",
+                "ember.tune %s: %d measured%s, %d failed this round, best %.3g ms",
                 task.workload[:8],
                 done,
-                trials,
+                f" of {trials}" if trials < sys.maxsize else "",
                 len(results) - len(ok),
                 history.best[0] * 1e3,
             )
