@@ -44,7 +44,10 @@ def test_reduce_matches_numpy(kind, shape, axes, keepdims):
     axis = tuple(axes) if axes else None
     expected = NUMPY[kind](a.astype("float64"), axis=axis, keepdims=keepdims)
     assert k.output.shape == expected.shape
-    close(run_kernel(k, a), expected.astype("float32"))
+    # a float32 sum of terms that cancel is exact up to the size of the terms
+    scale = NUMPY[kind](np.abs(a).astype("float64"), axis=axis, keepdims=keepdims)
+    error = np.abs(run_kernel(k, a) - expected)
+    assert np.all(error <= 1e-6 + (0 if kind == "max" else 4e-6 * scale))
 
 
 def test_reduce_max_propagates_nan_and_keeps_inf():
@@ -144,8 +147,8 @@ def test_bad_axes_are_named():
         ValueError, match=r"expected distinct axes in \[-2, 2\), got \[2\]"
     ):
         rd.reduce(x, "sum", [2])
-    with pytest.raises(ValueError, match="expected sum, mean or max, got 'prod'"):
-        rd.reduce(x, "prod", [0])
+    with pytest.raises(ValueError, match="expected sum, mean, max or prod, got 'min'"):
+        rd.reduce(x, "min", [0])
 
 
 @st.composite

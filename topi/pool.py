@@ -176,6 +176,8 @@ def _pool(
         name=f"{name}.windows",
     )
 
+    counts_h: te.Tensor | None = None
+    counts_w: te.Tensor | None = None
     if kind == "avg" and (dh, dw) != (1, 1):
         # A dilated window's taps in range, counted tap by tap.
         counts_h = _tap_counts(
@@ -205,7 +207,7 @@ def _pool(
             # The padded input spans [-top, h + bottom); the input [0, h).
             lo_h, hi_h = (-top, h + bottom) if count_include_pad else (0, h)
             lo_w, hi_w = (-left, w + right) if count_include_pad else (0, w)
-            if (dh, dw) == (1, 1):
+            if counts_h is None or counts_w is None:
                 rows = _window_count(i, sh, top, kh, lo_h, hi_h)
                 cols = _window_count(j, sw, left, kw, lo_w, hi_w)
             else:
