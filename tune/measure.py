@@ -295,8 +295,21 @@ class LocalRunner:
                 if code < 0
                 else f"exit code {code}"
             )
-            return {"error": "crash", "message": f"the runner died ({how})"}
+            return {
+                "error": "crash",
+                "message": f"the runner died ({how}){self._tail()}",
+            }
         return answer
+
+    def _tail(self) -> str:
+        """The start of what the runner wrote to stderr (faulthandler's
+        "Fatal Python error: ..." and the stack), after a colon; then the
+        log is emptied for the next runner."""
+        self._log.seek(0)
+        text = self._log.read(300).decode(errors="replace").strip()
+        self._log.seek(0)
+        self._log.truncate()
+        return f": {text}" if text else ""
 
     def close(self) -> None:
         if self._proc is not None:

@@ -82,6 +82,9 @@ def run(request: dict) -> dict:
 
 
 def main() -> None:
+    import faulthandler
+
+    faulthandler.enable()  # a crash leaves its Python stack on stderr for the tuner
     out = sys.stdout
     sys.stdout = sys.stderr  # only answers go to the tuner's pipe
     out.write(json.dumps({"ready": True}) + "\n")
