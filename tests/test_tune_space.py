@@ -96,8 +96,10 @@ def _check_candidates(args, n, seed=0, target=None):
     rng = random.Random(seed)
     config = space.sample(rng)
     for step in range(n):
-        if step % 2:
+        if step % 3 == 1:
             config = space.mutate(config, rng)
+        elif step % 3 == 2:
+            config = space.crossover(config, space.sample(rng), rng)
         else:
             config = space.sample(rng)
         text = space.render(config)
@@ -167,7 +169,7 @@ def test_knob_ranges_come_from_the_target():
 )
 def test_every_candidate_computes_what_the_untuned_kernel_computes(make):
     seed = random.randrange(1 << 16)
-    _check_candidates(make(random.Random(seed)), 4, seed)
+    _check_candidates(make(random.Random(seed)), 6, seed)
 
 
 def test_stage_names_with_dots():
