@@ -147,7 +147,9 @@ def _grid_sample(c: NodeContext):
         if mode == "nearest":
             v = c.emit(G.RoundOp, v)
         low, high = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
-        if padding != "zeros":
+        # onnxruntime (as PyTorch) clamps only the taps of a cubic border
+        # sample, not its source, where the reference clamps both
+        if padding == "reflection" or (padding == "border" and mode != "cubic"):
             inside = (
                 c.emit(G.ClipOp, v, min=0.0, max=d - 1.0)
                 if padding == "border"
