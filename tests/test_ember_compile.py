@@ -106,7 +106,7 @@ def test_params_separate(tmp_path, monkeypatch):
             "NAME:D0",
         ),
         (lambda p: _conv_model(p, op="Relu"), ["--opt-level", "7"], 2, "expected 0..3"),
-        (lambda p: _conv_model(p, op="Det"), [], 1, "Det"),
+        (lambda p: _conv_model(p, op="RandomNormalLike"), [], 1, "RandomNormalLike"),
     ],
 )
 def test_errors_are_one_line(tmp_path, capsys, setup, args, status, message):

@@ -360,14 +360,14 @@ def test_resize_then_add_is_one_kernel(attrs, scales, sizes, kernel_cache):
     compiled(model, feeds, kernel_cache, kernels=1)
 
 
-def test_cubic_resize_is_refused_naming_the_mode():
+def test_unknown_resize_mode_is_refused_naming_the_mode():
     model = make_model(
-        [node("Resize", ["x", "", "scales"], ["y"], "resize", mode="cubic")],
+        [node("Resize", ["x", "", "scales"], ["y"], "resize", mode="lanczos")],
         {"x": (1, 1, 2, 2)},
         {"y": (1, 1, 4, 4)},
         {"scales": np.array([1, 1, 2, 2], np.float32)},
     )
-    with pytest.raises(OnnxImportError, match="Resize .mode='cubic'"):
+    with pytest.raises(OnnxImportError, match="Resize .mode='lanczos'"):
         from_onnx(model)
 
 

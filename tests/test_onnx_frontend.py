@@ -867,15 +867,15 @@ def test_inputs_of_unsupported_dtypes_are_refused_naming_their_readers():
 
 def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
     nodes = [
-        node("Det", ["x"], ["a"], "det_1"),
+        node("RandomNormalLike", ["x"], ["a"], "random_1"),
         node("Relu", ["a"], ["b"], "relu"),
-        node("Det", ["b"], ["c"], "det_2"),
+        node("RandomNormalLike", ["b"], ["c"], "random_2"),
         node("Bernoulli", ["c"], ["d"], "bernoulli"),
         node("Pad", ["d", "pads"], ["e"], "pad_mirror", mode="mirror"),
         node("Conv", ["e", "w"], ["f"], "conv3d", kernel_shape=[1, 1, 1]),
         helper.make_node("MeanVarianceNormalization", ["f"], ["g"]),  # unnamed
         node("Shape", ["g"], ["s"], "shape"),
-        node("Det", ["x"], ["x2"], "det_3"),
+        node("RandomNormalLike", ["x"], ["x2"], "random_3"),
         node("Cast", ["x2"], ["xs"], "cast_to_int", to=TensorProto.BFLOAT16),
         node("Add", ["s", "xs"], ["s2"], "add_shapes"),
         node("Reshape", ["g", "s2"], ["y"], "reshape_dynamic"),
@@ -894,7 +894,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
     error = info.value
     assert isinstance(error, EmberError)
     assert error.unsupported == {
-        "Det": ["det_1", "det_2", "det_3"],
+        "RandomNormalLike": ["random_1", "random_2", "random_3"],
         "Bernoulli": ["bernoulli"],
         "MeanVarianceNormalization": ["#6 (output 'g')"],
         "Pad (mode='mirror')": ["pad_mirror"],
@@ -904,7 +904,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
     }
     message = str(error)
     assert message.startswith("ONNX model 'test': 7 unsupported ONNX operators")
-    assert "\n  Det: 3 (det_1, det_2, det_3)" in message
+    assert "\n  RandomNormalLike: 3 (random_1, random_2, random_3)" in message
     assert "  Pad (mode='mirror'): 1 (pad_mirror)" in message
 
 
@@ -912,13 +912,7 @@ def test_unsupported_attribute_values_and_domains():
     model = make_model(
         [
             node("Conv", ["x", "w"], ["a"], "conv", auto_pad="SAME_SIDEWAYS"),
-            node(
-                "BatchNormalization",
-                ["a", "s", "s", "s", "s"],
-                ["b"],
-                "bn",
-                training_mode=1,
-            ),
+            node("Pad", ["a", "pads"], ["b"], "pad", mode="mirror"),
             node("LpPool", ["b"], ["c"], "pool", kernel_shape=[2, 2], ceil_mode=1),
             helper.make_node(
                 "FusedConv", ["c", "w"], ["y"], "fused", domain="com.microsoft"
@@ -926,7 +920,7 @@ def test_unsupported_attribute_values_and_domains():
         ],
         {"x": (1, 1, 8, 8)},
         {"y": (1, 1, 8, 8)},
-        {"w": rand(1, 1, 1, 1), "s": np.ones(1, np.float32)},
+        {"w": rand(1, 1, 1, 1), "pads": np.zeros(8, np.int64)},
         opset=19,
         extra_opsets=[helper.make_opsetid("com.microsoft", 1)],
     )
@@ -934,7 +928,7 @@ def test_unsupported_attribute_values_and_domains():
         from_onnx(model)
     assert info.value.unsupported == {
         "Conv (auto_pad='SAME_SIDEWAYS')": ["conv"],
-        "BatchNormalization (training_mode=1)": ["bn"],
+        "Pad (mode='mirror')": ["pad"],
         "LpPool (ceil_mode=1)": ["pool"],
         "com.microsoft.FusedConv": ["fused"],
     }
@@ -1080,8 +1074,8 @@ REVIEWED_CHANGES = {
     # SpaceToDepth's mode (28), Trilu first at 14
     "InstanceNormalization": [22], "GroupNormalization": [18, 21], "Split": [18],
     "Trilu": [14], "CumSum": [14], "DepthToSpace": [28], "SpaceToDepth": [28],
-    # Resize's antialias, axes and keep_aspect_ratio_policy (18: the first
-    # refused but for 0) and half_pixel_symmetric (19, refused)
+    # Resize's antialias, axes and keep_aspect_ratio_policy (18) and
+    # half_pixel_symmetric (19), computed
     "ConvTranspose": [22], "Resize": [18, 19],
     # the layout attribute (14, both values converted), bfloat16 (22)
     "LSTM": [14, 22], "GRU": [14, 22], "RNN": [14, 22],
@@ -1112,6 +1106,14 @@ REVIEWED_CHANGES = {
     # computed; BitCast first at 26 (bfloat16, float8, int4 ... refused by type)
     "BitwiseAnd": [18], "BitwiseOr": [18], "BitwiseXor": [18],
     "BitwiseNot": [18], "BitShift": [28], "BitCast": [26],
+    # GridSample's linear/cubic names and N-D data (20; 16's bilinear/bicubic
+    # read too) and bfloat16 (22); AffineGrid first at 20, Col2Im at 18, the
+    # windows at 17; Det's bfloat16 (22); the Optional ops' plain tensor and
+    # sequence inputs (18) and new types (28), only tensors taken
+    "GridSample": [16, 20, 22], "AffineGrid": [20], "Col2Im": [18],
+    "BlackmanWindow": [17], "HammingWindow": [17], "HannWindow": [17],
+    "Det": [22], "OptionalGetElement": [15, 18, 28],
+    "OptionalHasElement": [15, 18, 28],
 }  # fmt: skip
 
 
