@@ -52,6 +52,17 @@ def _spatial_1d_2d_3d(attrs: dict[str, Any], _opset: int) -> list[str]:
     return []
 
 
+def _excluded_outside(attrs: dict[str, Any], _opset: int) -> list[str]:
+    """onnxruntime drops taps outside the input only from cubic and
+    antialiased linear filters (nearest would lose its only tap)."""
+    mode, antialias = attrs.get("mode", "nearest"), attrs.get("antialias", 0)
+    if attrs.get("exclude_outside", 0) != 1 or mode == "cubic":
+        return []
+    if mode == "linear" and antialias:
+        return []
+    return [f"exclude_outside=1 (only with cubic or antialiased linear, got {mode!r})"]
+
+
 CHECKS.update(
     {
         "Conv": _all(_AUTO_PAD, _spatial_1d_2d),
@@ -68,6 +79,7 @@ CHECKS.update(
             _one_of("nearest_mode", NEAREST_MODES, "round_prefer_floor"),
             _one_of("antialias", [0, 1], 0),
             _one_of("exclude_outside", [0, 1], 0),
+            _excluded_outside,
             _one_of(
                 "keep_aspect_ratio_policy",
                 ["stretch", "not_larger", "not_smaller"],

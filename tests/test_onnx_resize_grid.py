@@ -121,6 +121,11 @@ def _refusal(model) -> str:
             },
             {"sizes": i64(3, 3)},
         ),
+        # antialiased cubic downsampling with the outside excluded
+        (
+            {"mode": "cubic", "antialias": 1, "exclude_outside": 1},
+            {"scales": f32(1, 1, 0.6, 0.45)},
+        ),
         # cubic with half_pixel_symmetric and uneven scales
         (
             {"mode": "cubic", "coordinate_transformation_mode": "half_pixel_symmetric"},
@@ -320,3 +325,13 @@ def test_optional_ops_on_tensors():
     ]
     model = graph_model(nodes, {"x": x}, ["y", "has", "none"], opset=18)
     check(model, {"x": x})
+
+
+def test_resize_nearest_excluding_outside_is_refused():
+    """onnxruntime takes exclude_outside only for cubic and antialiased linear
+    filters."""
+    x = rand(1, 1, 4, 4)
+    model = single("Resize", {"x": x}, {"scales": f32(1, 1, 2, 2)},
+                   order=["x", "", "scales"], exclude_outside=1)  # fmt: skip
+    message = _refusal(model)
+    assert "Resize" in message and "exclude_outside=1" in message
