@@ -49,22 +49,31 @@ from xdsl.utils.exceptions import VerifyException
 from ember.dialects import graph as G
 from ember.dialects.graph_base import NUMPY_TYPES
 from ember.frontends import (
+    onnx_attention,
     onnx_data,
     onnx_dtype,
     onnx_fold,
+    onnx_grid,
+    onnx_im2col,
     onnx_index,
+    onnx_loss,
     onnx_math,
     onnx_ops,
+    onnx_quant,
     onnx_reduce,
     onnx_rnn,
+    onnx_signal,
     onnx_spatial,
+    onnx_tensor,
     unsupported_message,
 )
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
 # imported for their converters (onnx_ops registers)
-del onnx_data, onnx_dtype, onnx_index, onnx_math, onnx_reduce, onnx_rnn, onnx_spatial
+del onnx_attention, onnx_data, onnx_dtype, onnx_grid, onnx_im2col, onnx_index
+del onnx_loss, onnx_math, onnx_quant, onnx_reduce, onnx_rnn, onnx_signal
+del onnx_spatial, onnx_tensor
 
 __all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
 
