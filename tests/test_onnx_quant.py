@@ -8,7 +8,6 @@ operands split into digits to stay exact), QLinearConv and ConvInteger
 compared exactly. And the refusals of what ember does not take."""
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -18,47 +17,9 @@ from ember.frontends.onnx import UnsupportedOperatorError, from_onnx
 
 ort = pytest.importorskip("onnxruntime")
 
+from onnx_util import check, single  # noqa: E402
+
 RNG = np.random.default_rng(0)
-
-
-def single(op, feeds, consts=None, outputs=1, opset=21, **attrs):
-    """A model of one `op` node reading `feeds` (graph inputs) then `consts`
-    (initializers), in that order unless `order` names them ("" for an
-    absent input)."""
-    consts = consts or {}
-    order = attrs.pop("order", [*feeds, *consts])
-    names = [f"y{i}" for i in range(outputs)]
-    node = helper.make_node(op, order, names, **attrs)
-    graph = helper.make_graph(
-        [node],
-        op.lower(),
-        [
-            helper.make_tensor_value_info(
-                n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape
-            )
-            for n, v in feeds.items()
-        ],
-        [onnx.ValueInfoProto(name=n) for n in names],  # typed by inference
-        [numpy_helper.from_array(v, n) for n, v in consts.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return onnx.shape_inference.infer_shapes(model)
-
-
-def check(model, feeds, rtol=1e-6):
-    session = ort.InferenceSession(
-        model.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
-    expected = session.run(None, feeds)
-    gm = rt.GraphModule(ember.compile_model(model)["default"](rt.cpu()))
-    got = gm(**feeds)
-    for g, e in zip(got, expected, strict=True):
-        assert g.dtype == e.dtype and g.shape == e.shape
-        if e.dtype.kind in "iu":
-            np.testing.assert_array_equal(g, e)
-        else:
-            np.testing.assert_allclose(g, e, rtol=rtol, atol=0)
 
 
 def rand(*shape, scale=1.0):

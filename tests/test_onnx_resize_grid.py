@@ -12,8 +12,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import ember
-from ember import runtime as rt
 from ember.frontends.onnx import (
     OnnxImportError,
     UnsupportedOperatorError,
@@ -22,46 +20,9 @@ from ember.frontends.onnx import (
 
 ort = pytest.importorskip("onnxruntime")
 
+from onnx_util import check, single  # noqa: E402
+
 RNG = np.random.default_rng(0)
-
-
-def single(op, feeds, consts=None, outputs=1, opset=21, **attrs):
-    """A model of one `op` node reading `feeds` (graph inputs) then `consts`
-    (initializers), in that order unless `order` names them ("" for an
-    absent input)."""
-    consts = consts or {}
-    order = attrs.pop("order", [*feeds, *consts])
-    names = [f"y{i}" for i in range(outputs)]
-    node = helper.make_node(op, order, names, **attrs)
-    graph = helper.make_graph(
-        [node],
-        op.lower(),
-        [
-            helper.make_tensor_value_info(
-                n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape
-            )
-            for n, v in feeds.items()
-        ],
-        [onnx.ValueInfoProto(name=n) for n in names],  # typed by inference
-        [numpy_helper.from_array(v, n) for n, v in consts.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return onnx.shape_inference.infer_shapes(model)
-
-
-def check(model, feeds, rtol=1e-5, atol=1e-5):
-    session = ort.InferenceSession(
-        model.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
-    expected = session.run(None, feeds)
-    gm = rt.GraphModule(ember.compile_model(model)["default"](rt.cpu()))
-    got = gm(**feeds)
-    got = got if isinstance(got, list | tuple) else [got]
-    for g, e in zip(got, expected, strict=True):
-        g = np.asarray(g)
-        assert g.dtype == e.dtype and g.shape == e.shape
-        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
 
 
 def rand(*shape, scale=1.0):

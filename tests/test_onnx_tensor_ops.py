@@ -6,61 +6,22 @@ AveragePool with dilations, LpPool and Trilu with k; and the refusals of what
 ember does not take."""
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
-import ember
-from ember import runtime as rt
 from ember.frontends.onnx import UnsupportedOperatorError, from_onnx
 
 ort = pytest.importorskip("onnxruntime")
 
-RNG = np.random.default_rng(0)
-TYPES = {
-    np.dtype(np.float32): TensorProto.FLOAT,
-    np.dtype(np.int64): TensorProto.INT64,
-    np.dtype(np.int32): TensorProto.INT32,
-    np.dtype(np.bool_): TensorProto.BOOL,
-}
+from onnx_util import check  # noqa: E402
+from onnx_util import single as _single  # noqa: E402
 
 
 def single(op, feeds, consts=None, outputs=1, opset=18, **attrs):
-    """A model of one `op` node reading `feeds` (graph inputs) then `consts`
-    (initializers), in that order unless `order` names them."""
-    consts = consts or {}
-    order = attrs.pop("order", [*feeds, *consts])
-    names = [f"y{i}" for i in range(outputs)]
-    node = helper.make_node(op, order, names, **attrs)
-    graph = helper.make_graph(
-        [node],
-        op.lower(),
-        [
-            helper.make_tensor_value_info(n, TYPES[v.dtype], v.shape)
-            for n, v in feeds.items()
-        ],
-        [onnx.ValueInfoProto(name=n) for n in names],  # typed by inference
-        [numpy_helper.from_array(v, n) for n, v in consts.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8 if opset < 21 else 10
-    model = onnx.shape_inference.infer_shapes(model)
-    for output in model.graph.output:  # what inference could not type
-        if not output.type.HasField("tensor_type"):
-            output.CopyFrom(helper.make_tensor_value_info(output.name, 1, ["n"]))
-    return model
+    """`onnx_util.single` at opset 18 unless told."""
+    return _single(op, feeds, consts, outputs, opset, **attrs)
 
 
-def check(model, feeds, rtol=1e-5, atol=1e-6):
-    session = ort.InferenceSession(
-        model.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
-    expected = session.run(None, feeds)
-    gm = rt.GraphModule(ember.compile_model(model)["default"](rt.cpu()))
-    got = gm(**feeds)
-    for g, e in zip(got, expected, strict=True):
-        assert g.dtype == e.dtype and g.shape == e.shape
-        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
+RNG = np.random.default_rng(0)
 
 
 def rand(*shape):
