@@ -330,6 +330,7 @@ def _follow_load() -> None:
             _auto = team_size(len(cpus), max(0.0, others / wall))
             for _, address in modules:
                 _write(address, _auto)
+            del modules  # held through the next sleep, it would keep them alive
 
 
 def _after_fork() -> None:

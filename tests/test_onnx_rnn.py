@@ -210,7 +210,7 @@ def refusal(m) -> str:
     ],
 )
 def test_unsupported_attributes_are_refused_naming_them(attrs, expected):
-    assert f"LSTM ({expected}): rnn" in refusal(rnn_model("LSTM", **attrs))
+    assert f"LSTM ({expected}): 1 (rnn)" in refusal(rnn_model("LSTM", **attrs))
 
 
 def test_default_activations_written_out_are_accepted():
@@ -221,14 +221,14 @@ def test_default_activations_written_out_are_accepted():
 def test_peepholes_are_refused():
     p = np.zeros((1, 12), np.float32)
     m = rnn_model("LSTM", initial=False, extra_inputs=[(7, "P", p)])
-    assert "LSTM (peepholes P): rnn" in refusal(m)
+    assert "LSTM (peepholes P): 1 (rnn)" in refusal(m)
 
 
 def test_sequence_lens_computed_by_the_model_is_refused():
     m = rnn_model("GRU", initial=False)
     m.graph.node[0].input[4] = "lens"
     m.graph.input.append(helper.make_tensor_value_info("lens", TensorProto.INT32, [2]))
-    assert "GRU (sequence_lens computed by the model): rnn" in refusal(m)
+    assert "GRU (sequence_lens computed by the model): 1 (rnn)" in refusal(m)
 
 
 def test_sequence_lens_shorter_than_the_sequence_is_refused():
