@@ -292,7 +292,11 @@ def _gemm(c: NodeContext):
 
 @converter("MatMul")
 def _matmul(c: NodeContext):
-    return [c.emit(G.MatmulOp, c.value(0), c.value(1))]
+    a, b = c.value(0), c.value(1)
+    if len(shape_of(a)) == len(shape_of(b)) == 1:  # a dot product: a reduction
+        product = c.emit(G.MulOp, a, b)
+        return [c.emit(G.ReduceSumOp, product, axes=[0], keepdims=False)]
+    return [c.emit(G.MatmulOp, a, b)]
 
 
 @converter("BatchNormalization")
@@ -538,7 +542,6 @@ def _squeeze(c: NodeContext):
 _REDUCE = {
     "ReduceSum": G.ReduceSumOp,
     "ReduceMean": G.ReduceMeanOp,
-    "ReduceMax": G.ReduceMaxOp,
 }
 
 

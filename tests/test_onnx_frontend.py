@@ -1068,7 +1068,8 @@ REVIEWED_CHANGES = {
     # bfloat16 and string, which graph tensors do not hold; Mod at 28 defines
     # fmod=0 on floats (numpy's mod, which graph.mod computes)
     "Equal": [19], "GreaterOrEqual": [16], "LessOrEqual": [16], "Mod": [28],
-    "Where": [16],
+    "Where": [16], "EyeLike": [22], "LpNormalization": [22],
+    "NegativeLogLikelihoodLoss": [22], "OneHot": [28],
     # types ember does not compute (bfloat16, ...); Split's num_outputs (18),
     # GroupNormalization's per-channel scale (21; 18's form the checker refuses),
     # SpaceToDepth's mode (28), Trilu first at 14
