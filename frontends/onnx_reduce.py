@@ -1,8 +1,11 @@
-"""The ONNX reductions beyond ReduceSum, ReduceMean and ReduceMax, written in
+"""The ONNX reductions beyond ReduceSum and ReduceMean, written in
 the graph ops they are defined by (what onnx's function bodies say, and what
 each kernel then fuses): L1 = sum |x|, L2 = sqrt(sum x²), SumSquare = sum x²,
 LogSum = log(sum x), LogSumExp = m + log(sum exp(x - m)) with m the max (no
-overflow where exp(x) would), Min = -max(-x); Prod is graph.reduce_prod.
+overflow where exp(x) would), Min = -max(-x); Max and Prod are graph.reduce_max
+and graph.reduce_prod. The max kernels compute floats: Max and Min of bool
+(any, all) and of integers up to 32 bits run in a float that holds every value
+exactly and cast back; 64-bit integers are refused.
 
 Axes come as the attribute (before opset 18) or the input; no axes reduce
 every axis, unless `noop_with_empty_axes` makes the op the identity.
@@ -40,10 +43,39 @@ _FORMS = {
     "ReduceSumSquare": lambda c, x, k: _reduce(c, G.ReduceSumOp, _square(c, x), k),
     "ReduceLogSum": lambda c, x, k: c.emit(G.LogOp, _reduce(c, G.ReduceSumOp, x, k)),
     "ReduceProd": lambda c, x, k: _reduce(c, G.ReduceProdOp, x, k),
+    "ReduceMax": lambda c, x, k: _reduce(c, G.ReduceMaxOp, x, k),
     "ReduceMin": lambda c, x, k: c.emit(
         G.NegOp, _reduce(c, G.ReduceMaxOp, c.emit(G.NegOp, x), k)
     ),
 }
+
+
+_EXACT_FLOAT = {
+    "bool": "float32",
+    "int8": "float32",
+    "uint8": "float32",
+    "int16": "float32",
+    "uint16": "float32",
+    "int32": "float64",
+    "uint32": "float64",
+}
+"""The float that holds every value of a non-float dtype exactly."""
+
+
+def _extremum(c: NodeContext, x: SSAValue, keepdims: bool) -> SSAValue:
+    """ReduceMax or ReduceMin; bool and integers through an exact float."""
+    dtype = dtype_of(x.type.element_type)  # type: ignore[attr-defined]
+    form = _FORMS[c.node.op_type]
+    if dtype.startswith("float"):
+        return form(c, x, keepdims)
+    if dtype not in _EXACT_FLOAT:
+        raise ConversionError(
+            f"expected a float, bool or integer of up to 32 bits, got {dtype} "
+            "(the max kernels compute floats, which do not hold every "
+            f"{dtype} exactly)"
+        )
+    y = form(c, c.emit(G.CastOp, x, to=_EXACT_FLOAT[dtype]), keepdims)
+    return c.emit(G.CastOp, y, to=dtype)
 
 
 @converter(*_FORMS, "ReduceLogSumExp")
@@ -52,6 +84,8 @@ def _reduction(c: NodeContext):
     if not axes_of(c, 1) and c.attr("noop_with_empty_axes", 0):
         return [x]
     keepdims = bool(c.attr("keepdims", 1))
+    if c.node.op_type in ("ReduceMax", "ReduceMin"):
+        return [_extremum(c, x, keepdims)]
     if c.node.op_type != "ReduceLogSumExp":
         return [_FORMS[c.node.op_type](c, x, keepdims)]
     top = _reduce(c, G.ReduceMaxOp, x, True)
