@@ -157,6 +157,14 @@ def _opset(model: onnx.ModelProto, label: str) -> tuple[onnx.ModelProto, int]:
     converted by `onnx.version_converter` to the nearest supported one."""
     versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
+        # a model of another domain only (ai.onnx.ml, ai.onnx.preview.training):
+        # name its ops as _check_graph names them beside default-domain ones
+        foreign: dict[str, list[str]] = {}
+        for index, node in enumerate(model.graph.node):
+            if node.domain not in _DEFAULT_DOMAINS:
+                foreign.setdefault(_key(node), []).append(_node_name(node, index))
+        if foreign:
+            raise UnsupportedOperatorError(label, foreign)
         raise OnnxImportError(f"{label}: expected an import of the default ONNX opset")
     opset = versions[0]
     if opset in SUPPORTED_OPSETS:
@@ -353,6 +361,7 @@ class _Importer:
         (initializers, and folded values past a few elements) or a literal."""
         if name in self.materialized:
             return self.materialized[name]
+        _refuse_empty([name], [array], "tensor")
         if array.dtype.name not in NUMPY_TYPES:
             raise ConversionError(
                 f"expected a tensor of {', '.join(NUMPY_TYPES)} for '{name}', got "
@@ -379,7 +388,11 @@ class _Importer:
             if folded is not None:
                 outputs = [folded]
             else:
+                computed = [v if isinstance(v, SSAValue) else None for v in inputs]
+                _refuse_empty(node.input, computed, "input")
                 outputs = onnx_ops.CONVERTERS[_key(node)](context)
+                computed = [v if isinstance(v, SSAValue) else None for v in outputs]
+                _refuse_empty(node.output, computed, "output")
         except (ConversionError, VerifyException) as e:
             raise OnnxImportError(
                 f"{self.label}: {node.op_type} node '{_node_name(node, index)}': {e}"
@@ -394,8 +407,38 @@ class _Importer:
             try:
                 return self.materialize(name, value)
             except ConversionError as e:
-                raise OnnxImportError(f"{self.label}: output '{name}': {e}") from None
+                producers = [
+                    f"{node.op_type} node '{_node_name(node, index)}'"
+                    for index, node in enumerate(self.graph.node)
+                    if name in node.output
+                ]
+                where = f"{producers[0]}: " if producers else ""
+                raise OnnxImportError(
+                    f"{self.label}: {where}output '{name}': {e}"
+                ) from None
         return value
+
+
+def _refuse_empty(
+    names: Sequence[str], values: Sequence[SSAValue | np.ndarray | None], what: str
+) -> None:
+    """Refuse a zero-size tensor among a node's inputs or outputs: ember's
+    kernels and buffers take positive extents. Only tensors a kernel would
+    touch count: an array folded at import may be empty (Resize's absent roi,
+    a shape on its way to a non-empty one) until it is materialized."""
+    for name, value in zip(names, values, strict=False):
+        if isinstance(value, np.ndarray):
+            shape = value.shape
+        elif isinstance(value, SSAValue) and isinstance(value.type, TensorType):
+            shape = tuple(value.type.get_shape())
+        else:
+            continue
+        if 0 in shape:
+            extents = "x".join(map(str, shape))
+            raise ConversionError(
+                f"expected tensors of positive extents, got a zero-size {what} "
+                f"'{name}' ({extents})"
+            )
 
 
 def from_onnx(
