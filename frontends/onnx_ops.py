@@ -482,14 +482,18 @@ def _avg_pool(c: NodeContext):
     return [_pool(c, G.AvgPool2DOp, count_include_pad=include, **extra)]
 
 
-@converter("GlobalAveragePool")
-def _global_avg_pool(c: NodeContext):
-    return [c.emit(G.GlobalAvgPool2DOp, _data_4d(c))]
-
-
-@converter("GlobalMaxPool")
-def _global_max_pool(c: NodeContext):
-    return [c.emit(G.ReduceMaxOp, _data_4d(c), axes=[2, 3], keepdims=True)]
+@converter("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(c: NodeContext):
+    """A mean or max over every spatial axis of (N, C, ...) data, of any rank."""
+    x = c.value(0)
+    rank = len(shape_of(x))
+    if rank < 3:
+        raise ConversionError(f"expected (N, C, ...) data, got shape {shape_of(x)}")
+    if c.node.op_type == "GlobalMaxPool":
+        return [c.emit(G.ReduceMaxOp, x, axes=list(range(2, rank)), keepdims=True)]
+    if rank == 4:
+        return [c.emit(G.GlobalAvgPool2DOp, x)]
+    return [c.emit(G.ReduceMeanOp, x, axes=list(range(2, rank)), keepdims=True)]
 
 
 @converter("Softmax", "LogSoftmax")
