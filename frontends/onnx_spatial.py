@@ -1,7 +1,8 @@
-"""ONNX ConvTranspose (2-D, and 1-D as 2-D with H = 1) and Resize (nearest and
-linear, scales or sizes known at import) as graph.conv2d_transpose and
-graph.resize, and 1-D Conv, MaxPool and AveragePool as their 2-D ops on rows
-of height 1 (3-D pools as two separable 2-D pools); LpPool as a root of
+"""ONNX ConvTranspose (2-D; 1-D as 2-D with H = 1; 3-D as one 2-D op per
+depth tap, placed along depth by a matrix) and Resize (nearest and linear,
+scales or sizes known at import) as graph.conv2d_transpose and graph.resize,
+and 1-D Conv, MaxPool and AveragePool as their 2-D ops on rows of height 1
+(3-D pools as two separable 2-D pools); LpPool as a root of
 AveragePool's window sums of |x|^p; the converters register with
 `onnx_ops.converter`."""
 
@@ -38,13 +39,6 @@ MAX_SCALE_DENOMINATOR = 1024
 so the source positions stay exact integer arithmetic."""
 
 
-def _spatial_1d_2d(attrs: dict[str, Any], _opset: int) -> list[str]:
-    kernel = attrs.get("kernel_shape")
-    if kernel is not None and len(kernel) not in (1, 2):
-        return [f"kernel_shape={list(kernel)} (only 1-D and 2-D)"]
-    return []
-
-
 def _spatial_1d_2d_3d(attrs: dict[str, Any], _opset: int) -> list[str]:
     kernel = attrs.get("kernel_shape")
     if kernel is not None and len(kernel) not in (1, 2, 3):
@@ -65,10 +59,10 @@ def _excluded_outside(attrs: dict[str, Any], _opset: int) -> list[str]:
 
 CHECKS.update(
     {
-        "Conv": _all(_AUTO_PAD, _spatial_1d_2d),
+        "Conv": _all(_AUTO_PAD, _spatial_1d_2d_3d),
         "MaxPool": _all(_AUTO_PAD, _spatial_1d_2d_3d),
         "AveragePool": _all(_AUTO_PAD, _spatial_1d_2d_3d),
-        "ConvTranspose": _all(_AUTO_PAD, _spatial_1d_2d),
+        "ConvTranspose": _all(_AUTO_PAD, _spatial_1d_2d_3d),
         "Resize": _all(
             _one_of("mode", ["nearest", "linear", "cubic"], "nearest"),
             _one_of(
@@ -93,65 +87,155 @@ CONST_INPUTS.update({"Resize": [(1, "roi"), (2, "scales"), (3, "sizes")]})
 
 @converter("ConvTranspose")
 def _conv_transpose(c: NodeContext):
-    x, w = c.value(0), c.value(1)
+    x = c.value(0)
     rank = len(shape_of(x))
-    if rank not in (3, 4) or len(shape_of(w)) != rank:
+    # a 3-D weight known at import time is only read by its depth slices
+    if rank == 5 and c.is_const(1):
+        w, w_shape = None, c.const(1, "the weight").shape
+    else:
+        w = c.value(1)
+        w_shape = shape_of(w)
+    if rank not in (3, 4, 5) or len(w_shape) != rank:
         raise ConversionError(
-            f"expected 1-D or 2-D data and weight, got {shape_of(x)} and {shape_of(w)}"
+            f"expected 1-D, 2-D or 3-D data and weight, got {shape_of(x)} and "
+            f"{tuple(w_shape)}"
         )
-    one_d = rank == 3
-    if one_d:  # a row of height 1
-        n, ch, length = shape_of(x)
-        x = c.emit(G.ReshapeOp, x, shape=[n, ch, 1, length])
-        w = c.emit(G.ReshapeOp, w, shape=[*shape_of(w)[:2], 1, shape_of(w)[2]])
-
-    def pair(name: str, default: int) -> list[int]:
-        values = list(c.attr(name, [default] * (rank - 2)))
-        return [default, *values] if one_d else values
-
-    strides, dilation = pair("strides", 1), pair("dilations", 1)
-    output_padding = pair("output_padding", 0)
-    kernel = shape_of(w)[2:]
-    spatial = shape_of(x)[2:]
-    pads = list(c.attr("pads", [0] * (2 * (rank - 2))))
-    if one_d:
-        pads = [0, pads[0], 0, pads[1]]
+    k = rank - 2
+    strides = list(c.attr("strides", [1] * k))
+    dilation = list(c.attr("dilations", [1] * k))
+    output_padding = list(c.attr("output_padding", [0] * k))
+    kernel, spatial = w_shape[2:], shape_of(x)[2:]
+    pads = list(c.attr("pads", [0] * (2 * k)))
     auto_pad = c.attr("auto_pad", "NOTSET")
     output_shape = c.attr("output_shape")
     if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        wanted = list(output_shape[-(rank - 2) :]) if output_shape is not None else []
-        if one_d and wanted:
-            wanted = [1, *wanted]
+        wanted = list(output_shape[-k:]) if output_shape is not None else []
         if not wanted:
             wanted = [n * s for n, s in zip(spatial, strides, strict=True)]
         begin, end = [], []
-        for i in range(2):
+        for i in range(k):
             full = (spatial[i] - 1) * strides[i] + (kernel[i] - 1) * dilation[i] + 1
             total = full + output_padding[i] - wanted[i]
             if total < 0:  # the requested extent is past the full result: zeros
                 output_padding[i] -= total
                 total = 0
             small, large = total // 2, total - total // 2
-            upper = auto_pad != "SAME_LOWER"
+            upper = auto_pad == "SAME_UPPER"  # NOTSET: the larger half first
             begin.append(small if upper else large)
             end.append(large if upper else small)
         pads = begin + end
     elif auto_pad == "VALID":
-        pads = [0, 0, 0, 0]
-    operands = [x, w] + ([c.value(2)] if c.has(2) else [])
+        pads = [0] * (2 * k)
+    bias = c.value(2) if c.has(2) else None
+    if k == 3:
+        return [_conv_transpose_3d(c, x, bias, strides, pads, output_padding, dilation)]
+    assert w is not None  # only a 3-D weight stays an import-time array
+    if k == 1:  # a row of height 1
+        n, ch, length = shape_of(x)
+        x = c.emit(G.ReshapeOp, x, shape=[n, ch, 1, length])
+        w = c.emit(G.ReshapeOp, w, shape=[*w_shape[:2], 1, w_shape[2]])
+        strides, dilation = [1, *strides], [1, *dilation]
+        output_padding, pads = [0, *output_padding], [0, pads[0], 0, pads[1]]
     y = c.emit(
         G.Conv2DTransposeOp,
-        *operands,
+        *([x, w] if bias is None else [x, w, bias]),
         strides=strides,
         padding=pads,
         output_padding=output_padding,
         dilation=dilation,
         groups=c.attr("group", 1),
     )
-    if one_d:
+    if k == 1:
         n, ch, _, length = shape_of(y)
         y = c.emit(G.ReshapeOp, y, shape=[n, ch, length])
     return [y]
+
+
+def depth_taps(c: NodeContext) -> list[SSAValue]:
+    """A 3-D Conv's or ConvTranspose's weight (A, B, kd, kh, kw) as its kd
+    2-D weights (A, B, kh, kw): import-time slices where the weight is
+    known (so each is a param the 2-D kernels pack), else graph.slice."""
+    if c.is_const(1):
+        w = c.const(1, "the weight")
+        return [
+            c.array(np.ascontiguousarray(w[:, :, d]), f"depth{d}")
+            for d in range(w.shape[2])
+        ]
+    w = c.value(1)
+    a, b, kd, kh, kw = shape_of(w)
+    return [
+        c.emit(
+            G.ReshapeOp,
+            c.emit(
+                G.SliceOp,
+                w,
+                starts=[0, 0, d, 0, 0],
+                ends=[a, b, d + 1, kh, kw],
+                steps=[1] * 5,
+            ),
+            shape=[a, b, kh, kw],
+        )
+        for d in range(kd)
+    ]
+
+
+def _conv_transpose_3d(
+    c: NodeContext,
+    x: SSAValue,
+    bias: SSAValue | None,
+    strides: list[int],
+    pads: list[int],
+    output_padding: list[int],
+    dilation: list[int],
+) -> SSAValue:
+    """3-D ConvTranspose as one batched graph.conv2d_transpose per depth tap
+    of the kernel over all depth planes (N D, C, H, W), then an import-time
+    0/1 (D_out, kd D) matrix that places each tap's planes at depth
+    d * stride + tap * dilation - pad (dropping the cropped ones) and sums
+    them: the scatter along depth is linear and small."""
+    n, channels, depth, h, wd = shape_of(x)
+    planes = c.emit(G.TransposeOp, x, perm=[0, 2, 1, 3, 4])
+    planes = c.emit(G.ReshapeOp, planes, shape=[n * depth, channels, h, wd])
+    parts = [
+        c.emit(
+            G.Conv2DTransposeOp,
+            planes,
+            tap,
+            strides=strides[1:],
+            padding=[pads[1], pads[2], pads[4], pads[5]],
+            output_padding=output_padding[1:],
+            dilation=dilation[1:],
+            groups=c.attr("group", 1),
+        )
+        for tap in depth_taps(c)
+    ]
+    if not parts:
+        raise ConversionError("expected a kernel depth of at least 1, got 0")
+    _, out_channels, out_h, out_w = shape_of(parts[0])
+    size = out_channels * out_h * out_w
+    parts = [c.emit(G.ReshapeOp, part, shape=[n, depth, size]) for part in parts]
+    taps = len(parts)
+    full = (depth - 1) * strides[0] + (taps - 1) * dilation[0] + 1
+    out_depth = full + output_padding[0] - pads[0] - pads[3]
+    if out_depth < 1:
+        raise ConversionError(
+            f"expected a positive output depth, got {out_depth} (pads {pads})"
+        )
+    placement = np.zeros((out_depth, taps * depth))
+    for t in range(taps):
+        for d in range(depth):
+            at = d * strides[0] + t * dilation[0] - pads[0]
+            if 0 <= at < out_depth:
+                placement[at, t * depth + d] = 1.0
+    stacked = parts[0] if taps == 1 else c.emit(G.ConcatOp, *parts, axis=1)
+    dtype = dtype_of(x.type.element_type)  # type: ignore[attr-defined]
+    y = c.emit(G.MatmulOp, c.array(placement.astype(dtype), "placement"), stacked)
+    y = c.emit(G.ReshapeOp, y, shape=[n, out_depth, out_channels, out_h, out_w])
+    y = c.emit(G.TransposeOp, y, perm=[0, 2, 1, 3, 4])
+    if bias is not None:
+        bias = c.emit(G.ReshapeOp, bias, shape=[out_channels, 1, 1, 1])
+        y = c.emit(G.AddOp, y, bias)
+    return y
 
 
 def _resize_plan(
@@ -366,6 +450,7 @@ def _rows(two_d: Converter) -> Converter:
             w = c.value(1)
             inputs[1] = c.emit(G.ReshapeOp, w, shape=[*shape_of(w)[:2], 1, -1])
         rows = NodeContext(c.node, c.opset, inputs, c.block, c._materialize)
+        rows.attrs = dict(c.attrs)  # with any a wrapping converter set
         for name in ("kernel_shape", "strides", "dilations"):
             if name in c.attrs:
                 rows.attrs[name] = [1, *c.attrs[name]]
@@ -394,6 +479,7 @@ def _volumes(two_d: Converter) -> Converter:
 
         def pool(data: SSAValue, pick: tuple[int, int], fill: int, pad: bool):
             step = NodeContext(c.node, c.opset, [data], c.block, c._materialize)
+            step.attrs = dict(c.attrs)  # with any a wrapping converter set
             for name in ("kernel_shape", "strides", "dilations"):
                 if name in c.attrs:
                     values = c.attrs[name]

@@ -872,7 +872,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
         node("RandomNormalLike", ["b"], ["c"], "random_2"),
         node("Bernoulli", ["c"], ["d"], "bernoulli"),
         node("Pad", ["d", "pads"], ["e"], "pad_mirror", mode="mirror"),
-        node("Conv", ["e", "w"], ["f"], "conv3d", kernel_shape=[1, 1, 1]),
+        node("Conv", ["e", "w"], ["f"], "conv4d", kernel_shape=[1, 1, 1, 1]),
         helper.make_node("MeanVarianceNormalization", ["f"], ["g"]),  # unnamed
         node("Shape", ["g"], ["s"], "shape"),
         node("RandomNormalLike", ["x"], ["x2"], "random_3"),
@@ -898,7 +898,7 @@ def test_every_unsupported_op_is_listed_before_anything_is_built(monkeypatch):
         "Bernoulli": ["bernoulli"],
         "MeanVarianceNormalization": ["#6 (output 'g')"],
         "Pad (mode='mirror')": ["pad_mirror"],
-        "Conv (kernel_shape=[1, 1, 1] (only 1-D and 2-D))": ["conv3d"],
+        "Conv (kernel_shape=[1, 1, 1, 1] (only 1-D, 2-D and 3-D))": ["conv4d"],
         "Cast (to=bfloat16)": ["cast_to_int"],
         "Reshape (the target shape computed by the model)": ["reshape_dynamic"],
     }
