@@ -4,7 +4,8 @@ image (a grouped graph.conv2d_transpose with one-hot weights for 2-D images,
 an import-time placement matrix for other ranks); a Conv whose weight is no
 param (a graph input, or computed by the model) is im2col, one strided
 graph.slice per kernel position, and a grouped matmul, because graph.conv2d's
-kernels pack their weight at compile time. The converters register with
+kernels pack their weight at compile time; a 3-D Conv with a known weight is
+a sum of graph.conv2d over its depth taps. The converters register with
 `onnx_ops.converter`."""
 
 from __future__ import annotations
@@ -189,17 +190,84 @@ def _conv_im2col(c: NodeContext) -> SSAValue:
     return y
 
 
+def _conv_depth_taps(c: NodeContext) -> SSAValue:
+    """3-D Conv as a sum over the kernel's depth taps of one graph.conv2d
+    each, on every output depth's input plane at once: the data goes to
+    (N, D, C, H, W) once, and tap t reads the planes t * dilation + d * stride
+    (a strided graph.slice), batched as (N D_out, C, H, W). Groups, the
+    (H, W) strides, dilations and padding are conv2d's own, so its packed,
+    tuned kernels do the work (im2col would copy the input kd kh kw times)."""
+    x = c.value(0)
+    n, channels, depth, h, wd = shape_of(x)
+    out_channels, per_group, *kernel = c.const(1, "the weight").shape
+    groups = int(c.attr("group", 1))
+    if (
+        len(kernel) != 3
+        or min(kernel) < 1
+        or channels != per_group * groups
+        or out_channels % groups
+    ):
+        raise ConversionError(
+            f"expected a weight (O, C/{groups}, kd, kh, kw) for data {shape_of(x)}, "
+            f"got {c.const(1, 'the weight').shape}"
+        )
+    strides = list(c.attr("strides", [1] * 3))
+    dilations = list(c.attr("dilations", [1] * 3))
+    pads = _conv_pads(c, [depth, h, wd], kernel)
+    x = c.emit(G.TransposeOp, x, perm=[0, 2, 1, 3, 4])
+    if pads[0] or pads[3]:
+        x = c.emit(G.PadOp, x, pads=[0, pads[0], 0, 0, 0, 0, pads[3], 0, 0, 0])
+    padded = depth + pads[0] + pads[3]
+    out_depth = (padded - dilations[0] * (kernel[0] - 1) - 1) // strides[0] + 1
+    if out_depth < 1:
+        raise ConversionError(
+            f"expected the kernel's depth {kernel[0]} (dilation {dilations[0]}) "
+            f"within the padded depth {padded}"
+        )
+    y = None
+    for t, tap in enumerate(onnx_spatial.depth_taps(c)):
+        start = t * dilations[0]
+        end = start + (out_depth - 1) * strides[0] + 1
+        planes = x
+        if (start, end, strides[0]) != (0, padded, 1):
+            planes = c.emit(
+                G.SliceOp,
+                x,
+                starts=[0, start, 0, 0, 0],
+                ends=[n, end, channels, h, wd],
+                steps=[1, strides[0], 1, 1, 1],
+            )
+        planes = c.emit(G.ReshapeOp, planes, shape=[n * out_depth, channels, h, wd])
+        operands = [planes, tap] + ([c.value(2)] if c.has(2) and t == 0 else [])
+        part = c.emit(
+            G.Conv2DOp,
+            *operands,
+            strides=strides[1:],
+            padding=[pads[1], pads[2], pads[4], pads[5]],
+            dilation=dilations[1:],
+            groups=groups,
+        )
+        y = part if y is None else c.emit(G.AddOp, y, part)
+    assert y is not None  # the kernel has at least one depth tap
+    _, _, out_h, out_w = shape_of(y)
+    y = c.emit(G.ReshapeOp, y, shape=[n, out_depth, out_channels, out_h, out_w])
+    return c.emit(G.TransposeOp, y, perm=[0, 2, 1, 3, 4])
+
+
 def _unpacked_weights(packed: Converter) -> Converter:
     """Conv's converter, taking the im2col route where the weight is not
-    known at import time."""
+    known at import time, and the depth-tap route for 3-D data."""
 
     def convert(c: NodeContext):
-        return packed(c) if c.is_const(1) else [_conv_im2col(c)]
+        if not c.is_const(1):
+            return [_conv_im2col(c)]
+        if len(shape_of(c.value(0))) == 5:
+            return [_conv_depth_taps(c)]
+        return packed(c)
 
     return convert
 
 
 # after onnx_spatial's 1-D wrapper, so that a 1-D Conv's param weight
 # still reaches the packed route
-del onnx_spatial
 CONVERTERS["Conv"] = _unpacked_weights(CONVERTERS["Conv"])
