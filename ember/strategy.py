@@ -88,6 +88,9 @@ class AnchorStrategy:
     build: AnchorBuilder
     data: tuple[int, ...]
     weights: tuple[int, ...]
+    packable: tuple[int, ...] = ()
+    """Data operands the builder may pack as weights when they are params or
+    literals: it receives None for them and makes their placeholder itself."""
 
 
 _ANCHORS: dict[type[Operation], AnchorStrategy] = {}
@@ -101,13 +104,14 @@ def anchor_strategy(
     data: tuple[int, ...] = (0,),
     weights: tuple[int, ...] = (),
     dtypes: tuple[str, ...] = ("float32",),
+    packable: tuple[int, ...] = (),
 ) -> Callable[[AnchorBuilder], AnchorBuilder]:
     """Register the decorated builder as the strategy of `ops` (anchor ops)
     on tensors of `dtypes`."""
 
     def register(build: AnchorBuilder) -> AnchorBuilder:
         for op in ops:
-            _ANCHORS[op] = AnchorStrategy(build, data, weights)
+            _ANCHORS[op] = AnchorStrategy(build, data, weights, packable)
             _DTYPES[op] = dtypes
         return build
 
@@ -425,7 +429,9 @@ def _anchored(
 ) -> KernelSpec:
     strategy = _ANCHORS[type(head)]
     data = [
-        te.placeholder(
+        None
+        if i in strategy.packable and _is_weight(g.outside(head.operands[i]))
+        else te.placeholder(
             _shape(head.operands[i]), dtype=_dtype(head.operands[i]), name=f"data{n}"
         )
         for n, i in enumerate(strategy.data)
@@ -436,6 +442,12 @@ def _anchored(
     kernel = strategy.build(head, data, epilogue, reads.tensors, target)
     operands = [g.outside(head.operands[i]) for i in (*strategy.data, *weights)]
     return KernelSpec(kernel, [*operands, *reads.values])
+
+
+def _is_weight(value: SSAValue) -> bool:
+    """A param or literal: known when the kernel is built from bound params,
+    and decided by the IR alone, so text and bound compiles agree."""
+    return isinstance(value.owner, graph.ParamOp | graph.ConstantOp)
 
 
 def _tensor_form(op: Operation, args: list[te.Tensor | te.Expr | float]) -> te.Tensor:

@@ -109,3 +109,20 @@ def test_an_op_without_a_strategy_is_named():
     op = SoftsignOp.build_inferred(block.args[0])
     with pytest.raises(StrategyError, match="no strategy for 'graph.softsign'"):
         lower_group(op, lambda v: None)
+
+
+def test_a_matmul_by_a_param_packs_it_as_a_weight():
+    """A MatMul by an initializer reads its weight in panels, as dense does;
+    by a computed value it reads the operand in place."""
+    block = Block(arg_types=[TensorType(f32, (1, 197, 64))])
+    w = graph.ParamOp("w", TensorType(f32, (64, 96)))
+    mm = graph.MatmulOp.build_inferred(block.args[0], w.result)
+    spec = lower_group(mm, lambda v: None, Target("llvm -mcpu=haswell"))
+    assert spec.kernel.placeholders[1].name == "matmul.weight"
+    assert spec.kernel.placeholders[1].shape == (96 // 16, 64, 16)
+    assert list(spec.kernel.weight_transforms) == ["matmul.weight"]
+    rhs = Block(arg_types=[TensorType(f32, (1, 197, 64)), TensorType(f32, (64, 96))])
+    mm = graph.MatmulOp.build_inferred(*rhs.args)
+    spec = lower_group(mm, lambda v: None, Target("llvm -mcpu=haswell"))
+    assert spec.kernel.placeholders[1].shape == (64, 96)
+    assert not spec.kernel.weight_transforms

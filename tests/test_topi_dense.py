@@ -174,3 +174,31 @@ def test_rows_without_a_good_divisor_get_whole_tiles_over_padded_rows(m):
     assert mm.attrs["tile"][0] > 1
     a, bb = rand(rng, (2, m, 24)), rand(rng, (24, 40))
     np.testing.assert_allclose(build_run(mm, [a, bb]), a @ bb, rtol=1e-4, atol=1e-4)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    st.lists(st.integers(1, 3), max_size=2),
+    st.integers(1, 13),
+    st.integers(1, 70),
+    st.integers(1, 20),
+)
+def test_matmul_by_a_packed_weight_matches_numpy(batch, m, n, k):
+    """a (..., M, K) @ w (K, N) with w packed in panels (M padded to whole
+    tiles, N to whole panels), a residual epilogue over the output's indices."""
+    rng = np.random.default_rng(m + 7 * n + 31 * k + 101 * len(batch))
+    shape = (*batch, m, n)
+    a_t, r_t = te.placeholder((*batch, m, k), name="a"), te.placeholder(shape, name="r")
+    kern = topi.matmul_weight(
+        a_t, (k, n), epilogue=lambda v, idx: v + r_t[idx], epilogue_inputs=[r_t]
+    )
+    a, w, r = rand(rng, (*batch, m, k)), rand(rng, (k, n)), rand(rng, shape)
+    packed = kern.transform("matmul.weight", w)
+    assert packed.shape[1] == k and packed.shape[0] * packed.shape[2] >= n
+    y = build_run(kern, [a, packed, r])
+    np.testing.assert_allclose(y, a @ w + r, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_weight_refuses_mismatched_operands():
+    with pytest.raises(ValueError, match="expected a .* and a weight"):
+        topi.matmul_weight(te.placeholder((4, 8), name="a"), (7, 3))

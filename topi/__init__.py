@@ -26,10 +26,12 @@ the tensors it reads in `epilogue_inputs`:
   x (M, K) . w (N, K)^T + b.
 - `matmul(a, b, *, epilogue, epilogue_inputs, name)` (numpy matmul semantics,
   batch broadcasting) and `batch_matmul(a, b, ...)` ((B, M, K) x (B, K, N)).
+- `matmul_weight(a, weight_shape, ...)`: a (..., M, K) @ w (K, N), w known at
+  compile time and packed as dense packs its weight.
 """
 
 from ember.topi.conv2d import conv2d, conv2d_shape
-from ember.topi.dense import batch_matmul, dense, matmul, matmul_shape
+from ember.topi.dense import batch_matmul, dense, matmul, matmul_shape, matmul_weight
 from ember.topi.kernel import Kernel
 
 __all__ = [
@@ -40,4 +42,5 @@ __all__ = [
     "dense",
     "matmul",
     "matmul_shape",
+    "matmul_weight",
 ]
