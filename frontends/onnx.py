@@ -20,7 +20,9 @@ numpy array. The import runs in three steps:
    `frontends/onnx_fold.py`): shape
    computations whose inputs are known at import time (Shape, Gather, Unsqueeze,
    Concat, Cast, Constant, ...) fold to numpy arrays; everything else becomes graph
-   ops built with the dialect's shape-inferring builders.
+   ops built with the dialect's shape-inferring builders. A zero-size tensor
+   that one of those ops would read or write is refused naming its node (ember's
+   kernels and buffers take positive extents); one only typed from is fine.
 """
 
 from __future__ import annotations
@@ -388,11 +390,9 @@ class _Importer:
             if folded is not None:
                 outputs = [folded]
             else:
-                computed = [v if isinstance(v, SSAValue) else None for v in inputs]
-                _refuse_empty(node.input, computed, "input")
+                last = self.block.last_op
                 outputs = onnx_ops.CONVERTERS[_key(node)](context)
-                computed = [v if isinstance(v, SSAValue) else None for v in outputs]
-                _refuse_empty(node.output, computed, "output")
+                self.refuse_empty_operands(node, inputs, outputs, last)
         except (ConversionError, VerifyException) as e:
             raise OnnxImportError(
                 f"{self.label}: {node.op_type} node '{_node_name(node, index)}': {e}"
@@ -400,6 +400,30 @@ class _Importer:
         for name, value in zip(node.output, outputs, strict=False):
             if name:
                 self.env[name] = value
+
+    def refuse_empty_operands(
+        self, node: onnx.NodeProto, inputs: Sequence, outputs: Sequence, last
+    ) -> None:
+        """Refuse a zero-size tensor read or written by the ops `node` became
+        (ops after `last`); one only typed or shaped from (CastLike's `like`)
+        is fine."""
+        names = {
+            v: name
+            for name, v in [
+                *zip(node.input, inputs, strict=False),
+                *zip(node.output, outputs, strict=False),
+            ]
+            if isinstance(v, SSAValue)
+        }
+        op = last.next_op if last is not None else self.block.first_op
+        while op is not None:
+            for what, values in (("input", op.operands), ("output", op.results)):
+                for v in values:
+                    if v in names:
+                        _refuse_empty([names[v]], [v], what)
+                    else:
+                        _refuse_empty([""], [v], f"{what} of {op.name}")
+            op = op.next_op
 
     def output(self, name: str) -> SSAValue:
         value = self.env[name]
@@ -422,10 +446,10 @@ class _Importer:
 def _refuse_empty(
     names: Sequence[str], values: Sequence[SSAValue | np.ndarray | None], what: str
 ) -> None:
-    """Refuse a zero-size tensor among a node's inputs or outputs: ember's
-    kernels and buffers take positive extents. Only tensors a kernel would
-    touch count: an array folded at import may be empty (Resize's absent roi,
-    a shape on its way to a non-empty one) until it is materialized."""
+    """Refuse a zero-size tensor: ember's kernels and buffers take positive
+    extents. Only tensors a kernel would touch count: an array folded at
+    import may be empty (Resize's absent roi, a shape on its way to a
+    non-empty one) until it is materialized."""
     for name, value in zip(names, values, strict=False):
         if isinstance(value, np.ndarray):
             shape = value.shape
@@ -435,9 +459,10 @@ def _refuse_empty(
             continue
         if 0 in shape:
             extents = "x".join(map(str, shape))
+            named = f" '{name}'" if name else ""
             raise ConversionError(
-                f"expected tensors of positive extents, got a zero-size {what} "
-                f"'{name}' ({extents})"
+                f"expected tensors of positive extents, got a zero-size "
+                f"{what}{named} ({extents})"
             )
 
 

@@ -98,3 +98,12 @@ def test_empty_folded_arrays_on_the_way_still_compute():
         "sizes": np.array([1, 1, 4, 6], np.int64),
     }
     check(single("Resize", {"x": x}, consts, mode="nearest"), {"x": x})
+
+
+def test_zero_size_input_only_typed_from_still_computes():
+    # CastLike reads only the dtype of `like`: no kernel touches it
+    feeds = {
+        "x": RNG.standard_normal((2, 3), np.float32),
+        "like": np.zeros(0, np.float64),
+    }
+    check(single("CastLike", feeds), feeds)
