@@ -202,3 +202,23 @@ def test_matmul_by_a_packed_weight_matches_numpy(batch, m, n, k):
 def test_matmul_weight_refuses_mismatched_operands():
     with pytest.raises(ValueError, match="expected a .* and a weight"):
         topi.matmul_weight(te.placeholder((4, 8), name="a"), (7, 3))
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    st.sampled_from([((2, 3), (2, 3)), ((3,), (1,)), ((1,), (4,)), ((), (2,))]),
+    st.integers(2, 14),
+    st.integers(1, 80),
+    st.integers(1, 20),
+)
+def test_matmul_with_a_partial_last_panel_matches_numpy(batches, m, n, k):
+    """N not a multiple of the panel (attention scores, 197 x 197): b is
+    copied into zero-padded panels first; batch dims broadcast either way."""
+    sa, sb = batches
+    rng = np.random.default_rng(m + 7 * n + 31 * k)
+    a_t = te.placeholder((*sa, m, k), name="a")
+    b_t = te.placeholder((*sb, k, n), name="b")
+    kern = topi.matmul(a_t, b_t, epilogue=lambda v, idx: v * 0.125)
+    a, b = rand(rng, (*sa, m, k)), rand(rng, (*sb, k, n))
+    y = build_run(kern, [a, b])
+    np.testing.assert_allclose(y, (a @ b) * 0.125, rtol=1e-4, atol=1e-4)

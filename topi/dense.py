@@ -233,8 +233,23 @@ def matmul(
     lanes = machine.vector_lanes(a.dtype)
     nb = 2 * lanes if n >= 2 * lanes else lanes
     mt, mp = _row_tile(m, nb // lanes, machine)
-    full = (*batch, mp, n)  # the computation's shape, vectors as 1-row matrices
+    # N not a whole number of panels (197 tokens' scores): a column tile would
+    # end in a partial one, computed serially (3x slower at 197 x 64 x 197), so
+    # b is copied to zero-padded panels first, when its rows are reused
+    panels = not (a_vec or b_vec) and n % nb != 0 and mt > 1
+    blocks = -(-n // nb)
+    full = (*batch, mp, blocks * nb if panels else n)  # vectors as 1-row matrices
     rk = te.reduce_axis((0, k), name="rk")
+    bp = None
+    if panels:
+        *bb, kb, _ = b.shape
+
+        def panel(*idx):
+            *lead, jo, r, ji = idx
+            j = jo * nb + ji
+            return te.if_then_else(j < n, b[(*lead, r, j)], te.const(0.0, b.dtype))
+
+        bp = te.compute((*bb, blocks, kb, nb), panel, name=f"{name}.panels")
 
     def operand(t: te.Tensor, idx: tuple, tail: tuple):
         lead = idx[len(idx) - (t.ndim - len(tail)) :] if t.ndim > len(tail) else ()
@@ -245,7 +260,10 @@ def matmul(
         *bi, i, j = idx
         row = i if mp == m else te.min(i, m - 1)  # padded rows: never copied out
         left = a[rk] if a_vec else operand(a, tuple(bi), (row, rk))
-        right = b[rk] if b_vec else operand(b, tuple(bi), (rk, j))
+        if bp is not None:
+            right = operand(bp, tuple(bi), (j // nb, rk, j % nb))
+        else:
+            right = b[rk] if b_vec else operand(b, tuple(bi), (rk, j))
         return te.sum(left * right, axis=rk)
 
     z = te.compute(full, body, name=f"{name}.gemm")
@@ -270,6 +288,10 @@ def matmul(
         if a_vec or b_vec:  # a matrix-vector product: parallel rows, nothing more
             s[output].parallel(s[output].op.axis[0])
             return
+        if bp is not None:
+            *outer, ji = s[bp].op.axis
+            s[bp].parallel(s[bp].fuse(*outer[:-1]) if len(outer) > 2 else outer[0])
+            s[bp].vectorize(ji)
         _schedule_gemm(s, z, output, mt, nb)
 
     inputs = [t for t in (a, b) if isinstance(t.op, te.PlaceholderOp)]
