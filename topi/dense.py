@@ -39,6 +39,7 @@ from ember.backends.llvm.target import Target
 from ember.dialects import graph
 from ember.runtime.errors import EmberValueError
 from ember.strategy import anchor_strategy
+from ember.topi.elementwise import PARALLEL_MIN_WORK
 from ember.topi.kernel import Epilogue, Kernel, accumulator_registers, apply_epilogue
 
 INDEPENDENT_SUMS = 12
@@ -290,7 +291,9 @@ def matmul(
             return
         if bp is not None:
             *outer, ji = s[bp].op.axis
-            s[bp].parallel(s[bp].fuse(*outer[:-1]) if len(outer) > 2 else outer[0])
+            if int(np.prod(bp.shape)) >= PARALLEL_MIN_WORK:  # a copy: cost 1
+                fused = s[bp].fuse(*outer[:-1]) if len(outer) > 2 else outer[0]
+                s[bp].parallel(fused)
             s[bp].vectorize(ji)
         _schedule_gemm(s, z, output, mt, nb)
 
