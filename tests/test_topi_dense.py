@@ -222,3 +222,21 @@ def test_matmul_with_a_partial_last_panel_matches_numpy(batches, m, n, k):
     a, b = rand(rng, (*sa, m, k)), rand(rng, (*sb, k, n))
     y = build_run(kern, [a, b])
     np.testing.assert_allclose(y, (a @ b) * 0.125, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("l2", [1024, 1 << 20])
+def test_panels_outside_or_inside_the_row_tiles_give_numpys_result(l2):
+    """Column panels are the outer tile loop only while one fits in half of
+    L2 (here 24 x nb floats: not in 1 KiB, in 1 MiB); both orders are exact."""
+    rng = np.random.default_rng(l2)
+    target = ember.Target(f"llvm -l2-bytes={l2}")
+    a_t = te.placeholder((2, 29, 24), name="a")
+    kern = topi.matmul_weight(a_t, (24, 70), target=target)
+    a, w = rand(rng, (2, 29, 24)), rand(rng, (24, 70))
+    with target:
+        y = build_run(kern, [a, kern.transform("matmul.weight", w)])
+    np.testing.assert_allclose(y, a @ w, rtol=1e-4, atol=1e-4)
+    dense = topi.dense(te.placeholder((29, 24), name="x"), (70, 24), target=target)
+    with target:
+        y = build_run(dense, [a[0], dense.transform("dense.weight", w.T)])
+    np.testing.assert_allclose(y, a[0] @ w, rtol=1e-4, atol=1e-4)
