@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType
 
 from ember import te
 from ember.backends.llvm.target import Target
@@ -430,7 +431,9 @@ def _matmul_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     name = op.name.removeprefix("graph.")
     a, b = data
     if b is None:  # a param or literal right operand
-        shape = tuple(op.operands[1].type.get_shape())
+        weight_type = op.operands[1].type
+        assert isinstance(weight_type, TensorType)
+        shape = tuple(weight_type.get_shape())
         if len(shape) == 2 and a.ndim >= 2 and build is matmul:
             return matmul_weight(
                 a,
