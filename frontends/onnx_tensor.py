@@ -12,6 +12,7 @@ The converters register with `onnx_ops.converter`.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -446,6 +447,15 @@ def _einsum(c: NodeContext):
     return [product]
 
 
+_NUMPY_PAD: dict[str, Literal["edge", "reflect", "wrap"]] = {
+    "edge": "edge",
+    "reflect": "reflect",
+    "wrap": "wrap",
+}
+"""ONNX Pad's gathering modes as numpy's `np.pad` names them (the positions
+of a range padded so are the gathered ones)."""
+
+
 # -- Pad and CenterCropPad ------------------------------------------------------------
 
 
@@ -473,7 +483,7 @@ def _crop_and_pad(
         return c.emit(G.PadOp, x, pads=[*begin, *end], value=value)
     for axis, (n, b, e) in enumerate(zip(shape, begin, end, strict=True)):
         if b or e:
-            where = np.pad(np.arange(n, dtype=np.int64), (b, e), mode=mode)
+            where = np.pad(np.arange(n, dtype=np.int64), (b, e), mode=_NUMPY_PAD[mode])
             x = c.emit(G.GatherOp, x, c.array(where, f"{mode}{axis}"), axis=axis)
     return x
 

@@ -136,9 +136,10 @@ def _embedding(c: OpContext, weight, indices, *_args, **_kwargs):
 
 
 @converter("_assert_tensor_metadata")
-def _assert_metadata(c: OpContext, *_args, **_kwargs):
-    """The exporter's check of a value's dtype and shape, true by construction."""
-    return None
+def _assert_metadata(c: OpContext, *_args, **_kwargs) -> tuple:
+    """The exporter's check of a value's dtype and shape, true by construction:
+    no value."""
+    return ()
 
 
 @converter("cat", "concat")
