@@ -145,8 +145,10 @@ def _pure(node: Any) -> bool:
     """Whether running `node`'s op at import gives its value: a deterministic
     op with tensor results."""
     schema = getattr(node.target, "_schema", None)
-    if schema is None or schema.is_mutable or "rand" in schema.name:
+    if schema is None or schema.is_mutable:
         return False
+    if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+        return False  # rand, bernoulli, dropout in training, ...
     val = node.meta.get("val")
     values = val if isinstance(val, list | tuple) else [val]
     return all(isinstance(v, torch.Tensor) for v in values)
@@ -185,13 +187,14 @@ class _Importer:
         key = id(array)
         if key in self.materialized:
             return self.materialized[key][1]
-        value = literal(array) if array.size <= 16 else None  # checks the dtype
+        if array.dtype.name not in DTYPES:
+            raise ConversionError(
+                f"expected a tensor of {', '.join(sorted(DTYPES))}, got {array.dtype}"
+            )
         name = name or self.names.get(key)
-        if value is not None and (array.size <= 1 or name is None):
-            op = G.ConstantOp(value)
+        if array.size <= 1 or name is None and array.size <= 16:
+            op = G.ConstantOp(literal(array))
         else:
-            if value is None:
-                literal(array[:0])
             name = name or f"constant{len(self.params)}"
             self.params[name] = array
             op = G.ParamOp(name, TensorType(NUMPY_TYPES[array.dtype.name], array.shape))
