@@ -30,6 +30,9 @@ _LAZY = {
     "best_record": ("ember.tune.records", "best_record"),
     "apply_history_best": ("ember.tune.records", "apply_history_best"),
     "TuningRecordWarning": ("ember.tune.records", "TuningRecordWarning"),
+    "RPCRunner": ("ember.tune.rpc_runner", "RPCRunner"),
+    "DaskBuilder": ("ember.tune.dask", "DaskBuilder"),
+    "DaskRunner": ("ember.tune.dask", "DaskRunner"),
 }
 
 
