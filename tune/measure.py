@@ -330,9 +330,13 @@ class Measurer:
 
     Args:
         task: the task.
-        builder, runner: defaults are a `LocalBuilder` and `LocalRunner`.
+        builder, runner: defaults are a `LocalBuilder` and `LocalRunner`
+            (closed with the measurer; those given are the caller's).
         workdir: where libraries and arrays go (default: a temporary folder).
         seed: of the random inputs.
+        baseline: the schedule the candidates are checked against and
+            compared with: none by default (the computation as written), a
+            template's default schedule for a topi kernel.
     """
 
     def __init__(
@@ -342,8 +346,10 @@ class Measurer:
         runner: LocalRunner | None = None,
         workdir: str | None = None,
         seed: int = 0,
+        baseline: str = "te.schedule {}",
     ):
         self.task = task
+        self._closes_builder, self._closes_runner = builder is None, runner is None
         self.builder = builder or LocalBuilder()
         self.runner = runner or LocalRunner()
         self._tmp = (
@@ -362,7 +368,7 @@ class Measurer:
         # float16 keeps ~3 digits: a reordered sum differs in the last one
         halves = any(dtype == "float16" for _, dtype, _ in task.args)
         self._rtol = {"rtol": self.runner.rtol * 10} if halves else {}
-        (self.baseline,) = self._measure([MeasureInput("te.schedule {}")], save=True)
+        (self.baseline,) = self._measure([MeasureInput(baseline)], save=True)
         if not self.baseline.ok:
             raise EmberError(
                 f"ember.tune: the untuned kernel failed ({self.baseline.error_kind}): "
@@ -418,7 +424,9 @@ class Measurer:
         return results
 
     def close(self) -> None:
-        self.runner.close()
-        self.builder.close()
+        if self._closes_runner:
+            self.runner.close()
+        if self._closes_builder:
+            self.builder.close()
         if self._tmp is not None:
             self._tmp.cleanup()

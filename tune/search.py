@@ -80,6 +80,122 @@ class _History:
             self.costs.append(cost)
 
 
+class TaskTuner:
+    """The search on one task, a batch at a time: what `tune` runs alone and
+    `tune_model` runs for each kernel of a model, sharing out the trials.
+
+    On construction it measures the baseline (the untuned kernel, or the
+    template's default schedule) and reads the task's earlier measurements
+    from `records`; each `step` measures one batch.
+
+    Args:
+        task: the task.
+        space: its search space (`SearchSpace` by Ansor's rules, or a
+            template's `KnobSpace`).
+        builder, runner: how candidates are built and timed (the caller's:
+            not closed here).
+        records: a JSON-lines log to resume from and append to.
+        strategy, seed, population, generations: as `tune`'s.
+        baseline: the baseline's schedule text and config.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        space,
+        builder: LocalBuilder,
+        runner: LocalRunner,
+        *,
+        records: str | os.PathLike | None = None,
+        strategy: str = "evolutionary",
+        seed: int = 0,
+        population: int = 64,
+        generations: int = 3,
+        baseline: tuple[str, dict | None] = (EMPTY, None),
+    ):
+        if strategy not in ("evolutionary", "random"):
+            raise EmberValueError(
+                f"tune: expected strategy 'evolutionary' or 'random', got {strategy!r}"
+            )
+        self.task, self.space = task, space
+        self.builder, self.records = builder, records
+        self.rng = random.Random(seed)
+        self.population, self.generations = population, generations
+        self.history = _History()
+        for r in load_records(records) if records is not None else []:
+            if r.workload == task.workload and r.target == task.target_key:
+                self.history.add(r.schedule, None, None, r.cost)
+        self.measurer = Measurer(task, builder, runner, seed=seed, baseline=baseline[0])
+        self.threads = runner.num_threads
+        self.model = default_model() if strategy == "evolutionary" else None
+        result = self.measurer.baseline
+        self.baseline_cost = result.cost
+        self.run = [make_record(task, baseline[0], result, baseline[1], self.threads)]
+        self.history.add(baseline[0], baseline[1], result.features, result.cost)
+        self.trials = 0
+        self.curve: list[float] = []
+        """The best cost after each measured candidate."""
+        self.exhausted = False
+        if records is not None:
+            append_records(records, self.run)
+
+    @property
+    def best(self) -> tuple[float, str]:
+        """(seconds, schedule text) of the fastest measurement so far."""
+        return self.history.best
+
+    def step(self, size: int, inject: Sequence[MeasureInput] = ()) -> list[Record]:
+        """Measure up to `size` new candidates (and `inject`'s); their records.
+        Sets `exhausted` when the space has no unmeasured candidate left."""
+        history = self.history
+        if self.model is not None and len(history.costs) >= max(4, size // 2):
+            picked = _evolve(
+                self.space,
+                history,
+                self.model,
+                self.builder,
+                self.rng,
+                size,
+                self.population,
+                self.generations,
+            )
+        else:
+            picked = _fresh(self.space, history, self.rng, size)
+        inputs = [*inject, *(MeasureInput(self.space.render(c), c) for c in picked)]
+        if not inputs:
+            self.exhausted = True
+            return []
+        results = self.measurer.measure(inputs)
+        new = []
+        for c, res in zip(inputs, results, strict=True):
+            if c.module_text is not None and res.ok:
+                continue  # an injected kernel is not a schedule of the task
+            if c.module_text is None:
+                history.add(c.schedule, c.config, res.features, res.cost)
+            new.append(make_record(self.task, c.schedule, res, c.config, self.threads))
+            self.curve.append(history.best[0])
+        if self.records is not None:
+            append_records(self.records, new)
+        self.run += new
+        self.trials += len(inputs)
+        ok = sum(r.ok for r in results)
+        log.info(
+            "ember.tune %s: %d measured, %d failed this round, best %.3g ms",
+            self.task.workload[:8],
+            self.trials,
+            len(results) - ok,
+            history.best[0] * 1e3,
+        )
+        return new
+
+    def result(self) -> TuneResult:
+        cost, text = self.history.best
+        return TuneResult(self.task, text, cost, self.baseline_cost, self.run)
+
+    def close(self) -> None:
+        self.measurer.close()
+
+
 def tune(
     args: Sequence | Task,
     *,
@@ -96,6 +212,8 @@ def tune(
     population: int = 64,
     generations: int = 3,
     inject: Sequence[MeasureInput] = (),
+    space=None,
+    baseline: tuple[str, dict | None] = (EMPTY, None),
 ) -> TuneResult:
     """Search schedules for the computation of `args` (inputs, then outputs).
 
@@ -111,17 +229,17 @@ def tune(
         batch: candidates per round (default: twice the builder's workers).
         seed: of the sampling (inputs too).
         num_threads: threads of the measured kernels (None: the runtime's).
-        builder, runner: how candidates are built and timed.
+        builder, runner: how candidates are built and timed (default: a
+            local process pool and runner process, closed at the end).
         population, generations: of the evolutionary search per round.
         inject: a test hook: candidates measured in the first round.
+        space: the search space (default: `SearchSpace(task)`, Ansor's rules).
+        baseline: (schedule text, config) of the kernel the candidates are
+            checked against (default: the computation without a schedule).
 
     Returns:
         A `TuneResult`; its `best_schedule` is schedule IR text.
     """
-    if strategy not in ("evolutionary", "random"):
-        raise EmberValueError(
-            f"tune: expected strategy 'evolutionary' or 'random', got {strategy!r}"
-        )
     task = args if isinstance(args, Task) else Task.from_tensors(args, target)
     if not task.target.is_host:
         raise EmberValueError(
@@ -131,67 +249,39 @@ def tune(
         )
     if trials is None:
         trials = 64 if time_budget_s is None else sys.maxsize
-    space = SearchSpace(task)
-    rng = random.Random(seed)
+    own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
     runner = runner or LocalRunner(num_threads=num_threads)
     batch = batch or 2 * builder.workers
     start = time.monotonic()
-    history = _History()
-    for r in load_records(records) if records is not None else []:
-        if r.workload == task.workload and r.target == task.target_key:
-            history.add(r.schedule, None, None, r.cost)
-    measurer = Measurer(task, builder, runner, seed=seed)
-    threads = runner.num_threads
+    tuner = None
     try:
-        baseline = measurer.baseline
-        run = [make_record(task, EMPTY, baseline, None, threads)]
-        history.add(EMPTY, None, baseline.features, baseline.cost)
-        if records is not None:
-            append_records(records, run)
-        model = default_model() if strategy == "evolutionary" else None
-        done = 0
+        tuner = TaskTuner(
+            task,
+            space or SearchSpace(task),
+            builder,
+            runner,
+            records=records,
+            strategy=strategy,
+            seed=seed,
+            population=population,
+            generations=generations,
+            baseline=baseline,
+        )
         pending = list(inject)
-        while done < trials:
+        while tuner.trials < trials and not tuner.exhausted:
             if time_budget_s is not None and time.monotonic() - start > time_budget_s:
                 break
-            size = min(batch, trials - done)
-            if model is not None and len(history.costs) >= max(4, batch // 2):
-                picked = _evolve(
-                    space, history, model, builder, rng, size, population, generations
-                )
-            else:
-                picked = _fresh(space, history, rng, size)
-            inputs = [MeasureInput(space.render(c), c) for c in picked]
-            inputs = [*pending, *inputs]
+            tuner.step(min(batch, trials - tuner.trials), pending)
             pending = []
-            if not inputs:
-                break  # the space is exhausted
-            results = measurer.measure(inputs)
-            new = []
-            for c, res in zip(inputs, results, strict=True):
-                if c.module_text is not None and res.ok:
-                    continue  # an injected kernel is not a schedule of the task
-                if c.module_text is None:
-                    history.add(c.schedule, c.config, res.features, res.cost)
-                new.append(make_record(task, c.schedule, res, c.config, threads))
-            if records is not None:
-                append_records(records, new)
-            run += new
-            done += len(inputs)
-            ok = [r for r in results if r.ok]
-            log.info(
-                "ember.tune %s: %d measured%s, %d failed this round, best %.3g ms",
-                task.workload[:8],
-                done,
-                f" of {trials}" if trials < sys.maxsize else "",
-                len(results) - len(ok),
-                history.best[0] * 1e3,
-            )
+        return tuner.result()
     finally:
-        measurer.close()
-    best_cost, best_text = history.best
-    return TuneResult(task, best_text, best_cost, baseline.cost, run)
+        if tuner is not None:
+            tuner.close()
+        if own_runner:
+            runner.close()
+        if own_builder:
+            builder.close()
 
 
 def _fresh(
