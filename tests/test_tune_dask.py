@@ -56,15 +56,20 @@ def test_tune_on_a_local_cluster(client, tmp_path):
     args = _matmul(8, 16, 4)
     log = tmp_path / "log.jsonl"
     crash = MeasureInput("", module_text=_text(_matmul_segfault(8, 16, 4)))
-    result = tune(
-        args,
-        trials=4,
-        strategy="random",
-        builder=DaskBuilder(client),
-        runner=DaskRunner(client, timeout_s=10),
-        records=log,
-        inject=[crash],
-    )
+    builder, runner = DaskBuilder(client), DaskRunner(client, timeout_s=10)
+    try:
+        result = tune(
+            args,
+            trials=4,
+            strategy="random",
+            builder=builder,
+            runner=runner,
+            records=log,
+            inject=[crash],
+        )
+    finally:
+        runner.close()
+        builder.close()
     assert result.best_cost < float("inf")
     records = load_records(log)
     assert len(records) == 1 + 1 + 4  # the baseline, the injected one, a batch
@@ -76,7 +81,8 @@ def test_tune_on_a_local_cluster(client, tmp_path):
 def test_failures_are_failed_results_and_the_workers_live_on(client):
     task = Task.from_tensors(_kernel(lambda A, B, i: A[i] * 2.0 + B[i]))
     workers = set(client.nthreads())
-    m = Measurer(task, DaskBuilder(client), DaskRunner(client, timeout_s=3))
+    builder, runner = DaskBuilder(client), DaskRunner(client, timeout_s=3)
+    m = Measurer(task, builder, runner)
     try:
         crash = MeasureInput("", module_text=_text(_kernel(_segfault)))
         wrong = MeasureInput(
@@ -90,6 +96,8 @@ def test_failures_are_failed_results_and_the_workers_live_on(client):
         results = m.measure([crash, split, wrong, hang, garbage, split])
     finally:
         m.close()
+        runner.close()
+        builder.close()
     kinds = [r.error_kind for r in results]
     assert kinds == ["crash", None, "wrong", "timeout", "build", None]
     assert "SIGSEGV" in results[0].error

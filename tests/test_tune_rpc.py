@@ -57,6 +57,7 @@ def test_failures_are_recorded_and_measuring_goes_on(server, builder):
         results = m.measure([good, wrong, crash, good, hang, garbage, good])
     finally:
         m.close()
+        runner.close()  # the caller's, not the measurer's
     kinds = [r.error_kind for r in results]
     assert kinds == [None, "wrong", "crash", None, "timeout", "build", None]
     assert "elements differ" in results[1].error
@@ -70,16 +71,19 @@ def test_tune_over_rpc_writes_records(server, builder, tmp_path):
     log = tmp_path / "log.jsonl"
     runner = RPCRunner("127.0.0.1", server.port, key=KEY, timeout_s=10)
     crash = MeasureInput("", module_text=_text(_kernel(_segfault)))
-    result = tune(
-        _task(),
-        trials=4,
-        batch=4,
-        strategy="random",
-        builder=builder,
-        runner=runner,
-        records=log,
-        inject=[crash],
-    )
+    try:
+        result = tune(
+            _task(),
+            trials=4,
+            batch=4,
+            strategy="random",
+            builder=builder,
+            runner=runner,
+            records=log,
+            inject=[crash],
+        )
+    finally:
+        runner.close()
     assert result.best_cost < float("inf")
     records = load_records(log)
     assert len(records) == 1 + 1 + 4  # the baseline, the injected one, a batch
@@ -116,6 +120,7 @@ def test_a_server_killed_mid_run_gives_failed_results(builder):
             killer.join()
         finally:
             m.close()
+            runner.close()
     assert [r.error_kind for r in results] == [None, "crash", "crash"]
     assert "closed the connection during CALL" in results[1].error
     assert "no RPC server" in results[2].error and "cannot connect" in results[2].error
