@@ -29,6 +29,7 @@ _LAZY = {
     "PassContext": ("ember.pass_context", "PassContext"),
     "compile_model": ("ember.aot", "compile_model"),
     "auto_schedule": ("ember.tune.search", "auto_schedule"),
+    "tune_model": ("ember.tune.model", "tune_model"),
 }
 _SUBMODULES = ("te", "runtime", "passes", "dialects", "backends", "tools", "tune")
 

@@ -30,6 +30,7 @@ kernel object is an imported module, so `export_library` writes one library.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -100,6 +101,7 @@ def compile_model(
     cache: CompileCache | None = None,
     progress: Progress | None = None,
     workers: int | None = None,
+    tuning_records: str | os.PathLike | Sequence | bool | None = None,
 ) -> LLVMModule:
     """Compile a model ahead of time into one module running `default_run`.
 
@@ -125,6 +127,11 @@ def compile_model(
         cache: the kernel cache (the process-wide one by default).
         progress: called as work advances (see `Progress`).
         workers: processes compiling kernels (default: one per core).
+        tuning_records: a tuning log (a path, paths or `Record`s, from
+            `ember-tune` or `ember.tune_model`): each kernel with a record
+            measured on this target gets its best schedule. None: the log
+            under ember's cache directory, if any (`default_records`); False:
+            none.
 
     Returns:
         The compiled module: `mod["default"](dev)` makes the graph executor,
@@ -136,9 +143,7 @@ def compile_model(
         ModelCompileError: an op no strategy covers, a missing param, ...
     """
     from ember.backends.llvm import LLVMModule, Target
-    from ember.backends.llvm.target import set_module_target
     from ember.backends.source import KINDS, DeviceTarget, target_kind
-    from ember.passes.bound_params import bind_params
     from ember.passes.graph_plan_memory import MODEL_ATTR
     from ember.passes.pipelines import model_segments
 
@@ -157,17 +162,14 @@ def compile_model(
     timings: dict[str, float] = {}
     start = time.perf_counter()
     tgt = Target(target)  # type: ignore[arg-type]  # device kinds returned above
-    module, params = _load(model, params, shape)
-    _check_params(_main(module), params)
-    _check_computes(_main(module))
-    set_module_target(module, tgt)
     segments = dict(model_segments(_pass_context(opt_level, disabled_pass)))
-    with bind_params(params) as bound:
-        _run(module, segments["graph"])
-        timings["graph"] = time.perf_counter() - start
-        if progress is not None:
-            progress("graph", 1, 1, "")
-        _run(module, segments["te"])
+    module, values = _to_te(model, params, tgt, shape, segments, progress, timings)
+    if tuning_records is None:
+        tuning_records = default_records(tgt)
+    if tuning_records:
+        from ember.tune.records import apply_history_best
+
+        timings["records"] = apply_history_best(module, tuning_records, tgt)
     timings["strategy"] = time.perf_counter() - start - timings["graph"]
     t0 = time.perf_counter()
     jobs = _take_kernels(module, tgt)
@@ -190,7 +192,7 @@ def compile_model(
     module.attributes[MODEL_ATTR] = StringAttr(json.dumps(model_info))
     _run(module, segments["llvm"])
     objects = [_object(job, codes[job.symbol], tgt) for job in jobs]
-    packed = _params(model_info["params"], bound.values)
+    packed = _params(model_info["params"], values)
     blob = _blob(packed, model_info["params"], model_info["params_bytes"])
     data = {PARAMS_SYMBOL: blob} if embed_params else None
     mod = LLVMModule(module, tgt, entry_name=ENTRY, data=data, objects=objects)
@@ -211,6 +213,54 @@ def compile_model(
     mod.params = packed  # type: ignore[attr-defined]
     mod.compile_stats = stats  # type: ignore[attr-defined]
     return mod
+
+
+def lower_to_te(
+    model: ModuleOp | str | Path | Any,
+    params: Mapping[str, np.ndarray] | None = None,
+    target: str | dict | Target = "llvm",
+    shape: Mapping[str, Sequence[int]] | None = None,
+    opt_level: int | None = None,
+    disabled_pass: Sequence[str] = (),
+) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """A model through the `graph` and `te` stages of `ember-model`, as
+    `compile_model` runs them: the module of its kernels (te functions, each
+    with its schedule) and their calls, and the params it binds then (packed
+    weights included). What the tuner extracts its tasks from."""
+    from ember.backends.llvm import Target
+    from ember.passes.pipelines import model_segments
+
+    segments = dict(model_segments(_pass_context(opt_level, disabled_pass)))
+    return _to_te(model, params, Target(target), shape, segments, None, {})
+
+
+def _to_te(model, params, target, shape, segments, progress, timings):
+    from ember.backends.llvm.target import set_module_target
+    from ember.passes.bound_params import bind_params
+
+    start = time.perf_counter()
+    module, params = _load(model, params, shape)
+    _check_params(_main(module), params)
+    _check_computes(_main(module))
+    set_module_target(module, target)
+    with bind_params(params) as bound:
+        _run(module, segments["graph"])
+        timings["graph"] = time.perf_counter() - start
+        if progress is not None:
+            progress("graph", 1, 1, "")
+        _run(module, segments["te"])
+    return module, bound.values
+
+
+def default_records(target) -> str | None:
+    """The tuning log under ember's cache directory that `compile_model`
+    applies by default (`ember-tune` adds its best records there), if it
+    exists; its records apply only to the target they were measured on."""
+    from ember.compile_cache import default_directory
+
+    directory = default_directory()
+    path = directory / "tuning.jsonl" if directory is not None else None
+    return str(path) if path is not None and path.is_file() else None
 
 
 def _pass_context(opt_level: int | None, disabled: Sequence[str]):

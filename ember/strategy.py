@@ -380,6 +380,7 @@ def _for_gpu(
 
     spec = lower_group(op, constant_of, target.host)
     spec.kernel.schedule_fn = lambda s: schedule_gpu(s, target) and None
+    spec.kernel.knobs = None  # the CPU template's knobs
     return spec
 
 

@@ -29,6 +29,8 @@ becomes
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +48,25 @@ ALIASES = (graph.ReshapeOp, graph.FlattenOp)
 
 KERNEL_ATTR = "ember.kernel"
 """The unit attribute marking the kernel functions this pass adds."""
+
+_observers: list[dict] = []
+
+
+@contextmanager
+def observe_kernels() -> Iterator[dict]:
+    """A dict that this pass, while the block runs, fills with each kernel
+    function's symbol -> the topi `Kernel` it was lowered from: the tuner
+    schedules them again at other knob configs.
+
+        with observe_kernels() as kernels:
+            run(module, "convert-graph-to-te")
+    """
+    seen: dict = {}
+    _observers.append(seen)
+    try:
+        yield seen
+    finally:
+        _observers.remove(seen)
 
 
 def is_graph_function(f: func.FuncOp) -> bool:
@@ -234,6 +255,8 @@ class _Converter:
         te_module = lower(kernel.schedule(), kernel.args, HASHED_NAME)
         digest = hashlib.sha256(str(te_module).encode()).hexdigest()[:16]
         symbol = f"ember_{kind or 'kernel'}_{digest}"
+        for seen in _observers:
+            seen.setdefault(symbol, kernel)
         if symbol not in self.kernels:
             for o in list(te_module.ops):
                 o.detach()

@@ -39,8 +39,9 @@ def conv_reference(
     return y
 
 
-def run_conv(xs, ws, *, bias=False, epilogue=None, extra=(), **attrs):
-    """Build the kernel, run it on random data; return (kernel, y, x, w, b, extras)."""
+def run_conv(xs, ws, *, bias=False, epilogue=None, extra=(), config=None, **attrs):
+    """Build the kernel (at knob `config`, if given), run it on random data;
+    return (kernel, y, x, w, b, extras)."""
     rng = np.random.default_rng(sum(xs) + sum(ws))
     x_t = te.placeholder(xs, name="x")
     extra_t = [te.placeholder(shape, name=f"e{i}") for i, shape in enumerate(extra)]
@@ -53,7 +54,8 @@ def run_conv(xs, ws, *, bias=False, epilogue=None, extra=(), **attrs):
         name="conv",
         **attrs,
     )
-    mod = ember.build(k.schedule(), k.args, name="conv")
+    s = k.schedule() if config is None else k.schedule(config=config)
+    mod = ember.build(s, k.args, name="conv")
     x = rng.uniform(-1, 1, xs).astype(np.float32)
     w = rng.uniform(-1, 1, ws).astype(np.float32)
     b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
@@ -214,6 +216,61 @@ def test_random_convolutions_match_numpy(data, groups, k, stride, dilation):
     }
     _, y, x, wt, b, _ = run_conv((1, c, h, w), (o, cg, k, k), bias=True, **attrs)
     ref = conv_reference(x, wt, (stride,) * 2, pads, (dilation,) * 2, groups)
+    check(y, ref + b[None, :, None, None])
+
+
+def test_knob_space_is_legal_and_holds_the_default():
+    """The tuner's knobs: tiles within the target's registers, the default
+    among them; a config names only known knobs and legal values."""
+    from ember.backends.llvm.target import Target
+    from ember.runtime.errors import EmberValueError
+    from ember.topi.kernel import accumulator_registers
+
+    target = Target("llvm -mcpu=haswell")
+    x = te.placeholder((1, 32, 14, 14), name="x")
+    k = topi.conv2d(x, (64, 32, 3, 3), padding=1, target=target)
+    assert k.knobs is not None
+    tiles = k.knobs.space["tile"]
+    assert k.knobs.default["tile"] in tiles
+    assert all(
+        4 <= ot * yt * xt <= accumulator_registers(target) for ot, yt, xt in tiles
+    )
+    with pytest.raises(EmberValueError, match="unknown knob"):
+        k.schedule(config={"tiles": (1, 1, 7)})
+    with pytest.raises(EmberValueError, match="knob 'tile': expected one of"):
+        k.schedule(config={"tile": (3, 5, 9)})
+    assert topi.conv2d(x, (8, 4, 3, 3), groups=8).knobs is None  # direct
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(st.data(), st.sampled_from([1, "dw"]), st.integers(1, 3), st.integers(1, 2))
+def test_every_knob_config_gives_numpys_result(data, groups, k, stride):
+    """Tuning never changes a result: any point of the knob space (JSON lists
+    as a record gives them back) computes the convolution."""
+    c = data.draw(st.sampled_from([8, 16, 24]), label="channels")
+    o = c if groups == "dw" else data.draw(st.sampled_from([8, 16, 40]), label="o")
+    groups = c if groups == "dw" else 1
+    h = data.draw(st.integers(k, 12), label="h")
+    w = data.draw(st.integers(k, 12), label="w")
+    attrs = {"strides": stride, "padding": k // 2, "groups": groups}
+    x_t = te.placeholder((1, c, h, w), name="x")
+    knobs = topi.conv2d(x_t, (o, c // groups, k, k), **attrs).knobs
+    assert knobs is not None
+    config = {
+        name: list(v) if isinstance(v, tuple) else v
+        for name, v in (
+            (n, data.draw(st.sampled_from(choices), label=n))
+            for n, choices in sorted(knobs.space.items())
+        )
+    }
+    _, y, x, wt, b, _ = run_conv(
+        (1, c, h, w), (o, c // groups, k, k), bias=True, config=config, **attrs
+    )
+    ref = conv_reference(x, wt, (stride,) * 2, (k // 2,) * 4, (1, 1), groups)
     check(y, ref + b[None, :, None, None])
 
 

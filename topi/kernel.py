@@ -22,6 +22,7 @@ import numpy as np
 
 from ember import te
 from ember.backends.llvm.target import Target
+from ember.runtime.errors import EmberValueError
 from ember.schedule import Schedule
 
 # epilogue(value, indices) -> expr: applied to every output element of an anchor op;
@@ -45,6 +46,9 @@ class Kernel:
         schedule_fn: applies the default schedule to a schedule of `output`.
         attrs: free-form facts about the choice made (layout, tile sizes), for
             tests, benchmarks and logs.
+        knobs: the schedule's tunable choices, when its template has any
+            (`Knobs`): `schedule(config=...)` applies another point of the
+            space; the computation, and so the workload, stays the same.
     """
 
     output: te.Tensor
@@ -54,23 +58,53 @@ class Kernel:
     )
     schedule_fn: Callable[[Schedule], None] | None = None
     attrs: dict = field(default_factory=dict)
+    knobs: Knobs | None = None
 
     @property
     def args(self) -> list[te.Tensor]:
         """The arguments of the built function: placeholders, then the output."""
         return [*self.placeholders, self.output]
 
-    def schedule(self, s: Schedule | None = None) -> Schedule:
-        """Apply the default schedule to `s` (a new schedule of `output` when None).
+    def schedule(
+        self, s: Schedule | None = None, config: dict | None = None
+    ) -> Schedule:
+        """Apply the default schedule to `s` (a new schedule of `output` when
+        None), or the knobs' schedule at `config` (knobs it leaves out keep
+        their defaults).
 
         Returns:
             The schedule.
         """
         if s is None:
             s = te.create_schedule(self.output.op)
-        if self.schedule_fn is not None:
+        if config is not None:
+            if self.knobs is None:
+                raise EmberValueError(
+                    f"kernel '{self.output.name}' has no knobs; got config {config}"
+                )
+            self.knobs.apply(s, config)
+        elif self.schedule_fn is not None:
             self.schedule_fn(s)
         return s
+
+    def wrap_schedule(self, before: Callable[[Schedule], None]) -> None:
+        """Run `before(s)` ahead of the schedule, the default and every knob
+        config alike (a stage the template's caller added)."""
+        default = self.schedule_fn
+
+        def scheduled(s: Schedule) -> None:
+            before(s)
+            if default is not None:
+                default(s)
+
+        self.schedule_fn = scheduled
+        if self.knobs is not None:
+            knobs = self.knobs
+            self.knobs = Knobs(
+                knobs.space,
+                knobs.default,
+                lambda s, config: (before(s), knobs.fn(s, config)) and None,
+            )
 
     def transform(self, name: str, value: np.ndarray) -> np.ndarray:
         """The param `value` in the layout placeholder `name` expects."""
@@ -82,6 +116,52 @@ class Kernel:
         fn = self.weight_transforms.get(name)
         out = value if fn is None else fn(value)
         return np.ascontiguousarray(out, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """A template's tunable schedule: each knob's legal values, from the
+    target's facts, and the schedule as a function of a config (AutoTVM's
+    knobs, but every point is applied as schedule IR, so a tuned choice is
+    saved, replayed and checked like a written schedule).
+
+    Attributes:
+        space: knob name -> its choices (JSON values: ints, bools, lists).
+        default: the config the template picks without tuning; in `space`.
+        fn: `fn(s, config)` schedules `s` at `config`.
+    """
+
+    space: dict[str, tuple]
+    default: dict
+    fn: Callable[[Schedule, dict], None]
+
+    def apply(self, s: Schedule, config: dict) -> None:
+        unknown = sorted(set(config) - set(self.space))
+        if unknown:
+            raise EmberValueError(
+                f"unknown knob(s) {', '.join(unknown)}; the knobs are "
+                f"{', '.join(sorted(self.space))}"
+            )
+        full = {**self.default, **_tuples(config)}
+        for name, value in full.items():
+            if value not in self.space[name]:
+                raise EmberValueError(
+                    f"knob '{name}': expected one of {list(self.space[name])}, "
+                    f"got {value!r}"
+                )
+        self.fn(s, full)
+
+    def size(self) -> int:
+        """How many configs the space holds."""
+        n = 1
+        for choices in self.space.values():
+            n *= len(choices)
+        return n
+
+
+def _tuples(config: dict) -> dict:
+    """`config` with its lists as tuples (a config read back from JSON)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
 
 
 def epilogue_inputs(epilogue_tensors: Sequence[te.Tensor] | None) -> list[te.Tensor]:

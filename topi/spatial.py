@@ -259,14 +259,7 @@ def conv2d_transpose_as_conv2d(
     kernel.weight_transforms[key] = lambda w: (
         packed(flipped_weight(w, groups)) if packed else flipped_weight(w, groups)
     )
-    schedule = kernel.schedule_fn
-
-    def inlined(s) -> None:
-        s[spread_x].compute_inline()
-        if schedule is not None:
-            schedule(s)
-
-    kernel.schedule_fn = inlined
+    kernel.wrap_schedule(lambda s: s[spread_x].compute_inline())
     kernel.attrs["pattern"] = "conv2d_transpose"
     return kernel
 

@@ -5,8 +5,10 @@
     mod = ember.build(te.create_schedule(C.op), [A, B, C], tuning_records="mm.jsonl")
 
 `task` reads a te function into stages, `space` generates candidates (schedule
-IR text) by Ansor's rules, `measure` builds them in a process pool and times
-them in an isolated runner process, checked against the untuned kernel,
+IR text) by Ansor's rules, `model` takes a model's kernels as tasks whose
+candidates are their templates' knob configs (`tune_model`), `measure` builds
+them in a process pool and times them in an isolated runner process, checked
+against the untuned kernel,
 `records` keeps JSON-lines tuning logs, `search` runs random or evolutionary
 search guided by `cost_model`. The package is lazy, so the runner process
 (`ember.tune.runner`) imports only the runtime.
@@ -19,6 +21,11 @@ _LAZY = {
     "auto_schedule": ("ember.tune.search", "auto_schedule"),
     "tune": ("ember.tune.search", "tune"),
     "TuneResult": ("ember.tune.search", "TuneResult"),
+    "TaskTuner": ("ember.tune.search", "TaskTuner"),
+    "tune_model": ("ember.tune.model", "tune_model"),
+    "extract_tasks": ("ember.tune.model", "extract_tasks"),
+    "KnobSpace": ("ember.tune.model", "KnobSpace"),
+    "ModelTuneResult": ("ember.tune.model", "ModelTuneResult"),
     "Task": ("ember.tune.task", "Task"),
     "SearchSpace": ("ember.tune.space", "SearchSpace"),
     "LocalBuilder": ("ember.tune.measure", "LocalBuilder"),

@@ -183,6 +183,13 @@ def make_record(task, schedule: str, result, config: dict | None, threads) -> Re
     )
 
 
+def _is_te(fn) -> bool:
+    """Whether `fn` computes tensors in te (a kernel, not a model's graph)."""
+    from ember.dialects import te as te_ir
+
+    return any(isinstance(op, te_ir.ComputeOp) for op in fn.body.block.ops)
+
+
 def apply_history_best(module, records, target) -> int:
     """Give each te function of `module` the best schedule `records` hold for
     it on `target` (replacing its own); a function without a record keeps its
@@ -207,7 +214,7 @@ def apply_history_best(module, records, target) -> int:
     fingerprint = target_fingerprint(target)
     applied = 0
     for op in list(module.ops):
-        if not isinstance(op, func.FuncOp):
+        if not isinstance(op, func.FuncOp) or not _is_te(op):
             continue
         workload = hashlib.sha256(unscheduled_text(op).encode()).hexdigest()
         best = best_record(records, workload, fingerprint)

@@ -203,12 +203,15 @@ def set_schedule(fn: func.FuncOp, schedule: ScheduleOp) -> None:
 
 def unscheduled_text(fn: func.FuncOp) -> str:
     """The text a task of function `fn` hashes: `fn` without its schedule,
-    named `@kernel`, alone in a module."""
+    named `@kernel`, public and unmarked (a model's kernel function is private
+    and marked `ember.kernel`), alone in a module."""
     clone = fn.clone()
     for op in list(clone.body.block.ops):
         if isinstance(op, ScheduleOp):
             clone.body.block.erase_op(op)
     clone.sym_name = StringAttr(KERNEL)
+    clone.sym_visibility = None
+    clone.attributes.pop("ember.kernel", None)
     return str(ModuleOp([clone]))
 
 

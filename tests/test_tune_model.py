@@ -1,0 +1,167 @@
+"""Tuning a model: tasks from its kernels, trials shared by time, records that
+`compile_model` applies, and the same outputs as onnxruntime with and without
+them."""
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+from xdsl.dialects import func
+
+import ember
+from ember import runtime as rt
+from ember.aot import lower_to_te
+from ember.dialects.te_schedule import ScheduleOp
+from ember.runtime.errors import EmberValueError
+from ember.tune.model import KnobSpace, extract_tasks, schedule_text, tune_model
+from ember.tune.records import load_records
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def small_cnn() -> onnx.ModelProto:
+    """conv3x3+relu -> conv3x3 + residual + relu -> depthwise 3x3 -> pool: a
+    plain, a residual and a depthwise convolution kernel."""
+    rng = np.random.default_rng(0)
+
+    def init(name, *shape):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * 0.2).astype(np.float32), name
+        )
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "r1"], ["a2"]),
+        helper.make_node("Relu", ["a2"], ["r2"]),
+        helper.make_node(
+            "Conv", ["r2", "w3"], ["c3"], pads=[1, 1, 1, 1], group=16, strides=[2, 2]
+        ),
+        helper.make_node("GlobalAveragePool", ["c3"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "small_cnn",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 8, 12, 12])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 16, 1, 1])],
+        [
+            init("w1", 16, 8, 3, 3),
+            init("b1", 16),
+            init("w2", 16, 16, 3, 3),
+            init("b2", 16),
+            init("w3", 16, 1, 3, 3),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.fixture(scope="module")
+def model():
+    return small_cnn()
+
+
+@pytest.fixture(scope="module")
+def tuned(model, tmp_path_factory):
+    """A short tuning run: its records path, result and progress reports."""
+    path = tmp_path_factory.mktemp("tune") / "records.jsonl"
+    seen: list[dict] = []
+    result = tune_model(model, trials=6, batch=2, records=path, progress=seen.append)
+    return path, result, seen
+
+
+def run(mod, x):
+    return rt.GraphModule(mod["default"](rt.cpu()))(x=x)[0]
+
+
+def test_tasks_are_the_model_kernels_with_knobs(model):
+    tasks = extract_tasks(model)
+    assert [t.kind for t in tasks] == ["conv2d_relu", "conv2d_add_relu", "conv2d"]
+    assert all(t.calls == 1 for t in tasks)
+    depthwise = tasks[-1]
+    assert depthwise.kernel.attrs["kernel"] == "depthwise"
+    module, _ = lower_to_te(model)
+    for t in tasks:
+        space = KnobSpace(t.task, t.kernel)
+        assert len(space) == len(space.configs()) >= 2
+        # the default point is the schedule the model compiles with
+        fn = next(
+            op
+            for op in module.ops
+            if isinstance(op, func.FuncOp) and op.sym_name.data == t.symbol
+        )
+        (own,) = [op for op in fn.body.block.ops if isinstance(op, ScheduleOp)]
+        assert space.render(t.default_config) == schedule_text(t.kernel) == str(own)
+
+
+def test_tune_model_writes_records_that_compile_model_applies(model, tuned, tmp_path):
+    path, result, seen = tuned
+    assert result.trials == 6
+    assert sum(t.trials for t in result.tasks) == 6
+    assert all(t.best_s <= t.default_s for t in result.tasks)
+    assert [s["trials"] for s in seen] == sorted(s["trials"] for s in seen)
+    assert seen[-1]["trials"] == 6 and seen[-1]["estimate_s"] <= seen[-1]["default_s"]
+    records = load_records(path)
+    assert len(records) == 6 + 3  # the defaults are measured too
+    assert {r.workload for r in records} == {
+        t.task.workload for t in extract_tasks(model)
+    }
+    table = result.table()
+    assert "conv2d_add_relu" in table and "model (tuned kernels" in table
+
+    x = np.random.default_rng(1).standard_normal((1, 8, 12, 12)).astype(np.float32)
+    expected = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})[0]
+    plain = ember.compile_model(model, tuning_records=False)
+    with_records = ember.compile_model(model, tuning_records=str(path))
+    assert "records" not in plain.compile_stats.seconds
+    assert with_records.compile_stats.seconds["records"] == 3
+    for mod in (plain, with_records):
+        np.testing.assert_allclose(run(mod, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_records_under_the_cache_directory_apply_by_default(
+    model, tuned, tmp_path, monkeypatch
+):
+    path, _, _ = tuned
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    assert "records" not in ember.compile_model(model).compile_stats.seconds
+    (tmp_path / "tuning.jsonl").write_text(path.read_text())
+    assert ember.compile_model(model).compile_stats.seconds["records"] == 3
+
+
+def test_records_of_another_machine_do_not_apply(model, tuned, tmp_path):
+    path, _, _ = tuned
+    foreign = tmp_path / "foreign.jsonl"
+    with open(foreign, "w") as f:
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            record["target"] = "x86_64-unknown-linux-gnu|skylake|+avx2"
+            f.write(json.dumps(record) + "\n")
+    mod = ember.compile_model(model, tuning_records=str(foreign))
+    assert mod.compile_stats.seconds["records"] == 0
+
+
+def test_plot_of_best_so_far(tuned, tmp_path):
+    _, result, _ = tuned
+    result.plot(tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_model_without_knobs_is_refused():
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph(
+        [node],
+        "relu",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    with pytest.raises(EmberValueError, match="no kernel with knobs"):
+        tune_model(model, trials=2)
