@@ -13,7 +13,7 @@ from test_tune_search import _check, _matmul
 from ember import te
 from ember.runtime.errors import EmberError
 from ember.tune.dask import DaskBuilder, DaskRunner
-from ember.tune.measure import MeasureInput, Measurer
+from ember.tune.measure import MeasureInput, Measurer, features_job
 from ember.tune.records import load_records
 from ember.tune.replay import schedule_from_text
 from ember.tune.search import tune
@@ -52,29 +52,43 @@ def client():
         yield c
 
 
+class _CountingBuilder(DaskBuilder):
+    features_computed = 0
+
+    def map(self, fn, jobs):
+        if fn is features_job:
+            self.features_computed += len(jobs)
+        return super().map(fn, jobs)
+
+
 def test_tune_on_a_local_cluster(client, tmp_path):
     args = _matmul(8, 16, 4)
     log = tmp_path / "log.jsonl"
     crash = MeasureInput("", module_text=_text(_matmul_segfault(8, 16, 4)))
-    builder, runner = DaskBuilder(client), DaskRunner(client, timeout_s=10)
+    builder, runner = _CountingBuilder(client), DaskRunner(client, timeout_s=10)
     try:
         result = tune(
             args,
-            trials=4,
-            strategy="random",
+            trials=8,
             builder=builder,
             runner=runner,
             records=log,
             inject=[crash],
+            population=16,
+            generations=1,
         )
     finally:
         runner.close()
         builder.close()
     assert result.best_cost < float("inf")
     records = load_records(log)
-    assert len(records) == 1 + 1 + 4  # the baseline, the injected one, a batch
+    # the baseline; the injected one and a random batch of 4; 3 more (of 8
+    # trials) the cost model picked from candidates whose features the
+    # workers computed
+    assert len(records) == 1 + 1 + 4 + 3
+    assert builder.features_computed > 16
     assert records[1].error_kind == "crash"
-    assert sum(r.error_kind is None for r in records) >= 3
+    assert sum(r.error_kind is None for r in records) >= 4
     _check(schedule_from_text(args, result.best_schedule), args, 0)
 
 
