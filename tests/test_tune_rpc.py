@@ -127,6 +127,20 @@ def test_a_server_killed_mid_run_gives_failed_results(builder):
     assert elapsed < 15  # not the hang's timeout: the dead server is noticed
 
 
+def test_a_session_the_server_ended_between_candidates_is_replaced(builder):
+    with rpc_server("--idle-timeout", "0.5", key=KEY) as running:
+        runner = RPCRunner("127.0.0.1", running.port, key=KEY, timeout_s=5)
+        m = Measurer(_task(), builder, runner)
+        try:
+            time.sleep(1.0)  # the server ends the idle session
+            results = m.measure([MeasureInput(SPLIT)])
+        finally:
+            m.close()
+            runner.close()
+        assert "idle for 0.5 s" in running.log()
+    assert results[0].ok, results[0].error
+
+
 def test_no_server_fails_the_baseline_clearly(builder):
     from ember.runtime.errors import EmberError
 

@@ -12,8 +12,10 @@ saves them as the reference), then times it with the server's
 `time_evaluator`, whose clock runs there. The server gives each session a
 process of its own, so a kernel that crashes or hangs ends that session only:
 the runner records the candidate as a "crash" or a "timeout" and opens a new
-session for the next one. A server that is gone is a "crash" for every
-candidate until it is back.
+session for the next one. A session the server ended between candidates
+(idle past its timeout, or the server restarted) is replaced before the
+candidate runs; a server that is gone is a "crash" for every candidate
+until it is back.
 
 The limit: `tune()` measures only targets that are this machine
 (`Target.is_host`), and `Measurer` exports each candidate as a `.so` built
@@ -87,28 +89,45 @@ class RPCRunner:
             "rtol": self.rtol,
             **request,
         }
-        if self._session is None:
-            try:
-                self._session = connect(
-                    self.host, self.port, self.key, timeout=self.timeout_s
-                )
-            except RPCError as e:
-                return {"error": "crash", "message": f"no RPC server: {e}"}
-        session = self._session
+        name = os.path.basename(request["lib"])
         try:
-            return self._run(session, request)
+            session = self._holding(request["lib"], name)
+            return self._run(session, name, request)
         except RPCError as e:
-            if not _lost(session):
-                return {"error": "run", "message": f"RPCError: {e}"}
-            self._session = None
-            kind = "timeout" if "within the timeout" in str(e) else "crash"
-            return {"error": kind, "message": str(e)}
+            return self._failed(e)
         except Exception as e:  # raised there, or by the check here
             return {"error": "run", "message": f"{type(e).__name__}: {e}"}
 
-    def _run(self, session: RPCSession, request: dict) -> dict:
-        name = os.path.basename(request["lib"])
-        session.upload(request["lib"], name)
+    def _holding(self, lib: str, name: str) -> RPCSession:
+        """A session with `lib` uploaded as `name`. One that the server has
+        ended since the last candidate (idle past its timeout, or restarted)
+        is replaced: the candidate has not run yet, it is not its fault."""
+        if self._session is not None:
+            try:
+                self._session.upload(lib, name)
+                return self._session
+            except RPCError:
+                if not _lost(self._session):
+                    raise
+        self._session = None
+        self._session = connect(self.host, self.port, self.key, timeout=self.timeout_s)
+        self._session.upload(lib, name)
+        return self._session
+
+    def _failed(self, error: RPCError) -> dict:
+        """The answer for an RPC failure: the server cannot be reached, the
+        session was lost (the candidate crashed or hung it), or the server
+        refused a request."""
+        session = self._session
+        if session is None:
+            return {"error": "crash", "message": f"no RPC server: {error}"}
+        if not _lost(session):
+            return {"error": "run", "message": f"RPCError: {error}"}
+        self._session = None
+        kind = "timeout" if "within the timeout" in str(error) else "crash"
+        return {"error": kind, "message": str(error)}
+
+    def _run(self, session: RPCSession, name: str, request: dict) -> dict:
         module = session.load_module(name)
         session.remove(name)  # loaded: the workspace need not keep it
         entry = request["entry"]
