@@ -87,6 +87,8 @@ class CompileStats:
     workspace_bytes: int = 0
     intermediate_bytes: int = 0
     params_bytes: int = 0
+    tuned: int = 0
+    """Kernels whose schedule came from a tuning record."""
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -166,10 +168,11 @@ def compile_model(
     module, values = _to_te(model, params, tgt, shape, segments, progress, timings)
     if tuning_records is None:
         tuning_records = default_records(tgt)
+    tuned = 0
     if tuning_records:
         from ember.tune.records import apply_history_best
 
-        timings["records"] = apply_history_best(module, tuning_records, tgt)
+        tuned = apply_history_best(module, tuning_records, tgt)
     timings["strategy"] = time.perf_counter() - start - timings["graph"]
     t0 = time.perf_counter()
     jobs = _take_kernels(module, tgt)
@@ -208,6 +211,7 @@ def compile_model(
         workspace_bytes=model_info["workspace_bytes"],
         intermediate_bytes=model_info["intermediate_bytes"],
         params_bytes=model_info["params_bytes"],
+        tuned=tuned,
         seconds=timings,
     )
     mod.params = packed  # type: ignore[attr-defined]

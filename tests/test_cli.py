@@ -10,13 +10,14 @@ import pytest
 
 import ember
 from ember.runtime.rpc import server as rpc_server
-from ember.tools import cli, ember_compile, ember_opt, ember_run
+from ember.tools import cli, ember_compile, ember_opt, ember_run, ember_tune
 
 ROOT = Path(__file__).resolve().parents[1]
 
 TOOLS = {
     "ember": cli.main,
     "ember-compile": ember_compile.main,
+    "ember-tune": ember_tune.main,
     "ember-run": ember_run.main,
     "ember-opt": ember_opt.main,
     "ember-rpc-server": rpc_server.main,
@@ -73,8 +74,8 @@ def test_commands_dispatch_to_the_tools(argv, tool, capsys):
 
 
 def test_unknown_command_is_a_usage_error(capsys):
-    assert cli.main(["tune"]) == 2
-    assert "invalid choice: 'tune'" in capsys.readouterr().err
+    assert cli.main(["frobnicate"]) == 2
+    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
     assert cli.main([]) == 2
 
 

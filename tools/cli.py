@@ -1,6 +1,7 @@
 """`ember`: one command for every tool, in the way of TVM's `tvmc`.
 
     ember compile model.onnx -o model.so       # = ember-compile
+    ember tune model.onnx -o records.jsonl     # = ember-tune
     ember run model.so --inputs inputs.npz     # = ember-run
     ember opt kernel.mlir -p ember-cpu         # = ember-opt
     ember rpc-server --port 9090               # = ember-rpc-server
@@ -31,6 +32,7 @@ from ember.tools.common import (
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "compile": ("ember.tools.ember_compile", "compile an ONNX model into a library"),
+    "tune": ("ember.tools.ember_tune", "tune a model's kernels for this machine"),
     "run": ("ember.tools.ember_run", "run a compiled model library and time it"),
     "opt": ("ember.tools.ember_opt", "run passes over IR and print any stage"),
     "rpc-server": ("ember.runtime.rpc.server", "serve RPC sessions on a device"),

@@ -2,7 +2,7 @@
 
     ember-compile model.onnx -o model.so [--target "llvm -mcpu=native"]
                   [--input-shape data:1,3,224,224] [--opt-level 3]
-                  [--params-separate model.params]
+                  [--params-separate model.params] [--tuning-records records.jsonl]
     ember-compile model.onnx -o model.so --input-shapes "data:[1,3,224,224] mask:[1,8]"
 
 The library holds `default_run` (the whole model), every kernel, the model's
@@ -59,6 +59,12 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--opt-level", type=int, default=3, help="graph optimization level 0-3"
+    )
+    parser.add_argument(
+        "--tuning-records",
+        metavar="FILE",
+        help="apply the best schedules of this tuning log (ember-tune); by "
+        "default those under ember's cache directory apply",
     )
     parser.add_argument(
         "--params-separate",
@@ -157,6 +163,10 @@ def run(opts: argparse.Namespace) -> None:
     check_writable(output, "-o")
     if opts.params_separate is not None:
         check_writable(Path(opts.params_separate), "--params-separate")
+    if opts.tuning_records is not None and not Path(opts.tuning_records).is_file():
+        raise FileNotFoundError(
+            f"--tuning-records: no such file: {opts.tuning_records}"
+        )
     start = time.perf_counter()
     log.debug(
         "target %r, opt-level %d, input shapes %s",
@@ -175,6 +185,7 @@ def run(opts: argparse.Namespace) -> None:
         opt_level=opts.opt_level,
         embed_params=opts.params_separate is None,
         progress=_Progress(),
+        tuning_records=opts.tuning_records,
     )
     log.info("linking %s", output)
     mod.export_library(str(output))
@@ -184,7 +195,7 @@ def run(opts: argparse.Namespace) -> None:
     where = f", params in {opts.params_separate}" if opts.params_separate else ""
     log.info(
         f"wrote {output} ({stats.calls} kernel calls, {stats.kernels} kernels, "
-        f"{stats.cache_hits} from cache, workspace {stats.workspace_bytes / 2**20:.1f} "
+        f"{stats.cache_hits} from cache, {stats.tuned} tuned, workspace {stats.workspace_bytes / 2**20:.1f} "
         f"MiB, params {stats.params_bytes / 2**20:.1f} MiB{where}) in "
         f"{time.perf_counter() - start:.1f} s"
     )

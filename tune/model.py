@@ -255,8 +255,9 @@ class ModelTuneResult:
         for t in self.tasks:
             if t.curve:
                 ax.plot(
-                    range(1, len(t.curve) + 1),
-                    [c * 1e3 / t.default_s / 1e3 for c in t.curve],
+                    range(len(t.curve) + 1),
+                    [1.0] + [c / t.default_s for c in t.curve],
+                    drawstyle="steps-post",
                     label=f"{t.kind[:24]} x{t.calls}",
                 )
         ax.set_xlabel("trials of the task")
@@ -456,3 +457,21 @@ def _progress(progress, trials: int, budget: float | None):
             bar.close()
 
     return Bar()
+
+
+def save_to_cache(result: ModelTuneResult, tasks: Sequence[ModelTask]) -> str | None:
+    """Add each task's best record in `result`'s log to the log under ember's
+    cache directory (what `compile_model` applies by default); the path, or
+    None when there is no log or no cache directory."""
+    from ember.compile_cache import default_directory
+    from ember.tune.records import append_records, best_record, load_records
+
+    directory = default_directory()
+    if result.records is None or directory is None:
+        return None
+    records = load_records(result.records)
+    best = [best_record(records, t.task.workload, t.task.target_key) for t in tasks]
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "tuning.jsonl"
+    append_records(path, [r for r in best if r is not None])
+    return str(path)

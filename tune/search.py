@@ -179,7 +179,7 @@ class TaskTuner:
         self.run += new
         self.trials += len(inputs)
         ok = sum(r.ok for r in results)
-        log.info(
+        log.debug(
             "ember.tune %s: %d measured, %d failed this round, best %.3g ms",
             self.task.workload[:8],
             self.trials,

@@ -1,0 +1,117 @@
+"""ember-tune: a model's kernels tuned into a log that ember-compile applies;
+resuming, the cache directory's log, and one-line errors for bad input."""
+
+import json
+import subprocess
+import sys
+
+import onnx
+import pytest
+from test_tune_model import small_cnn
+
+from ember.tune.records import TuningRecordWarning, load_records
+
+
+def _tool(name: str, *args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", f"ember.tools.{name}", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    return dict(os.environ)
+
+
+def test_tune_resume_and_compile_with_the_records(tmp_path, env):
+    model = tmp_path / "m.onnx"
+    onnx.save(small_cnn(), model)
+    log = tmp_path / "r.jsonl"
+    first = _tool("ember_tune", model, "-o", log, "--trials", 4, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "model (tuned kernels" in first.stdout  # the table
+    assert "conv2d_add_relu" in first.stdout
+    records = load_records(log)
+    assert len(records) == 4 + 3  # the trials and each task's default
+    # the best of each task went to the cache directory's log too
+    cached = load_records(tmp_path / "cache" / "tuning.jsonl")
+    assert len({r.workload for r in cached}) == 3
+
+    again = _tool("ember_tune", model, "-o", log, "--trials", 2, env=env)
+    assert again.returncode == 2
+    assert "--resume" in again.stderr and "Traceback" not in again.stderr
+    assert len(load_records(log)) == 7  # nothing overwritten
+
+    resumed = _tool("ember_tune", model, "-o", log, "--trials", 2, "--resume", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    after = load_records(log)
+    assert len(after) == 7 + 2 + 3  # defaults measured again, 2 new candidates
+    schedules = [r.schedule for r in after[7:] if r.config != after[0].config]
+    measured = {r.schedule for r in records}
+    assert not any(s in measured for s in schedules[-2:])  # nothing twice
+
+    lib = tmp_path / "m.so"
+    built = _tool("ember_compile", model, "-o", lib, "--tuning-records", log, env=env)
+    assert built.returncode == 0, built.stderr
+    assert "3 tuned" in built.stderr
+
+
+@pytest.mark.parametrize(
+    "args, status, message",
+    [
+        (["--trials", "0"], 2, "--trials: expected a positive count"),
+        (["--time-budget", "-1"], 2, "--time-budget: expected seconds > 0"),
+        (["--rpc", "nohost"], 2, "--rpc: expected HOST:PORT"),
+        (["--rpc", "h:1", "--dask-scheduler", "tcp://h:2"], 2, "give one of them"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(tmp_path, env, args, status, message):
+    model = tmp_path / "m.onnx"
+    onnx.save(small_cnn(), model)
+    out = _tool("ember_tune", model, "-o", tmp_path / "r.jsonl", *args, env=env)
+    assert out.returncode == status
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_missing_model_and_corrupt_model(tmp_path, env):
+    out = _tool("ember_tune", tmp_path / "none.onnx", "-o", tmp_path / "r.jsonl")
+    assert out.returncode == 1 and "no such model file" in out.stderr
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00not a model")
+    out = _tool("ember_tune", bad, "-o", tmp_path / "r.jsonl", env=env)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_compile_with_a_missing_records_file(tmp_path, env):
+    model = tmp_path / "m.onnx"
+    onnx.save(small_cnn(), model)
+    out = _tool(
+        "ember_compile",
+        model,
+        "-o",
+        tmp_path / "m.so",
+        "--tuning-records",
+        tmp_path / "none.jsonl",
+        env=env,
+    )
+    assert out.returncode == 1
+    assert "--tuning-records: no such file" in out.stderr
+
+
+def test_corrupt_lines_in_the_log_are_skipped_with_a_warning(tmp_path, env):
+    model = tmp_path / "m.onnx"
+    onnx.save(small_cnn(), model)
+    log = tmp_path / "r.jsonl"
+    log.write_text('{"version": 1, "workload": \n' + json.dumps({"x": 1}) + "\n")
+    out = _tool("ember_tune", model, "-o", log, "--trials", 2, "--resume", env=env)
+    assert out.returncode == 0, out.stderr
+    assert "skipped" in out.stderr
+    with pytest.warns(TuningRecordWarning, match="skipped"):
+        assert len(load_records(log)) == 2 + 3
