@@ -199,6 +199,39 @@ def test_matmul_by_a_packed_weight_matches_numpy(batch, m, n, k):
     np.testing.assert_allclose(y, a @ w + r, rtol=1e-4, atol=1e-4)
 
 
+@settings(max_examples=12, deadline=None)
+@given(st.data(), st.booleans(), st.integers(1, 20), st.integers(1, 40))
+def test_every_knob_config_gives_numpys_result(data, dense, m, n):
+    """Tuning never changes a result: any rows x panel order of a GEMM
+    template's knobs computes the same product."""
+    k = data.draw(st.integers(1, 24), label="k")
+    rng = np.random.default_rng(m + 7 * n + 31 * k)
+    a_t = te.placeholder((m, k), name="a")
+    if dense:
+        kern = topi.dense(a_t, (n, k), bias=True)
+        w, b = rand(rng, (n, k)), rand(rng, (n,))
+        args = [kern.transform("dense.weight", w), b]
+        expected = lambda a: a @ w.T + b  # noqa: E731
+    else:
+        kern = topi.matmul_weight(a_t, (k, n))
+        w = rand(rng, (k, n))
+        args = [kern.transform("matmul.weight", w)]
+        expected = lambda a: a @ w  # noqa: E731
+    assert (
+        kern.knobs is not None
+        and kern.knobs.default["rows"] in (kern.knobs.space["rows"])
+    )
+    config = {
+        "rows": data.draw(st.sampled_from(kern.knobs.space["rows"]), label="rows"),
+        "panel_outer": data.draw(st.booleans(), label="panel_outer"),
+    }
+    mod = ember.build(kern.schedule(config=config), kern.args, name="f")
+    a = rand(rng, (m, k))
+    y = np.full(kern.output.shape, np.nan, np.float32)
+    mod(a, *args, y)
+    np.testing.assert_allclose(y, expected(a), rtol=1e-4, atol=1e-4)
+
+
 def test_matmul_weight_refuses_mismatched_operands():
     with pytest.raises(ValueError, match="expected a .* and a weight"):
         topi.matmul_weight(te.placeholder((4, 8), name="a"), (7, 3))

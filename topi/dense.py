@@ -41,7 +41,13 @@ from ember.dialects import graph
 from ember.runtime.errors import EmberValueError
 from ember.strategy import anchor_strategy
 from ember.topi.elementwise import PARALLEL_MIN_WORK
-from ember.topi.kernel import Epilogue, Kernel, accumulator_registers, apply_epilogue
+from ember.topi.kernel import (
+    Epilogue,
+    Kernel,
+    Knobs,
+    accumulator_registers,
+    apply_epilogue,
+)
 
 INDEPENDENT_SUMS = 12
 """Accumulators a GEMM tile keeps in flight, enough to cover an FMA's latency
@@ -101,6 +107,22 @@ def _panel_outer(k: int, nb: int, dtype: str, target: Target) -> bool:
     whole right operand once a row tile (ViT's 197 x 768 x 3072: 8-17% faster
     on Zen 5). Only while a panel fits in half of L2, beside the rows."""
     return k * nb * np.dtype(dtype).itemsize <= target.l2_bytes // 2
+
+
+def _gemm_knobs(
+    mt: int, mp: int, vectors: int, panel_outer: bool, target: Target, schedule
+) -> Knobs:
+    """A GEMM template's knobs: the register tile's rows (divisors of the
+    padded M, within the accumulator registers, so the computation and its
+    padding stay as they are) and whether column panels are the outer tile
+    loop. `schedule(s, rows, panel_outer)` applies a config."""
+    most = max(1, accumulator_registers(target) // max(vectors, 1))
+    rows = {d for d in range(1, min(mp, most) + 1) if mp % d == 0} | {mt}
+    return Knobs(
+        {"rows": tuple(sorted(rows)), "panel_outer": (False, True)},
+        {"rows": mt, "panel_outer": panel_outer},
+        lambda s, c: schedule(s, c["rows"], c["panel_outer"]),
+    )
 
 
 def _schedule_gemm(
@@ -199,6 +221,14 @@ def dense(
         {weight.name: lambda w: _pack_panels(w, nb)},
         lambda s: _schedule_gemm(s, z, output, mt, nb, outer),
         {"kernel": "dense", "tile": (mt, nb), "flops": 2 * m * n * k},
+        _gemm_knobs(
+            mt,
+            mp,
+            nb // lanes,
+            outer,
+            machine,
+            lambda s, rows, po: _schedule_gemm(s, z, output, rows, nb, po),
+        ),
     )
 
 
@@ -384,6 +414,14 @@ def matmul_weight(
             "tile": (mt, nb),
             "flops": 2 * int(np.prod((*batch, m, n))) * k,
         },
+        _gemm_knobs(
+            mt,
+            mp,
+            nb // lanes,
+            outer,
+            machine,
+            lambda s, rows, po: _schedule_gemm(s, z, output, rows, nb, po),
+        ),
     )
 
 
