@@ -3,16 +3,22 @@
 The model is trained on the measured candidates of a task, the target being
 the throughput relative to the best one seen (best cost / cost, in (0, 1];
 0 for a candidate that computed a wrong result or crashed), and ranks the
-unmeasured ones; only the order matters. `XGBoostModel` (gradient-boosted
-trees, as Ansor and TVM use) when `xgboost` is installed; otherwise
-`RidgeModel`, a ridge regression in numpy over the standardized features and
-their squares, which ranks the obvious knobs (vectorized, parallel, reuse) and
-needs no dependency.
+unmeasured ones; only the order matters. `default_model` gives the first
+that imports of: `LightGBMModel` (gradient-boosted trees, the `tune` extra),
+`XGBoostModel` (as Ansor and TVM use), and `RidgeModel`, a ridge regression
+in numpy over the standardized features and their squares, which ranks the
+obvious knobs (vectorized, parallel, reuse) and needs no dependency.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ember.runtime.errors import EmberValueError
+
+LEVELS = 16
+"""Relevance levels of the lambdarank objective (LightGBM's default gains
+reach 31)."""
 
 
 class RidgeModel:
@@ -44,12 +50,91 @@ class RidgeModel:
         return np.concatenate([z, np.ones((len(z), 1))], axis=1) @ self.weights
 
 
+class LightGBMModel:
+    """Gradient-boosted trees by LightGBM (the `tune` extra), boosted from a
+    `RidgeModel` fit, sized for the tens of measurements a search has.
+
+    Trees alone cannot score a candidate above the best one measured (a leaf
+    holds an average of measured targets): fitted on a first batch of slow
+    candidates they kept the search among those, and ranked unseen ones
+    worse than ridge (docs/architecture.md, "The cost model"). So the ridge
+    fit is the trees' starting score (LightGBM's `init_score`), and few,
+    small trees (7 leaves of at least 5 samples, 30 rounds) learn what it
+    misses. Deterministic: seeded, one thread.
+
+    Args:
+        objective: "regression" (squared error on the throughput) or
+            "lambdarank" (the order only: the throughput in 16 relevance
+            levels, all candidates one query).
+        ridge: boost from a ridge fit (False: from zero, trees alone).
+        rounds: boosting rounds.
+        seed: of the trees' sampling.
+    """
+
+    def __init__(
+        self,
+        objective: str = "regression",
+        ridge: bool = True,
+        rounds: int = 30,
+        seed: int = 0,
+    ):
+        _require("lightgbm")
+        if objective not in ("regression", "lambdarank"):
+            raise EmberValueError(
+                "LightGBMModel: expected objective 'regression' or 'lambdarank', "
+                f"got {objective!r}"
+            )
+        self.objective, self.rounds = objective, rounds
+        self.ridge = RidgeModel() if ridge else None
+        self.params = {
+            "objective": objective,
+            "learning_rate": 0.1,
+            "num_leaves": 7,
+            "min_data_in_leaf": 5,
+            "min_data_in_bin": 1,
+            "num_threads": 1,
+            "seed": seed,
+            "deterministic": True,
+            "force_col_wise": True,
+            "verbose": -1,
+        }
+        self.booster = None
+
+    def _base(self, x: np.ndarray) -> np.ndarray:
+        return np.zeros(len(x)) if self.ridge is None else self.ridge.predict(x)
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> None:
+        import lightgbm
+
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        if self.ridge is not None:
+            self.ridge.fit(x, y)
+        label = y
+        if self.objective == "lambdarank":
+            label = np.rint(np.clip(y, 0.0, 1.0) * (LEVELS - 1))
+        data = lightgbm.Dataset(
+            x,
+            label=label,
+            init_score=self._base(x),
+            params={"min_data_in_bin": 1, "verbose": -1},
+        )
+        if self.objective == "lambdarank":
+            data.set_group([len(x)])
+        self.booster = lightgbm.train(self.params, data, num_boost_round=self.rounds)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, np.float64)
+        if self.booster is None:
+            return np.zeros(len(x))
+        trees = np.asarray(self.booster.predict(x), np.float64)
+        return self._base(x) + trees
+
+
 class XGBoostModel:
     """Gradient-boosted trees (`xgboost`, an optional dependency)."""
 
     def __init__(self, rounds: int = 100):
-        import xgboost  # noqa: F401  # pyright: ignore[reportMissingImports]
-
+        _require("xgboost")
         self.rounds = rounds
         self.booster = None
 
@@ -68,12 +153,29 @@ class XGBoostModel:
         return self.booster.predict(xgboost.DMatrix(np.asarray(x, np.float32)))
 
 
-def default_model():
-    """`XGBoostModel` when xgboost is installed, else `RidgeModel`."""
+def _require(module: str) -> None:
+    """Import `module` or raise an ImportError naming how to install it."""
+    import importlib
+
     try:
-        return XGBoostModel()
-    except ImportError:
-        return RidgeModel()
+        importlib.import_module(module)
+    except ImportError as e:
+        extra = (
+            "pip install 'ember[tune]'"
+            if module == "lightgbm"
+            else "pip install xgboost"
+        )
+        raise ImportError(f"ember.tune's cost model needs {module}: {extra}") from e
+
+
+def default_model():
+    """The first that imports of `LightGBMModel`, `XGBoostModel`, `RidgeModel`."""
+    for model in (LightGBMModel, XGBoostModel):
+        try:
+            return model()
+        except ImportError:
+            pass
+    return RidgeModel()
 
 
 def throughput_targets(costs: list[float]) -> np.ndarray:
