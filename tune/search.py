@@ -95,7 +95,7 @@ class TaskTuner:
         builder, runner: how candidates are built and timed (the caller's:
             not closed here).
         records: a JSON-lines log to resume from and append to.
-        strategy, seed, population, generations: as `tune`'s.
+        strategy, seed, population, generations, cost_model: as `tune`'s.
         baseline: the baseline's schedule text and config.
     """
 
@@ -112,6 +112,7 @@ class TaskTuner:
         population: int = 64,
         generations: int = 3,
         baseline: tuple[str, dict | None] = (EMPTY, None),
+        cost_model=None,
     ):
         if strategy not in ("evolutionary", "random"):
             raise EmberValueError(
@@ -127,7 +128,9 @@ class TaskTuner:
                 self.history.add(r.schedule, None, None, r.cost)
         self.measurer = Measurer(task, builder, runner, seed=seed, baseline=baseline[0])
         self.threads = runner.num_threads
-        self.model = default_model() if strategy == "evolutionary" else None
+        self.model = None
+        if strategy == "evolutionary":
+            self.model = default_model() if cost_model is None else cost_model
         result = self.measurer.baseline
         self.baseline_cost = result.cost
         self.run = [make_record(task, baseline[0], result, baseline[1], self.threads)]
@@ -214,6 +217,7 @@ def tune(
     inject: Sequence[MeasureInput] = (),
     space=None,
     baseline: tuple[str, dict | None] = (EMPTY, None),
+    cost_model=None,
 ) -> TuneResult:
     """Search schedules for the computation of `args` (inputs, then outputs).
 
@@ -236,6 +240,8 @@ def tune(
         space: the search space (default: `SearchSpace(task)`, Ansor's rules).
         baseline: (schedule text, config) of the kernel the candidates are
             checked against (default: the computation without a schedule).
+        cost_model: of the evolutionary search, anything with `fit(x, y)`
+            and `predict(x)` (default: `cost_model.default_model()`).
 
     Returns:
         A `TuneResult`; its `best_schedule` is schedule IR text.
@@ -267,6 +273,7 @@ def tune(
             population=population,
             generations=generations,
             baseline=baseline,
+            cost_model=cost_model,
         )
         pending = list(inject)
         while tuner.trials < trials and not tuner.exhausted:
