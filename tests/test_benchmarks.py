@@ -190,17 +190,20 @@ def test_the_latency_table_shows_microseconds_and_ratios(capsys):
     assert "cannot tell (not installed)" in common.check_latency(rows, "gone", 2e-6)
 
 
-def run_quick(script: str) -> dict[str, str]:
-    """Run a benchmark in --quick mode; each row's status ("ok" when timed)."""
-    out = subprocess.run(
-        [sys.executable, str(BENCH / script), "--quick"],
+def run_quick(script: str, *args: str, out: list[str] | None = None) -> dict[str, str]:
+    """Run a benchmark in --quick mode (with `args`); each row's status ("ok"
+    when timed). `out`, when given, receives what it printed."""
+    stdout = subprocess.run(
+        [sys.executable, str(BENCH / script), "--quick", *args],
         capture_output=True,
         text=True,
         check=True,
         timeout=300,
     ).stdout
+    if out is not None:
+        out.append(stdout)
     statuses = {}
-    for line in out.splitlines():
+    for line in stdout.splitlines():
         m = re.match(r"^(\S.*?)\s{2,}(WRONG|failed|not installed|\d+\.\d+)\s", line)
         if m and not line.startswith(("implementation", "time:")):
             status = m.group(2)
@@ -247,6 +250,31 @@ def test_conv2d_quick_checks_every_row():
             "ember scheduled",
         ],
     )
+
+
+def test_tuning_quick_checks_every_row_and_keeps_the_log(tmp_path):
+    # a 1x16x16x16 3x3 conv: untuned, tuned (4 trials) and hand-scheduled ember
+    out: list[str] = []
+    statuses = run_quick(
+        "tuning.py", "--only", "conv3x3", "--records-dir", str(tmp_path), out=out
+    )
+    check_rows(
+        statuses,
+        [
+            "onnxruntime",
+            "PyTorch eager",
+            "numpy im2col",
+            "ember untuned",
+            "ember tuned",
+            "ember hand-scheduled",
+        ],
+    )
+    line = re.search(
+        r"^  tuning: \d+\.\d s wall time, (\d+) trials; log (\S+);", out[0], re.M
+    )
+    assert line and int(line.group(1)) > 0, out[0]
+    assert Path(line.group(2)) == tmp_path / "conv3x3.jsonl"
+    assert len((tmp_path / "conv3x3.jsonl").read_text().splitlines()) > 1
 
 
 CALL_OVERHEAD_ROWS = [
