@@ -384,6 +384,9 @@ def tune_model(
                     "best_s": tuners[i].best[0],
                 }
             )
+        for tu in tuners:  # the winners against the defaults, once more
+            if tu.trials:
+                tu.confirm()
     finally:
         for tu in tuners:
             tu.close()

@@ -53,6 +53,9 @@ class Record:
     threads: int | None = None
     time: float = 0.0
     version: int = VERSION
+    role: str = "trial"
+    """"trial" (a candidate of the search), "baseline" (the kernel the
+    candidates are checked against) or "confirm" (a winner measured again)."""
 
     @property
     def ok(self) -> bool:
@@ -60,14 +63,9 @@ class Record:
 
     @property
     def cost(self) -> float:
-        """The median seconds per call; infinite for a failed measurement."""
-        if not self.ok:
-            return math.inf
-        ordered = sorted(self.costs)
-        mid = len(ordered) // 2
-        return (
-            ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-        )
+        """The fastest repeat's seconds per call (see `MeasureResult.cost`);
+        infinite for a failed measurement."""
+        return min(self.costs) if self.ok else math.inf
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -166,7 +164,9 @@ def best_record(records: Iterable[Record], workload: str, target: str) -> Record
     return min(matching, key=lambda r: r.cost, default=None)
 
 
-def make_record(task, schedule: str, result, config: dict | None, threads) -> Record:
+def make_record(
+    task, schedule: str, result, config: dict | None, threads, role: str = "trial"
+) -> Record:
     """The record of one `MeasureResult` of `task`."""
     return Record(
         workload=task.workload,
@@ -180,6 +180,7 @@ def make_record(task, schedule: str, result, config: dict | None, threads) -> Re
         build_s=round(result.build_s, 4),
         threads=threads,
         time=time.time(),
+        role=role,
     )
 
 
