@@ -57,9 +57,11 @@ def make_model(name: str | None):
 
 @dataclass
 class Run:
-    """One tuning run: the cost of each measured candidate, in order."""
+    """One tuning run: the cost of each measured candidate, in order, and the
+    seconds from the start until it was measured."""
 
     costs: list[float]
+    times: list[float]
     seconds: float
 
     @property
@@ -70,12 +72,17 @@ class Run:
         """Measured trials until the first cost at most `cost` (None: never)."""
         return next((i + 1 for i, c in enumerate(self.costs) if c <= cost), None)
 
+    def seconds_to(self, cost: float) -> float:
+        """Seconds until the first cost at most `cost` (the run's: never)."""
+        n = self.trials_to(cost)
+        return self.seconds if n is None else self.times[n - 1]
+
 
 def run(strategy: str, seed: int, trials: int, model: str | None = None) -> Run:
     from ember.tune.measure import LocalBuilder, LocalRunner
     from ember.tune.search import tune
 
-    start = time.perf_counter()
+    start, wall = time.perf_counter(), time.time()
     result = tune(
         matmul(SIZE),
         trials=trials,
@@ -86,8 +93,12 @@ def run(strategy: str, seed: int, trials: int, model: str | None = None) -> Run:
         runner=LocalRunner(num_threads=1, timeout_s=10),
         cost_model=make_model(model) if strategy == "evolutionary" else None,
     )
-    costs = [r.cost for r in result.records[1:]]  # the untuned baseline first
-    return Run(costs, time.perf_counter() - start)
+    measured = result.records[1:]  # the untuned baseline first
+    return Run(
+        [r.cost for r in measured],
+        [r.time - wall for r in measured],
+        time.perf_counter() - start,
+    )
 
 
 @dataclass
@@ -158,6 +169,12 @@ def table(rows: list[Row]) -> str:
     lines.append(
         f"trials summed: random {random}, model {model}; "
         f"ratio random/model {ratio(rows):.2f}{bound}"
+    )
+    random_s = sum(r.random.seconds_to(r.best / NEAR) for r in rows)
+    model_s = sum(r.model.seconds_to(r.best / NEAR) for r in rows)
+    lines.append(
+        f"seconds to get there, summed (a whole run where it never did): "
+        f"random {random_s:.0f}, model {model_s:.0f}"
     )
     return "\n".join(lines)
 
