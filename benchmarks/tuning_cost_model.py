@@ -14,6 +14,10 @@ less with the machine's load; the seed is also that of the inputs.
 
     .venv/bin/python benchmarks/tuning_cost_model.py [--seeds 4] [--trials 48]
         [--model lightgbm|lambdarank|trees|ridge]
+    .venv/bin/python benchmarks/tuning_cost_model.py --rank 200
+
+`--rank N` measures N random candidates instead and shows how well each model,
+fitted on 16, 32 or 64 of them, ranks the others.
 
 tests/test_tune_cost_model.py runs `compare` on two seeds (marked slow).
 """
@@ -40,6 +44,9 @@ def matmul(n: int) -> list:
     r = te.reduce_axis((0, n), name="k")
     C = te.compute((n, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
     return [A, B, C]
+
+
+MODELS = ("lightgbm", "lambdarank", "trees", "ridge")
 
 
 def make_model(name: str | None):
@@ -179,6 +186,63 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def rank_table(n: int, seed: int = 100, draws: int = 30) -> str:
+    """How each model ranks: `n` random candidates measured, then, over
+    `draws` random splits, each model fitted on 16, 32 or 64 of them ranks
+    the rest; the mean Spearman correlation with the measured throughput, and
+    the best measured throughput among its top 8 over the best of the rest."""
+    import numpy as np
+
+    from ember.tune.cost_model import throughput_targets
+    from ember.tune.measure import LocalBuilder, LocalRunner, features_job
+    from ember.tune.search import tune
+
+    result = tune(
+        matmul(SIZE),
+        trials=n,
+        strategy="random",
+        batch=BATCH,
+        seed=seed,
+        builder=LocalBuilder(workers=2),
+        runner=LocalRunner(num_threads=1, timeout_s=10),
+    )
+    rows = [
+        (features_job(result.task.with_schedule(r.schedule)), r.cost)
+        for r in result.records[1:]  # the untuned baseline first
+    ]
+    rows = [(f, c) for f, c in rows if f is not None]  # features of illegal ones
+    x = np.array([f for f, _ in rows])
+    cost = np.array([c for _, c in rows])
+
+    sizes = [k for k in (16, 32, 64) if k + 8 <= len(x)]  # 8 left to rank at least
+
+    def order(v: np.ndarray) -> np.ndarray:
+        return np.argsort(np.argsort(v))
+
+    lines = [
+        f"float32 matmul {SIZE}^3, {len(x)} random candidates measured; "
+        f"{draws} draws: fitted on n, ranking the rest",
+        f"{'model':<11}" + "".join(f"  n={k:<3} rho  top8" for k in sizes),
+    ]
+    for name in MODELS:
+        line = f"{name:<11}"
+        for k in sizes:
+            rng = np.random.default_rng(0)
+            rho, top = [], []
+            for _ in range(draws):
+                pick = rng.permutation(len(x))
+                fit, rest = pick[:k], pick[k:]
+                model = make_model(name)
+                model.fit(x[fit], throughput_targets(list(cost[fit])))
+                predicted = model.predict(x[rest])
+                truth = throughput_targets(list(cost[rest]))
+                rho.append(np.corrcoef(order(predicted), order(truth))[0, 1])
+                top.append(truth[np.argsort(-predicted)[:8]].max())
+            line += f"  {np.mean(rho):>9.2f}  {np.mean(top):.2f}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from common import describe_machine
@@ -192,11 +256,20 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=TRIALS, help="budget per run")
     parser.add_argument(
         "--model",
-        choices=["lightgbm", "lambdarank", "trees", "ridge"],
+        choices=MODELS,
         help="the cost model (default: default_model())",
+    )
+    parser.add_argument(
+        "--rank",
+        type=int,
+        metavar="N",
+        help="instead: measure N random candidates and show how each model ranks them",
     )
     args = parser.parse_args()
     print(describe_machine())
+    if args.rank:
+        print(rank_table(args.rank))
+        return
     print(f"cost model: {args.model or type(default_model()).__name__}")
     rows = compare(range(args.seeds), args.trials, args.model)
     print(table(rows))
