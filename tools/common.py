@@ -172,6 +172,25 @@ def run_tool(
     return OK
 
 
+def tool_main(
+    prog: str,
+    opts: argparse.Namespace,
+    run: Callable[[argparse.Namespace], None],
+    input_errors: tuple[type[BaseException], ...] = (),
+) -> int:
+    """A tool's `main` once its arguments are parsed: logging at the level
+    `-v`/`-q` ask for, then `run(opts)` under `run_tool`, where ember's errors,
+    OSError, ValueError and `input_errors` are the input's fault (status 1)."""
+    from ember.runtime import EmberError
+
+    def body() -> None:
+        setup_logging(prog, log_level(opts.verbose, opts.quiet))
+        run(opts)
+
+    errors = (EmberError, OSError, ValueError, *input_errors)
+    return run_tool(prog, body, errors, show_traceback(opts))
+
+
 def internal_error(prog: str, e: BaseException) -> str:
     return (
         f"{prog}: internal error: {type(e).__name__}: {e} "

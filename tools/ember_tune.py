@@ -224,16 +224,9 @@ def _log_progress(info: dict) -> None:
 
 def main(argv: list[str] | None = None, prog: str = "ember-tune") -> int:
     """Run ember-tune; returns the exit status (see `ember.tools.common`)."""
-    from ember.runtime import EmberError
-    from ember.tools.common import log_level, run_tool, setup_logging, show_traceback
+    from ember.tools.common import tool_main
 
-    opts = _parser(prog).parse_args(argv)
-
-    def body() -> None:
-        setup_logging(prog, log_level(opts.verbose, opts.quiet))
-        run(opts)
-
-    return run_tool(prog, body, (EmberError, OSError, ValueError), show_traceback(opts))
+    return tool_main(prog, _parser(prog).parse_args(argv), run)
 
 
 if __name__ == "__main__":

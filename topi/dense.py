@@ -110,18 +110,26 @@ def _panel_outer(k: int, nb: int, dtype: str, target: Target) -> bool:
 
 
 def _gemm_knobs(
-    mt: int, mp: int, vectors: int, panel_outer: bool, target: Target, schedule
+    z: te.Tensor,
+    output: te.Tensor,
+    tile: tuple[int, int],
+    mp: int,
+    panel_outer: bool,
+    target: Target,
 ) -> Knobs:
-    """A GEMM template's knobs: the register tile's rows (divisors of the
-    padded M, within the accumulator registers, so the computation and its
-    padding stay as they are) and whether column panels are the outer tile
-    loop. `schedule(s, rows, panel_outer)` applies a config."""
+    """A GEMM template's knobs (`_schedule_gemm` of `z` into `output`): the
+    register tile's rows (divisors of the padded M `mp`, within the
+    accumulator registers, so the computation and its padding stay as they
+    are) and whether column panels are the outer tile loop. `tile` is the
+    default (rows, panel width)."""
+    mt, nb = tile
+    vectors = nb // target.vector_lanes(z.dtype)
     most = max(1, accumulator_registers(target) // max(vectors, 1))
     rows = {d for d in range(1, min(mp, most) + 1) if mp % d == 0} | {mt}
     return Knobs(
         {"rows": tuple(sorted(rows)), "panel_outer": (False, True)},
         {"rows": mt, "panel_outer": panel_outer},
-        lambda s, c: schedule(s, c["rows"], c["panel_outer"]),
+        lambda s, c: _schedule_gemm(s, z, output, c["rows"], nb, c["panel_outer"]),
     )
 
 
@@ -221,14 +229,7 @@ def dense(
         {weight.name: lambda w: _pack_panels(w, nb)},
         lambda s: _schedule_gemm(s, z, output, mt, nb, outer),
         {"kernel": "dense", "tile": (mt, nb), "flops": 2 * m * n * k},
-        _gemm_knobs(
-            mt,
-            mp,
-            nb // lanes,
-            outer,
-            machine,
-            lambda s, rows, po: _schedule_gemm(s, z, output, rows, nb, po),
-        ),
+        _gemm_knobs(z, output, (mt, nb), mp, outer, machine),
     )
 
 
@@ -414,14 +415,7 @@ def matmul_weight(
             "tile": (mt, nb),
             "flops": 2 * int(np.prod((*batch, m, n))) * k,
         },
-        _gemm_knobs(
-            mt,
-            mp,
-            nb // lanes,
-            outer,
-            machine,
-            lambda s, rows, po: _schedule_gemm(s, z, output, rows, nb, po),
-        ),
+        _gemm_knobs(z, output, (mt, nb), mp, outer, machine),
     )
 
 
