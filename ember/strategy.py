@@ -63,6 +63,22 @@ ConstantOf = Callable[[SSAValue], np.ndarray | None]
 """The value of a graph value known at compile time (a param or constant), or
 None; the strategy inlines single-element ones."""
 
+BlockOf = Callable[[SSAValue], int | None] | None
+"""The channel block of a graph value held as a blocked activation,
+(N, C/b, H, W, b), or None for one in its own (NCHW) layout."""
+
+
+def blocked_view(t: te.Tensor) -> te.Tensor:
+    """The NCHW tensor a blocked activation `t` (N, C/b, H, W, b) holds, as a
+    stage to inline: epilogues read it at NCHW indices."""
+    n, blocks, h, w, b = t.shape
+    return te.compute(
+        (n, blocks * b, h, w),
+        lambda i, c, y, x: t[i, c // b, y, x, c % b],
+        name=f"{t.name}.nchw",
+    )
+
+
 Value = te.Expr | float
 AnchorBuilder = Callable[..., "Kernel"]
 """`build(op, data, epilogue, epilogue_inputs, target) -> Kernel`."""
@@ -91,6 +107,11 @@ class AnchorStrategy:
     packable: tuple[int, ...] = ()
     """Data operands the builder may pack as weights when they are params or
     literals: it receives None for them and makes their placeholder itself."""
+    blocks: Callable[[Any, Any], Any] | None = None
+    """`blocks(op, target) -> topi.conv2d.Blocks`: the channel blocks in which
+    the builder can read its data (operand 0) and write its result, as
+    (N, C/b, H, W, b) activations between kernels that take them; the
+    builder then gets `layout=Blocks(...)` saying which it does."""
 
 
 _ANCHORS: dict[type[Operation], AnchorStrategy] = {}
@@ -105,13 +126,14 @@ def anchor_strategy(
     weights: tuple[int, ...] = (),
     dtypes: tuple[str, ...] = ("float32",),
     packable: tuple[int, ...] = (),
+    blocks: Callable[[Any, Any], Any] | None = None,
 ) -> Callable[[AnchorBuilder], AnchorBuilder]:
     """Register the decorated builder as the strategy of `ops` (anchor ops)
     on tensors of `dtypes`."""
 
     def register(build: AnchorBuilder) -> AnchorBuilder:
         for op in ops:
-            _ANCHORS[op] = AnchorStrategy(build, data, weights, packable)
+            _ANCHORS[op] = AnchorStrategy(build, data, weights, packable, blocks)
             _DTYPES[op] = dtypes
         return build
 
@@ -248,11 +270,15 @@ class _Reads:
     per distinct value in order of first use; single-element constants are
     literals instead."""
 
-    def __init__(self, known: ConstantOf, first: int):
+    def __init__(self, known: ConstantOf, first: int, block_of: BlockOf = None):
         self.known = known
         self.values: list[SSAValue] = []
         self.tensors: list[te.Tensor] = []
         self.first = first
+        self.block_of = block_of or (lambda value: None)
+        self.views: dict[int, te.Tensor] = {}
+        """By index of `tensors`: the NCHW view of a blocked activation,
+        which the kernel's schedule inlines."""
 
     def operand(
         self, value: SSAValue, inline: bool = True
@@ -264,7 +290,8 @@ class _Reads:
                 return float(scalar)
             return te.const(scalar, constant.dtype.name)
         if value in self.values:
-            return self.tensors[self.values.index(value)]
+            n = self.values.index(value)
+            return self.views.get(n, self.tensors[n])
         t = te.placeholder(
             _shape(value),
             dtype=_dtype(value),
@@ -272,7 +299,22 @@ class _Reads:
         )
         self.values.append(value)
         self.tensors.append(t)
-        return t
+        if self.block_of(value) is None:
+            return t
+        view = blocked_view(t)
+        self.views[len(self.tensors) - 1] = view
+        return view
+
+    def inline_views(self, kernel: Kernel) -> None:
+        """Have `kernel`'s schedule inline the views of blocked activations."""
+        views = list(self.views.values())
+
+        def inline(s) -> None:
+            for view in views:
+                s[view].compute_inline()
+
+        if views:
+            kernel.wrap_schedule(inline)
 
 
 @dataclass
@@ -320,7 +362,11 @@ def _group(op: Operation, constant_of: ConstantOf) -> _Group:
 
 
 def lower_group(
-    op: Operation, constant_of: ConstantOf, target: Target | DeviceTarget | None = None
+    op: Operation,
+    constant_of: ConstantOf,
+    target: Target | DeviceTarget | None = None,
+    block_of: BlockOf = None,
+    out_block: int | None = None,
 ) -> KernelSpec:
     """The kernel computing a `graph.fused` group or a lone graph op.
 
@@ -330,6 +376,10 @@ def lower_group(
         target: the machine the kernel's schedule is for (None:
             `Target.current()`); a GPU `DeviceTarget` takes the host's
             computation with the generic GPU schedule (`ember.topi.gpu`).
+        block_of: the channel block of each outside value that is a blocked
+            activation (see `plan_blocks`); their placeholders are blocked.
+        out_block: write the result blocked (its anchor's strategy must
+            offer that block).
 
     Raises:
         StrategyError: naming the group and the op no strategy covers.
@@ -358,7 +408,7 @@ def lower_group(
                         f"{g.label}: expected elementwise ops after '{head.name}', "
                         f"got '{t.name}'"
                     )
-            spec = _anchored(g, head, tail, machine)
+            spec = _anchored(g, head, tail, machine, block_of, out_block)
         else:
             bad = next((o for o in g.ops if not _is_injective(o)), None)
             if bad is not None:
@@ -425,22 +475,106 @@ def _epilogue(
     return epilogue
 
 
+def _anchor_of(op: Operation) -> Operation | None:
+    """The anchor op of a `graph.fused` group (its first op, when it has an
+    anchor strategy), or None."""
+    if not isinstance(op, graph.FusedOp):
+        return None
+    head = next(
+        (o for o in op.body.block.ops if not isinstance(o, graph.ConstantOp)), None
+    )
+    return head if head is not None and type(head) in _ANCHORS else None
+
+
+def _offered(head: Operation | None, target: Target):
+    """The blocks `head`'s strategy offers (see `AnchorStrategy.blocks`)."""
+    if head is None or _ANCHORS[type(head)].blocks is None:
+        return None
+    return _ANCHORS[type(head)].blocks(head, target)  # type: ignore[misc]
+
+
+def plan_blocks(ops: Sequence[Operation], target: Target) -> dict[SSAValue, int]:
+    """Which group results are kept as blocked activations, (N, C/b, H, W, b),
+    between kernels: those of a group whose anchor can write them blocked
+    when every use of them is a fused group whose anchor reads that operand
+    blocked (its data) or whose epilogue reads it (a residual); a value
+    returned, viewed or read by any other kernel keeps its layout. No pass
+    over memory then packs the data of the next convolution (ORT's NCHWc
+    transformer, decided per value rather than per graph)."""
+    _registered()
+    planned: dict[SSAValue, int] = {}
+    for op in ops:
+        offered = _offered(_anchor_of(op), target)
+        if offered is None or offered.out is None or len(op.results) != 1:
+            continue
+        result = op.results[0]
+        if result.uses and all(
+            _reads_blocked(use.operation, use.index, offered.out, target)
+            for use in result.uses
+        ):
+            planned[result] = offered.out
+    return planned
+
+
+def _reads_blocked(user: Operation, index: int, block: int, target: Target) -> bool:
+    """Whether operand `index` of `user` can be a blocked activation."""
+    head = _anchor_of(user)
+    offered = _offered(head, target)
+    if offered is None:
+        return False
+    assert isinstance(user, graph.FusedOp)
+    arg = user.body.block.args[index]
+    tail = [o for o in user.body.block.ops if o is not head]
+    for use in arg.uses:
+        if use.operation is head:
+            if use.index != 0 or offered.data != block:
+                return False
+        elif use.operation not in tail or not is_elementwise(use.operation):
+            return False
+    return True
+
+
 def _anchored(
-    g: _Group, head: Operation, tail: list[Operation], target: Target
+    g: _Group,
+    head: Operation,
+    tail: list[Operation],
+    target: Target,
+    block_of: BlockOf = None,
+    out_block: int | None = None,
 ) -> KernelSpec:
     strategy = _ANCHORS[type(head)]
+    block_of = block_of or (lambda value: None)
+    data_block = block_of(g.outside(head.operands[0]))
+    layout = {}
+    if strategy.blocks is not None and (data_block or out_block):
+        blocks = strategy.blocks(head, target)
+        if (data_block, out_block) != (
+            data_block and blocks.data,
+            out_block and blocks.out,
+        ):
+            raise StrategyError(
+                f"{g.label}: '{head.name}' takes no blocked activations here"
+            )
+        layout = {"layout": type(blocks)(data_block, out_block)}
+    elif data_block or out_block:
+        raise StrategyError(f"{g.label}: '{head.name}' takes no blocked activations")
     data = [
         None
         if i in strategy.packable and _is_weight(g.outside(head.operands[i]))
         else te.placeholder(
-            _shape(head.operands[i]), dtype=_dtype(head.operands[i]), name=f"data{n}"
+            _shape(g.outside(head.operands[i]))
+            if i == 0 and data_block
+            else _shape(head.operands[i]),
+            dtype=_dtype(head.operands[i]),
+            name=f"data{n}",
         )
         for n, i in enumerate(strategy.data)
     ]
     weights = [i for i in strategy.weights if i < len(head.operands)]
-    reads = _Reads(g.known, first=len(data))
+    reads = _Reads(g.known, first=len(data), block_of=block_of)
     epilogue = _epilogue(g, head, tail, reads)
-    kernel = strategy.build(head, data, epilogue, reads.tensors, target)
+    kernel = strategy.build(head, data, epilogue, reads.tensors, target, **layout)
+    reads.inline_views(kernel)
     operands = [g.outside(head.operands[i]) for i in (*strategy.data, *weights)]
     return KernelSpec(kernel, [*operands, *reads.values])
 

@@ -178,9 +178,14 @@ class _Converter:
     # -- the walk
 
     def run(self) -> None:
-        from ember.strategy import lower_group
+        from ember.backends.llvm.target import Target
+        from ember.strategy import lower_group, plan_blocks
 
-        for op in list(self.block.ops):
+        ops = list(self.block.ops)
+        cpu = isinstance(self.target, Target)
+        planned = plan_blocks(ops, self.target) if cpu else {}
+        blocked: dict[SSAValue, int] = {}
+        for op in ops:
             if isinstance(op, graph.ParamOp | graph.ConstantOp | func.ReturnOp):
                 continue
             if isinstance(op, graph.CallKernelOp):
@@ -190,14 +195,21 @@ class _Converter:
                 continue
             if op.dialect_name() != "graph":
                 self.fail(f"expected graph ops, got '{op.name}'")
+            out_block = planned.get(op.results[0]) if op.results else None
             try:
-                spec = lower_group(op, self.constant_of, self.target)
+                spec = lower_group(
+                    op, self.constant_of, self.target, blocked.get, out_block
+                )
             except ValueError as e:
                 self.fail(str(e))
                 raise AssertionError from None  # fail raised
             result = op.results[0].type
             assert isinstance(result, TensorType)
+            if out_block is not None:  # the buffer holds (N, C/b, H, W, b)
+                result = TensorType(result.element_type, spec.kernel.output.shape)
             call = self._call(spec.kernel, spec.operands, spec.kind, op, result)
+            if out_block is not None:
+                blocked[call.result] = out_block
             op.results[0].replace_all_uses_with(call.result)
             self.block.erase_op(op)
         self._copy_outputs()

@@ -183,6 +183,8 @@ def conv2d(
     epilogue_inputs: Sequence[te.Tensor] = (),
     name: str = "conv2d",
     target: Target | None = None,
+    data_block: int | None = None,
+    out_block: int | None = None,
 ) -> Kernel:
     """A 2-D convolution kernel over NCHW data, with its default CPU schedule.
 
@@ -200,13 +202,30 @@ def conv2d(
         target: the machine the schedule is for (its vector lanes and
             registers size the blocks and the register tile); None:
             `Target.current()`.
+        data_block: the data is channel-blocked, (N, C/b, H, W, b) with b =
+            `channel_block(C, target)`, as another convolution wrote it
+            (`out_block`): no packing pass, only the zero border where the
+            convolution pads.
+        out_block: write the output channel-blocked, (N, O/b, OH, OW, b) with
+            b = `channel_block(O, target)`, for convolutions to read; the
+            epilogue still sees NCHW indices.
 
     Returns:
         The Kernel: placeholders [data, weight, (bias), *epilogue_inputs]; the
         weight placeholder's layout depends on the kernel chosen, and
         `weight_transforms` turns an OIHW array into it.
     """
-    shape = conv2d_shape(data.shape, weight_shape, strides, padding, dilation, groups)
+    machine = Target.resolve(target)
+    logical = data.shape
+    if data_block is not None:
+        if data.ndim != 5 or data.shape[-1] != data_block:
+            raise EmberValueError(
+                f"conv2d '{name}': expected blocked data (N, C/{data_block}, H, W, "
+                f"{data_block}), got shape {tuple(data.shape)}"
+            )
+        n, blocks, h, w, b = data.shape
+        logical = (n, blocks * b, h, w)
+    shape = conv2d_shape(logical, weight_shape, strides, padding, dilation, groups)
     if data.dtype != "float32":
         raise EmberValueError(
             f"conv2d '{name}': expected float32 data, got {data.dtype}"
@@ -217,10 +236,50 @@ def conv2d(
         builder = _depthwise
     else:
         builder = _direct
-    kernel = builder(data, shape, bias, epilogue, name, Target.resolve(target))
+    layout = Blocks(data_block, out_block)
+    for block, channels in ((data_block, shape.c), (out_block, shape.o)):
+        if block is not None and (
+            builder is _direct or block != channel_block(channels, machine)
+        ):
+            raise EmberValueError(
+                f"conv2d '{name}': a {builder.__name__[1:]} kernel over {channels} "
+                f"channels takes no channel block {block}"
+            )
+    kernel = builder(data, shape, bias, epilogue, name, machine, layout)
     kernel.placeholders.extend(epilogue_inputs)
     kernel.attrs["flops"] = shape.flops
     return kernel
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Channel blocks of a kernel's data and output (None: NCHW)."""
+
+    data: int | None = None
+    out: int | None = None
+
+
+def channel_block(channels: int, target: Target) -> int:
+    """The channel block of a blocked activation, (N, C/b, H, W, b): the
+    largest power of two dividing C, up to a vector, so that a block never
+    straddles the NCHWc kernel's vectors of output channels (24 channels:
+    blocks of 8 in vectors of 16, not 12)."""
+    return _largest_power_of_two_divisor(channels, target.vector_lanes("float32"))
+
+
+def _blocks(op, target: Target) -> Blocks:
+    """The channel blocks a convolution op reads and writes blocked
+    activations in (`strategy.AnchorStrategy.blocks`): those of the NCHWc
+    and depthwise kernels, where the block is at least half a vector (or 4)
+    so the next kernel's vectors stay wide; none for the direct kernel."""
+    _, c, _, _ = op.operands[0].type.get_shape()
+    o = op.weight.type.get_shape()[0]
+    groups = op.config["groups"]
+    if not (groups == 1 or groups == c == o):
+        return Blocks()
+    least = max(4, target.vector_lanes("float32") // 2)
+    data, out = channel_block(c, target), channel_block(o, target)
+    return Blocks(data if data >= least else None, out if out >= least else None)
 
 
 def _largest_divisor(n: int, limit: int) -> int:
@@ -258,6 +317,42 @@ def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
     return te.compute(
         (shape.n, shape.c // cb, hp, wp, cb), body, name=f"{name}.data_pack"
     )
+
+
+def _padded_blocked(data: te.Tensor, shape: Conv2dShape, name: str):
+    """Stage (N, C/cb, H', W', cb) from data blocked already: the zero
+    border only, a copy of whole vectors."""
+    pt, pl, _, _ = shape.padding
+    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
+    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+    h, w = shape.h, shape.w
+    n, blocks, _, _, cb = data.shape
+
+    def body(n, co, y, x, ci):
+        value = data[n, co, y - pt, x - pl, ci]
+        conds = []
+        if pt:
+            conds.append(y >= pt)
+        if hp - pt > h:
+            conds.append(y < h + pt)
+        if pl:
+            conds.append(x >= pl)
+        if wp - pl > w:
+            conds.append(x < w + pl)
+        return te.if_then_else(te.all(*conds), value, 0.0) if conds else value
+
+    return te.compute((n, blocks, hp, wp, cb), body, name=f"{name}.data_pack")
+
+
+def _packed_data(data: te.Tensor, shape: Conv2dShape, cb: int, block, name: str):
+    """The convolution's input as (N, C/cb, H', W', cb) with its zero border:
+    packed from NCHW, padded from blocked data, or blocked data itself where
+    there is no border (the convolution reads rows and columns inside it)."""
+    if block is None:
+        return _padded_input(data, shape, cb, name)
+    if any(shape.padding):
+        return _padded_blocked(data, shape, name)
+    return data
 
 
 MIN_BLOCKED_MACS = 32
@@ -338,9 +433,10 @@ def _nchwc(
     epilogue: Epilogue | None,
     name: str,
     target: Target,
+    layout: Blocks,
 ) -> Kernel:
     lanes = target.vector_lanes(data.dtype)
-    cb = _largest_divisor(shape.c, lanes)
+    cb = layout.data or _largest_divisor(shape.c, lanes)
     # Whole vectors, O padded with zero filters: where O is a multiple of half a
     # vector only (24 channels), a third of the FMAs on zeros costs less than
     # half-width vectors (MobileNetV2's 96->24 and 144->24 @56, Zen 5, one
@@ -348,7 +444,7 @@ def _nchwc(
     ob = lanes
     op = -(-shape.o // ob) * ob
     blocks = op // ob
-    packed = _padded_input(data, shape, cb, name)
+    packed = _packed_data(data, shape, cb, layout.data, name)
     weight = te.placeholder(
         (blocks, shape.c // cb, shape.kh, shape.kw, cb, ob), name=f"{name}.weight"
     )
@@ -367,7 +463,7 @@ def _nchwc(
         name=f"{name}.conv",
     )
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
-    output = te.compute(shape.out_shape, _unpack(conv, ob, b, epilogue), name=name)
+    output = _output(conv, ob, b, epilogue, shape, layout.out, name)
     ot, yt, xt = _tile(shape, blocks, target)
     default = {
         "tile": (ot, yt, xt),
@@ -414,10 +510,15 @@ def _depthwise(
     epilogue: Epilogue | None,
     name: str,
     target: Target,
+    layout: Blocks,
 ) -> Kernel:
-    cb = _largest_divisor(shape.c, target.vector_lanes(data.dtype))
+    lanes = target.vector_lanes(data.dtype)
+    # blocked on either side: the one block throughout (a tile of the result
+    # never straddles two of the convolution's)
+    blocked = layout.data or layout.out
+    cb = channel_block(shape.c, target) if blocked else _largest_divisor(shape.c, lanes)
     blocks = shape.c // cb
-    packed = _padded_input(data, shape, cb, name)
+    packed = _packed_data(data, shape, cb, layout.data, name)
     weight = te.placeholder((blocks, shape.kh, shape.kw, cb), name=f"{name}.weight")
     rh = te.reduce_axis((0, shape.kh), name="rh")
     rw = te.reduce_axis((0, shape.kw), name="rw")
@@ -432,7 +533,7 @@ def _depthwise(
         name=f"{name}.conv",
     )
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
-    output = te.compute(shape.out_shape, _unpack(conv, cb, b, epilogue), name=name)
+    output = _output(conv, cb, b, epilogue, shape, layout.out, name)
     _, yt, xt = _tile(shape, 1, target)
     default = {"tile": (1, yt, xt), "unroll": _unroll_copy_out(shape, (cb, yt, xt))}
 
@@ -465,19 +566,36 @@ def _depthwise(
     )
 
 
-def _unpack(conv: te.Tensor, ob: int, b: te.Tensor | None, epilogue: Epilogue | None):
-    """The body of the final stage: NCHW from the NCHWc result, bias, epilogue."""
+def _output(
+    conv: te.Tensor,
+    ob: int,
+    b: te.Tensor | None,
+    epilogue: Epilogue | None,
+    shape: Conv2dShape,
+    block: int | None,
+    name: str,
+) -> te.Tensor:
+    """The final stage: the NCHWc result (blocks of `ob`) with the bias and
+    the epilogue (at NCHW indices), written NCHW, or blocked by `block`."""
 
-    def out(n, c, y, x):
+    def value(n, c, y, x):
         v = conv[n, c // ob, y, x, c % ob]
         if b is not None:
             v = v + b[c]
         return apply_epilogue(epilogue, v, (n, c, y, x))
 
-    return out
+    if block is None:
+        return te.compute(shape.out_shape, value, name=name)
+    return te.compute(
+        (shape.n, shape.o // block, shape.oh, shape.ow, block),
+        lambda n, co, y, x, ci: value(n, co * block + ci, y, x),
+        name=name,
+    )
 
 
 def _schedule_pack(s, packed: te.Tensor, cb: int) -> None:
+    if isinstance(packed.op, te.PlaceholderOp):
+        return  # blocked data read as it is
     n, co, y, x, ci = s[packed].op.axis
     s[packed].parallel(s[packed].fuse(n, co, y))
     if cb > 1:
@@ -506,14 +624,23 @@ def _schedule_tile(s, conv: te.Tensor, output: te.Tensor, tile, unroll: bool) ->
     channel block too was slower on Zen 5: 64->64 @56, 1.22 against 0.94 ms
     on a loaded machine.)"""
     ct, yt, xt = tile
-    n, c, y, x = s[output].op.axis
-    co, ci = s[output].split(c, factor=ct)
-    yo, yi = s[output].split(y, factor=yt)
-    xo, xi = s[output].split(x, factor=xt)
-    s[output].reorder(n, co, yo, xo, yi, xi, ci)
+    if output.ndim == 5:  # blocked: whole channel blocks, stored contiguously
+        n, cbk, y, x, ci = s[output].op.axis
+        co, cbi = s[output].split(cbk, factor=max(1, ct // output.shape[-1]))
+        yo, yi = s[output].split(y, factor=yt)
+        xo, xi = s[output].split(x, factor=xt)
+        s[output].reorder(n, co, yo, xo, cbi, yi, xi, ci)
+        inner = [cbi, yi, xi]
+    else:
+        n, c, y, x = s[output].op.axis
+        co, ci = s[output].split(c, factor=ct)
+        yo, yi = s[output].split(y, factor=yt)
+        xo, xi = s[output].split(x, factor=xt)
+        s[output].reorder(n, co, yo, xo, yi, xi, ci)
+        inner = [yi, xi]
     if unroll:
-        s[output].unroll(yi)
-        s[output].unroll(xi)
+        for axis in inner:
+            s[output].unroll(axis)
     s[output].vectorize(ci)
     s[output].parallel(s[output].fuse(n, co, yo))
     s[conv].compute_at(s[output], xo)
@@ -531,6 +658,7 @@ def _direct(
     epilogue: Epilogue | None,
     name: str,
     target: Target,
+    layout: Blocks,
 ) -> Kernel:
     """The definition over a zero-padded copy of the input, any groups (no
     target fact enters: parallel over channels, nothing vectorized)."""
@@ -584,8 +712,10 @@ def _direct(
     return Kernel(output, placeholders, {}, schedule, {"kernel": "direct"})
 
 
-@anchor_strategy(graph.Conv2DOp, data=(0,), weights=(1, 2))
-def _conv2d_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+@anchor_strategy(graph.Conv2DOp, data=(0,), weights=(1, 2), blocks=_blocks)
+def _conv2d_strategy(
+    op, data, epilogue, epilogue_inputs, target, layout: Blocks = Blocks()
+) -> Kernel:
     cfg = op.config
     return conv2d(
         data[0],
@@ -599,4 +729,6 @@ def _conv2d_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
         epilogue_inputs=epilogue_inputs,
         name="conv2d",
         target=target,
+        data_block=layout.data,
+        out_block=layout.out,
     )
