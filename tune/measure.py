@@ -213,7 +213,10 @@ class LocalRunner:
         timeout_s: seconds one candidate may take (run, check and timing)
             before its runner is killed and the candidate recorded as a timeout.
         repeat, number, min_repeat_ms: `time_evaluator`'s.
-        num_threads: `EMBER_NUM_THREADS` for the kernels (None: the default).
+        num_threads: `EMBER_NUM_THREADS` for the kernels (None: every core
+            this process may run on, as a model runs on a free machine;
+            ember's automatic count would read the builders' load and time
+            candidates on one thread).
         rtol: the check's tolerance for floats (relative to the reference's
             largest magnitude; float16 gets ten times it).
     """
@@ -229,15 +232,14 @@ class LocalRunner:
     ):
         self.timeout_s = timeout_s
         self.repeat, self.number, self.min_repeat_ms = repeat, number, min_repeat_ms
-        self.num_threads = num_threads
+        self.num_threads = num_threads or len(os.sched_getaffinity(0))
         self.rtol = rtol
         self._proc: subprocess.Popen | None = None
         self._log = tempfile.TemporaryFile()
 
     def _start(self) -> subprocess.Popen:
         env = dict(os.environ)
-        if self.num_threads is not None:
-            env["EMBER_NUM_THREADS"] = str(self.num_threads)
+        env["EMBER_NUM_THREADS"] = str(self.num_threads)
         proc = subprocess.Popen(
             [sys.executable, "-m", "ember.tune.runner"],
             stdin=subprocess.PIPE,
