@@ -242,6 +242,34 @@ def test_knob_space_is_legal_and_holds_the_default():
     assert topi.conv2d(x, (8, 4, 3, 3), groups=8).knobs is None  # direct
 
 
+@pytest.mark.parametrize("blocked", [False, True])
+def test_weights_larger_than_l2_sweep_the_reduction(blocked):
+    """Weights that come from memory every run: the default schedule takes
+    each chunk of the reduction over every output tile (its weights stay in
+    L1); the same result as numpy, blocked or NCHW."""
+    from ember.backends.llvm.target import Target
+
+    target = Target("llvm -l2-bytes=16384")
+    shape, ws = (1, 32, 7, 7), (64, 32, 3, 3)
+    x_t = te.placeholder((1, 2, 7, 7, 16) if blocked else shape, name="x")
+    layout = {"data_block": 16, "out_block": 16} if blocked else {}
+    k = topi.conv2d(x_t, ws, padding=1, bias=True, target=target, **layout)
+    assert k.knobs is not None and k.knobs.default["sweep"]
+    with target:
+        mod = ember.build(k.schedule(), k.args, name="conv")
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, 64).astype(np.float32)
+    feed = x.reshape(1, 2, 16, 7, 7).transpose(0, 1, 3, 4, 2) if blocked else x
+    y = np.full(k.output.shape, np.nan, np.float32)
+    mod(np.ascontiguousarray(feed), k.transform("conv2d.weight", w), b, y)
+    if blocked:
+        y = y.transpose(0, 1, 4, 2, 3).reshape(1, 64, 7, 7)
+    ref = conv_reference(x, w, (1, 1), (1, 1, 1, 1))
+    check(y, ref + b[None, :, None, None])
+
+
 @settings(
     max_examples=10,
     deadline=None,

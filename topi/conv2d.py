@@ -468,18 +468,21 @@ def _nchwc(
     default = {
         "tile": (ot, yt, xt),
         "unroll": _unroll_copy_out(shape, (ob * ot, yt, xt)),
+        "sweep": _sweeps(shape, ot * ob, target),
     }
 
     def schedule(s, config: dict) -> None:
         _schedule_pack(s, packed, cb)
         ot, yt, xt = config["tile"]
         tile = (ob * ot, yt, xt)
-        _schedule_tile(s, conv, output, tile, config["unroll"])
+        sweep = config["sweep"] and _sweep_fits(shape, ob * ot, target)
+        _schedule_tile(s, conv, output, tile, config["unroll"], sweep)
 
     knobs = Knobs(
         {
             "tile": _tile_space(shape, blocks, target, default["tile"]),
             "unroll": (False, True),
+            "sweep": (False, True) if _sweep_fits(shape, ob, target) else (False,),
         },
         default,
         schedule,
@@ -615,7 +618,31 @@ def _unroll_copy_out(shape: Conv2dShape, tile: tuple[int, int, int]) -> bool:
     return _macs(shape) < 128 and tile[0] * tile[1] * tile[2] <= 256
 
 
-def _schedule_tile(s, conv: te.Tensor, output: te.Tensor, tile, unroll: bool) -> None:
+SWEEP_WEIGHTS_L2 = 1
+"""A layer sweeps (see `_schedule_tile`) when its weights exceed this many L2s:
+they come from memory once a run, not from a cache."""
+
+
+def _sweep_fits(shape: Conv2dShape, channels: int, target: Target) -> bool:
+    """Whether a sweep's accumulators for `channels` output channels (every
+    output position of them) fit in half of L1, where they stay between the
+    reduction's chunks."""
+    return channels * shape.oh * shape.ow * 4 <= target.l1d_bytes // 2
+
+
+def _sweeps(shape: Conv2dShape, channels: int, target: Target) -> bool:
+    """Whether the default schedule sweeps: the weights are too large for L2
+    (read from memory every run: ResNet-18's last stages) and the
+    accumulators fit (`_sweep_fits`)."""
+    weights = shape.o * (shape.c // shape.groups) * shape.kh * shape.kw * 4
+    return weights > SWEEP_WEIGHTS_L2 * target.l2_bytes and _sweep_fits(
+        shape, channels, target
+    )
+
+
+def _schedule_tile(
+    s, conv: te.Tensor, output: te.Tensor, tile, unroll: bool, sweep: bool = False
+) -> None:
     """Tile the NCHW output by (channels, rows, columns), parallel over the outer
     tiles; compute the NCHWc register tile of `conv` at each tile (reduction
     outside, tile unrolled, channel block vectorized), then write it out with the
@@ -642,11 +669,26 @@ def _schedule_tile(s, conv: te.Tensor, output: te.Tensor, tile, unroll: bool) ->
         for axis in inner:
             s[output].unroll(axis)
     s[output].vectorize(ci)
-    s[output].parallel(s[output].fuse(n, co, yo))
-    s[conv].compute_at(s[output], xo)
     *data_axes, lanes = s[conv].op.axis
-    s[conv].reorder(*data_axes[:1], *s[conv].op.reduce_axis, *data_axes[1:], lanes)
-    for axis in data_axes[1:]:
+    if not sweep:
+        s[output].parallel(s[output].fuse(n, co, yo))
+        s[conv].compute_at(s[output], xo)
+        s[conv].reorder(*data_axes[:1], *s[conv].op.reduce_axis, *data_axes[1:], lanes)
+        for axis in data_axes[1:]:
+            s[conv].unroll(axis)
+        s[conv].vectorize(lanes)
+        return
+    # the sweep: per channel tile, each chunk of the reduction (one input
+    # channel block: its weights stay in L1) runs over every output tile
+    nco = s[output].fuse(n, co)
+    s[output].parallel(nco)
+    s[conv].compute_at(s[output], nco)
+    cn, cc, cy, cx = data_axes
+    cyo, cyi = s[conv].split(cy, factor=yt)
+    cxo, cxi = s[conv].split(cx, factor=xt)
+    rco, *rest = s[conv].op.reduce_axis
+    s[conv].reorder(cn, rco, cyo, cxo, *rest, cc, cyi, cxi, lanes)
+    for axis in (cc, cyi, cxi):
         s[conv].unroll(axis)
     s[conv].vectorize(lanes)
 
