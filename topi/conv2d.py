@@ -293,16 +293,17 @@ def _largest_power_of_two_divisor(n: int, limit: int) -> int:
     return d
 
 
-def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
-    """Stage (N, C/cb, H', W', cb): data zero-padded and channel-blocked, H' x W'
-    only the rows and columns the convolution reads."""
+def _padded(shape: Conv2dShape, cb: int, read, name: str) -> te.Tensor:
+    """Stage (N, C/cb, H', W', cb): `read(n, co, y, x, ci)` at input
+    coordinates, zero where the convolution pads; H' x W' only the rows and
+    columns the convolution reads (asymmetric padding costs nothing)."""
     pt, pl, _, _ = shape.padding
     hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
     wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
     h, w = shape.h, shape.w
 
     def body(n, co, y, x, ci):
-        value = data[n, co * cb + ci, y - pt, x - pl]
+        value = read(n, co, y - pt, x - pl, ci)
         conds = []
         if pt:
             conds.append(y >= pt)
@@ -319,29 +320,15 @@ def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
     )
 
 
+def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
+    """NCHW data zero-padded and channel-blocked (see `_padded`)."""
+    return _padded(shape, cb, lambda n, co, y, x, ci: data[n, co * cb + ci, y, x], name)
+
+
 def _padded_blocked(data: te.Tensor, shape: Conv2dShape, name: str):
-    """Stage (N, C/cb, H', W', cb) from data blocked already: the zero
-    border only, a copy of whole vectors."""
-    pt, pl, _, _ = shape.padding
-    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
-    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
-    h, w = shape.h, shape.w
-    n, blocks, _, _, cb = data.shape
-
-    def body(n, co, y, x, ci):
-        value = data[n, co, y - pt, x - pl, ci]
-        conds = []
-        if pt:
-            conds.append(y >= pt)
-        if hp - pt > h:
-            conds.append(y < h + pt)
-        if pl:
-            conds.append(x >= pl)
-        if wp - pl > w:
-            conds.append(x < w + pl)
-        return te.if_then_else(te.all(*conds), value, 0.0) if conds else value
-
-    return te.compute((n, blocks, hp, wp, cb), body, name=f"{name}.data_pack")
+    """Data blocked already: the zero border only, a copy of whole vectors."""
+    cb = data.shape[-1]
+    return _padded(shape, cb, lambda n, co, y, x, ci: data[n, co, y, x, ci], name)
 
 
 def _packed_data(data: te.Tensor, shape: Conv2dShape, cb: int, block, name: str):
