@@ -30,15 +30,12 @@ from ember.tools.common import UsageError, add_common_arguments
 log = logging.getLogger("ember.tools.compile")
 
 
-def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Compile an ONNX model into an ember model library.",
-    )
+def add_model_arguments(parser: argparse.ArgumentParser, output: str) -> None:
+    """The arguments of a tool that compiles an ONNX model: the file, `-o`
+    (described by `output`), `--target`, the input shapes in ember's and
+    tvmc's spellings (`parse_shapes`) and `--opt-level`."""
     parser.add_argument("model", help="the ONNX model file")
-    parser.add_argument(
-        "-o", "--output", required=True, help="the library to write (.so or .tar)"
-    )
+    parser.add_argument("-o", "--output", required=True, help=output)
     parser.add_argument(
         "--target", default="llvm", help='the target (default "llvm": this machine)'
     )
@@ -60,6 +57,14 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
     parser.add_argument(
         "--opt-level", type=int, default=3, help="graph optimization level 0-3"
     )
+
+
+def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Compile an ONNX model into an ember model library.",
+    )
+    add_model_arguments(parser, "the library to write (.so or .tar)")
     parser.add_argument(
         "--tuning-records",
         metavar="FILE",

@@ -2,7 +2,7 @@
 
     ember-tune model.onnx -o records.jsonl [--trials N] [--time-budget SECONDS]
                [--rpc HOST:PORT] [--dask-scheduler ADDRESS] [--resume]
-               [--plot curve.png] [--input-shape data:1,3,224,224]
+               [--plot curve.png] [--input-shape data:1,3,224,224] [--target ...]
     ember-compile model.onnx -o model.so --tuning-records records.jsonl
 
 Each kernel whose template has knobs (convolutions) is a task; the trials go
@@ -34,14 +34,13 @@ log = logging.getLogger("ember.tools.tune")
 
 
 def _parser(prog: str = "ember-tune") -> argparse.ArgumentParser:
+    from ember.tools.ember_compile import add_model_arguments
+
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Tune an ONNX model's kernels for this machine.",
     )
-    parser.add_argument("model", help="the ONNX model file")
-    parser.add_argument(
-        "-o", "--output", required=True, help="the tuning log to write (.jsonl)"
-    )
+    add_model_arguments(parser, "the tuning log to write (.jsonl)")
     parser.add_argument(
         "--trials", type=int, help="candidates to measure in all (default 32 a task)"
     )
@@ -55,19 +54,6 @@ def _parser(prog: str = "ember-tune") -> argparse.ArgumentParser:
         "--resume",
         action="store_true",
         help="continue an existing log: what it measured is not measured again",
-    )
-    parser.add_argument(
-        "--target", default="llvm", help='the target (default "llvm": this machine)'
-    )
-    parser.add_argument(
-        "--input-shape",
-        action="append",
-        default=[],
-        metavar="NAME:D0,D1,...",
-        help="the shape of an input with symbolic dimensions (repeatable)",
-    )
-    parser.add_argument(
-        "--opt-level", type=int, default=3, help="graph optimization level 0-3"
     )
     parser.add_argument(
         "--strategy",
@@ -165,7 +151,7 @@ def run(opts: argparse.Namespace) -> None:
     from ember.tools.ember_compile import parse_shapes
 
     output = _check(opts)
-    shapes = parse_shapes(opts.input_shape)
+    shapes = parse_shapes(opts.input_shape + opts.input_shapes)
     start = time.perf_counter()
     log.info("importing %s", opts.model)
     from ember.tune.model import extract_tasks, save_to_cache, tune_model
