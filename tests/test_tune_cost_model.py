@@ -1,12 +1,11 @@
 """ember.tune's cost models: each one fitted on synthetic data ranks it, the
-fallback chain (LightGBM, then XGBoost, then ridge in numpy), and, marked
+fallback (LightGBM, else ridge in numpy), and, marked
 slow, the proof that the model pays: on a fixed task and trial budget the
 evolutionary search reaches 95% of the best time found in fewer measured
 trials than random search (benchmarks/tuning_cost_model.py, more seeds)."""
 
 import importlib.util
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,6 @@ from ember.runtime.errors import EmberValueError
 from ember.tune.cost_model import (
     LightGBMModel,
     RidgeModel,
-    XGBoostModel,
     default_model,
     throughput_targets,
 )
@@ -44,11 +42,6 @@ def _lightgbm(objective: str, ridge: bool = True):
     return LightGBMModel(objective, ridge=ridge)
 
 
-def _xgboost():
-    pytest.importorskip("xgboost")
-    return XGBoostModel()
-
-
 @pytest.mark.parametrize(
     "make",
     [
@@ -56,9 +49,8 @@ def _xgboost():
         lambda: _lightgbm("regression"),
         lambda: _lightgbm("lambdarank"),
         lambda: _lightgbm("regression", ridge=False),
-        _xgboost,
     ],
-    ids=["ridge", "lightgbm", "lightgbm-lambdarank", "lightgbm-trees-alone", "xgboost"],
+    ids=["ridge", "lightgbm", "lightgbm-lambdarank", "lightgbm-trees-alone"],
 )
 def test_a_model_fitted_on_tens_of_samples_ranks_unseen_ones(make):
     rng = np.random.default_rng(0)
@@ -113,13 +105,10 @@ def test_an_unknown_objective_is_refused():
         LightGBMModel("poisson")
 
 
-def test_the_default_model_falls_back_lightgbm_then_xgboost_then_ridge(monkeypatch):
+def test_the_default_model_falls_back_from_lightgbm_to_ridge(monkeypatch):
     pytest.importorskip("lightgbm")
     assert isinstance(default_model(), LightGBMModel)
     monkeypatch.setitem(sys.modules, "lightgbm", None)  # import fails
-    monkeypatch.setitem(sys.modules, "xgboost", types.ModuleType("xgboost"))
-    assert isinstance(default_model(), XGBoostModel)
-    monkeypatch.setitem(sys.modules, "xgboost", None)
     assert isinstance(default_model(), RidgeModel)
     with pytest.raises(ImportError, match=r"lightgbm: pip install 'ember\[tune\]'"):
         LightGBMModel()

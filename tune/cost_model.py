@@ -3,11 +3,11 @@
 The model is trained on the measured candidates of a task, the target being
 the throughput relative to the best one seen (best cost / cost, in (0, 1];
 0 for a candidate that computed a wrong result or crashed), and ranks the
-unmeasured ones; only the order matters. `default_model` gives the first
-that imports of: `LightGBMModel` (gradient-boosted trees, the `tune` extra),
-`XGBoostModel` (as Ansor and TVM use), and `RidgeModel`, a ridge regression
-in numpy over the standardized features and their squares, which ranks the
-obvious knobs (vectorized, parallel, reuse) and needs no dependency.
+unmeasured ones; only the order matters. `default_model` gives
+`LightGBMModel` (gradient-boosted trees as Ansor and TVM use, the `tune`
+extra) when lightgbm imports, else `RidgeModel`, a ridge regression in numpy
+over the standardized features and their squares, which ranks the obvious
+knobs (vectorized, parallel, reuse) and needs no dependency.
 """
 
 from __future__ import annotations
@@ -130,29 +130,6 @@ class LightGBMModel:
         return self._base(x) + trees
 
 
-class XGBoostModel:
-    """Gradient-boosted trees (`xgboost`, an optional dependency)."""
-
-    def __init__(self, rounds: int = 100):
-        _require("xgboost")
-        self.rounds = rounds
-        self.booster = None
-
-    def fit(self, x: np.ndarray, y: np.ndarray) -> None:
-        import xgboost  # pyright: ignore[reportMissingImports]
-
-        data = xgboost.DMatrix(np.asarray(x, np.float32), label=np.asarray(y))
-        params = {"max_depth": 6, "eta": 0.2, "objective": "reg:squarederror"}
-        self.booster = xgboost.train(params, data, self.rounds)
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        import xgboost  # pyright: ignore[reportMissingImports]
-
-        if self.booster is None:
-            return np.zeros(len(x))
-        return self.booster.predict(xgboost.DMatrix(np.asarray(x, np.float32)))
-
-
 def _require(module: str) -> None:
     """Import `module` or raise an ImportError naming how to install it."""
     import importlib
@@ -160,22 +137,17 @@ def _require(module: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError as e:
-        extra = (
-            "pip install 'ember[tune]'"
-            if module == "lightgbm"
-            else "pip install xgboost"
-        )
-        raise ImportError(f"ember.tune's cost model needs {module}: {extra}") from e
+        raise ImportError(
+            f"ember.tune's cost model needs {module}: pip install 'ember[tune]'"
+        ) from e
 
 
 def default_model():
-    """The first that imports of `LightGBMModel`, `XGBoostModel`, `RidgeModel`."""
-    for model in (LightGBMModel, XGBoostModel):
-        try:
-            return model()
-        except ImportError:
-            pass
-    return RidgeModel()
+    """`LightGBMModel` when lightgbm imports, else `RidgeModel`."""
+    try:
+        return LightGBMModel()
+    except ImportError:
+        return RidgeModel()
 
 
 def throughput_targets(costs: list[float]) -> np.ndarray:
