@@ -38,9 +38,12 @@ def _hang(A, B, i):
 @pytest.fixture(scope="module")
 def measurer():
     task = Task.from_tensors(_kernel(lambda A, B, i: A[i] * 2.0 + B[i]))
-    m = Measurer(task, LocalBuilder(workers=2), LocalRunner(timeout_s=5))
+    builder, runner = LocalBuilder(workers=2), LocalRunner(timeout_s=5)
+    m = Measurer(task, builder, runner)
     yield m
     m.close()
+    runner.close()
+    builder.close()
 
 
 def test_the_untuned_kernel_is_the_baseline(measurer):

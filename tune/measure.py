@@ -238,6 +238,8 @@ class LocalRunner:
         self._log = tempfile.TemporaryFile()
 
     def _start(self) -> subprocess.Popen:
+        if self._log.closed:  # used again after close()
+            self._log = tempfile.TemporaryFile()
         env = dict(os.environ)
         env["EMBER_NUM_THREADS"] = str(self.num_threads)
         proc = subprocess.Popen(
@@ -268,6 +270,16 @@ class LocalRunner:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        LocalRunner._close_pipes(proc)
+
+    @staticmethod
+    def _close_pipes(proc: subprocess.Popen) -> None:
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except BrokenPipeError:
+                    pass
 
     def run(self, request: dict) -> dict:
         """One request (see `ember.tune.runner`); a crash or a timeout is an
@@ -295,6 +307,7 @@ class LocalRunner:
             return {"error": "timeout", "message": f"ran over {self.timeout_s:g} s"}
         if answer.get("eof"):
             code = proc.wait()
+            self._close_pipes(proc)
             self._proc = None
             how = (
                 f"signal {signal.Signals(-code).name}"
@@ -320,12 +333,17 @@ class LocalRunner:
     def close(self) -> None:
         if self._proc is not None:
             if self._proc.stdin is not None:
-                self._proc.stdin.close()
+                try:
+                    self._proc.stdin.close()
+                except BrokenPipeError:
+                    pass
             try:
                 self._proc.wait(5)
             except subprocess.TimeoutExpired:
                 self._kill(self._proc)
+            self._close_pipes(self._proc)
             self._proc = None
+        self._log.close()
 
 
 class Measurer:
