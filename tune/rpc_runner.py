@@ -32,7 +32,7 @@ import os
 import numpy as np
 
 from ember.runtime.rpc import RPCError, RPCSession, connect
-from ember.tune.runner import check
+from ember.tune.runner import compare_or_save
 
 
 class RPCRunner:
@@ -137,17 +137,9 @@ class RPCRunner:
         arrays = [session.array(a, dev) for a in local]
         module[entry](*arrays)
         results = [arrays[n].numpy() for n in request["outputs"]]
-        if request.get("reference"):
-            with np.load(request["reference"]) as ref:
-                why = check(
-                    results,
-                    [ref[f"o{n}"] for n in range(len(results))],
-                    request["rtol"],
-                )
-            if why:
-                return {"error": "wrong", "message": why}
-        if request.get("save"):
-            np.savez(request["save"], **{f"o{n}": r for n, r in enumerate(results)})
+        wrong = compare_or_save(results, request)
+        if wrong is not None:
+            return wrong
         timer = module.time_evaluator(
             entry,
             dev,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,22 @@ def check(outputs: list[np.ndarray], reference: list[np.ndarray], rtol: float) -
     return ""
 
 
+def compare_or_save(results: list[np.ndarray], request: dict) -> dict | None:
+    """Check a candidate's outputs against the request's "reference" file, or
+    save them as the "save" file; the "wrong" answer when they differ."""
+    if request.get("reference"):
+        with np.load(request["reference"]) as ref:
+            why = check(
+                results, [ref[f"o{n}"] for n in range(len(results))], request["rtol"]
+            )
+        if why:
+            return {"error": "wrong", "message": why}
+    if request.get("save"):
+        arrays: dict[str, Any] = {f"o{n}": r for n, r in enumerate(results)}
+        np.savez(request["save"], **arrays)
+    return None
+
+
 def run(request: dict) -> dict:
     from ember.runtime import cpu, load_module
 
@@ -62,15 +79,9 @@ def run(request: dict) -> dict:
     outputs = request["outputs"]
     module[entry](*arrays)
     results = [arrays[n] for n in outputs]
-    if request.get("reference"):
-        with np.load(request["reference"]) as ref:
-            why = check(
-                results, [ref[f"o{n}"] for n in range(len(results))], request["rtol"]
-            )
-        if why:
-            return {"error": "wrong", "message": why}
-    if request.get("save"):
-        np.savez(request["save"], **{f"o{n}": r for n, r in enumerate(results)})
+    wrong = compare_or_save(results, request)
+    if wrong is not None:
+        return wrong
     timer = module.time_evaluator(
         entry,
         cpu(),
