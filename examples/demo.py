@@ -79,9 +79,15 @@ def softmax_exp(n: int, m: int):
     return mod, (x, out), out, lambda: np.exp(x - x.max(axis=1, keepdims=True))
 
 
-def median_of(fn, repeat: int = 30) -> float:
-    """The median of `repeat` runs of fn(), in seconds, after one warm-up."""
+def median_of(fn, repeat: int = 30, warmup_s: float = 0.5) -> float:
+    """The median of `repeat` runs of fn(), in seconds, after `warmup_s` of
+    warm-up runs: thread pools started, pages touched, and ember's automatic
+    thread count past its first window (just after a compile, the compiler's
+    own processes count as another's load and leave one thread)."""
+    end = time.perf_counter() + warmup_s
     fn()
+    while time.perf_counter() < end:
+        fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
