@@ -42,7 +42,7 @@ compiles once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -546,18 +546,17 @@ def _anchored(
     block_of = block_of or (lambda value: None)
     data_block = block_of(g.outside(head.operands[0]))
     layout = {}
-    if strategy.blocks is not None and (data_block or out_block):
-        blocks = strategy.blocks(head, target)
-        if (data_block, out_block) != (
-            data_block and blocks.data,
-            out_block and blocks.out,
+    if data_block or out_block:
+        offered = _offered(head, target)
+        if (
+            offered is None
+            or (data_block and data_block != offered.data)
+            or (out_block and out_block != offered.out)
         ):
             raise StrategyError(
                 f"{g.label}: '{head.name}' takes no blocked activations here"
             )
-        layout = {"layout": type(blocks)(data_block, out_block)}
-    elif data_block or out_block:
-        raise StrategyError(f"{g.label}: '{head.name}' takes no blocked activations")
+        layout = {"layout": replace(offered, data=data_block, out=out_block)}
     data = [
         None
         if i in strategy.packable and _is_weight(g.outside(head.operands[i]))

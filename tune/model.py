@@ -347,7 +347,7 @@ def tune_model(
                     records=records,
                     strategy=strategy,
                     seed=seed + n,
-                    baseline=(default, _json(t.default_config)),
+                    baseline=(default, t.default_config),
                 )
             )
         done = 0
@@ -400,10 +400,7 @@ def tune_model(
     reports = []
     for t, tu in zip(tasks, tuners, strict=True):
         result = tu.result()
-        best = next(
-            (r.config for r in result.records if r.schedule == result.best_schedule),
-            None,
-        )
+        best = tu.history.fastest.get(result.best_schedule, (0.0, None))[1]
         reports.append(
             TaskReport(
                 t.symbol,
@@ -418,10 +415,6 @@ def tune_model(
         )
     path = None if records is None else str(records)
     return ModelTuneResult(reports, done, time.monotonic() - start, path)
-
-
-def _json(config: dict) -> dict:
-    return json.loads(json.dumps(config))
 
 
 def _progress(progress, trials: int, budget: float | None):

@@ -129,7 +129,7 @@ class TaskTuner:
         self.history = _History()
         for r in load_records(records) if records is not None else []:
             if r.workload == task.workload and r.target == task.target_key:
-                self.history.add(r.schedule, None, None, r.cost)
+                self.history.add(r.schedule, r.config, None, r.cost)
         self.measurer = Measurer(task, builder, runner, seed=seed, baseline=baseline[0])
         self.threads = runner.num_threads
         self.model = None
@@ -214,7 +214,7 @@ class TaskTuner:
         results = self.measurer.measure(inputs)
         new = []
         for c, res in zip(inputs, results, strict=True):
-            self.history.add(c.schedule, None, None, res.cost)
+            self.history.add(c.schedule, c.config, None, res.cost)
             new.append(
                 make_record(
                     self.task, c.schedule, res, c.config, self.threads, "confirm"
