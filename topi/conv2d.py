@@ -31,6 +31,7 @@ given in `epilogue_inputs`, which become the last placeholders.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -185,6 +186,7 @@ def conv2d(
     target: Target | None = None,
     data_block: int | None = None,
     out_block: int | None = None,
+    algorithm: str = "auto",
 ) -> Kernel:
     """A 2-D convolution kernel over NCHW data, with its default CPU schedule.
 
@@ -209,6 +211,10 @@ def conv2d(
         out_block: write the output channel-blocked, (N, O/b, OH, OW, b) with
             b = `channel_block(O, target)`, for convolutions to read; the
             epilogue still sees NCHW indices.
+        algorithm: "direct" (the NCHWc, depthwise or direct kernel),
+            "winograd-2" or "winograd-4" (F(m x m, 3 x 3), 3x3 stride-1 convolutions
+            of one group only), or "auto": Winograd where the target gains
+            by it (`conv2d_winograd.winograd_tile`).
 
     Returns:
         The Kernel: placeholders [data, weight, (bias), *epilogue_inputs]; the
@@ -230,19 +236,26 @@ def conv2d(
         raise EmberValueError(
             f"conv2d '{name}': expected float32 data, got {data.dtype}"
         )
-    if groups == 1:
+    # imported here: the Winograd kernel builds on this module's stages
+    from ember.topi import conv2d_winograd
+
+    m = conv2d_winograd.algorithm_tile(algorithm, shape, machine, name)
+    if m:
+        builder = functools.partial(conv2d_winograd.winograd, m=m)
+    elif groups == 1:
         builder = _nchwc
     elif groups == shape.c == shape.o:
         builder = _depthwise
     else:
         builder = _direct
     layout = Blocks(data_block, out_block)
+    kind = f"winograd-{m}" if m else builder.__name__[1:]
     for block, channels in ((data_block, shape.c), (out_block, shape.o)):
         if block is not None and (
             builder is _direct or block != channel_block(channels, machine)
         ):
             raise EmberValueError(
-                f"conv2d '{name}': a {builder.__name__[1:]} kernel over {channels} "
+                f"conv2d '{name}': a {kind} kernel over {channels} "
                 f"channels takes no channel block {block}"
             )
     kernel = builder(data, shape, bias, epilogue, name, machine, layout)
@@ -567,9 +580,30 @@ def _output(
 ) -> te.Tensor:
     """The final stage: the NCHWc result (blocks of `ob`) with the bias and
     the epilogue (at NCHW indices), written NCHW, or blocked by `block`."""
+    return _output_value(
+        lambda n, c, y, x: conv[n, c // ob, y, x, c % ob],
+        b,
+        epilogue,
+        shape,
+        block,
+        name,
+    )
+
+
+def _output_value(
+    conv_value,
+    b: te.Tensor | None,
+    epilogue: Epilogue | None,
+    shape: Conv2dShape,
+    block: int | None,
+    name: str,
+) -> te.Tensor:
+    """The final stage of `conv_value(n, c, y, x)`, the convolution at NCHW
+    indices, with the bias and the epilogue: written NCHW, or blocked by
+    `block`."""
 
     def value(n, c, y, x):
-        v = conv[n, c // ob, y, x, c % ob]
+        v = conv_value(n, c, y, x)
         if b is not None:
             v = v + b[c]
         return apply_epilogue(epilogue, v, (n, c, y, x))

@@ -1,0 +1,306 @@
+"""Winograd convolution F(m x m, 3 x 3) for CPUs with wide SIMD.
+
+A 3x3 stride-1 convolution computes each m x m tile of outputs from an
+(m + 2) x (m + 2) tile of inputs with (m + 2)^2 multiplies per channel pair
+instead of 9 m^2 (Lavin and Gray, "Fast Algorithms for Convolutional Neural
+Networks", 2015): 2.25x fewer for m = 2, 4x for m = 4. With a = m + 2, P the
+number of tiles and the transform matrices B, G, A of the chosen m:
+
+    U[e, v, k, c] = (G w[k, c] G^T)[e, v]       at compile time (a weight transform)
+    V[e, v, p, c] = (B^T d[p, c] B)[e, v]       input tiles, one parallel stage
+    M[e, v, p, k] = sum_c V[e, v, p, c] U[e, v, k, c]   a^2 GEMMs
+    y[p, k]       = A^T M[:, :, p, k] A         m x m outputs, with bias and epilogue
+
+The GEMMs take dense's register tile (rows of tiles, panels of output
+channels, `_schedule_gemm`); both transforms run separably, the constant
+coefficients written out as adds and multiplies (zeros dropped) and chosen by
+unrolled loops, so LLVM folds the choice away. Channels are the vector lanes
+throughout: the input is read channel-blocked ((N, C/b, H, W, b), packed
+first when it is NCHW), the output is written NCHW or blocked.
+
+Fewer multiplies cost transform passes over memory and larger weights
+((m + 2)^2 / 9 times the 3x3 ones), and F(4, 3)'s results differ from the
+direct sum by rounding of a few ulps more. Whether a layer gains is the
+target's call (`winograd_tile`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+
+from ember import te
+from ember.backends.llvm.target import Target
+from ember.runtime.errors import EmberValueError
+from ember.topi.conv2d import Blocks, Conv2dShape, _output_value, channel_block
+from ember.topi.dense import _gemm_knobs, _panel_outer, _row_tile, _schedule_gemm
+from ember.topi.kernel import Epilogue, Kernel, Knobs
+
+F = Fraction
+
+# (B^T, G, A^T) of F(m, 3), m = 2 and 4: interpolation points 0, +-1 (and +-2), inf.
+TRANSFORMS: dict[int, tuple[list[list[Fraction]], ...]] = {
+    2: (
+        [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+        [[1, 0, 0], [F(1, 2), F(1, 2), F(1, 2)], [F(1, 2), F(-1, 2), F(1, 2)], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]],
+    ),
+    4: (
+        [
+            [4, 0, -5, 0, 1, 0],
+            [0, -4, -4, 1, 1, 0],
+            [0, 4, -4, -1, 1, 0],
+            [0, -2, -1, 2, 1, 0],
+            [0, 2, -1, -2, 1, 0],
+            [0, 4, 0, -5, 0, 1],
+        ],
+        [
+            [F(1, 4), 0, 0],
+            [F(-1, 6), F(-1, 6), F(-1, 6)],
+            [F(-1, 6), F(1, 6), F(-1, 6)],
+            [F(1, 24), F(1, 12), F(1, 6)],
+            [F(1, 24), F(-1, 12), F(1, 6)],
+            [0, 0, 1],
+        ],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+    ),
+}
+
+
+def winograd_applies(shape: Conv2dShape) -> bool:
+    """Whether the shape is one Winograd computes: 3x3, stride 1, no
+    dilation, one group."""
+    return (
+        shape.groups == 1
+        and (shape.kh, shape.kw) == (3, 3)
+        and shape.strides == (1, 1)
+        and shape.dilation == (1, 1)
+    )
+
+
+def _combine(row: list, value: Callable[[int], te.Expr]) -> te.Expr:
+    """sum_i row[i] * value(i), the zero coefficients dropped and +-1 an add or
+    a subtract."""
+    total: te.Expr | None = None
+    for i, coef in enumerate(row):
+        if coef == 0:
+            continue
+        term = value(i)
+        if abs(coef) != 1:
+            term = term * float(abs(coef))
+        if total is None:
+            total = term if coef > 0 else -term
+        else:
+            total = total + term if coef > 0 else total - term
+    assert total is not None
+    return total
+
+
+def _choose(index: te.Expr, rows: list, value: Callable[[int], te.Expr]) -> te.Expr:
+    """`_combine(rows[index], value)` for a loop variable `index` the schedule
+    unrolls: a select per row, which LLVM folds once the index is constant."""
+    out = _combine(rows[-1], value)
+    for i in range(len(rows) - 2, -1, -1):
+        out = te.select(te.equal(index, i), _combine(rows[i], value), out)
+    return out
+
+
+def algorithm_tile(algorithm: str, shape: Conv2dShape, target: Target, name: str) -> int:
+    """The Winograd tile m that `algorithm` asks for (0: not Winograd), checked
+    against the shape; "auto" is `winograd_tile`."""
+    if algorithm == "auto":
+        return winograd_tile(shape, target)
+    if algorithm == "direct":
+        return 0
+    m = {"winograd-2": 2, "winograd-4": 4}.get(algorithm)
+    if m is None:
+        raise EmberValueError(
+            f"conv2d '{name}': expected algorithm 'auto', 'direct', 'winograd-2' or "
+            f"'winograd-4', got {algorithm!r}"
+        )
+    if not winograd_applies(shape):
+        raise EmberValueError(
+            f"conv2d '{name}': {algorithm} computes 3x3 convolutions of stride 1, "
+            f"dilation 1 and one group, got {shape.kh}x{shape.kw}, strides "
+            f"{shape.strides}, dilation {shape.dilation}, groups {shape.groups}"
+        )
+    return m
+
+
+def winograd_tile(shape: Conv2dShape, target: Target) -> int:
+    """The tile m the target computes `shape` with by Winograd, 0 for none."""
+    import os
+
+    forced = os.environ.get("EMBER_WINOGRAD")
+    if forced is not None and winograd_applies(shape) and shape.c >= 16 and shape.o >= 16:
+        return int(forced)
+    return 0
+
+
+def winograd(
+    data: te.Tensor,
+    shape: Conv2dShape,
+    bias: bool,
+    epilogue: Epilogue | None,
+    name: str,
+    target: Target,
+    layout: Blocks,
+    m: int = 4,
+) -> Kernel:
+    """The F(m x m, 3 x 3) kernel of `shape` (see the module docstring)."""
+    bt, g, at = TRANSFORMS[m]
+    a = m + 2
+    lanes = target.vector_lanes(data.dtype)
+    cb = layout.data or channel_block(shape.c, target)
+    th, tw = -(-shape.oh // m), -(-shape.ow // m)
+    tiles = shape.n * th * tw
+    pt, pl, _, _ = shape.padding
+    h, w = shape.h, shape.w
+    read = (
+        (lambda n, co, y, x, ci: data[n, co, y, x, ci])
+        if layout.data
+        else (lambda n, co, y, x, ci: data[n, co * cb + ci, y, x])
+    )
+    # zero border and tails: every input tile whole
+    padded = te.compute(
+        (shape.n, shape.c // cb, th * m + 2, tw * m + 2, cb),
+        lambda n, co, y, x, ci: te.if_then_else(
+            te.all(y >= pt, y < h + pt, x >= pl, x < w + pl),
+            read(n, co, y - pt, x - pl, ci),
+            0.0,
+        ),
+        name=f"{name}.data_pad",
+    )
+
+    def tile_of(p):
+        return p // (th * tw), p // tw % th, p % tw
+
+    # V = B^T d B, by rows (d B) then columns
+    rows_b = te.compute(
+        (tiles, shape.c // cb, a, a, cb),
+        lambda p, co, r, v, ci: _choose(
+            v,
+            bt,
+            lambda j: padded[
+                tile_of(p)[0], co, tile_of(p)[1] * m + r, tile_of(p)[2] * m + j, ci
+            ],
+        ),
+        name=f"{name}.data_rows",
+    )
+    data_t = te.compute(
+        (a, a, tiles, shape.c),
+        lambda e, v, p, c: _choose(e, bt, lambda r: rows_b[p, c // cb, r, v, c % cb]),
+        name=f"{name}.data_transform",
+    )
+    # the GEMMs: rows of tiles x panels of output channels
+    nb = 2 * lanes if shape.o > lanes else lanes
+    kp = -(-shape.o // nb) * nb
+    mt, mp = _row_tile(tiles, nb // lanes, target)
+    weight = te.placeholder((a, a, kp // nb, shape.c, nb), name=f"{name}.weight")
+    rc = te.reduce_axis((0, shape.c), name="rc")
+
+    def tile_row(e, v, p, c):
+        return data_t[e, v, p if mp == tiles else te.min(p, tiles - 1), c]
+
+    gemm = te.compute(
+        (a, a, mp, kp),
+        lambda e, v, p, k: te.sum(
+            tile_row(e, v, p, rc) * weight[e, v, k // nb, rc, k % nb], axis=rc
+        ),
+        name=f"{name}.gemm",
+    )
+    products = te.compute(
+        (a, a, tiles, kp), lambda e, v, p, k: gemm[e, v, p, k], name=f"{name}.products"
+    )
+    # y = A^T M A, by columns (M A) then rows, at each output tile
+    cols_a = te.compute(
+        (a, m, tiles, kp),
+        lambda e, j, p, k: _choose(j, at, lambda v: products[e, v, p, k]),
+        name=f"{name}.out_cols",
+    )
+
+    def conv_value(n, k, y, x):
+        p = n * (th * tw) + y // m * tw + x // m
+        return _choose(y % m, at, lambda e: cols_a[e, x % m, p, k])
+
+    b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
+    output = _output_value(conv_value, b, epilogue, shape, layout.out, name)
+    outer = _panel_outer(shape.c, nb, data.dtype, target)
+    gemm_knobs = _gemm_knobs(gemm, products, (mt, nb), mp, outer, target)
+    vector = layout.out or lanes
+
+    def schedule(s, config: dict) -> None:
+        n, co, y, x, ci = s[padded].op.axis
+        s[padded].parallel(s[padded].fuse(n, co, y))
+        s[padded].vectorize(ci)
+        _schedule_data_transform(s, rows_b, data_t, cb)
+        gemm_knobs.fn(s, config)
+        _schedule_inverse(s, cols_a, output, m, vector)
+
+    placeholders = [data, weight] + ([b] if b is not None else [])
+    return Kernel(
+        output,
+        placeholders,
+        {weight.name: lambda wt: _transform_weight(wt, g, nb, kp)},
+        lambda s: schedule(s, gemm_knobs.default),
+        {"kernel": "winograd", "m": m, "cb": cb, "tile": (mt, nb)},
+        Knobs(gemm_knobs.space, gemm_knobs.default, schedule),
+    )
+
+
+def _transform_weight(w: np.ndarray, g: list, nb: int, kp: int) -> np.ndarray:
+    """OIHW 3x3 weights as U = G w G^T, (a, a, K'/nb, C, nb), K' = K rounded
+    up to the panel with zero filters."""
+    w = np.asarray(w, np.float64)
+    k, c = w.shape[:2]
+    gm = np.array([[float(x) for x in row] for row in g])
+    u = np.einsum("ei,kcij,vj->evkc", gm, w, gm)
+    if kp != k:
+        u = np.concatenate([u, np.zeros((*u.shape[:2], kp - k, c))], axis=2)
+    a = gm.shape[0]
+    u = u.reshape(a, a, kp // nb, nb, c).transpose(0, 1, 2, 4, 3)
+    return np.ascontiguousarray(u, dtype=np.float32)
+
+
+def _schedule_data_transform(s, rows_b: te.Tensor, data_t: te.Tensor, cb: int) -> None:
+    """Per tile and channel block (in parallel): d B into a small buffer,
+    then B^T of it, both with the a x a coefficients unrolled and the channel
+    block vectorized."""
+    e, v, p, c = s[data_t].op.axis
+    co, ci = s[data_t].split(c, factor=cb)
+    s[data_t].reorder(p, co, e, v, ci)
+    fused = s[data_t].fuse(p, co)
+    s[data_t].parallel(fused)
+    s[data_t].unroll(e)
+    s[data_t].unroll(v)
+    s[data_t].vectorize(ci)
+    s[rows_b].compute_at(s[data_t], fused)
+    _, _, r, v2, ci2 = s[rows_b].op.axis
+    s[rows_b].unroll(r)
+    s[rows_b].unroll(v2)
+    s[rows_b].vectorize(ci2)
+
+
+def _schedule_inverse(s, cols_a: te.Tensor, output: te.Tensor, m: int, vector: int) -> None:
+    """Per output tile of m x m (rows of tiles in parallel): M A for the
+    tile's channels into a small buffer, then A^T of it, the bias and the
+    epilogue, outputs unrolled and channels vectorized."""
+    if output.ndim == 5:
+        n, kb, y, x, ki = s[output].op.axis
+    else:
+        n, k, y, x = s[output].op.axis
+        kb, ki = s[output].split(k, factor=vector)
+    yo, yi = s[output].split(y, factor=m)
+    xo, xi = s[output].split(x, factor=m)
+    s[output].reorder(n, kb, yo, xo, yi, xi, ki)
+    s[output].parallel(s[output].fuse(n, kb, yo))
+    s[output].unroll(yi)
+    s[output].unroll(xi)
+    s[output].vectorize(ki)
+    s[cols_a].compute_at(s[output], xo)
+    e, j, _, kc = s[cols_a].op.axis
+    s[cols_a].unroll(e)
+    s[cols_a].unroll(j)
+    s[cols_a].vectorize(kc)
