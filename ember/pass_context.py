@@ -32,7 +32,10 @@ class PassContext:
             constants and fuses, 2 and above also fold batch norms and run cse
             and dce.
         disabled_pass: pass names (ember's or TVM's, e.g. "FuseOps") not to run.
-        config: free-form options for the passes and strategies.
+        config: free-form options for the passes and strategies:
+            "conv2d.algorithm" ("auto", "direct", "winograd-2", "winograd-4")
+            is every convolution's (`topi.conv2d`'s `algorithm`): "direct"
+            keeps the direct sum's rounding where Winograd would apply.
 
     Example:
         >>> with PassContext(opt_level=1):

@@ -73,14 +73,16 @@ def check(y, expected):
 
 FORMS = [
     # (data, weight, attrs, kernel expected)
-    ((1, 16, 10, 10), (32, 16, 3, 3), {"padding": 1}, "nchwc"),  # 3x3 s1
+    ((1, 16, 10, 10), (32, 16, 3, 3), {"padding": 1}, "winograd"),  # 3x3 s1
+    ((1, 16, 10, 10), (32, 16, 3, 3), {"padding": 1, "algorithm": "direct"}, "nchwc"),
     ((1, 16, 11, 11), (32, 16, 3, 3), {"padding": 1, "strides": 2}, "nchwc"),  # s2
     ((1, 32, 8, 8), (16, 32, 1, 1), {}, "nchwc"),  # pointwise
     ((1, 16, 9, 9), (32, 16, 1, 1), {"strides": 2}, "nchwc"),  # 1x1 s2 downsample
     ((1, 3, 19, 19), (16, 3, 7, 7), {"padding": 3, "strides": 2}, "nchwc"),  # stem
     ((1, 3, 16, 16), (32, 3, 3, 3), {"padding": 1, "strides": 2}, "nchwc"),  # mnv2
     ((1, 24, 7, 7), (24, 24, 1, 1), {}, "nchwc"),  # 24 channels: blocks of 8
-    ((1, 16, 6, 6), (20, 16, 3, 3), {"padding": 1}, "nchwc"),  # O padded to 32
+    ((1, 16, 6, 6), (20, 16, 3, 3), {"padding": 1}, "winograd"),  # O padded
+    ((1, 16, 6, 6), (20, 16, 3, 3), {"padding": 1, "algorithm": "direct"}, "nchwc"),
     ((1, 32, 12, 12), (32, 1, 3, 3), {"padding": 1, "groups": 32}, "depthwise"),
     (
         (1, 32, 13, 13),
@@ -98,7 +100,8 @@ FORMS = [
         {"padding": (0, 1, 2, 1), "strides": (2, 1)},
         "nchwc",
     ),
-    ((2, 8, 6, 6), (16, 8, 3, 3), {"padding": 1}, "nchwc"),  # batch 2
+    ((2, 8, 6, 6), (16, 8, 3, 3), {"padding": 1}, "winograd"),  # batch 2
+    ((2, 8, 6, 6), (16, 8, 3, 3), {"padding": 1, "algorithm": "direct"}, "nchwc"),
 ]
 
 
@@ -106,7 +109,9 @@ FORMS = [
 def test_conv2d_forms_match_numpy(xs, ws, attrs, kind):
     k, y, x, w, _, _ = run_conv(xs, ws, **attrs)
     assert k.attrs["kernel"] == kind
-    norm = topi.conv2d_shape(xs, ws, **attrs)
+    norm = topi.conv2d_shape(
+        xs, ws, **{k: v for k, v in attrs.items() if k != "algorithm"}
+    )
     expected = conv_reference(
         x, w, norm.strides, norm.padding, norm.dilation, norm.groups
     )
@@ -158,7 +163,7 @@ def test_epilogue_sees_nchw_indices():
 
 def test_weight_transform_packs_oihw():
     x = te.placeholder((1, 32, 8, 8), name="x")
-    k = topi.conv2d(x, (48, 32, 3, 3), padding=1, name="c")
+    k = topi.conv2d(x, (48, 32, 3, 3), padding=1, name="c", algorithm="direct")
     w = np.arange(48 * 32 * 9, dtype=np.float32).reshape(48, 32, 3, 3)
     packed = k.transform("c.weight", w)
     assert packed.shape == tuple(k.placeholders[1].shape) == (3, 2, 3, 3, 16, 16)
@@ -228,7 +233,7 @@ def test_knob_space_is_legal_and_holds_the_default():
 
     target = Target("llvm -mcpu=haswell")
     x = te.placeholder((1, 32, 14, 14), name="x")
-    k = topi.conv2d(x, (64, 32, 3, 3), padding=1, target=target)
+    k = topi.conv2d(x, (64, 32, 3, 3), padding=1, target=target, algorithm="direct")
     assert k.knobs is not None
     tiles = k.knobs.space["tile"]
     assert k.knobs.default["tile"] in tiles
@@ -253,7 +258,9 @@ def test_weights_larger_than_l2_sweep_the_reduction(blocked):
     shape, ws = (1, 32, 7, 7), (64, 32, 3, 3)
     x_t = te.placeholder((1, 2, 7, 7, 16) if blocked else shape, name="x")
     layout = {"data_block": 16, "out_block": 16} if blocked else {}
-    k = topi.conv2d(x_t, ws, padding=1, bias=True, target=target, **layout)
+    k = topi.conv2d(
+        x_t, ws, padding=1, bias=True, target=target, algorithm="direct", **layout
+    )
     assert k.knobs is not None and k.knobs.default["sweep"]
     with target:
         mod = ember.build(k.schedule(), k.args, name="conv")

@@ -110,7 +110,7 @@ def conv_reference(x, w, pad, groups=1):
 def test_conv2d_nchwc(target: Target):
     x = te.placeholder((1, 32, 10, 10), name="x")
     with target:
-        k = topi.conv2d(x, (32, 32, 3, 3), padding=1, bias=True)
+        k = topi.conv2d(x, (32, 32, 3, 3), padding=1, bias=True, algorithm="direct")
     lanes = target.vector_lanes("float32")
     assert k.attrs["cb"] == k.attrs["ob"] == lanes
     ot, yt, xt = k.attrs["tile"]
@@ -198,7 +198,7 @@ def test_the_schedules_differ_as_the_widths_say():
     tiles = {}
     for spec in ("llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512", *TARGETS[1:]):
         t = Target(spec)
-        conv = topi.conv2d(x, (64, 64, 3, 3), padding=1, target=t)
+        conv = topi.conv2d(x, (64, 64, 3, 3), padding=1, target=t, algorithm="direct")
         tiles[t.vector_lanes()] = (
             topi.matmul(a, b, target=t).attrs["tile"],
             conv.attrs,
@@ -235,7 +235,9 @@ def test_conv_tiles_fit_the_target(spec: str, c: int, o: int, hw: int, k: int):
     t = Target(spec)
     lanes = t.vector_lanes("float32")
     x = te.placeholder((1, c, hw, hw), name="x")
-    attrs = topi.conv2d(x, (o, c, k, k), padding=k // 2, target=t).attrs
+    attrs = topi.conv2d(
+        x, (o, c, k, k), padding=k // 2, target=t, algorithm="direct"
+    ).attrs
     cb, ob, (ot, yt, xt) = attrs["cb"], attrs["ob"], attrs["tile"]
     assert c % cb == 0 and cb <= lanes and ob in (lanes, lanes // 2)
     assert ot * yt * xt <= accumulator_registers(t)

@@ -40,6 +40,7 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
+from ember.pass_context import PassContext
 from ember.runtime.errors import EmberValueError
 from ember.strategy import anchor_strategy
 from ember.topi.kernel import (
@@ -240,16 +241,14 @@ def conv2d(
     from ember.topi import conv2d_winograd
 
     m = conv2d_winograd.algorithm_tile(algorithm, shape, machine, name)
+    builder, kind = _nchwc, "nchwc"
     if m:
-        builder = functools.partial(conv2d_winograd.winograd, m=m)
-    elif groups == 1:
-        builder = _nchwc
-    elif groups == shape.c == shape.o:
-        builder = _depthwise
-    else:
-        builder = _direct
+        builder, kind = functools.partial(conv2d_winograd.winograd, m=m), "winograd"
+    elif groups == shape.c == shape.o and groups > 1:
+        builder, kind = _depthwise, "depthwise"
+    elif groups > 1:
+        builder, kind = _direct, "direct"
     layout = Blocks(data_block, out_block)
-    kind = f"winograd-{m}" if m else builder.__name__[1:]
     for block, channels in ((data_block, shape.c), (out_block, shape.o)):
         if block is not None and (
             builder is _direct or block != channel_block(channels, machine)
@@ -780,6 +779,7 @@ def _conv2d_strategy(
     op, data, epilogue, epilogue_inputs, target, layout: Blocks = Blocks()
 ) -> Kernel:
     cfg = op.config
+    algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
     return conv2d(
         data[0],
         op.weight.type.get_shape(),
@@ -794,4 +794,25 @@ def _conv2d_strategy(
         target=target,
         data_block=layout.data,
         out_block=layout.out,
+        algorithm=algorithm if _computes(algorithm, op) else "direct",
     )
+
+
+def _computes(algorithm: str, op: graph.Conv2DOp) -> bool:
+    """Whether `algorithm`, asked of every convolution (`PassContext`'s
+    "conv2d.algorithm"), computes `op`'s shape: Winograd only 3x3 stride-1
+    convolutions; the others take the direct kernels."""
+    if not algorithm.startswith("winograd"):
+        return True
+    from ember.topi.conv2d_winograd import winograd_applies
+
+    cfg = op.config
+    shape = conv2d_shape(
+        op.operands[0].type.get_shape(),
+        op.weight.type.get_shape(),
+        cfg["strides"],
+        cfg["padding"],
+        cfg["dilation"],
+        cfg["groups"],
+    )
+    return winograd_applies(shape)

@@ -35,16 +35,21 @@ from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
 from ember.topi.conv2d import Blocks, Conv2dShape, _output_value, channel_block
-from ember.topi.dense import _gemm_knobs, _panel_outer, _row_tile, _schedule_gemm
+from ember.topi.dense import _gemm_knobs, _panel_outer, _row_tile
 from ember.topi.kernel import Epilogue, Kernel, Knobs
 
 F = Fraction
 
 # (B^T, G, A^T) of F(m, 3), m = 2 and 4: interpolation points 0, +-1 (and +-2), inf.
-TRANSFORMS: dict[int, tuple[list[list[Fraction]], ...]] = {
+TRANSFORMS: dict[int, tuple[list[list[int | Fraction]], ...]] = {
     2: (
         [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
-        [[1, 0, 0], [F(1, 2), F(1, 2), F(1, 2)], [F(1, 2), F(-1, 2), F(1, 2)], [0, 0, 1]],
+        [
+            [1, 0, 0],
+            [F(1, 2), F(1, 2), F(1, 2)],
+            [F(1, 2), F(-1, 2), F(1, 2)],
+            [0, 0, 1],
+        ],
         [[1, 1, 1, 0], [0, 1, -1, -1]],
     ),
     4: (
@@ -64,7 +69,12 @@ TRANSFORMS: dict[int, tuple[list[list[Fraction]], ...]] = {
             [F(1, 24), F(-1, 12), F(1, 6)],
             [0, 0, 1],
         ],
-        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+        [
+            [1, 1, 1, 1, 1, 0],
+            [0, 1, -1, 2, -2, 0],
+            [0, 1, 1, 4, 4, 0],
+            [0, 1, -1, 8, -8, 1],
+        ],
     ),
 }
 
@@ -109,7 +119,9 @@ def _choose(index: te.Expr, rows: list, value: Callable[[int], te.Expr]) -> te.E
     return out
 
 
-def algorithm_tile(algorithm: str, shape: Conv2dShape, target: Target, name: str) -> int:
+def algorithm_tile(
+    algorithm: str, shape: Conv2dShape, target: Target, name: str
+) -> int:
     """The Winograd tile m that `algorithm` asks for (0: not Winograd), checked
     against the shape; "auto" is `winograd_tile`."""
     if algorithm == "auto":
@@ -299,7 +311,9 @@ def _schedule_data_transform(s, rows_b: te.Tensor, data_t: te.Tensor, cb: int) -
     s[rows_b].vectorize(ci2)
 
 
-def _schedule_inverse(s, cols_a: te.Tensor, output: te.Tensor, m: int, vector: int) -> None:
+def _schedule_inverse(
+    s, cols_a: te.Tensor, output: te.Tensor, m: int, vector: int
+) -> None:
     """Per output tile of m x m (rows of tiles in parallel): M A for the
     tile's channels into a small buffer, then A^T of it, the bias and the
     epilogue, outputs unrolled and channels vectorized."""
