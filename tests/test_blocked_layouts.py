@@ -140,7 +140,11 @@ def _check(model):
     expected = session.run(None, {"x": x})[0]
     mod = ember.compile_model(model, tuning_records=False)
     got = rt.GraphModule(mod["default"](rt.cpu()))(x=x)[0]
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    # Winograd F(4, 3) rounds within a few ulps of the outputs' scale: in
+    # chains whose values grow to tens, a small output among them is off by
+    # more than 1e-4 of itself
+    scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * scale)
 
 
 def _blocked(model) -> int:

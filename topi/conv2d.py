@@ -539,15 +539,26 @@ def _depthwise(
     _, yt, xt = _tile(shape, 1, target)
     default = {"tile": (1, yt, xt), "unroll": _unroll_copy_out(shape, (cb, yt, xt))}
 
+    padding = not isinstance(packed.op, te.PlaceholderOp)
+    default["pad_at_rows"] = padding
+
     def schedule(s, config: dict) -> None:
-        _schedule_pack(s, packed, cb)
         _, yt, xt = config["tile"]
-        _schedule_tile(s, conv, output, (cb, yt, xt), config["unroll"])
+        rows = _task_rows(shape, yt) if config["pad_at_rows"] else None
+        task = _schedule_tile(
+            s, conv, output, (cb, yt, xt), config["unroll"], rows=rows
+        )
+        if rows is None:
+            _schedule_pack(s, packed, cb)
+        else:  # each task pads the rows it reads, for its channel block
+            s[packed].compute_at(s[output], task)
+            s[packed].vectorize(s[packed].op.axis[-1])
 
     knobs = Knobs(
         {
             "tile": _tile_space(shape, 1, target, default["tile"]),
             "unroll": (False, True),
+            "pad_at_rows": (False, True) if padding else (False,),
         },
         default,
         schedule,
@@ -660,16 +671,42 @@ def _sweeps(shape: Conv2dShape, channels: int, target: Target) -> bool:
     )
 
 
+TASK_ROWS = 8
+"""Output rows a depthwise task takes at most where it pads its own input
+rows (`_task_rows`)."""
+
+
+def _task_rows(shape: Conv2dShape, yt: int) -> int:
+    """Row tiles of a depthwise task that pads the input rows it reads: the
+    most whose rows stay within `TASK_ROWS` and divide the output's (no
+    tail), so the padded copy is a few rows of one channel block, in L1, not
+    a pass over memory that the convolution reads back, and no parallel
+    loop of its own."""
+    tiles = shape.oh // yt
+    return max(
+        d
+        for d in range(1, tiles + 1)
+        if tiles % d == 0 and d * yt <= max(TASK_ROWS, yt)
+    )
+
+
 def _schedule_tile(
-    s, conv: te.Tensor, output: te.Tensor, tile, unroll: bool, sweep: bool = False
-) -> None:
+    s,
+    conv: te.Tensor,
+    output: te.Tensor,
+    tile,
+    unroll: bool,
+    sweep: bool = False,
+    rows: int | None = None,
+):
     """Tile the NCHW output by (channels, rows, columns), parallel over the outer
     tiles; compute the NCHWc register tile of `conv` at each tile (reduction
     outside, tile unrolled, channel block vectorized), then write it out with the
     channels vectorized (lanes scattered to NCHW) and the bias and epilogue
     applied: the output is written once, by this stage. (Unrolling the input
     channel block too was slower on Zen 5: 64->64 @56, 1.22 against 0.94 ms
-    on a loaded machine.)"""
+    on a loaded machine.) With `rows`, a parallel task takes that many row
+    tiles. Returns the parallel loop."""
     ct, yt, xt = tile
     if output.ndim == 5:  # blocked: whole channel blocks, stored contiguously
         n, cbk, y, x, ci = s[output].op.axis
@@ -691,13 +728,17 @@ def _schedule_tile(
     s[output].vectorize(ci)
     *data_axes, lanes = s[conv].op.axis
     if not sweep:
-        s[output].parallel(s[output].fuse(n, co, yo))
+        task = yo
+        if rows is not None:
+            task, _ = s[output].split(yo, factor=rows)
+        par = s[output].fuse(n, co, task)
+        s[output].parallel(par)
         s[conv].compute_at(s[output], xo)
         s[conv].reorder(*data_axes[:1], *s[conv].op.reduce_axis, *data_axes[1:], lanes)
         for axis in data_axes[1:]:
             s[conv].unroll(axis)
         s[conv].vectorize(lanes)
-        return
+        return par
     # the sweep: per channel tile, each chunk of the reduction (one input
     # channel block: its weights stay in L1) runs over every output tile
     nco = s[output].fuse(n, co)
@@ -711,6 +752,7 @@ def _schedule_tile(
     for axis in (cc, cyi, cxi):
         s[conv].unroll(axis)
     s[conv].vectorize(lanes)
+    return nco
 
 
 def _direct(
