@@ -462,7 +462,7 @@ def _nchwc(
         name=f"{name}.conv",
     )
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
-    output = _output(conv, ob, b, epilogue, shape, layout.out, name)
+    output = _output(_unblocked(conv, ob), b, epilogue, shape, layout.out, name)
     ot, yt, xt = _tile(shape, blocks, target)
     default = {
         "tile": (ot, yt, xt),
@@ -535,7 +535,7 @@ def _depthwise(
         name=f"{name}.conv",
     )
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
-    output = _output(conv, cb, b, epilogue, shape, layout.out, name)
+    output = _output(_unblocked(conv, cb), b, epilogue, shape, layout.out, name)
     _, yt, xt = _tile(shape, 1, target)
     default = {"tile": (1, yt, xt), "unroll": _unroll_copy_out(shape, (cb, yt, xt))}
 
@@ -579,28 +579,12 @@ def _depthwise(
     )
 
 
+def _unblocked(conv: te.Tensor, ob: int):
+    """The NCHWc result (blocks of `ob`) read at NCHW indices."""
+    return lambda n, c, y, x: conv[n, c // ob, y, x, c % ob]
+
+
 def _output(
-    conv: te.Tensor,
-    ob: int,
-    b: te.Tensor | None,
-    epilogue: Epilogue | None,
-    shape: Conv2dShape,
-    block: int | None,
-    name: str,
-) -> te.Tensor:
-    """The final stage: the NCHWc result (blocks of `ob`) with the bias and
-    the epilogue (at NCHW indices), written NCHW, or blocked by `block`."""
-    return _output_value(
-        lambda n, c, y, x: conv[n, c // ob, y, x, c % ob],
-        b,
-        epilogue,
-        shape,
-        block,
-        name,
-    )
-
-
-def _output_value(
     conv_value,
     b: te.Tensor | None,
     epilogue: Epilogue | None,

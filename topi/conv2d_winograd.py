@@ -34,7 +34,7 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
-from ember.topi.conv2d import Blocks, Conv2dShape, _output_value, channel_block
+from ember.topi.conv2d import Blocks, Conv2dShape, _output, channel_block
 from ember.topi.dense import _gemm_knobs, _panel_outer, _row_tile
 from ember.topi.kernel import Epilogue, Kernel, Knobs
 
@@ -256,7 +256,7 @@ def winograd(
         return _choose(y % m, at, lambda e: cols_a[e, x % m, p, k])
 
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
-    output = _output_value(conv_value, b, epilogue, shape, layout.out, name)
+    output = _output(conv_value, b, epilogue, shape, layout.out, name)
     outer = _panel_outer(shape.c, nb, data.dtype, target)
     gemm_knobs = _gemm_knobs(gemm, products, (mt, nb), mp, outer, target)
     vector = layout.out or lanes
