@@ -824,7 +824,7 @@ def _conv2d_strategy(
     )
 
 
-def _computes(algorithm: str, op: graph.Conv2DOp) -> bool:
+def _computes(algorithm: str, op) -> bool:
     """Whether `algorithm`, asked of every convolution (`PassContext`'s
     "conv2d.algorithm"), computes `op`'s shape: Winograd only 3x3 stride-1
     convolutions; the others take the direct kernels."""
