@@ -426,9 +426,17 @@ def _for_gpu(
     """The group's computation as the host's strategy defines it, scheduled by
     the generic GPU schedule (`topi.gpu`): the strategies' layouts are facts of
     the computation, their schedules facts of a CPU."""
+    from ember.pass_context import PassContext
     from ember.topi.gpu import schedule_gpu
 
-    spec = lower_group(op, constant_of, target.host)
+    # algorithms that pay only under a CPU schedule (Winograd's transforms
+    # would be inlined into every product) give way to the direct sums
+    ctx = PassContext.current()
+    direct = PassContext(
+        ctx.opt_level, ctx.disabled_pass, {**ctx.config, "conv2d.algorithm": "direct"}
+    )
+    with direct:
+        spec = lower_group(op, constant_of, target.host)
     spec.kernel.schedule_fn = lambda s: schedule_gpu(s, target) and None
     spec.kernel.knobs = None  # the CPU template's knobs
     return spec

@@ -174,33 +174,44 @@ def test_the_target_decides_where_winograd_applies():
     assert tile(64, 64, Target("llvm -mtriple=x86_64-linux-gnu -mcpu=haswell")) == 4
 
 
-@pytest.mark.parametrize("algorithm", ["auto", "direct", "winograd-2", "winograd-4"])
-def test_models_take_the_pass_contexts_algorithm(algorithm):
-    """`PassContext(config={"conv2d.algorithm": ...})` picks every
-    convolution's kernel (Winograd only where it computes the shape: the
-    stride-2 layer stays direct); each gives onnxruntime's result."""
-    from test_blocked_layouts import _check, _model
+def _transforms(module) -> int:
+    """How many Winograd kernels a lowered module holds."""
     from xdsl.dialects.builtin import StringAttr
 
-    from ember.aot import lower_to_te
     from ember.dialects import te as te_ir
-    from ember.pass_context import PassContext
+
+    return sum(
+        isinstance(op, te_ir.ComputeOp)
+        and op.properties["name"] == StringAttr("conv2d.data_transform")
+        for op in module.walk()
+    )
+
+
+def _three_convs():
+    from test_blocked_layouts import _model
 
     layer = {"k": 3, "dw": False, "relu": True, "residual": True}
-    model = _model(
+    return _model(
         [
             {**layer, "c_in": 16, "o": 32, "stride": 1},
             {**layer, "o": 32, "stride": 1},
             {**layer, "o": 32, "stride": 2},
         ]
     )
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "direct", "winograd-2", "winograd-4"])
+def test_models_take_the_pass_contexts_algorithm(algorithm):
+    """`PassContext(config={"conv2d.algorithm": ...})` picks every
+    convolution's kernel (Winograd only where it computes the shape: the
+    stride-2 layer stays direct); each gives onnxruntime's result."""
+    from test_blocked_layouts import _check
+
+    from ember.aot import lower_to_te
+    from ember.pass_context import PassContext
+
+    model = _three_convs()
     with PassContext(config={"conv2d.algorithm": algorithm}):
         module, _ = lower_to_te(model)
         _check(model)
-    transforms = [
-        op
-        for op in module.walk()
-        if isinstance(op, te_ir.ComputeOp)
-        and op.properties["name"] == StringAttr("conv2d.data_transform")
-    ]
-    assert len(transforms) == (0 if algorithm == "direct" else 2)
+    assert _transforms(module) == (0 if algorithm == "direct" else 2)
