@@ -173,6 +173,8 @@ class Server:
             self.count += 1
             name = f"session {self.count} ({peer[0]}:{peer[1]})"
             if len(self.sessions) >= self.max_sessions:
+                self.reap()  # sessions that ended since the loop last looked
+            if len(self.sessions) >= self.max_sessions:
                 log.warning(
                     "%s refused: %d sessions already running", name, len(self.sessions)
                 )
@@ -256,6 +258,8 @@ class Server:
             self.drop(handshake, str(refusal))
 
     def start_session(self, conn: socket.socket, name: str) -> None:
+        if len(self.sessions) >= self.max_sessions:
+            self.reap()
         if len(self.sessions) >= self.max_sessions:
             log.warning(
                 "%s refused: %d sessions already running", name, len(self.sessions)
