@@ -38,8 +38,11 @@ demo: $(VENV)/.installed-dev
 system-deps:
 	@sh .ci/system_deps.sh
 
+# One pytest worker per core (pytest-xdist), each taking whole test files, so
+# a file's fixtures (its compiled models) are built once; the kernel cache
+# under XDG_CACHE_HOME is shared by both.
 pytest: system-deps $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 lit: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -s tests/lit

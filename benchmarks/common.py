@@ -23,6 +23,7 @@ import glob
 import math
 import os
 import platform
+import re
 import statistics
 import time
 import traceback
@@ -415,8 +416,11 @@ def threads_note() -> str:
     return THREADS_NOTE.format(n=cores(), tvm=os.environ["TVM_NUM_THREADS"], how=how)
 
 
-def tvm_target() -> dict:
-    """The host as a TVM 0.27 target dict (`mcpu` from LLVM, as ember's `llvm`)."""
+def tvm_target(target: str = "llvm") -> dict:
+    """An ember target string ("llvm", "llvm -mcpu=haswell") as a TVM 0.27
+    target dict, which takes no CLI strings; the host CPU from LLVM for a
+    plain "llvm", as ember's."""
     import llvmlite.binding as llvm
 
-    return {"kind": "llvm", "mcpu": llvm.get_host_cpu_name()}
+    mcpu = re.search(r"-mcpu=(\S+)", target)
+    return {"kind": "llvm", "mcpu": mcpu.group(1) if mcpu else llvm.get_host_cpu_name()}

@@ -228,7 +228,7 @@ def implementations(
         import tvm
 
         mr, bn = tiles[target]
-        tvm_tgt = tvm_target() if target == "llvm" else target
+        tvm_tgt = tvm_target(target)
         start = time.perf_counter()
         lib = tvm.compile(tvm_scheduled(m, n, k, mr, bn), target=tvm_tgt)
         compile_s = time.perf_counter() - start

@@ -73,16 +73,26 @@ def check(y, expected):
 
 FORMS = [
     # (data, weight, attrs, kernel expected)
-    ((1, 16, 10, 10), (32, 16, 3, 3), {"padding": 1}, "winograd"),  # 3x3 s1
-    ((1, 16, 10, 10), (32, 16, 3, 3), {"padding": 1, "algorithm": "direct"}, "nchwc"),
+    (
+        (1, 16, 10, 10),
+        (32, 16, 3, 3),
+        {"padding": 1, "algorithm": "winograd-4"},
+        "winograd",
+    ),
+    ((1, 16, 10, 10), (32, 16, 3, 3), {"padding": 1}, "nchwc"),  # 3x3 s1, small
     ((1, 16, 11, 11), (32, 16, 3, 3), {"padding": 1, "strides": 2}, "nchwc"),  # s2
     ((1, 32, 8, 8), (16, 32, 1, 1), {}, "nchwc"),  # pointwise
     ((1, 16, 9, 9), (32, 16, 1, 1), {"strides": 2}, "nchwc"),  # 1x1 s2 downsample
     ((1, 3, 19, 19), (16, 3, 7, 7), {"padding": 3, "strides": 2}, "nchwc"),  # stem
     ((1, 3, 16, 16), (32, 3, 3, 3), {"padding": 1, "strides": 2}, "nchwc"),  # mnv2
     ((1, 24, 7, 7), (24, 24, 1, 1), {}, "nchwc"),  # 24 channels: blocks of 8
-    ((1, 16, 6, 6), (20, 16, 3, 3), {"padding": 1}, "winograd"),  # O padded
-    ((1, 16, 6, 6), (20, 16, 3, 3), {"padding": 1, "algorithm": "direct"}, "nchwc"),
+    (
+        (1, 16, 6, 6),
+        (20, 16, 3, 3),
+        {"padding": 1, "algorithm": "winograd-2"},
+        "winograd",
+    ),
+    ((1, 16, 6, 6), (20, 16, 3, 3), {"padding": 1}, "nchwc"),  # O padded to 32
     ((1, 32, 12, 12), (32, 1, 3, 3), {"padding": 1, "groups": 32}, "depthwise"),
     (
         (1, 32, 13, 13),
@@ -100,8 +110,13 @@ FORMS = [
         {"padding": (0, 1, 2, 1), "strides": (2, 1)},
         "nchwc",
     ),
-    ((2, 8, 6, 6), (16, 8, 3, 3), {"padding": 1}, "winograd"),  # batch 2
-    ((2, 8, 6, 6), (16, 8, 3, 3), {"padding": 1, "algorithm": "direct"}, "nchwc"),
+    (
+        (2, 8, 6, 6),
+        (16, 8, 3, 3),
+        {"padding": 1, "algorithm": "winograd-4"},
+        "winograd",
+    ),
+    ((2, 8, 6, 6), (16, 8, 3, 3), {"padding": 1}, "nchwc"),  # batch 2
 ]
 
 

@@ -143,12 +143,18 @@ def algorithm_tile(
     return m
 
 
+MIN_MACS = 1 << 20
+"""Multiply-adds below which a layer keeps the direct kernel: Winograd would
+save it microseconds a run and cost a second more of compiling (its kernel
+builds in about 1.3 s, a direct one in about 0.5)."""
+
+
 def winograd_tile(shape: Conv2dShape, target: Target) -> int:
     """The tile m the target computes `shape` with by Winograd, 0 for none.
 
-    Winograd where it applies and both channel counts fill vectors (the
-    input's channel block at least half a vector, at least a vector of
-    output channels): the GEMMs' rows and the transforms' lanes are then
+    Winograd where it applies, the layer has `MIN_MACS` or more, and both
+    channel counts fill vectors (the input's channel block at least half a
+    vector, at least a vector of output channels): the GEMMs' rows and the transforms' lanes are then
     whole. m = 4 (4x fewer multiplies) while its transformed weights,
     36 / 9 times the 3x3 ones, fit in the last-level cache, else m = 2 (16 / 9)
     while those fit, else none: a layer whose weights stream from memory
@@ -160,6 +166,7 @@ def winograd_tile(shape: Conv2dShape, target: Target) -> int:
     lanes = target.vector_lanes("float32")
     if not (
         winograd_applies(shape)
+        and shape.flops >= 2 * MIN_MACS
         and lanes >= 4
         and channel_block(shape.c, target) >= max(4, lanes // 2)
         and shape.o >= lanes
