@@ -305,14 +305,27 @@ def _largest_power_of_two_divisor(n: int, limit: int) -> int:
     return d
 
 
-def _padded(shape: Conv2dShape, cb: int, read, name: str) -> te.Tensor:
-    """Stage (N, C/cb, H', W', cb): `read(n, co, y, x, ci)` at input
-    coordinates, zero where the convolution pads; H' x W' only the rows and
-    columns the convolution reads (asymmetric padding costs nothing)."""
+def _padded(
+    data: te.Tensor,
+    shape: Conv2dShape,
+    cb: int,
+    stage: str,
+    size: tuple[int, int] | None = None,
+) -> te.Tensor:
+    """Stage `stage`, (N, C/cb, H', W', cb): `data` (NCHW, or blocked by `cb`)
+    zero-padded and channel-blocked; H' x W' `size`, by default only the rows
+    and columns the convolution reads (asymmetric padding costs nothing),
+    zero wherever they fall outside the input."""
     pt, pl, _, _ = shape.padding
     hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
     wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+    hp, wp = size or (hp, wp)
     h, w = shape.h, shape.w
+
+    def read(n, co, y, x, ci):
+        if data.ndim == 5:  # blocked already: a copy of whole vectors
+            return data[n, co, y, x, ci]
+        return data[n, co * cb + ci, y, x]
 
     def body(n, co, y, x, ci):
         value = read(n, co, y - pt, x - pl, ci)
@@ -327,30 +340,15 @@ def _padded(shape: Conv2dShape, cb: int, read, name: str) -> te.Tensor:
             conds.append(x < w + pl)
         return te.if_then_else(te.all(*conds), value, 0.0) if conds else value
 
-    return te.compute(
-        (shape.n, shape.c // cb, hp, wp, cb), body, name=f"{name}.data_pack"
-    )
-
-
-def _padded_input(data: te.Tensor, shape: Conv2dShape, cb: int, name: str):
-    """NCHW data zero-padded and channel-blocked (see `_padded`)."""
-    return _padded(shape, cb, lambda n, co, y, x, ci: data[n, co * cb + ci, y, x], name)
-
-
-def _padded_blocked(data: te.Tensor, shape: Conv2dShape, name: str):
-    """Data blocked already: the zero border only, a copy of whole vectors."""
-    cb = data.shape[-1]
-    return _padded(shape, cb, lambda n, co, y, x, ci: data[n, co, y, x, ci], name)
+    return te.compute((shape.n, shape.c // cb, hp, wp, cb), body, name=stage)
 
 
 def _packed_data(data: te.Tensor, shape: Conv2dShape, cb: int, block, name: str):
     """The convolution's input as (N, C/cb, H', W', cb) with its zero border:
     packed from NCHW, padded from blocked data, or blocked data itself where
     there is no border (the convolution reads rows and columns inside it)."""
-    if block is None:
-        return _padded_input(data, shape, cb, name)
-    if any(shape.padding):
-        return _padded_blocked(data, shape, name)
+    if block is None or any(shape.padding):
+        return _padded(data, shape, cb, f"{name}.data_pack")
     return data
 
 
@@ -537,10 +535,12 @@ def _depthwise(
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
     output = _output(_unblocked(conv, cb), b, epilogue, shape, layout.out, name)
     _, yt, xt = _tile(shape, 1, target)
-    default = {"tile": (1, yt, xt), "unroll": _unroll_copy_out(shape, (cb, yt, xt))}
-
     padding = not isinstance(packed.op, te.PlaceholderOp)
-    default["pad_at_rows"] = padding
+    default = {
+        "tile": (1, yt, xt),
+        "unroll": _unroll_copy_out(shape, (cb, yt, xt)),
+        "pad_at_rows": padding,
+    }
 
     def schedule(s, config: dict) -> None:
         _, yt, xt = config["tile"]

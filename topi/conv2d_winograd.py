@@ -34,7 +34,14 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
-from ember.topi.conv2d import Blocks, Conv2dShape, _output, channel_block
+from ember.topi.conv2d import (
+    Blocks,
+    Conv2dShape,
+    _output,
+    _padded,
+    _schedule_pack,
+    channel_block,
+)
 from ember.topi.dense import _gemm_knobs, _panel_outer, _row_tile
 from ember.topi.kernel import Epilogue, Kernel, Knobs
 
@@ -154,8 +161,8 @@ def winograd_tile(shape: Conv2dShape, target: Target) -> int:
 
     Winograd where it applies, the layer has `MIN_MACS` or more, and both
     channel counts fill vectors (the input's channel block at least half a
-    vector, at least a vector of output channels): the GEMMs' rows and the transforms' lanes are then
-    whole. m = 4 (4x fewer multiplies) while its transformed weights,
+    vector, at least a vector of output channels): the GEMMs' rows and the
+    transforms' lanes are then whole. m = 4 (4x fewer multiplies) while its transformed weights,
     36 / 9 times the 3x3 ones, fit in the last-level cache, else m = 2 (16 / 9)
     while those fit, else none: a layer whose weights stream from memory
     gains little by multiplying less. Measured on Zen 4 (2 cores, 32 MiB
@@ -196,23 +203,8 @@ def winograd(
     cb = layout.data or channel_block(shape.c, target)
     th, tw = -(-shape.oh // m), -(-shape.ow // m)
     tiles = shape.n * th * tw
-    pt, pl, _, _ = shape.padding
-    h, w = shape.h, shape.w
-    read = (
-        (lambda n, co, y, x, ci: data[n, co, y, x, ci])
-        if layout.data
-        else (lambda n, co, y, x, ci: data[n, co * cb + ci, y, x])
-    )
     # zero border and tails: every input tile whole
-    padded = te.compute(
-        (shape.n, shape.c // cb, th * m + 2, tw * m + 2, cb),
-        lambda n, co, y, x, ci: te.if_then_else(
-            te.all(y >= pt, y < h + pt, x >= pl, x < w + pl),
-            read(n, co, y - pt, x - pl, ci),
-            0.0,
-        ),
-        name=f"{name}.data_pad",
-    )
+    padded = _padded(data, shape, cb, f"{name}.data_pad", (th * m + 2, tw * m + 2))
 
     def tile_of(p):
         return p // (th * tw), p // tw % th, p % tw
@@ -269,9 +261,7 @@ def winograd(
     vector = layout.out or lanes
 
     def schedule(s, config: dict) -> None:
-        n, co, y, x, ci = s[padded].op.axis
-        s[padded].parallel(s[padded].fuse(n, co, y))
-        s[padded].vectorize(ci)
+        _schedule_pack(s, padded, cb)
         _schedule_data_transform(s, rows_b, data_t, cb)
         gemm_knobs.fn(s, config)
         _schedule_inverse(s, cols_a, output, m, vector)
