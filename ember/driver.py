@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from ember import te
 from ember.lowering import lower
@@ -83,7 +84,7 @@ def build(
         entry: str | None = name
     else:
         if isinstance(inputs, str):
-            module = Parser(get_context(), inputs, "<build>").parse_module()
+            module = _parse_verified(inputs)
         elif isinstance(inputs, ModuleOp):
             module = inputs.clone()
         else:
@@ -122,6 +123,17 @@ def build(
     mod = build_module(module, target=target, entry_name=entry)
     mod.loop_source = loop_source
     return mod
+
+
+def _parse_verified(text: str) -> ModuleOp:
+    """The module `text` holds, every op verified: IR text is input, and an op
+    its verifier refuses (a split by a negative factor) must never lower."""
+    try:
+        module = Parser(get_context(), text, "<build>").parse_module()
+        module.verify()
+    except (ParseError, VerifyException) as e:
+        raise EmberValueError(f"ember.build: invalid IR: {e}") from None
+    return module
 
 
 def _refuse_binds(module: ModuleOp, target: str) -> None:

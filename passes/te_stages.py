@@ -243,6 +243,12 @@ class Schedule:
         inner = stage.fresh(primitive, op.inner.data, parent.reduce)
         factor = op.factor.value.data if op.factor is not None else None
         nparts = op.nparts.value.data if op.nparts is not None else None
+        if (factor if factor is not None else nparts or 0) <= 0:
+            # the verifier refuses it too, but unverified IR must never lower
+            raise ScheduleError(
+                f"{primitive}: expected a positive split of loop '{parent.name}' "
+                f"of stage '{stage.name}', got {factor if factor is not None else nparts}"
+            )
         stage.relations.append(Split(parent, outer, inner, factor, nparts))
         at = stage.leaves.index(parent)
         stage.leaves[at : at + 1] = [outer, inner]

@@ -169,3 +169,30 @@ def test_a_model_without_knobs_is_refused():
     model.ir_version = 8
     with pytest.raises(EmberValueError, match="no kernel with knobs"):
         tune_model(model, trials=2)
+
+
+def test_damaged_records_are_skipped_and_the_model_stays_right(model, tuned, tmp_path):
+    """A log whose every schedule splits by a negative factor, or does not
+    parse, or nests JSON too deeply, is faster on paper than any good record:
+    each is skipped with a warning and the model computes what onnxruntime
+    does (before: garbage with a negative split, exit 3 on one bad line)."""
+    path, _, _ = tuned
+    damaged = tmp_path / "damaged.jsonl"
+    with open(damaged, "w") as f:
+        for line in path.read_text().splitlines():
+            record = {**json.loads(line), "costs": [1e-12]}
+            negative = record["schedule"].replace("factor ", "factor -")
+            f.write(line + "\n")
+            f.write(json.dumps({**record, "schedule": negative}) + "\n")
+            f.write(json.dumps({**record, "schedule": "te.schedule { te.split"}) + "\n")
+        f.write("[" * 100_000 + "\n")
+    x = np.random.default_rng(2).standard_normal((1, 8, 12, 12)).astype(np.float32)
+    expected = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})[0]
+    with pytest.warns(Warning) as caught:
+        mod = ember.compile_model(model, tuning_records=str(damaged))
+    messages = " ".join(str(w.message) for w in caught)
+    assert "expected a positive split" in messages and "nested too deeply" in messages
+    assert mod.compile_stats.tuned == 3  # the good records under the damaged ones
+    np.testing.assert_allclose(run(mod, x), expected, rtol=1e-4, atol=1e-5)

@@ -76,6 +76,8 @@ def _parse(line: str, where: str) -> Record | None:
         data = json.loads(line)
     except json.JSONDecodeError as e:
         return _skip(where, f"not JSON ({e.msg})")
+    except RecursionError:
+        return _skip(where, "JSON nested too deeply")
     if not isinstance(data, dict):
         return _skip(where, "not a JSON object")
     if data.get("version") != VERSION:
@@ -158,10 +160,20 @@ def merge_records(
 
 def best_record(records: Iterable[Record], workload: str, target: str) -> Record | None:
     """The fastest successful record of `workload` on `target`, if any."""
-    matching = [
-        r for r in records if r.ok and r.workload == workload and r.target == target
-    ]
-    return min(matching, key=lambda r: r.cost, default=None)
+    return next(iter(ranked_records(records, workload, target)), None)
+
+
+def ranked_records(
+    records: Iterable[Record], workload: str, target: str
+) -> list[Record]:
+    """The successful records of `workload` on `target`, fastest first, each
+    schedule once."""
+    matching = sorted(
+        (r for r in records if r.ok and r.workload == workload and r.target == target),
+        key=lambda r: r.cost,
+    )
+    seen: set[str] = set()
+    return [r for r in matching if not (r.schedule in seen or seen.add(r.schedule))]
 
 
 def make_record(
@@ -206,7 +218,7 @@ def apply_history_best(module, records, target) -> int:
     from xdsl.dialects import func
 
     from ember.compile_cache import target_fingerprint
-    from ember.tune.task import parse_schedule, set_schedule, unscheduled_text
+    from ember.tune.task import set_schedule, unscheduled_text
 
     if isinstance(records, str | os.PathLike):
         records = load_records(records)
@@ -218,8 +230,38 @@ def apply_history_best(module, records, target) -> int:
         if not isinstance(op, func.FuncOp) or not _is_te(op):
             continue
         workload = hashlib.sha256(unscheduled_text(op).encode()).hexdigest()
-        best = best_record(records, workload, fingerprint)
-        if best is not None:
-            set_schedule(op, parse_schedule(best.schedule))
-            applied += 1
+        for record in ranked_records(records, workload, fingerprint):
+            schedule = _usable_schedule(op, record)
+            if schedule is not None:
+                set_schedule(op, schedule)
+                applied += 1
+                break
     return applied
+
+
+def _usable_schedule(fn, record: Record):
+    """`record`'s schedule, verified and lowered once on a copy of `fn`; None,
+    with a `TuningRecordWarning`, when it is not one `fn` can take (a log is
+    input: hand-edited, merged from other tools, or damaged)."""
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from ember.passes import run
+    from ember.runtime.errors import EmberError
+    from ember.tune.task import parse_schedule, set_schedule
+
+    try:
+        schedule = parse_schedule(record.schedule)
+        trial = fn.clone()
+        set_schedule(trial, schedule.clone())
+        run(ModuleOp([trial]), "convert-te-to-loop")
+    except (EmberError, DiagnosticException, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        warnings.warn(
+            f"tuning record of workload {record.workload[:12]} "
+            f"({record.cost:.3g} s) skipped: {why}",
+            TuningRecordWarning,
+            stacklevel=3,
+        )
+        return None
+    return schedule

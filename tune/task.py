@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from ember.dialects import te as te_ir
 from ember.dialects.te_schedule import ScheduleOp
@@ -174,12 +175,25 @@ class Task:
 
 
 def parse_schedule(text: str) -> ScheduleOp:
-    """A `te.schedule` op from its text."""
+    """A verified `te.schedule` op from its text: a schedule from a log or a
+    file is input like any IR, so every primitive's verifier runs (a split
+    by a negative factor is refused here, never lowered).
+
+    Raises:
+        EmberValueError: the text is not a te.schedule op, or one of its
+            primitives does not verify.
+    """
     from ember.passes import get_context
 
-    op = Parser(get_context(), text, "<schedule>").parse_op()
-    if not isinstance(op, ScheduleOp):
-        raise EmberValueError(f"expected a te.schedule op, got {op.name}")
+    try:
+        op = Parser(get_context(), text, "<schedule>").parse_op()
+        if not isinstance(op, ScheduleOp):
+            raise EmberValueError(f"expected a te.schedule op, got {op.name}")
+        op.verify()
+    except (ParseError, VerifyException) as e:
+        raise EmberValueError(f"invalid schedule: {e}") from None
+    except RecursionError:
+        raise EmberValueError("invalid schedule: nested too deeply") from None
     return op
 
 
