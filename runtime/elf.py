@@ -273,9 +273,19 @@ def _what_is(start: bytes, size: int) -> str:
 
 
 # LLVM feature name → the /proc/cpuinfo flag of the same instructions, for the
-# features compiled code is likely to use. Others are not checked.
+# features whose instructions compiled code may contain: a library records those
+# its target has, and a CPU is refused for lacking one of them only. The rest
+# (pku, sgx, wbnoinvd, ...) are system features code generation never emits.
 _CPUINFO_FLAGS = {
     "x86_64": {
+        "sse4a": "sse4a",
+        "aes": "aes",
+        "pclmul": "pclmulqdq",
+        "sha": "sha_ni",
+        "adx": "adx",
+        "fma4": "fma4",
+        "xop": "xop",
+        "tbm": "tbm",
         "sse3": "pni",
         "ssse3": "ssse3",
         "sse4.1": "sse4_1",
@@ -303,10 +313,17 @@ _CPUINFO_FLAGS = {
         "avx512bitalg": "avx512_bitalg",
         "avx512vpopcntdq": "avx512_vpopcntdq",
         "avx512fp16": "avx512_fp16",
+        "avx512vp2intersect": "avx512_vp2intersect",
+        "avxifma": "avx_ifma",
+        "avxvnniint8": "avx_vnni_int8",
+        "avxneconvert": "avx_ne_convert",
         "gfni": "gfni",
         "vaes": "vaes",
         "vpclmulqdq": "vpclmulqdq",
         "amx-tile": "amx_tile",
+        "amx-int8": "amx_int8",
+        "amx-bf16": "amx_bf16",
+        "amx-fp16": "amx_fp16",
     },
     "aarch64": {
         "neon": "asimd",
@@ -319,6 +336,18 @@ _CPUINFO_FLAGS = {
         "sme": "sme",
     },
 }
+
+
+def code_features(machine: str) -> tuple[str, ...]:
+    """The LLVM features whose instructions code compiled for ``machine``
+    ("x86_64", "aarch64") may contain, the ones a library records and a CPU is
+    checked for; () for a machine ember does not check.
+
+    Example:
+        >>> "avx512f" in code_features("x86_64"), "pku" in code_features("x86_64")
+        (True, False)
+    """
+    return tuple(_CPUINFO_FLAGS.get(machine, ()))
 
 
 @cache

@@ -6,6 +6,7 @@ import ctypes
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -19,6 +20,7 @@ import pytest
 import ember
 from ember import runtime as rt
 from ember import te
+from ember.backends.llvm import Target
 from ember.backends.llvm.codegen import embedded_metadata
 from ember.runtime import cc, elf
 
@@ -702,10 +704,9 @@ def test_library_for_a_cpu_with_more_features(tmp_path):
     mod.export_library(tmp_path / "wide.so")  # the host's compiler links it
     with pytest.raises(rt.IncompatibleLibraryError) as info:
         rt.load_module(tmp_path / "wide.so")
-    assert str(info.value).startswith(
-        f"{tmp_path / 'wide.so'} was built for a CPU with {feature}, which this CPU "
-        "lacks; export it for a target without them"
-    )
+    message = str(info.value)  # the feature, and any it implies
+    assert message.startswith(f"{tmp_path / 'wide.so'} was built for a CPU with ")
+    assert feature in message.split(", which this CPU lacks; export it for a")[0]
     assert (
         feature
         in rt.load_module(tmp_path / "wide.so", check_cpu=False).metadata["features"]
@@ -757,3 +758,42 @@ def test_damaged_headers_never_escape_as_other_errors(exported, tmp_path):
             outcomes.add("ok")
     assert outcomes <= {"ok", "InvalidLibraryError", "IncompatibleLibraryError"}
     assert "InvalidLibraryError" in outcomes and "ok" in outcomes
+
+
+NEWER_CPUS = {
+    "x86_64": ("graniterapids", "sapphirerapids", "znver5", "znver4", "icelake-server"),
+    "aarch64": ("neoverse-v2", "cortex-x4", "a64fx", "neoverse-n1"),
+}
+
+
+def test_a_named_newer_cpu_records_every_feature_it_implies(tmp_path):
+    """`-mcpu=<a newer CPU>` without `-mattr` used to record no features: the
+    load-time check passed on an older CPU and the first call died of SIGILL."""
+    machine = elf.host_machine() or ""
+    for cpu in NEWER_CPUS.get(machine, ()):
+        target = Target(f"llvm -mcpu={cpu}")
+        lacking = elf.missing_cpu_features(target.code_features())
+        if lacking:
+            break
+    else:
+        pytest.skip(f"this CPU has every feature of {NEWER_CPUS.get(machine)}")
+    assert not target.is_host and lacking[0] in target.not_host_reason
+    mod = negate(target=str(target))
+    mod.export_library(tmp_path / "newer.so")
+    with pytest.raises(rt.IncompatibleLibraryError, match=f"CPU with .*{lacking[0]}"):
+        rt.load_module(tmp_path / "newer.so")
+    recorded = rt.load_module(tmp_path / "newer.so", check_cpu=False).metadata
+    assert set(recorded["features"]) == set(target.code_features())
+
+
+def test_a_cpu_is_refused_only_for_features_code_can_use():
+    """A Zen 4 VM lacks `pku`, which `-mcpu=skylake-avx512` implies: no
+    generated instruction uses it, so the target still runs in-process."""
+    if elf.host_machine() != "x86_64":
+        pytest.skip("the CPUs named are x86-64 ones")
+    usable = set(elf.code_features(elf.host_machine() or ""))
+    for cpu in ("skylake-avx512", "icelake-server", *NEWER_CPUS.get("x86_64", ())):
+        reason = Target(f"llvm -mcpu={cpu}").not_host_reason
+        named = set(re.findall(r"\+([\w.-]+)", reason))
+        assert named <= usable, (cpu, reason)
+    assert "pku" not in usable and "avx512f" in elf.code_features("x86_64")

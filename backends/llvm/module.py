@@ -208,9 +208,7 @@ class LLVMModule(Module):
             name=name,
             code=self._emit("lib-obj"),  # type: ignore[arg-type]
             triple=self.target.triple,
-            features=tuple(
-                f[1:] for f in self.target.features.split(",") if f.startswith("+")
-            ),
+            features=self.target.code_features(),
             metadata=json.loads(text) if text else {},
             symbols=tuple(n for n in self._signatures if n != _METADATA),
         )

@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from ember.backends.llvm import machine
 from ember.backends.llvm.codegen import has_openmp, initialize
+from ember.runtime.elf import code_features, triple_machine
 from ember.runtime.errors import EmberTypeError, EmberValueError
 
 # What LLVM's target machine is made from, then facts a user may state about the
@@ -170,26 +171,30 @@ class Target:
 
     def _not_host_reason(self, host_triple: str, host_cpu: str) -> str:
         """ "" when code for this target runs here: the host's triple, and no
-        feature turned on (by `-mcpu` or `-mattr`) that this CPU lacks; so
-        `-mcpu=haswell` runs on an AVX-512 host and `-mcpu=sapphirerapids` (AMX)
-        does not."""
+        feature whose instructions code may contain (`code_features`, turned on
+        by `-mcpu` or `-mattr`) that this CPU lacks; so `-mcpu=haswell` runs on
+        an AVX-512 host, `-mcpu=skylake-avx512` on a Zen 4 without `pku` (no
+        code uses it), and `-mcpu=sapphirerapids` (AMX) does not."""
         if not _same_machine(self.triple, host_triple):
             return f"-mtriple={self.triple} is not this machine's {host_triple}"
-        wanted: dict[str, bool] = {}
-        for attr in self.mattr:  # the last mention of a feature wins, as in LLVM
-            wanted[attr[1:]] = attr[0] == "+"
+        if self.cpu == host_cpu and not self.mattr:
+            return ""
         host = _host_features()
-        missing = {f for f, on in wanted.items() if on and not host.get(f)}
-        if self.cpu != host_cpu:
-            lacking = tuple(sorted(f for f, on in host.items() if not on))
-            has = self._has_all(tuple(f for f in lacking if f not in wanted))
-            missing.update(f for f, on in has.items() if on)
+        missing = [f for f in self.code_features() if not host.get(f)]
         if not missing:
             return ""
         lacks = f"this {host_cpu} lacks {', '.join('+' + f for f in sorted(missing))}"
         if self.cpu != host_cpu:
             return f"-mcpu={self.cpu} is not this machine's CPU ({host_cpu}): {lacks}"
         return lacks
+
+    def code_features(self) -> tuple[str, ...]:
+        """The features this target has, of those whose instructions compiled
+        code may contain (`ember.runtime.elf.code_features`): what its CPU
+        implies and `-mattr` turns on. A library records them, so a CPU
+        without one is refused at load time instead of stopping on SIGILL."""
+        names = code_features(triple_machine(self.triple))
+        return tuple(n for n, on in self._has_all(names).items() if on)
 
     def has_feature(self, name: str) -> bool:
         """Whether code for this target may use LLVM feature `name` (`avx2`,
