@@ -31,8 +31,8 @@ ember imports this module. The import runs in three steps:
    "output1", ...).
 
 The TorchDynamo backend exports the graph dynamo hands it, with the module's
-parameters and buffers frozen as params (inductor's `freezing`: a weight changed
-in place later triggers a recompilation), and runs the compiled model on the
+parameters and buffers frozen as params; a weight changed in place later (even
+through `p.data`) triggers a recompilation. It runs the compiled model on the
 tensors without copying them (DLPack both ways). Importing this module registers
 the backend under "ember"; an installed ember also declares it as a
 `torch_dynamo_backends` entry point, so `backend="ember"` works without the
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -448,16 +449,30 @@ class _DynamoRunner:
     """The compiled graph dynamo calls with every placeholder's value.
 
     A graph dynamo traced with dynamic shapes (it does so for a second shape)
-    is compiled for each shape it is called with, on the first such call."""
+    is compiled for each shape it is called with, on the first such call.
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+    The weights are frozen into the compiled model, so a weight changed in
+    place must recompile it. torch counts writes through the parameter itself
+    (`_version`), but not those through `p.data` (`p.data.copy_(w)`,
+    `p.data.mul_(2)`), so each call also compares every weight with the copy
+    it was compiled from: a pass over the weights' bytes. `freezing=True`
+    (inductor's option of that name) trusts the counter and skips it.
+    """
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        example_inputs: Sequence[Any],
+        freezing: bool = False,
+    ):
         self.gm = gm
+        self.freezing = freezing
         self.frozen = _frozen_inputs(gm, example_inputs)
-        self.compiled: dict[tuple, tuple[CompiledModel, list]] = {}
+        self.compiled: dict[tuple, _Compiled] = {}
         if not any(_symbolic(v) for v in example_inputs):
             self._build(example_inputs)
 
-    def _build(self, inputs: Sequence[Any]) -> tuple[CompiledModel, list]:
+    def _build(self, inputs: Sequence[Any]) -> _Compiled:
         from ember.aot import compile_model
 
         with torch.no_grad():
@@ -471,22 +486,54 @@ class _DynamoRunner:
         module, params = _import(_decompose(ep), values, label)
         model = CompiledModel(compile_model(module, params=params))
         self.user = [i for i in range(len(inputs)) if i not in values]
-        entry = self.compiled[_shapes(inputs)] = (model, self._versions(inputs))
+        weights = [inputs[i] for i in self.frozen]
+        copies = [] if self.freezing else [_bits(w).clone() for w in weights]
+        entry = _Compiled(model, _versions(weights), copies)
+        self.compiled[_shapes(inputs)] = entry
         return entry
-
-    def _versions(self, inputs: Sequence[Any]) -> list[tuple[int, int]]:
-        return [(inputs[i]._version, inputs[i].data_ptr()) for i in self.frozen]
 
     @property
     def model(self) -> CompiledModel:
         """The model compiled last."""
-        return list(self.compiled.values())[-1][0]
+        return list(self.compiled.values())[-1].model
 
     def __call__(self, *inputs: Any) -> Any:
         entry = self.compiled.get(_shapes(inputs))
-        if entry is None or entry[1] != self._versions(inputs):  # a weight changed
+        if entry is None or not entry.current([inputs[i] for i in self.frozen]):
             entry = self._build(inputs)
-        return entry[0](*(inputs[i] for i in self.user))
+        return entry.model(*(inputs[i] for i in self.user))
+
+
+@dataclass
+class _Compiled:
+    """A model compiled for one shape, and what its weights were."""
+
+    model: CompiledModel
+    versions: list[tuple[int, int]]
+    copies: list[torch.Tensor]
+    """The weights' bytes at compile time; empty under `freezing`."""
+
+    def current(self, weights: list[torch.Tensor]) -> bool:
+        """Whether `weights` are still those the model was compiled with."""
+        if _versions(weights) != self.versions:
+            return False
+        return all(
+            torch.equal(_bits(w), c) for w, c in zip(weights, self.copies, strict=False)
+        )
+
+
+def _versions(weights: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
+    return [(w._version, w.data_ptr()) for w in weights]
+
+
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s bytes as integers, so a NaN weight compares equal to itself."""
+    t = t.detach().contiguous()
+    as_int = _SAME_SIZE_INT.get(t.element_size())
+    return t.view(as_int) if as_int is not None else t
 
 
 def _symbolic(value: Any) -> bool:
@@ -499,8 +546,19 @@ def _shapes(inputs: Sequence[Any]) -> tuple:
     return tuple(tuple(v.shape) if isinstance(v, torch.Tensor) else v for v in inputs)
 
 
-def ember_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+def ember_backend(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    options: Mapping[str, Any] | None = None,
+):
     """TorchDynamo backend: `torch.compile(model, backend="ember")`.
+
+    The weights are frozen into the compiled model and compared with what it
+    was compiled from on every call: a weight changed in place, even through
+    `p.data`, recompiles it. `options={"freezing": True}` (as inductor's
+    `freezing`) skips the comparison, a pass over the weights' bytes per call,
+    and notices only writes torch counts (`with torch.no_grad(): p.mul_(2)`,
+    not `p.data.mul_(2)`).
 
     Compiles each graph dynamo captures for the CPU with ember (inference only:
     call the model under `torch.no_grad()` or `torch.inference_mode()`).
@@ -516,7 +574,14 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
             "torch.compile(backend='ember') compiles inference graphs: call the "
             "model under torch.no_grad() or torch.inference_mode()"
         )
-    return _DynamoRunner(gm, example_inputs)
+    options = dict(options or {})
+    freezing = options.get("freezing", False)
+    if set(options) - {"freezing"} or not isinstance(freezing, bool):
+        raise TorchImportError(
+            "torch.compile(backend='ember') takes options={'freezing': bool}, "
+            f"got {options!r}"
+        )
+    return _DynamoRunner(gm, example_inputs, freezing)
 
 
 def _register() -> None:

@@ -203,6 +203,50 @@ def test_torch_compile_freezes_weights_and_recompiles_on_change():
     assert runner.model is not first
 
 
+@pytest.mark.parametrize(
+    "update",
+    [
+        lambda p: p.data.mul_(2.0),
+        lambda p: p.data.copy_(torch.randn_like(p)),
+        lambda p: p.data.__setitem__(0, 7.0),  # one element
+        lambda p: setattr(p, "data", p.data * 3.0),  # new storage
+    ],
+    ids=["data.mul_", "data.copy_", "one element", "data ="],
+)
+def test_torch_compile_sees_weights_changed_through_data(update):
+    """Writes through `p.data` bypass torch's version counter; the compiled
+    model compares its weights' bytes and recompiles (before: stale weights,
+    results differing silently)."""
+    model = torch_models.transformer_block(d=16, heads=2)
+    x = torch.randn(1, 4, 16)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="ember")
+        assert_matches(compiled(x), model(x))
+        update(model.mlp[0].weight)
+        assert_matches(compiled(x), model(x))
+        update(model.mlp[2].bias)
+        assert_matches(compiled(x), model(x))
+
+
+def test_torch_compile_freezing_trusts_the_version_counter():
+    """options={"freezing": True}: no comparison per call; writes torch counts
+    still recompile."""
+    model = torch_models.transformer_block(d=16, heads=2)
+    x = torch.randn(1, 4, 16)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="ember", options={"freezing": True})
+        before = compiled(x)
+        model.mlp[0].bias.data.add_(1.0)  # invisible under freezing, by contract
+        assert_matches(compiled(x), before)
+        model.mlp[0].bias.add_(1.0)
+        assert_matches(compiled(x), model(x))
+    with pytest.raises(Exception, match="options=.'freezing': bool."):
+        with torch.no_grad():
+            torch.compile(nn.Linear(4, 2), backend="ember", options={"fast": 1})(
+                torch.randn(1, 4)
+            )
+
+
 def test_torch_compile_compiles_each_shape():
     """Dynamo traces a second shape with symbolic sizes; each shape called is
     compiled on its first call."""
