@@ -29,8 +29,20 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from ember.dialects import loop
-from ember.dialects.llvm import FCmpOp, SelectOp
+from ember.dialects.llvm import FCmpOp, FPToSIOp, FPToUIOp, SelectOp, UIToFPOp
 from ember.passes.convert_memref_to_llvm import element_bytes
+
+VECTOR_CASTS: dict[type[Operation], Callable[[SSAValue, Attribute], Operation]] = {
+    arith.FPToSIOp: FPToSIOp,
+    arith.FPToUIOp: FPToUIOp,
+    arith.SIToFPOp: llvm.SIToFPOp,
+    arith.UIToFPOp: UIToFPOp,
+    arith.ExtSIOp: llvm.SExtOp,
+    arith.ExtUIOp: llvm.ZExtOp,
+    arith.TruncIOp: llvm.TruncOp,
+}
+"""xDSL's arith casts between integers and floats take scalars only (their
+verifiers refuse vectors); a lane-wise cast becomes LLVM's, which takes both."""
 
 # Predicates under which a comparison of lane-affine indices is monotone in the lane.
 _MONOTONE = ("slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
@@ -326,7 +338,12 @@ class BodyVectorizer:
                 self.vector(a, v.type) for a, v in zip(args, op.operands, strict=True)
             ]
             types = [self.vector_type(r.type) for r in op.results]
-            new = self.clone(op, vectors, types)
+            cast = VECTOR_CASTS.get(type(op))
+            if cast is not None:
+                (v,), (t,) = vectors, types
+                new = self.shared((cast.name, v, t), lambda: cast(v, t))
+            else:
+                new = self.clone(op, vectors, types)
             monotone = isinstance(op, arith.AndIOp) and all(
                 isinstance(a, Uniform) or (isinstance(a, Varying) and a.monotone)
                 for a in args

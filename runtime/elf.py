@@ -25,6 +25,7 @@ from .errors import IncompatibleLibraryError, InvalidLibraryError
 ELF_MAGIC = b"\x7fELF"
 _ET_NAMES = {1: "a relocatable object file", 2: "an executable", 4: "a core dump"}
 _ET_DYN = 3
+_ET_REL = 1
 _PT_LOAD, _PT_DYNAMIC = 1, 2
 # e_machine values (the ELF ABI supplements) and how people call them.
 _MACHINES = {
@@ -194,7 +195,7 @@ def check_library(path: str) -> None:
             )
         _check_machine(path, header)
         if header.type != _ET_DYN:
-            what = _ET_NAMES.get(header.type, f"ELF type {header.type}")
+            what = _describe_type(header.type)
             hint = (
                 "; link it into a shared library first (export_library('m.so') or "
                 "cc -shared)"
@@ -203,6 +204,33 @@ def check_library(path: str) -> None:
             )
             raise InvalidLibraryError(f"{path} is {what}, not a shared library{hint}")
         _check_extent(path, header, size, f)
+
+
+def check_object(path: str) -> None:
+    """Check that ``path`` is an ELF relocatable object for this machine (what
+    ``save("m.o")`` writes), which ``load_module`` links into a library.
+
+    Raises:
+        InvalidLibraryError: not an ELF file, or not a relocatable object.
+        IncompatibleLibraryError: built for another machine.
+    """
+    with open(path, "rb") as f:
+        start = f.read(64)
+        size = os.fstat(f.fileno()).st_size
+    header = parse_header(start)
+    if header is None:
+        raise InvalidLibraryError(
+            f"{path} is not an ELF object file: {_what_is(start, size)}"
+        )
+    _check_machine(path, header)
+    if header.type != _ET_REL:
+        raise InvalidLibraryError(
+            f"{path} is {_describe_type(header.type)}, not a relocatable object"
+        )
+
+
+def _describe_type(elf_type: int) -> str:
+    return _ET_NAMES.get(elf_type, f"ELF type {elf_type}")
 
 
 def _check_machine(path: str, header: ElfHeader) -> None:

@@ -579,13 +579,16 @@ def load_module(
     opened with ctypes. A ``.tar`` (see ``Module.export_library``) is
     extracted into a temporary directory and linked there into a ``.so`` by
     the system C compiler, as TVM does: loading a ``.tar`` needs a C
-    compiler, never the ember compiler. The temporary files are removed once
-    the library is loaded. Either way the module's ``entry_name``,
+    compiler, never the ember compiler. An object file ``.o`` (what
+    ``save("m.o")`` and ``ember-opt --emit obj`` write) is linked the same way.
+    The temporary files are removed once the library is loaded. Either way the module's ``entry_name``,
     ``function_names()`` and ``metadata`` come from the library itself.
 
     Args:
-        path: a ``.so`` or ``.tar`` library, or a ``.json`` launch plan.
-        cc: the C compiler that links a ``.tar`` (default ``$CC``, else ``cc``).
+        path: a ``.so`` or ``.tar`` library, an object file ``.o``, or a
+            ``.json`` launch plan.
+        cc: the C compiler that links a ``.tar`` or ``.o`` (default ``$CC``,
+            else ``cc``).
         check_cpu: refuse a library whose metadata lists CPU features that
             ``/proc/cpuinfo`` says this CPU lacks (its code would die of an
             illegal instruction); False skips the check.
@@ -600,7 +603,7 @@ def load_module(
         IncompatibleLibraryError: built for another machine, or for CPU
             features this one lacks.
         LibraryLoadError: the base of these, and what ``dlopen`` failures raise.
-        LinkError: linking a ``.tar`` failed or there is no C compiler.
+        LinkError: linking a ``.tar`` or ``.o`` failed or there is no C compiler.
         EmberError: an unsupported suffix, or invalid metadata.
 
     Example:
@@ -614,13 +617,15 @@ def load_module(
         from .device_module import load_plan
 
         return load_plan(path)
-    if suffix not in LIBRARY_SUFFIXES:
+    if suffix not in (*LIBRARY_SUFFIXES, ".o"):
         raise EmberError(
-            f"load_module: cannot load {path}: expected a shared library (.so) or "
-            f"a library archive (.tar), got suffix {suffix!r}"
+            f"load_module: cannot load {path}: expected a shared library (.so), "
+            f"a library archive (.tar) or an object file (.o), got suffix {suffix!r}"
         )
     if suffix == ".tar":
         module = _load_tar(path, cc)
+    elif suffix == ".o":
+        module = _load_object(path, cc)
     else:
         elf.check_library(path)
         module = DSOModule(path)
@@ -642,6 +647,16 @@ def _check_cpu(module: Module) -> None:
             "which this CPU lacks; export it for a target without them (e.g. "
             "-mcpu= of the oldest CPU it must run on)"
         )
+
+
+def _load_object(path: str, cc: "str | list[str] | None") -> Module:
+    elf.check_object(path)
+    with open(path, "rb") as f:
+        openmp = _cc.uses_openmp(f.read())
+    with tempfile.TemporaryDirectory(prefix="ember-o-") as tmp:
+        library = os.path.join(tmp, "library.so")
+        _cc.link_shared(library, [path], cc, openmp=openmp)
+        return DSOModule(library, source=path)
 
 
 def _load_tar(path: str, cc: "str | list[str] | None") -> Module:

@@ -50,6 +50,38 @@ def test_obj_to_file_is_an_elf_object(neg, tmp_path):
     assert o.read_bytes()[:4] == b"\x7fELF"
 
 
+def test_obj_loads_as_a_module(neg, tmp_path):
+    """`load_module` links a `.o` with the system compiler, as TVM's does."""
+    import numpy as np
+
+    from ember import runtime as rt
+
+    o = tmp_path / "neg.o"
+    assert main([str(neg), "-p", "ember-cpu", "--emit=obj", "-o", str(o)]) == 0
+    a, b = np.arange(4, dtype="float32"), np.zeros(4, "float32")
+    rt.load_module(o)["neg"](a, b)
+    np.testing.assert_array_equal(b, -a)
+    (tmp_path / "text.o").write_text("not an object")
+    with pytest.raises(rt.InvalidLibraryError, match="not an ELF object file"):
+        rt.load_module(tmp_path / "text.o")
+
+
+SIGMOID = """func.func @main(%x: tensor<1x12x10x12xf32>) -> tensor<1x12x10x12xf32> {
+  %y = graph.sigmoid %x : (tensor<1x12x10x12xf32>) -> tensor<1x12x10x12xf32>
+  func.return %y : tensor<1x12x10x12xf32>
+}
+"""
+
+
+def test_a_sigmoid_model_goes_through_ember_model(tmp_path, capsys):
+    """The issue's case: compile_model ran it, `ember-opt -p ember-model`
+    failed verification after loop-vectorize (an arith.fptosi on vectors)."""
+    src = tmp_path / "net.mlir"
+    src.write_text(SIGMOID)
+    assert main([str(src), "-p", "ember-model", "-t", "llvm"]) == 0
+    assert "define i32 @default_run(" in capsys.readouterr().out
+
+
 def test_elided_constants_print_and_are_refused(tmp_path, capsys):
     src = tmp_path / "c.mlir"
     src.write_text(CONST)

@@ -427,3 +427,40 @@ func.func @fallbacks(%A: memref<8xf32>, %n: index, %C: memref<8xf32>) {
   func.return
 }
 func.func private @use(f32)
+
+// -----
+
+// xDSL's arith casts between integers and floats take scalars: lane-wise they
+// become LLVM's casts, which take vectors (before: an arith.fptosi on a vector
+// that failed verification after the pass; a sigmoid's exp does this cast).
+
+// CHECK-LABEL: func.func @casts(
+// CHECK:         %[[F:.*]] = vector.load
+// CHECK-NEXT:    %[[I:.*]] = llvm.fptosi %[[F]] : vector<8xf32> to vector<8xi32>
+// CHECK-NEXT:    %[[W:.*]] = llvm.sext %[[I]] : vector<8xi32> to vector<8xi64>
+// CHECK-NEXT:    %[[T:.*]] = llvm.trunc %[[W]] : vector<8xi64> to vector<8xi16>
+// CHECK-NEXT:    %[[Z:.*]] = llvm.zext %[[T]] : vector<8xi16> to vector<8xi32>
+// CHECK-NEXT:    %[[U:.*]] = llvm.fptoui %[[F]] : vector<8xf32> to vector<8xi32>
+// CHECK-NEXT:    %[[S:.*]] = llvm.sitofp %[[Z]] : vector<8xi32> to vector<8xf32>
+// CHECK-NEXT:    %[[V:.*]] = llvm.uitofp %[[U]] : vector<8xi32> to vector<8xf32>
+// CHECK-NEXT:    %[[R:.*]] = arith.addf %[[S]], %[[V]] : vector<8xf32>
+// CHECK-NEXT:    vector.store %[[R]]
+// CHECK-NOT:     arith.fptosi
+func.func @casts(%A: memref<8xf32>, %B: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  loop.for %i = %c0 to %c8 step %c1 vectorized {
+    %f = memref.load %A[%i] : memref<8xf32>
+    %n = arith.fptosi %f : f32 to i32
+    %w = arith.extsi %n : i32 to i64
+    %t = arith.trunci %w : i64 to i16
+    %z = arith.extui %t : i16 to i32
+    %u = arith.fptoui %f : f32 to i32
+    %s = arith.sitofp %z : i32 to f32
+    %v = arith.uitofp %u : i32 to f32
+    %r = arith.addf %s, %v : f32
+    memref.store %r, %B[%i] : memref<8xf32>
+  }
+  func.return
+}
