@@ -11,6 +11,8 @@ compiles one more object defining the library's merged ``__ember_metadata``
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,7 +61,8 @@ def export_library(
     metadata_object = module._metadata_object(document)
     if suffix == ".tar":
         manifest = {"triple": objects[0].triple, "metadata": document}
-        _cc.write_tar(path, objects, metadata_object, manifest)
+        with _replacing(path) as (_, staged):
+            _cc.write_tar(staged, objects, metadata_object, manifest)
         return
     machine = elf.triple_machine(objects[0].triple)
     if objects[0].code.startswith(WASM_MAGIC):
@@ -171,14 +174,8 @@ def _link(
     cc: "str | list[str] | None",
     options: "list[str] | tuple[str, ...]",
 ) -> None:
-    """Link the objects into the shared library ``path``.
-
-    The library is linked in a temporary directory beside ``path`` and renamed
-    over it, so a process that has an older ``path`` loaded keeps its mapping
-    intact, and a failed link leaves an existing ``path`` as it was.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    with tempfile.TemporaryDirectory(prefix=".ember-export-", dir=directory) as tmp:
+    """Link the objects into the shared library ``path`` (via ``_replacing``)."""
+    with _replacing(path) as (tmp, library):
         files = []
         for name, code in [
             *((o.name, o.code) for o in objects),
@@ -187,7 +184,22 @@ def _link(
             files.append(os.path.join(tmp, name))
             with open(files[-1], "wb") as f:
                 f.write(code)
-        library = os.path.join(tmp, "library.so")
         openmp = any(_cc.uses_openmp(o.code) for o in objects)
         _cc.link_shared(library, files, cc, options, openmp=openmp)
-        os.replace(library, path)
+
+
+@contextmanager
+def _replacing(path: str) -> Iterator[tuple[str, str]]:
+    """``(directory, staged)``: a temporary directory beside ``path`` and the
+    file ``library.<suffix>`` in it, renamed over ``path`` when the block ends
+    without an error; the directory is removed either way.
+
+    So a process that has an older ``path`` loaded keeps its mapping intact,
+    and a failed or interrupted write (a full disk) leaves an existing ``path``
+    as it was.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    with tempfile.TemporaryDirectory(prefix=".ember-export-", dir=directory) as tmp:
+        staged = os.path.join(tmp, "library" + os.path.splitext(path)[1])
+        yield tmp, staged
+        os.replace(staged, path)

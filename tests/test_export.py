@@ -3,6 +3,7 @@ in this process and in a fresh one without the compiler, module hierarchies,
 cross-compiled modules, and every kind of bad library."""
 
 import ctypes
+import errno
 import io
 import json
 import os
@@ -181,6 +182,26 @@ def test_export_is_fast_and_overwrites_atomically(mod, tmp_path):
     assert path.stat().st_ino != inode  # renamed over, never rewritten in place
     check_axpy(first)  # the library loaded from the old file still runs
     assert took < 2.0, f"export took {took:.2f} s"
+
+
+def test_a_tar_export_failing_midway_leaves_the_old_file(mod, tmp_path, monkeypatch):
+    """A disk full after the first member: the previous .tar is intact, as a
+    failed .so link leaves its file, and no temporary is left beside it."""
+    path = _export(mod, tmp_path / "m.tar")
+    before = path.read_bytes()
+    addfile = tarfile.TarFile.addfile
+
+    def full(self, tarinfo, fileobj=None):
+        addfile(self, tarinfo, fileobj)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tarfile.TarFile, "addfile", full)
+    with pytest.raises(OSError, match="No space left on device"):
+        mod.export_library(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["m.tar"]
+    monkeypatch.undo()
+    check_axpy(rt.load_module(path))
 
 
 def _export(mod, path):
