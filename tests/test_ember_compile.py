@@ -1,5 +1,6 @@
 """ember-compile: ONNX file to library, progress and one-line errors."""
 
+import os
 import subprocess
 import sys
 
@@ -194,3 +195,50 @@ def test_internal_error_is_exit_3(tmp_path, capsys, monkeypatch):
     assert "target 'llvm', opt-level 3" in capsys.readouterr().err
     with pytest.raises(RuntimeError):
         main([*argv, "--show-traceback"])
+
+
+def test_an_output_that_is_an_input_or_the_other_output_is_refused(
+    tmp_path, capsys, monkeypatch
+):
+    """Before anything is written: --params-separate naming the model or the
+    library, -o a symlink or a hard link to the model, however spelled."""
+    import ember
+
+    def never(*args, **kwargs):
+        raise AssertionError("compiled before checking the outputs")
+
+    monkeypatch.setattr(ember, "compile_model", never, raising=False)
+    monkeypatch.chdir(tmp_path)
+    _conv_model(tmp_path / "m.onnx")
+    model = (tmp_path / "m.onnx").read_bytes()
+    (tmp_path / "r.jsonl").write_text("")
+    (tmp_path / "link.so").symlink_to(tmp_path / "m.onnx")
+    os.link(tmp_path / "m.onnx", tmp_path / "hard.tar")
+    for args, message in [
+        (
+            ["-o", "m.so", "--params-separate", str(tmp_path / "m.onnx")],
+            f"--params-separate {tmp_path}/m.onnx: the same file as the model m.onnx",
+        ),
+        (
+            ["-o", "m.so", "--params-separate", "./m.so"],
+            "--params-separate ./m.so: the same file as -o m.so",
+        ),
+        (["-o", "link.so"], "-o link.so: the same file as the model m.onnx"),
+        (["-o", "hard.tar"], "-o hard.tar: the same file as the model m.onnx"),
+        (
+            [
+                "-o",
+                "m.so",
+                "--tuning-records",
+                "r.jsonl",
+                "--params-separate",
+                "r.jsonl",
+            ],
+            "--params-separate r.jsonl: the same file as --tuning-records r.jsonl",
+        ),
+    ]:
+        assert main(["m.onnx", "-q", *args]) == 2
+        err = capsys.readouterr().err
+        assert err == f"ember-compile: error: {message}; name another file\n"
+        assert (tmp_path / "m.onnx").read_bytes() == model
+        assert not (tmp_path / "m.so").exists()

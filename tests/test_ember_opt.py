@@ -173,3 +173,17 @@ def test_version_and_verbosity_flags(neg, capsys):
     assert out.startswith(f"ember-opt (ember) {ember.__version__} (xdsl ")
     assert main([str(neg), "-v", "-q", "-p", "cse"]) == 0  # -v is not --version
     assert capsys.readouterr().out.lstrip().startswith("builtin.module")
+
+
+def test_an_output_that_is_the_input_is_refused(neg, capsys, monkeypatch):
+    """-o opens its file before the input is read: naming the input, or a
+    symlink to it, would leave it empty."""
+    monkeypatch.chdir(neg.parent)
+    (neg.parent / "link.mlir").symlink_to(neg)
+    for output in ("./neg.mlir", "link.mlir"):
+        assert main(["neg.mlir", "-p", "cse", "-o", output]) == 2
+        assert capsys.readouterr().err == (
+            f"ember-opt: error: -o {output}: the same file as the input neg.mlir; "
+            "name another file\n"
+        )
+        assert neg.read_text() == NEG

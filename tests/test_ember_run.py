@@ -164,6 +164,27 @@ def test_errors_are_one_line_and_an_exit_status(
     assert len(err.strip().splitlines()) == 1
 
 
+def test_an_output_that_is_an_input_file_is_refused(models, capsys, tmp_path):
+    """--output-dir would save output 'y' as y.npy over the input read from
+    it: refused before the model runs, the input left as it was."""
+    x = np.full((1, hm.K), 0.5, "float32")
+    np.save(tmp_path / "y.npy", x)
+    code, out, err = _run(
+        capsys,
+        models["embedded"],
+        "--input",
+        f"x={tmp_path}/y.npy",
+        "--output-dir",
+        f"{tmp_path}/.",
+    )
+    assert code == 2 and "output 0" not in out
+    assert err == (
+        f"ember-run: error: output 'y' {tmp_path}/./y.npy: the same file as "
+        f"input 'x' {tmp_path}/y.npy; name another file\n"
+    )
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), x)
+
+
 def test_bad_option_is_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         ember_run.main(["--repeat", "x"])

@@ -107,3 +107,34 @@ def test_compile_with_a_missing_records_file(tmp_path, env):
     )
     assert out.returncode == 1
     assert "--tuning-records: no such file" in out.stderr
+
+
+def test_an_output_that_is_the_model_or_another_output_is_refused(
+    tmp_path, capsys, env
+):
+    """`-o model.onnx --resume` would append JSON to the model: refused, as
+    are --plot naming the log and -o naming the cache directory's log."""
+    model = tmp_path / "m.onnx"
+    onnx.save(small_cnn(), model)
+    before = model.read_bytes()
+    cached = tmp_path / "cache" / "tuning.jsonl"
+    cached.parent.mkdir()
+    cached.write_text("")
+    log = tmp_path / "r.jsonl"
+    for args, message in [
+        (["-o", str(model), "--resume"], f"-o {model}: the same file as the model"),
+        (
+            ["-o", str(log), "--plot", f"{tmp_path}/./r.jsonl"],
+            f"--plot {tmp_path}/./r.jsonl: the same file as -o {log}",
+        ),
+        (
+            ["-o", str(cached), "--resume"],
+            f"-o {cached}: the same file as the cache directory's log {cached}",
+        ),
+    ]:
+        assert main([str(model), "-q", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("ember-tune: error: ") and message in err
+        assert err.count("\n") == 1
+    assert model.read_bytes() == before and cached.read_text() == ""
+    assert not log.exists()

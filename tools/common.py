@@ -23,7 +23,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 OK = 0
 INPUT_ERROR = 1
@@ -134,6 +134,44 @@ def setup_logging(prog: str, level: int) -> None:
     logger.addHandler(_HANDLER)
     logger.setLevel(level)
     logger.propagate = False
+
+
+Named = tuple[str, str | os.PathLike[str] | None]
+"""A file of a command line: how the message names it (`-o`, "the model"),
+and its path (None: not given)."""
+
+
+def check_distinct_files(inputs: Sequence[Named], outputs: Sequence[Named]) -> None:
+    """Refuse, before anything is written, an output that is the same file as
+    an input or as another output: `ember-compile m.onnx -o m.so
+    --params-separate m.onnx` would overwrite its own model. The same file:
+    the same path once symlinks, `.` and `..` are resolved, or one file by
+    `os.path.samefile` (a hard link) where both exist.
+
+    Raises:
+        UsageError: naming both files, e.g. "--params-separate m.onnx: the
+            same file as the model m.onnx; name another file".
+    """
+    seen = [(what, path) for what, path in inputs if path is not None]
+    for what, path in outputs:
+        if path is None:
+            continue
+        for other, earlier in seen:
+            if _same_file(path, earlier):
+                raise UsageError(
+                    f"{what} {os.fspath(path)}: the same file as {other} "
+                    f"{os.fspath(earlier)}; name another file"
+                )
+        seen.append((what, path))
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def show_traceback(opts: argparse.Namespace | None = None) -> bool:

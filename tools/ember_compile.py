@@ -10,7 +10,8 @@ description and, unless `--params-separate` is given, its params; run it with
 `ember-run model.so` or `GraphModule(load_module("model.so")["default"](dev))`.
 Progress goes to stderr through logging (importing, kernels compiled k/n with
 cache hits, linking; `-q` hides it); the last line says what was written. The
-output paths are checked before any work.
+output paths are checked before any work: each must be writable, and none
+may be the model, the tuning log or the other output.
 
 Exit status (as every ember tool, see `ember.tools.common`): 0 on success, 1
 when the model cannot be read or compiled or an output cannot be written (one
@@ -25,7 +26,11 @@ import sys
 import time
 from pathlib import Path
 
-from ember.tools.common import UsageError, add_common_arguments
+from ember.tools.common import (
+    UsageError,
+    add_common_arguments,
+    check_distinct_files,
+)
 
 log = logging.getLogger("ember.tools.compile")
 
@@ -165,6 +170,10 @@ def run(opts: argparse.Namespace) -> None:
     shapes = parse_shapes(opts.input_shape + opts.input_shapes)
     if not Path(opts.model).is_file():
         raise FileNotFoundError(f"no such model file: {opts.model}")
+    check_distinct_files(
+        [("the model", opts.model), ("--tuning-records", opts.tuning_records)],
+        [("-o", output), ("--params-separate", opts.params_separate)],
+    )
     check_writable(output, "-o")
     if opts.params_separate is not None:
         check_writable(Path(opts.params_separate), "--params-separate")

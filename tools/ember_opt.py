@@ -48,6 +48,7 @@ from ember.tools.common import (
     USAGE_ERROR,
     UsageError,
     add_verbosity_arguments,
+    check_distinct_files,
     internal_error,
     log_level,
     setup_logging,
@@ -307,6 +308,10 @@ class EmberOptMain(xDSLOptMain):
             print(list_passes(self.available_passes), end="")
             return
         self._check_emit_args()
+        # -o opens its file before the input is read: the same file is emptied
+        check_distinct_files(
+            [("the input", self.args.input_file)], [("-o", self.args.output_file)]
+        )
         chunks, file_extension = self.prepare_input()
         if file_extension == "onnx":
             data = chunks[0][0].read()

@@ -9,7 +9,9 @@ from ``.npy`` files or an ``.npz`` archive of arrays named as the model's inputs
 (tvmc's ``--inputs``; random ones, seeded, for inputs not given), runs the model,
 prints each output's name, shape, dtype, min/max/mean and first values, then
 the latency: the median of ``--repeat`` timed runs (``time_evaluator``).
-``--output-dir`` saves each output as ``<name>.npy``.
+``--output-dir`` saves each output as ``<name>.npy``; one that would be the
+library, the params or an input file, or another output's file, is refused
+before the model runs.
 
 Exit status (as every ember tool, see ``ember.tools.common``): 0 on success, 1
 when a file is missing or unreadable or the model cannot be loaded or run (the
@@ -33,7 +35,7 @@ import numpy as np
 from ember import runtime
 from ember.runtime import EmberError, GraphModule
 from ember.runtime.errors import EmberValueError
-from ember.tools.common import UsageError, add_common_arguments
+from ember.tools.common import UsageError, add_common_arguments, check_distinct_files
 
 PROGRESS_AFTER_S = 0.5
 """Loading that takes longer than this gets a progress line on stderr."""
@@ -203,6 +205,28 @@ def _mb(nbytes: int) -> str:
     return f"{nbytes / 1e6:.1f} MB" if nbytes >= 1e5 else f"{nbytes} bytes"
 
 
+def _output_files(
+    opts: argparse.Namespace, outputs: list[dict], files: dict[str, Source]
+) -> list[str | None]:
+    """Where ``--output-dir`` saves each output (None: nowhere), once none is
+    the library, the params, an input's file or another output's."""
+    saved = [
+        os.path.join(opts.output_dir, _safe_name(t["name"]) + ".npy")
+        if opts.output_dir
+        else None
+        for t in outputs
+    ]
+    check_distinct_files(
+        [
+            ("the library", opts.library),
+            ("--params", opts.params),
+            *((f"input {name!r}", path) for name, (path, _) in files.items()),
+        ],
+        [(f"output {t['name']!r}", p) for t, p in zip(outputs, saved, strict=True)],
+    )
+    return saved
+
+
 def run(opts: argparse.Namespace) -> None:
     if opts.repeat < 0:
         raise UsageError(f"--repeat must be >= 0, got {opts.repeat}")
@@ -224,6 +248,7 @@ def run(opts: argparse.Namespace) -> None:
     module = GraphModule(lib["default"](runtime.cpu()))
     names = [t["name"] for t in model["inputs"]]
     files = _parse_inputs(opts.input + opts.inputs, names)
+    saved = _output_files(opts, model["outputs"], files)
     if opts.params is not None:
         try:
             with open(opts.params, "rb") as f:
@@ -261,10 +286,9 @@ def run(opts: argparse.Namespace) -> None:
         value = module.get_output(i).numpy()
         print(f"output {i} {tensor['name']!r}: {value.dtype} {value.shape}")
         print(_summary(value, opts.show))
-        if opts.output_dir:
-            path = os.path.join(opts.output_dir, _safe_name(tensor["name"]) + ".npy")
-            np.save(path, value)
-            print(f"  saved to {path}")
+        if saved[i] is not None:
+            np.save(saved[i], value)
+            print(f"  saved to {saved[i]}")
 
     if opts.repeat:
         timer = module.module.time_evaluator(

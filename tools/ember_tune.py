@@ -19,7 +19,8 @@ leaves it alone).
 Exit status (as every ember tool, see `ember.tools.common`): 0 on success, 1
 when the model cannot be read or tuned or the log cannot be written, 2 for
 bad command-line arguments (an existing log without `--resume` is one:
-tuning never overwrites earlier work), 3 for a bug.
+tuning never overwrites earlier work; so is an output that is the model or
+another output), 3 for a bug.
 """
 
 import argparse
@@ -28,7 +29,12 @@ import sys
 import time
 from pathlib import Path
 
-from ember.tools.common import UsageError, add_common_arguments
+from ember.tools.common import (
+    Named,
+    UsageError,
+    add_common_arguments,
+    check_distinct_files,
+)
 
 log = logging.getLogger("ember.tools.tune")
 
@@ -109,6 +115,7 @@ def _check(opts: argparse.Namespace) -> Path:
         raise UsageError(f"--opt-level: expected 0..3, got {opts.opt_level}")
     if opts.rpc and opts.dask_scheduler:
         raise UsageError("--rpc and --dask-scheduler: give one of them")
+    check_distinct_files([("the model", opts.model)], _outputs(opts))
     if output.exists() and not opts.resume:
         raise UsageError(
             f"-o {output}: the log exists; --resume continues it (tuning never "
@@ -120,6 +127,20 @@ def _check(opts: argparse.Namespace) -> Path:
     if opts.plot:
         check_writable(Path(opts.plot), "--plot")
     return output
+
+
+def _outputs(opts: argparse.Namespace) -> list[Named]:
+    """The files a run writes: the cache directory's log (first: an option
+    naming it is what is wrong), the log and the plot."""
+    from ember.compile_cache import default_directory
+
+    directory = None if opts.no_cache_records else default_directory()
+    cached = directory / "tuning.jsonl" if directory is not None else None
+    return [
+        ("the cache directory's log", cached),
+        ("-o", opts.output),
+        ("--plot", opts.plot),
+    ]
 
 
 def _measurers(opts: argparse.Namespace):
