@@ -1,7 +1,7 @@
 """ONNX tensor ops against onnxruntime: CumProd and ReduceProd, ScatterND and
 ScatterElements (every reduction, duplicate and negative indices),
 TensorScatter, GatherND and GatherElements, TopK (ties, smallest, an inner
-axis), Einsum, Compress, Pad's edge, reflect and wrap modes, CenterCropPad,
+axis), Concat of 200 inputs, Einsum, Compress, Pad's edge, reflect and wrap modes, CenterCropPad,
 AveragePool with dilations, LpPool and Trilu with k; and the refusals of what
 ember does not take."""
 
@@ -117,6 +117,14 @@ def test_compress(axis):
     condition = np.array([True, False, True], np.bool_)
     attrs = {} if axis is None else {"axis": axis}
     check(single("Compress", {"x": x}, {"c": condition}, **attrs), {"x": x})
+
+
+@pytest.mark.parametrize("n", [70, 200])
+def test_concat_of_many_inputs(n):
+    """Past 64 inputs, the most branches te nests (issue 24, defect 10): the
+    kernel picks its input by a binary search, log2(n) branches deep."""
+    feeds = {f"x{k}": rand(2, 1 + k % 3, 3) for k in range(n)}
+    check(single("Concat", feeds, axis=1), feeds)
 
 
 # -- Einsum ---------------------------------------------------------------------------

@@ -130,15 +130,21 @@ def concat(tensors: Sequence[te.Tensor], axis: int, name: str = "concat") -> te.
     )
 
     def element(*i: Expr) -> Expr:
-        def read(k: int) -> Expr:
+        def read(first: int, end: int) -> Expr:
+            """The element from one of tensors[first:end], chosen by a binary
+            search over the offsets: branches nest log2(n) deep, not n."""
+            if end - first > 1:
+                middle = (first + end) // 2
+                return te.if_then_else(
+                    i[axis] < offsets[middle],
+                    read(first, middle),
+                    read(middle, end),
+                )
             index = list(i)
-            index[axis] = i[axis] - offsets[k] if offsets[k] else i[axis]
-            return tensors[k][tuple(index)]
+            index[axis] = i[axis] - offsets[first] if offsets[first] else i[axis]
+            return tensors[first][tuple(index)]
 
-        value = read(len(tensors) - 1)
-        for k in range(len(tensors) - 2, -1, -1):
-            value = te.if_then_else(i[axis] < offsets[k + 1], read(k), value)
-        return value
+        return read(0, len(tensors))
 
     return te.compute(shape, element, name=name)
 
