@@ -25,7 +25,9 @@ at once both write a whole one. An entry is read only as a regular file, never
 through a symlink and without blocking (a FIFO or a device in its place is not
 opened for reading); one that is unreadable, truncated, damaged, of another
 format or stored under another key is removed with a `CacheEntryWarning`
-naming it and why, and the kernel is built again.
+naming it and why, and the kernel is built again; so is one whose code the
+caller finds it cannot use (`CompileCache.discard`: an object cut short
+before it was checksummed).
 
     cache = CompileCache()
     key = cache.key(te_ir_text, "llvm -mcpu=znver5")
@@ -305,16 +307,34 @@ class CompileCache:
             return self._discard(path, why, st)
         return code
 
-    def _discard(self, path: Path, why: str, st: os.stat_result | None) -> None:
-        """Count, report and remove a damaged entry. With `st`, only the file
-        that was read is removed, not one a concurrent writer put there since."""
+    def discard(self, key: str, why: str) -> None:
+        """Forget the entry under `key`, in memory and on disk, with a
+        `CacheEntryWarning` naming it and `why`: for code that was served
+        whole but does not load or link (truncated before it was checksummed),
+        so that it is compiled again and stored afresh, not served forever."""
+        self._memory.pop(key, None)
+        entry = self._path(key) or f"the in-memory entry {key}"
+        self._discard(entry, why, None, stacklevel=3)
+
+    def _discard(
+        self,
+        path: Path | str,
+        why: str,
+        st: os.stat_result | None,
+        stacklevel: int = 4,
+    ) -> None:
+        """Count, report and remove a damaged entry (a `path` that is a str
+        names one in memory only). With `st`, only the file that was read is
+        removed, not one a concurrent writer put there since."""
         self.stats.corrupt += 1
         warnings.warn(
             f"ember kernel cache: discarding {path}: {why}; the kernel is "
             "compiled again",
             CacheEntryWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
+        if isinstance(path, str):
+            return None
         try:
             now = os.lstat(path)
             if st is not None and (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):

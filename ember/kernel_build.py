@@ -182,6 +182,9 @@ def compile_kernels(
     total = len(jobs)
     for job in jobs:
         code = cache.get(job.key)
+        if code is not None and (why := object_problem(code, job.symbol)):
+            cache.discard(job.key, why)
+            code = None
         if code is None:
             misses.append(job)
             continue
@@ -251,6 +254,42 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def object_problem(code: bytes, symbol: str) -> str | None:
+    """Why `code` cannot be the object of the kernel `symbol`, or None: not
+    an object, cut short (a section or the section headers past its end) or
+    not defining `symbol`. A Wasm object is taken on its magic alone."""
+    from ember.runtime.elf import parse_header
+    from ember.runtime.export import WASM_MAGIC
+
+    if code.startswith(WASM_MAGIC):
+        return None
+    header = parse_header(code)
+    if header is None:
+        return "not an ELF object (or a truncated one)"
+    end = header.shoff + header.shnum * header.shentsize
+    if not header.shnum or end > len(code):
+        return f"truncated: its section headers end at byte {end} of {len(code)}"
+    e = "<" if header.byteorder == "little" else ">"
+    layout = e + ("IIQQQQ" if header.bits == 64 else "IIIIII")
+    if header.shentsize < struct.calcsize(layout):
+        return f"a damaged ELF header (section headers of {header.shentsize} bytes)"
+    for i in range(header.shnum):
+        at = header.shoff + i * header.shentsize
+        _, kind, _, _, offset, size = struct.unpack_from(layout, code, at)
+        if kind != _SHT_NOBITS and offset + size > len(code):
+            return f"truncated: section {i} ends at byte {offset + size} of {len(code)}"
+    if header.bits != 64 or header.byteorder != "little":
+        return None  # object_symbols reads this machine's objects only
+    try:
+        defined, _ = object_symbols(code)
+    except Exception as e:  # any damage: bad offsets, indices, names
+        return f"a damaged symbol table ({type(e).__name__}: {e})"
+    return None if symbol in defined else f"defines no symbol {symbol}"
+
+
+_SHT_NOBITS = 8
+
+
 def object_symbols(code: bytes) -> tuple[set[str], set[str]]:
     """The global symbols an ELF64 little-endian object defines and those it
     needs (undefined), read from its symbol table."""
@@ -285,5 +324,6 @@ __all__ = [
     "compile_kernels",
     "kernel_key",
     "kernel_passes",
+    "object_problem",
     "object_symbols",
 ]

@@ -311,6 +311,69 @@ def test_a_model_with_damaged_entries_compiles_again(tmp_path):
     assert warm.compile_stats.cache_hits == warm.compile_stats.kernels
 
 
+def _cut_short(directory: Path) -> dict[Path, bytes]:
+    """Each entry re-stored with half its code, header and checksum right (as
+    a writer that lost the tail before checksumming would leave it); the
+    whole code by entry."""
+    whole = {}
+    for path in sorted((directory / "kernels").glob("*/*.o")):
+        key = path.stem
+        code = CompileCache(directory).get(key)
+        assert code is not None
+        whole[path] = code
+        CompileCache(directory).put(key, code[: len(code) // 2])
+        assert CompileCache(directory).get(key) == code[: len(code) // 2]
+    return whole
+
+
+def test_a_model_whose_cached_code_is_cut_short_compiles_again(tmp_path):
+    """An entry whose checksum holds but whose object is truncated is found
+    unusable, purged with a warning naming it, compiled afresh and re-stored:
+    not an internal error on every compile."""
+    from ember.aot import compile_model
+
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    b = np.full((4, 8), 2, "float32")
+    compile_model(ADD, {}, cache=CompileCache(tmp_path), workers=1)
+    whole = _cut_short(tmp_path)
+    with pytest.warns(CacheEntryWarning, match="truncated") as caught:
+        again = compile_model(ADD, {}, cache=CompileCache(tmp_path), workers=1)
+    messages = [str(w.message) for w in caught]
+    for path in whole:
+        assert any(f"discarding {path}: truncated" in m for m in messages)
+    stats = again.compile_stats
+    assert stats.cache_hits == 0 and stats.compiled == stats.kernels == len(whole)
+    assert np.array_equal(_run_add(again, a, b), a + b)
+    for path, code in whole.items():
+        assert CompileCache(tmp_path).get(path.stem) == code  # whole again
+    warm = compile_model(ADD, {}, cache=CompileCache(tmp_path), workers=1)
+    assert warm.compile_stats.cache_hits == warm.compile_stats.kernels
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None, reason="no cc")
+def test_a_c_module_whose_cached_library_is_cut_short_compiles_again(
+    tmp_path, monkeypatch
+):
+    """The c target's cached shared library, truncated under a right
+    checksum, does not load: purged, compiled again, re-stored."""
+    import ember
+    from ember import te
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] * 2.0, name="B")
+    args = (te.create_schedule(B.op), [A, B])
+    ember.build(*args, target="c", name="twice")
+    default_cache().clear_memory()
+    ((path, code),) = _cut_short(tmp_path).items()
+    with pytest.warns(CacheEntryWarning, match=f"discarding {path}: does not load"):
+        mod = ember.build(*args, target="c", name="twice")
+    a, out = np.arange(8, dtype="float32"), np.zeros(8, "float32")
+    mod(a, out)
+    assert np.array_equal(out, 2 * a)
+    assert CompileCache(tmp_path).get(path.stem) == code  # whole again
+
+
 def _run_add(mod, a, b):
     from ember.runtime import GraphModule, cpu
 

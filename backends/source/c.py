@@ -62,6 +62,7 @@ from ember.passes.func_packed_abi import (
 from ember.runtime import Module
 from ember.runtime import cc as _cc
 from ember.runtime.cc import ObjectFile
+from ember.runtime.elf import check_library
 from ember.runtime.errors import EmberError, EmberValueError, ExportError
 from ember.runtime.module import METADATA_FUNCTION, DSOModule
 
@@ -467,17 +468,22 @@ class CModule(Module):
         flags = [*CFLAGS, "-shared"]
         cache = default_cache()
         key = cache.key(self.source, "llvm", *_compiler_identity(), *flags)
+        # Once loaded, the file is no longer needed: the mapping stays.
         with tempfile.TemporaryDirectory(prefix="ember-c-") as tmp:
-            path = os.path.join(tmp, "module.so")
-            code = cache.get(key)
-            if code is None:
-                compile_c(self.source, path, flags)
-                with open(path, "rb") as f:
-                    cache.put(key, f.read())
-            else:
-                with open(path, "wb") as f:
+            if (code := cache.get(key)) is not None:
+                cached = os.path.join(tmp, "cached.so")
+                with open(cached, "wb") as f:
                     f.write(code)
-            # Once loaded, the file is no longer needed: the mapping stays.
+                try:  # a library cut short before it was checksummed
+                    check_library(cached)
+                    self._library = DSOModule(cached, source=self._describe())
+                    return self._library
+                except EmberError as e:
+                    cache.discard(key, f"does not load ({e})")
+            path = os.path.join(tmp, "module.so")
+            compile_c(self.source, path, flags)
+            with open(path, "rb") as f:
+                cache.put(key, f.read())
             self._library = DSOModule(path, source=self._describe())
         return self._library
 
