@@ -49,6 +49,12 @@ NUMPY_TYPES: dict[str, IntegerType | AnyFloat] = {
 integers are MLIR's `ui<N>` at the graph level (an op's semantics depend on
 it); kernels compute them signless, choosing the unsigned arith ops."""
 
+MAX_FOLDED_BYTES = 1 << 32
+"""The largest array ember computes with numpy while compiling (4 GiB): a
+value an ONNX model asks the importer to make (ConstantOfShape, Range, a
+mask, a window) past it is refused naming its node, and graph-fold-constants
+leaves an op whose result would outgrow it to a kernel."""
+
 
 def dtype_of(element: Attribute) -> str:
     """The numpy dtype name of a graph element type (`i1` is "bool").

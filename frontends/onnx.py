@@ -22,7 +22,10 @@ numpy array. The import runs in three steps:
    Concat, Cast, Constant, ...) fold to numpy arrays; everything else becomes graph
    ops built with the dialect's shape-inferring builders. A zero-size tensor
    that one of those ops would read or write is refused naming its node (ember's
-   kernels and buffers take positive extents); one only typed from is fine.
+   kernels and buffers take positive extents); one only typed from is fine. So
+   is a tensor of more than `MAX_RANK` dimensions, and an array made at import
+   past `MAX_FOLDED_BYTES` (a 10^12-element ConstantOfShape), before numpy
+   allocates it.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import numpy_helper, version_converter
+from onnx import version_converter
 from onnx.defs import onnx_opset_version
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -69,6 +72,7 @@ from ember.frontends import (
     onnx_tensor,
     unsupported_message,
 )
+from ember.frontends.onnx_fold import dtype_name, to_array
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
@@ -94,6 +98,11 @@ SUPPORTED_OPSETS = range(13, min(NEWEST_REVIEWED_OPSET, onnx_opset_version()) + 
 `onnx.version_converter` to the nearest end first."""
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+
+MAX_RANK = 64
+"""The most dimensions a tensor may have: numpy's limit (NPY_MAXDIMS), which
+the runtime's arrays share; deeper loop nests are refused before they are
+built."""
 
 
 class OnnxImportError(EmberError):
@@ -210,10 +219,10 @@ def _frozen(
     for name, value in chosen.items():
         t = inputs[name].type.tensor_type
         array = np.asarray(value)
-        declared = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        declared = dtype_name(t.elem_type)
         dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         if (
-            array.dtype != declared
+            array.dtype.name != declared
             or len(dims) != array.ndim
             or any(
                 d is not None and d != n
@@ -279,9 +288,7 @@ def _input_dtype(
     if kind != "tensor_type" or not elem:
         declared = f"a {kind or 'value'} of no tensor element type"
     else:
-        declared = onnx.TensorProto.DataType.Name(elem).lower()
-        if elem != onnx.TensorProto.STRING:
-            declared = str(onnx.helper.tensor_dtype_to_np_dtype(elem))
+        declared = dtype_name(elem)
     if declared not in NUMPY_TYPES:
         raise OnnxImportError(
             f"{label}: input '{value.name}'{_readers(graph, value.name)}: expected "
@@ -341,6 +348,11 @@ def _input_shapes(
                         f"{symbol} at axis {axis}; pass shape={{'{value.name}': (...)}}"
                     )
             dims = tuple(d.dim_value for d in declared)
+        if len(dims) > MAX_RANK:
+            raise OnnxImportError(
+                f"{label}: input '{value.name}': expected at most {MAX_RANK} "
+                f"dimensions, got {len(dims)}"
+            )
         result[value.name] = (dims, element)
     return result
 
@@ -353,9 +365,12 @@ class _Importer:
         self.block = Block()
         self.params: dict[str, np.ndarray] = {}
         self.initializers = {t.name for t in graph.initializer}
-        self.env: dict[str, SSAValue | np.ndarray] = {
-            t.name: numpy_helper.to_array(t) for t in graph.initializer
-        }
+        self.env: dict[str, SSAValue | np.ndarray] = {}
+        for t in graph.initializer:
+            try:
+                self.env[t.name] = to_array(t)
+            except ConversionError as e:
+                raise OnnxImportError(f"{label}: initializer '{t.name}': {e}") from None
         self.materialized: dict[str, SSAValue] = {}
 
     def materialize(self, name: str, array: np.ndarray) -> SSAValue:
@@ -363,7 +378,7 @@ class _Importer:
         (initializers, and folded values past a few elements) or a literal."""
         if name in self.materialized:
             return self.materialized[name]
-        _refuse_empty([name], [array], "tensor")
+        _refuse_shape([name], [array], "tensor")
         if array.dtype.name not in NUMPY_TYPES:
             raise ConversionError(
                 f"expected a tensor of {', '.join(NUMPY_TYPES)} for '{name}', got "
@@ -384,15 +399,17 @@ class _Importer:
 
     def convert(self, index: int, node: onnx.NodeProto) -> None:
         inputs = [self.env[name] if name else None for name in node.input]
-        context = NodeContext(node, self.opset, inputs, self.block, self.materialize)
         try:
+            context = NodeContext(
+                node, self.opset, inputs, self.block, self.materialize
+            )
             folded = onnx_fold.fold(context)
             if folded is not None:
                 outputs = [folded]
             else:
                 last = self.block.last_op
                 outputs = onnx_ops.CONVERTERS[_key(node)](context)
-                self.refuse_empty_operands(node, inputs, outputs, last)
+                self.check_operands(node, inputs, outputs, last)
         except (ConversionError, VerifyException) as e:
             raise OnnxImportError(
                 f"{self.label}: {node.op_type} node '{_node_name(node, index)}': {e}"
@@ -401,12 +418,12 @@ class _Importer:
             if name:
                 self.env[name] = value
 
-    def refuse_empty_operands(
+    def check_operands(
         self, node: onnx.NodeProto, inputs: Sequence, outputs: Sequence, last
     ) -> None:
-        """Refuse a zero-size tensor read or written by the ops `node` became
-        (ops after `last`); one only typed or shaped from (CastLike's `like`)
-        is fine."""
+        """Refuse a zero-size tensor, or one of more than MAX_RANK dimensions,
+        read or written by the ops `node` became (ops after `last`); a
+        zero-size one only typed or shaped from (CastLike's `like`) is fine."""
         names = {
             v: name
             for name, v in [
@@ -420,9 +437,9 @@ class _Importer:
             for what, values in (("input", op.operands), ("output", op.results)):
                 for v in values:
                     if v in names:
-                        _refuse_empty([names[v]], [v], what)
+                        _refuse_shape([names[v]], [v], what)
                     else:
-                        _refuse_empty([""], [v], f"{what} of {op.name}")
+                        _refuse_shape([""], [v], f"{what} of {op.name}")
             op = op.next_op
 
     def output(self, name: str) -> SSAValue:
@@ -443,13 +460,14 @@ class _Importer:
         return value
 
 
-def _refuse_empty(
+def _refuse_shape(
     names: Sequence[str], values: Sequence[SSAValue | np.ndarray | None], what: str
 ) -> None:
-    """Refuse a zero-size tensor: ember's kernels and buffers take positive
-    extents. Only tensors a kernel would touch count: an array folded at
-    import may be empty (Resize's absent roi, a shape on its way to a
-    non-empty one) until it is materialized."""
+    """Refuse a zero-size tensor (ember's kernels and buffers take positive
+    extents) or one of more than MAX_RANK dimensions. Only tensors a kernel
+    would touch count: an array folded at import may be empty (Resize's
+    absent roi, a shape on its way to a non-empty one) until it is
+    materialized."""
     for name, value in zip(names, values, strict=False):
         if isinstance(value, np.ndarray):
             shape = value.shape
@@ -457,9 +475,14 @@ def _refuse_empty(
             shape = tuple(value.type.get_shape())
         else:
             continue
+        named = f" '{name}'" if name else ""
+        if len(shape) > MAX_RANK:
+            raise ConversionError(
+                f"expected tensors of at most {MAX_RANK} dimensions, got "
+                f"{what}{named} of {len(shape)}"
+            )
         if 0 in shape:
             extents = "x".join(map(str, shape))
-            named = f" '{name}'" if name else ""
             raise ConversionError(
                 f"expected tensors of positive extents, got a zero-size "
                 f"{what}{named} ({extents})"
@@ -507,6 +530,8 @@ def from_onnx(
     if freeze:
         model = _frozen(model, freeze, label)
     graph = model.graph
+    if not graph.output:
+        raise OnnxImportError(f"{label}: expected at least one graph output, got none")
     _check_graph(graph, opset, label)
     shapes = _input_shapes(graph, shape, dtype, label)
 

@@ -31,12 +31,11 @@ import math
 from typing import Any
 
 import numpy as np
-import onnx
 from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
 from ember.dialects.graph_base import dtype_of
-from ember.frontends.onnx_fold import shape_of
+from ember.frontends.onnx_fold import checked_shape, graph_dtype, shape_of
 from ember.frontends.onnx_ops import (
     CHECKS,
     AttributeCheck,
@@ -172,6 +171,7 @@ def _frontier(bias: _Bias, q_len: int, kv_len: int, offset: int) -> None:
     left, right = _window(bias.c)
     if left is None and right is None:
         return
+    checked_shape([q_len, kv_len], bias.dtype, "the window's bias")
     rows, cols = np.ogrid[:q_len, :kv_len]
     keep = np.ones((q_len, kv_len), np.bool_)
     if left is not None:
@@ -194,6 +194,7 @@ def _nonpad(c: NodeContext, bias: _Bias, batch: int, q_len: int, kv_len: int):
             f"expected nonpad_kv_seqlen of shape ({batch},), got {shape_of(lengths)}"
         )
     lengths = c.emit(G.ReshapeOp, lengths, shape=[batch, 1, 1, 1])
+    checked_shape([q_len, kv_len], np.int64, "the window's bounds")
     cols = np.arange(kv_len, dtype=np.int64).reshape(1, 1, 1, kv_len)
     name = c.node.output[0]
     keep = c.emit(G.LessOp, c._materialize(f"{name}.key_index", cols), lengths)
@@ -234,7 +235,7 @@ def _softmax(c: NodeContext, scores: SSAValue, bias: _Bias, dtype: str) -> SSAVa
     """Softmax over the keys in `softmax_precision`, a row the bias masks
     entirely set to zeros, cast back to `dtype`."""
     precision = c.attr("softmax_precision")
-    stash = onnx.helper.tensor_dtype_to_np_dtype(precision).name if precision else dtype
+    stash = graph_dtype(precision, "softmax_precision") if precision else dtype
     if stash != dtype:
         scores = c.emit(G.CastOp, scores, to=stash)
     if stash == "float32":

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import onnx
 from xdsl.dialects.builtin import TensorType
 
 from ember.dialects import graph_dtype as gd
 from ember.dialects.graph_base import NUMPY_TYPES, dtype_of
+from ember.frontends.onnx_fold import dtype_name
 from ember.frontends.onnx_ops import CHECKS, ConversionError, NodeContext, converter
 
 _COMPARE = {
@@ -30,15 +30,8 @@ _COMPARE = {
 }
 
 
-def _dtype_name(onnx_type: int) -> str:
-    try:
-        return str(onnx.helper.tensor_dtype_to_np_dtype(onnx_type))
-    except (KeyError, ValueError):
-        return onnx.TensorProto.DataType.Name(onnx_type).lower()
-
-
 def _cast_target(attrs: dict[str, Any], _opset: int) -> list[str]:
-    to = _dtype_name(attrs.get("to", 0))
+    to = dtype_name(attrs.get("to", 0))
     return [] if to in NUMPY_TYPES else [f"to={to}"]
 
 
@@ -116,12 +109,12 @@ def _cast_to(c: NodeContext, to: str):
 
 @converter("Cast")
 def _cast(c: NodeContext):
-    return _cast_to(c, _dtype_name(c.attr("to")))
+    return _cast_to(c, dtype_name(c.attr("to")))
 
 
 @converter("BitCast")
 def _bitcast(c: NodeContext):
-    to = _dtype_name(c.attr("to"))
+    to = dtype_name(c.attr("to"))
     if c.is_const(0):
         return [np.ascontiguousarray(c.const(0, "the input")).view(to)]
     x = c.value(0)

@@ -8,13 +8,16 @@ the converters read as attributes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
+
+from ember.dialects.graph_base import MAX_FOLDED_BYTES, NUMPY_TYPES
 
 if TYPE_CHECKING:
     from ember.frontends.onnx_ops import NodeContext
@@ -22,6 +25,63 @@ if TYPE_CHECKING:
 # Float constants larger than this are not folded at import: the graph op is built
 # on params and graph-fold-constants decides.
 MAX_FOLDED_ELEMENTS = 4096
+
+
+class ConversionError(Exception):
+    """A node cannot be converted; the importer adds the node's name and type."""
+
+
+def dtype_name(onnx_type: int) -> str:
+    """ONNX element type `onnx_type` by its numpy name ("float32"), else by
+    ONNX's ("bfloat16", "string"), else as "unknown type N"."""
+    try:
+        name = onnx.TensorProto.DataType.Name(onnx_type).lower()
+    except ValueError:
+        return f"unknown type {onnx_type}"
+    if onnx_type == onnx.TensorProto.STRING:
+        return name
+    try:
+        return str(onnx.helper.tensor_dtype_to_np_dtype(onnx_type))
+    except (KeyError, ValueError):
+        return name
+
+
+def graph_dtype(onnx_type: int, what: str) -> str:
+    """The numpy name of `onnx_type`, which must be a dtype graph tensors hold."""
+    name = dtype_name(onnx_type)
+    if name not in NUMPY_TYPES:
+        raise ConversionError(
+            f"expected {what} among {', '.join(NUMPY_TYPES)}, got {name}"
+        )
+    return name
+
+
+def to_array(tensor: onnx.TensorProto) -> np.ndarray:
+    """An ONNX tensor (an initializer, a tensor attribute) as numpy."""
+    try:
+        return numpy_helper.to_array(tensor)
+    except (KeyError, ValueError, TypeError) as e:
+        reason = "" if isinstance(e, KeyError) else f": {e}"
+        raise ConversionError(
+            f"cannot read its data ({dtype_name(tensor.data_type)}, dims "
+            f"{list(tensor.dims)}){reason}"
+        ) from None
+
+
+def checked_shape(shape: Iterable[Any], dtype: Any, what: str) -> list[int]:
+    """`shape` as ints once an array of it and `dtype` fits MAX_FOLDED_BYTES:
+    checked before numpy allocates an array a model asks for."""
+    dims = [int(d) for d in shape]
+    if any(d < 0 for d in dims):
+        raise ConversionError(f"expected non-negative dims for {what}, got {dims}")
+    nbytes = math.prod(dims) * np.dtype(dtype).itemsize
+    if nbytes > MAX_FOLDED_BYTES:
+        raise ConversionError(
+            f"expected {what} of at most {MAX_FOLDED_BYTES >> 30} GiB (ember's "
+            f"limit on arrays made at import), got {np.dtype(dtype)} {dims}: "
+            f"{nbytes} bytes"
+        )
+    return dims
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
@@ -82,7 +142,25 @@ def fold_squeeze(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray
 
 def _fold_constant_of_shape(c: NodeContext, shape: np.ndarray) -> np.ndarray:
     value = c.attr("value", np.zeros(1, np.float32))
-    return np.full([int(d) for d in shape], value.ravel()[0], value.dtype)
+    dims = checked_shape(shape.reshape(-1), value.dtype, "the filled tensor")
+    return np.full(dims, value.ravel()[0], value.dtype)
+
+
+def _fold_range(
+    _c: NodeContext, start: np.ndarray, limit: np.ndarray, delta: np.ndarray
+) -> np.ndarray:
+    first, last, step = start.item(), limit.item(), delta.item()
+    if step == 0:
+        raise ConversionError("expected a non-zero delta, got 0")
+    checked_shape([max(0, math.ceil((last - first) / step))], start.dtype, "the range")
+    return np.arange(first, last, step, dtype=start.dtype)
+
+
+def _fold_gather(c: NodeContext, x: np.ndarray, i: np.ndarray) -> np.ndarray:
+    axis = c.attr("axis", 0)
+    shape = [*x.shape[:axis], *i.shape, *x.shape[axis:][1:]]
+    checked_shape(shape, x.dtype, "the gathered tensor")
+    return np.take(x, i, axis=axis)
 
 
 _BINARY_NUMPY = {
@@ -100,7 +178,12 @@ def _flatten_axis(c: NodeContext, x: np.ndarray) -> int:
 
 
 def _numpy_binary(f: Callable[[np.ndarray, np.ndarray], np.ndarray]):
-    return lambda c, a, b: f(a, b).astype(np.result_type(a, b))
+    def fold(_c: NodeContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        dtype = np.result_type(a, b)
+        checked_shape(np.broadcast_shapes(a.shape, b.shape), dtype, "the result")
+        return f(a, b).astype(dtype)
+
+    return fold
 
 
 def _fold_div(_c: NodeContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -113,7 +196,7 @@ FOLDERS: dict[str, Callable[..., np.ndarray]] = {
     "Identity": lambda c, x: x,
     "Dropout": lambda c, x, *rest: x,
     "Shape": _fold_shape,
-    "Gather": lambda c, x, i: np.take(x, i, axis=c.attr("axis", 0)),
+    "Gather": _fold_gather,
     "Unsqueeze": fold_unsqueeze,
     "Squeeze": fold_squeeze,
     "Cast": _fold_cast,
@@ -124,9 +207,7 @@ FOLDERS: dict[str, Callable[..., np.ndarray]] = {
     "Transpose": lambda c, x: np.transpose(x, c.attr("perm")),
     "Slice": _fold_slice,
     "ConstantOfShape": _fold_constant_of_shape,
-    "Range": lambda c, start, limit, delta: np.arange(
-        start.item(), limit.item(), delta.item(), dtype=start.dtype
-    ),
+    "Range": _fold_range,
     "Neg": lambda c, x: -x,
     "Div": _fold_div,
     **{op: _numpy_binary(f) for op, f in _BINARY_NUMPY.items()},
@@ -156,4 +237,14 @@ def fold(c: NodeContext) -> np.ndarray | None:
     )
     if big_float and op not in SHAPE_ONLY | {"Cast", "CastLike", "Identity", "Dropout"}:
         return None
-    return np.asarray(FOLDERS[op](c, *arrays))
+    try:
+        return np.asarray(FOLDERS[op](c, *arrays))
+    except (
+        ValueError,
+        IndexError,
+        TypeError,
+        OverflowError,
+    ) as e:
+        # numpy's complaint about the model's data: out-of-range indices,
+        # shapes that do not reshape or broadcast
+        raise ConversionError(f"cannot fold it with numpy: {e}") from None

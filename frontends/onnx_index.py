@@ -10,7 +10,7 @@ from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
 from ember.dialects.graph_base import dtype_of
-from ember.frontends.onnx_fold import shape_of
+from ember.frontends.onnx_fold import checked_shape, shape_of
 from ember.frontends.onnx_ops import (
     CONST_INPUTS,
     ConversionError,
@@ -43,7 +43,7 @@ def _arg_reduce(c: NodeContext):
 def _positions(c: NodeContext, rank: int, axis: int, n: int, dtype: str) -> SSAValue:
     """0 .. n-1 along `axis` of a rank-`rank` tensor, 1 on every other axis."""
     shape = [1] * rank
-    shape[axis] = n
+    shape[axis] = checked_shape([n], dtype, "the positions")[0]
     return c.array(np.arange(n, dtype=dtype).reshape(shape), "positions")
 
 

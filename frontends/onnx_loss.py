@@ -32,7 +32,7 @@ from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
 from ember.dialects.graph_base import NUMPY_TYPES, dtype_of
-from ember.frontends.onnx_fold import shape_of
+from ember.frontends.onnx_fold import checked_shape, dtype_name, shape_of
 from ember.frontends.onnx_ops import (
     CHECKS,
     ConversionError,
@@ -47,7 +47,7 @@ _REDUCTION = _one_of("reduction", ["none", "sum", "mean"], "mean")
 def _eye_like_dtype(attrs: dict[str, Any], _opset: int) -> list[str]:
     if "dtype" not in attrs:
         return []
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(attrs["dtype"]).name
+    dtype = dtype_name(attrs["dtype"])
     return [] if dtype in NUMPY_TYPES else [f"dtype={dtype}"]
 
 
@@ -172,4 +172,5 @@ def _eye_like(c: NodeContext):
         dtype = onnx.helper.tensor_dtype_to_np_dtype(c.attr("dtype"))
     else:
         dtype = x.dtype if isinstance(x, np.ndarray) else np.dtype(_dtype(c.value(0)))
-    return [np.eye(*shape, k=c.attr("k", 0), dtype=dtype)]
+    rows, columns = checked_shape(shape, dtype, "the identity")
+    return [np.eye(rows, columns, k=c.attr("k", 0), dtype=dtype)]

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Block, SSAValue
 
@@ -25,10 +24,12 @@ from ember.dialects import graph as G
 from ember.dialects.graph_base import dtype_of
 from ember.frontends.onnx_fold import (
     SHAPE_ONLY,
+    ConversionError,
     axes_of,
     fold_squeeze,
     fold_unsqueeze,
     shape_of,
+    to_array,
 )
 
 Value = SSAValue | np.ndarray
@@ -36,10 +37,6 @@ Converter = Callable[["NodeContext"], Sequence[Value]]
 
 # Import-time values this small become graph.constant literals, larger ones params.
 MAX_LITERAL_ELEMENTS = 16
-
-
-class ConversionError(Exception):
-    """A node cannot be converted; the importer adds the node's name and type."""
 
 
 class NodeContext:
@@ -122,7 +119,10 @@ def _attribute(attr: onnx.AttributeProto) -> Any:
     if isinstance(value, bytes):
         return value.decode()
     if isinstance(value, onnx.TensorProto):
-        return numpy_helper.to_array(value)
+        try:
+            return to_array(value)
+        except ConversionError as e:
+            raise ConversionError(f"attribute '{attr.name}': {e}") from None
     return value
 
 
@@ -197,7 +197,12 @@ ABSENT_INPUTS: dict[str, list[tuple[int, str]]] = {}
 def unsupported_attributes(key: str, node: onnx.NodeProto, opset: int) -> list[str]:
     """What in `node`'s attributes ember cannot convert (empty when all is fine)."""
     check = CHECKS.get(key)
-    return check(_attr_values(node), opset) if check else []
+    if check is None:
+        return []
+    try:
+        return check(_attr_values(node), opset)
+    except ConversionError as e:
+        return [str(e)]
 
 
 # -- converters -----------------------------------------------------------------------
@@ -536,10 +541,12 @@ def _concat(c: NodeContext):
 def _squeeze(c: NodeContext):
     # With static shapes both are reshapes; the result shape is numpy's rule.
     x = c.value(0)
-    probe = np.empty(shape_of(x), dtype=np.bool_)
-    shape = (fold_unsqueeze if c.node.op_type == "Unsqueeze" else fold_squeeze)(
-        c, probe
-    ).shape
+    probe = np.broadcast_to(np.False_, shape_of(x))  # a shape, no memory
+    fold = fold_unsqueeze if c.node.op_type == "Unsqueeze" else fold_squeeze
+    try:
+        shape = fold(c, probe).shape
+    except ValueError as e:  # numpy's: an axis out of range, past 64 dimensions
+        raise ConversionError(f"cannot apply it to {shape_of(x)}: {e}") from None
     return [c.emit(G.ReshapeOp, x, shape=list(shape))]
 
 
@@ -576,7 +583,11 @@ def _dropout(c: NodeContext):
                 f"training with ratio {ratio}"
             )
     x = c.value(0)
-    return [x, np.ones(shape_of(x), np.bool_)][: len(c.node.output)]
+    if len(c.node.output) < 2:
+        return [x]
+    # the mask as an op, not an array: unread, it is erased before any kernel
+    true = c.emit_op(G.ConstantOp.from_numpy(np.array(True)))
+    return [x, c.emit(G.BroadcastToOp, true, shape=list(shape_of(x)))]
 
 
 @converter("Constant")

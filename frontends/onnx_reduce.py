@@ -18,12 +18,11 @@ onnx's function body defines it."""
 from __future__ import annotations
 
 import numpy as np
-import onnx
 from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
 from ember.dialects.graph_base import dtype_of
-from ember.frontends.onnx_fold import axes_of, shape_of
+from ember.frontends.onnx_fold import axes_of, graph_dtype, shape_of
 from ember.frontends.onnx_ops import ConversionError, NodeContext, converter
 
 
@@ -103,7 +102,7 @@ def _rms_normalization(c: NodeContext):
     axis = c.attr("axis", -1)
     if not -rank <= axis < rank:
         raise ConversionError(f"expected an axis in [{-rank}, {rank}), got {axis}")
-    stash = onnx.helper.tensor_dtype_to_np_dtype(c.attr("stash_type", 1)).name
+    stash = graph_dtype(c.attr("stash_type", 1), "stash_type")
     dtype = dtype_of(x.type.element_type)  # type: ignore[attr-defined]
     if stash != dtype:
         x = c.emit(G.CastOp, x, to=stash)

@@ -7,8 +7,8 @@ register with `onnx_ops.converter`."""
 from __future__ import annotations
 
 import numpy as np
-from onnx.helper import tensor_dtype_to_np_dtype
 
+from ember.frontends.onnx_fold import checked_shape, graph_dtype
 from ember.frontends.onnx_ops import (
     CHECKS,
     CONST_INPUTS,
@@ -37,12 +37,12 @@ def _window(c: NodeContext):
     size = c.const(0, "size").reshape(-1)
     if size.size != 1 or int(size[0]) < 0:
         raise ConversionError(f"expected one size >= 0, got {list(size)}")
-    length = int(size[0])
+    dtype = graph_dtype(c.attr("output_datatype", 1), "output_datatype")
+    (length,) = checked_shape(size, np.float64, "the window")
     period = length if c.attr("periodic", 1) else length - 1
     a0, a1, a2 = _SERIES[c.node.op_type]
     x = 2 * np.pi * np.arange(length) / period if period else np.zeros(length)
     y = a0 - a1 * np.cos(x) + a2 * np.cos(2 * x)
-    dtype = tensor_dtype_to_np_dtype(c.attr("output_datatype", 1))
     return [y.astype(dtype)]
 
 

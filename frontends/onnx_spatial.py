@@ -17,7 +17,7 @@ from xdsl.ir import SSAValue
 from ember.dialects import graph as G
 from ember.dialects.graph_base import dtype_of
 from ember.dialects.graph_spatial import COORDINATE_MODES, NEAREST_MODES
-from ember.frontends.onnx_fold import shape_of
+from ember.frontends.onnx_fold import checked_shape, shape_of
 from ember.frontends.onnx_ops import (
     _AUTO_PAD,
     CHECKS,
@@ -397,6 +397,7 @@ def _resample_matrix(
     """One axis of ONNX Resize: the (n_out, n_in) weights and which outputs
     lie outside the input (tf_crop_and_resize's extrapolation)."""
     coord = c.attr("coordinate_transformation_mode", "half_pixel")
+    checked_shape([n_out, n_in], np.float64, "the resampling matrix")
     length = scale * n_in
     i = np.arange(n_out, dtype=np.float64)
     if coord == "align_corners":

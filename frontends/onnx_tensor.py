@@ -20,7 +20,7 @@ from xdsl.ir import SSAValue
 from ember.dialects import graph as G
 from ember.dialects.graph_base import dtype_of
 from ember.dialects.graph_index import SCATTER_REDUCTIONS
-from ember.frontends.onnx_fold import shape_of
+from ember.frontends.onnx_fold import checked_shape, shape_of
 from ember.frontends.onnx_ops import (
     CHECKS,
     CONST_INPUTS,
@@ -262,6 +262,7 @@ def _top_k(c: NodeContext):
     mine = c.emit(G.ReshapeOp, rows, shape=[*lead, n, 1])
     theirs = c.emit(G.ReshapeOp, rows, shape=[*lead, 1, n])
     ahead = G.GreaterOp if c.attr("largest", 1) else G.LessOp
+    checked_shape([n, n], np.bool_, "the tie-break mask")
     earlier = np.arange(n)[None, :] < np.arange(n)[:, None]  # [i, j]: j < i
     tie = c.emit(
         G.LogicalAndOp,

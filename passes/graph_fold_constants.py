@@ -19,9 +19,11 @@ and
 becomes `%s = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>` with or without.
 
 A literal result larger than `max-elements` stays unfolded in the pass form (the
-IR holds literals as text); with params it becomes a param instead.
+IR holds literals as text); with params it becomes a param instead. A result past
+`MAX_FOLDED_BYTES` (4 GiB) is never computed here: its op stays, a kernel.
 """
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -33,6 +35,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ember.dialects import graph
+from ember.dialects.graph_base import MAX_FOLDED_BYTES, dtype_of
 from ember.passes.graph_reference import evaluate
 
 Params = dict[str, np.ndarray]
@@ -67,6 +70,12 @@ def prune_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> Params:
     return {k: v for k, v in params.items() if k in used}
 
 
+def _result_bytes(op: Operation) -> int:
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    return math.prod(t.get_shape()) * np.dtype(dtype_of(t.element_type)).itemsize
+
+
 def _fold_block(
     block: Block,
     params: Mapping[str, np.ndarray] | None,
@@ -90,6 +99,7 @@ def _fold_block(
             isinstance(op, graph.GraphOp)
             and len(op.results) == 1
             and all(v in known for v in op.operands)
+            and _result_bytes(op) <= MAX_FOLDED_BYTES
         ):
             roots = [origin[v] for v in op.operands if v in origin]
             value = evaluate(op, [known[v] for v in op.operands])
