@@ -1,5 +1,6 @@
 """Compiler limits give clear errors or work (issue 16): deep expressions,
-unrolling beyond the cap, shapes whose size overflows int64."""
+unrolling beyond the cap, shapes whose size overflows int64, names longer
+than LLVM keeps (issue 24)."""
 
 import numpy as np
 import pytest
@@ -185,3 +186,60 @@ def test_huge_te_ir_shape_is_refused():
         PassFailedException, match=r"@f: argument 0 .* bytes\); ember's limit is"
     ):
         run(module, "convert-te-to-loop")
+
+
+def test_names_past_llvm_limit_compile_and_run():
+    """LLVM cuts local names at 1024 bytes: names sharing a longer prefix
+    would define one value twice (issue 24, defect 9)."""
+    prefix = "x" * 3000
+    A = te.placeholder((16,), name=prefix + "A")
+    B = te.compute((16,), lambda i: A[i] + 1.0, name=prefix + "B")
+    C = te.compute((16,), lambda i: B[i] * 2.0, name=prefix + "C")
+    mod = ember.build(te.create_schedule(C.op), [A, C], name="f" + prefix)
+    a = np.arange(16, dtype="float32")
+    c = np.zeros(16, "float32")
+    mod(a, c)
+    np.testing.assert_array_equal(c, (a + 1) * 2)
+
+
+def test_onnx_names_past_llvm_limit_keep_their_full_names(tmp_path):
+    """Inputs, outputs, nodes and an initializer named by 2000 characters
+    (some not ASCII) that differ only at their end: the library runs as
+    onnxruntime does, its metadata and set_input take the full names."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ember.runtime import GraphModule, cpu, load_module
+
+    p = "é" * 500 + "x" * 1500
+    a, b, w, h, y, z = (p + s for s in ("a", "b", "w", "h", "y", "z"))
+    rng = np.random.default_rng(0)
+    value = [
+        helper.make_tensor_value_info(n, TensorProto.FLOAT, [8, 8])
+        for n in (a, b, y, z)
+    ]
+    graph = helper.make_graph(
+        [
+            helper.make_node("Add", [a, w], [h], name=p + "1"),
+            helper.make_node("Mul", [h, b], [y], name=p + "2"),
+            helper.make_node("Relu", [y], [z], name=p + "3"),
+        ],
+        p,
+        value[:2],
+        value[2:],
+        [numpy_helper.from_array(rng.standard_normal((8, 8), np.float32), w)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {n: rng.standard_normal((8, 8), np.float32) for n in (a, b)}
+    want = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
+    ember.compile_model(model).export_library(tmp_path / "m.so")
+    lib = load_module(tmp_path / "m.so")
+    info = lib.metadata["model"]
+    assert [v["name"] for v in info["inputs"] + info["outputs"]] == [a, b, y, z]
+    gm = GraphModule(lib["default"](cpu()))
+    for name, x in feeds.items():
+        gm.set_input(name, x)
+    gm.run()
+    for i, expected in enumerate(want):
+        np.testing.assert_allclose(gm.get_output(i).numpy(), expected, rtol=1e-6)

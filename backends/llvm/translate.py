@@ -20,6 +20,7 @@ its uses whatever the order of blocks in the region. Anything that cannot be
 translated raises `TranslationError` naming the op.
 """
 
+import hashlib
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -328,22 +329,41 @@ def _reverse_post_order(blocks: list[Block]) -> list[Block]:
     return order + [b for b in blocks if b not in seen]
 
 
+MAX_LOCAL_NAME = 200
+"""The longest name (UTF-8 bytes) a value or block keeps in LLVM IR. LLVM cuts
+local names at 1024 bytes when it parses them, so two long hints that share a
+prefix (ONNX tensor names, which may be any length) would define one name
+twice; a longer hint keeps its head and a hash of the whole."""
+
+
+def _local_name(hint: str | None) -> str:
+    if not hint:
+        return ""
+    data = hint.encode()
+    if len(data) <= MAX_LOCAL_NAME:
+        return hint
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    head = data[: MAX_LOCAL_NAME - len(digest) - 1].decode(errors="ignore")
+    return f"{head}.{digest}"
+
+
 def _convert_body(op: llvm.FuncOp, out: ir.Module) -> None:
     fn = out.get_global(op.sym_name.data)
     assert isinstance(fn, ir.Function)
     blocks = list(op.body.blocks)
     block_map: Blocks = {
-        b: fn.append_basic_block(b.name_hint or ("" if i else "entry"))
+        b: fn.append_basic_block(_local_name(b.name_hint) or ("" if i else "entry"))
         for i, b in enumerate(blocks)
     }
     values: Values = dict(zip(blocks[0].args, fn.args, strict=True))
     for arg, llvm_arg in values.items():
-        llvm_arg.name = arg.name_hint or ""
+        llvm_arg.name = _local_name(arg.name_hint)
     for block in blocks[1:]:
         # xDSL's br and cond_br handlers add the incoming values of these phis.
         builder = ir.IRBuilder(block_map[block])
         for arg in block.args:
-            values[arg] = builder.phi(_type(arg.type, op), name=arg.name_hint or "")
+            name = _local_name(arg.name_hint)
+            values[arg] = builder.phi(_type(arg.type, op), name=name)
     for block in _reverse_post_order(blocks):
         builder = ir.IRBuilder(block_map[block])
         for inner in block.ops:
@@ -377,7 +397,7 @@ def _convert_op(op: Operation, b: ir.IRBuilder, values: Values, blocks: Blocks):
     for result in op.results:
         value = values.get(result)
         if result.name_hint and isinstance(value, ir.Instruction):
-            value.name = result.name_hint
+            value.name = _local_name(result.name_hint)
 
 
 def _fastmath(op: Operation) -> list[str]:
