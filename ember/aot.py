@@ -39,25 +39,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
-    ModuleOp,
-    StringAttr,
-    UnitAttr,
-)
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import PassFailedException
 
-from ember.compile_cache import CompileCache, default_cache
+from ember.compile_cache import CompileCache
 from ember.dialects import graph
-from ember.kernel_build import (
-    HASHED_NAME,
-    KernelJob,
-    compile_kernels,
-    kernel_key,
-    object_symbols,
-)
+from ember.kernel_build import KernelBuild, kernel_build, object_symbols
+from ember.passes.pipelines import GRAPH_TO_TE
 from ember.runtime import EmberError, Module
 from ember.runtime.cc import ObjectFile
 
@@ -144,10 +133,11 @@ def compile_model(
     Raises:
         ModelCompileError: an op no strategy covers, a missing param, ...
     """
-    from ember.backends.llvm import LLVMModule, Target
+    from ember.backends.llvm import Target
+    from ember.backends.llvm.target import set_module_target
     from ember.backends.source import KINDS, DeviceTarget, target_kind
-    from ember.passes.graph_plan_memory import MODEL_ATTR
-    from ember.passes.pipelines import model_segments
+    from ember.passes.bound_params import bind_params
+    from ember.passes.pipelines import model_passes
 
     if target_kind(target) in KINDS:
         from ember.aot_device import compile_device_model
@@ -161,22 +151,18 @@ def compile_model(
         return compile_device_model(  # type: ignore[return-value]
             model, params, device, shape, opt_level, disabled_pass
         )
+    tgt = Target(target)  # type: ignore[arg-type]  # device kinds returned above
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    tgt = Target(target)  # type: ignore[arg-type]  # device kinds returned above
-    segments = dict(model_segments(_pass_context(opt_level, disabled_pass)))
-    module, values = _to_te(model, params, tgt, shape, segments, progress, timings)
-    if tuning_records is None:
-        tuning_records = default_records(tgt)
-    tuned = 0
-    if tuning_records:
-        from ember.tune.records import apply_history_best
-
-        tuned = apply_history_best(module, tuning_records, tgt)
-    timings["strategy"] = time.perf_counter() - start - timings["graph"]
-    t0 = time.perf_counter()
-    jobs = _take_kernels(module, tgt)
-    calls = sum(isinstance(op, graph.CallKernelOp) for op in module.walk())
+    module, params = _load(model, params, shape)
+    _check_params(_main(module), params)
+    _check_computes(_main(module))
+    set_module_target(module, tgt)
+    passes = model_passes(
+        _pass_context(opt_level, disabled_pass),
+        records=_records_option(tuning_records),
+        embed_params=embed_params,
+    )
     hits = 0
 
     def report(done: int, total: int, symbol: str, hit: bool) -> None:
@@ -185,38 +171,131 @@ def compile_model(
         if progress is not None:
             progress("kernels", done, total, f"{symbol}{' (cached)' if hit else ''}")
 
-    cache = cache if cache is not None else default_cache()
-    codes = compile_kernels(jobs, str(tgt), cache, workers, report)
+    build = KernelBuild(cache, workers, report)
+    watch = _Watch(timings, progress, start)
+    with bind_params(params) as bound, kernel_build(build):
+        _run(module, passes, watch)
     t1 = time.perf_counter()
-    timings["kernels"] = t1 - t0
-    _run(module, segments["loop"])
-    model_info = json.loads(module.attributes[MODEL_ATTR].data)  # type: ignore[attr-defined]
-    model_info["params_embedded"] = embed_params
-    module.attributes[MODEL_ATTR] = StringAttr(json.dumps(model_info))
-    _run(module, segments["llvm"])
-    objects = [_object(job, codes[job.symbol], tgt) for job in jobs]
-    packed = _params(model_info["params"], values)
-    blob = _blob(packed, model_info["params"], model_info["params_bytes"])
-    data = {PARAMS_SYMBOL: blob} if embed_params else None
-    mod = LLVMModule(module, tgt, entry_name=ENTRY, data=data, objects=objects)
-    for o in objects:
-        mod.import_module(KernelObjectModule(o))
-    timings["link"] = time.perf_counter() - t1
+    mod = link_model(module, tgt, bound.values, cache)
+    timings["link"] = timings.get("link", 0.0) + time.perf_counter() - t1
     timings["total"] = time.perf_counter() - start
+    model_info = mod.model_info  # type: ignore[attr-defined]
     stats = CompileStats(
-        kernels=len(jobs),
-        calls=calls,
+        kernels=len(mod.imported_modules),
+        calls=watch.calls,
         cache_hits=hits,
-        compiled=len(jobs) - hits,
+        compiled=len(mod.imported_modules) - hits,
         workspace_bytes=model_info["workspace_bytes"],
         intermediate_bytes=model_info["intermediate_bytes"],
         params_bytes=model_info["params_bytes"],
-        tuned=tuned,
+        tuned=watch.tuned,
         seconds=timings,
     )
-    mod.params = packed  # type: ignore[attr-defined]
     mod.compile_stats = stats  # type: ignore[attr-defined]
     return mod
+
+
+def _records_option(tuning_records) -> str:
+    """`compile_model`'s `tuning_records` as `te-apply-records`' option."""
+    if tuning_records is None:
+        return "auto"
+    if tuning_records is False:
+        return ""
+    if isinstance(tuning_records, str | os.PathLike):
+        return os.fspath(tuning_records)
+    return os.pathsep.join(os.fspath(p) for p in tuning_records)
+
+
+def link_model(
+    module: ModuleOp,
+    target: Target,
+    params: Mapping[str, np.ndarray] | None = None,
+    cache: CompileCache | None = None,
+) -> LLVMModule:
+    """The module of a model that went through `ember-model`: its entry's code,
+    its kernels' objects (`ember.objects`, read from the kernel `cache`, the
+    process-wide one by default) as imported modules, and, where the metadata
+    says they are embedded, its params blob (`__ember_params`) from `params`,
+    the values bound while it compiled.
+
+    Raises:
+        ModelCompileError: a kernel's object is not in the cache, or a param
+            the plan needs has no value.
+    """
+    from ember.backends.llvm import LLVMModule
+    from ember.compile_cache import default_cache
+    from ember.passes.graph_plan_memory import MODEL_ATTR
+    from ember.passes.te_compile_kernels import OBJECTS_ATTR, object_keys
+
+    cache = cache if cache is not None else default_cache()
+    objects = []
+    for symbol, key in object_keys(module).items():
+        code = cache.get(key)
+        if code is None:
+            raise ModelCompileError(
+                f"kernel @{symbol}: its object ({key[:16]}...) is not in the kernel "
+                "cache; run the pipeline's te-compile-kernels in this process or "
+                "with the cache directory it used"
+            )
+        objects.append(_object(symbol, code, target))
+    module.attributes.pop(OBJECTS_ATTR, None)
+    info = json.loads(module.attributes[MODEL_ATTR].data)  # type: ignore[attr-defined]
+    packed = _params(info["params"], params or {}) if params is not None else {}
+    data = None
+    if info["params_embedded"]:
+        blob = _blob(packed, info["params"], info["params_bytes"])
+        data = {PARAMS_SYMBOL: blob}
+    mod = LLVMModule(module, target, entry_name=ENTRY, data=data, objects=objects)
+    for o in objects:
+        mod.import_module(KernelObjectModule(o))
+    mod.params = packed  # type: ignore[attr-defined]
+    mod.model_info = info  # type: ignore[attr-defined]
+    return mod
+
+
+class _Watch:
+    """Watches the pipeline run: each stage's seconds (`CompileStats.seconds`),
+    the graph stage's end (`Progress`), and the kernels and their calls as
+    `te-compile-kernels` leaves them."""
+
+    def __init__(
+        self, timings: dict[str, float], progress: Progress | None, start: float
+    ):
+        self.timings, self.progress = timings, progress
+        self.stage, self.last = "graph", start
+        self.calls = self.tuned = 0
+
+    def __call__(self, previous, module: ModuleOp, following) -> None:
+        from ember.passes.te_apply_records import TUNED_ATTR
+
+        now = time.perf_counter()
+        if previous is not None:
+            self.stage = _STAGE_OF.get(previous.name, _AFTER[self.stage])
+            self.timings[self.stage] = (
+                self.timings.get(self.stage, 0.0) + now - self.last
+            )
+        if following is not None and following.name == GRAPH_TO_TE[0]:
+            if self.progress is not None:
+                self.progress("graph", 1, 1, "")
+        if previous is not None and previous.name == "te-compile-kernels":
+            ops = list(module.walk())
+            self.calls = sum(isinstance(op, graph.CallKernelOp) for op in ops)
+            self.tuned = sum(
+                isinstance(op, func.FuncOp) and TUNED_ATTR in op.attributes
+                for op in ops
+            )
+        self.last = now
+
+
+_STAGE_OF = {
+    "convert-graph-to-te": "strategy",
+    "te-apply-records": "strategy",
+    "te-compile-kernels": "kernels",
+}
+"""The stage `CompileStats.seconds` counts a pass's time under."""
+_AFTER = {"graph": "graph", "strategy": "strategy", "kernels": "link", "link": "link"}
+"""The stage of a pass not in `_STAGE_OF`, after one of the given stage: the
+graph passes, then the entry's lowering counted with the link."""
 
 
 def lower_to_te(
@@ -228,43 +307,24 @@ def lower_to_te(
     disabled_pass: Sequence[str] = (),
 ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """A model through the `graph` and `te` stages of `ember-model`, as
-    `compile_model` runs them: the module of its kernels (te functions, each
-    with its schedule) and their calls, and the params it binds then (packed
-    weights included). What the tuner extracts its tasks from."""
+    `compile_model` runs them but with no tuning records applied: the module of
+    its kernels (te functions, each with its default schedule) and their
+    calls, and the params it binds then (packed weights included). What the
+    tuner extracts its tasks from."""
     from ember.backends.llvm import Target
-    from ember.passes.pipelines import model_segments
-
-    segments = dict(model_segments(_pass_context(opt_level, disabled_pass)))
-    return _to_te(model, params, Target(target), shape, segments, None, {})
-
-
-def _to_te(model, params, target, shape, segments, progress, timings):
     from ember.backends.llvm.target import set_module_target
     from ember.passes.bound_params import bind_params
+    from ember.passes.pipelines import model_passes
 
-    start = time.perf_counter()
+    tgt = Target(target)
     module, params = _load(model, params, shape)
     _check_params(_main(module), params)
     _check_computes(_main(module))
-    set_module_target(module, target)
+    set_module_target(module, tgt)
+    context = _pass_context(opt_level, disabled_pass)
     with bind_params(params) as bound:
-        _run(module, segments["graph"])
-        timings["graph"] = time.perf_counter() - start
-        if progress is not None:
-            progress("graph", 1, 1, "")
-        _run(module, segments["te"])
+        _run(module, model_passes(context, until="te", records=""))
     return module, bound.values
-
-
-def default_records(target) -> str | None:
-    """The tuning log under ember's cache directory that `compile_model`
-    applies by default (`ember-tune` adds its best records there), if it
-    exists; its records apply only to the target they were measured on."""
-    from ember.compile_cache import default_directory
-
-    directory = default_directory()
-    path = directory / "tuning.jsonl" if directory is not None else None
-    return str(path) if path is not None and path.is_file() else None
 
 
 def _pass_context(opt_level: int | None, disabled: Sequence[str]):
@@ -280,103 +340,40 @@ def _pass_context(opt_level: int | None, disabled: Sequence[str]):
     )
 
 
-def _run(module: ModuleOp, passes: Sequence[str]) -> None:
-    from ember.passes import run
+def _run(module: ModuleOp, passes: Sequence[str], callback=None) -> None:
+    from xdsl.passes import PassPipeline
+
+    from ember.passes import get_context, parse_pipeline
 
     if not passes:
         return
+    pipeline = parse_pipeline(",".join(passes))
+    if callback is not None:
+        pipeline = PassPipeline(pipeline.passes, callback)
     try:
-        run(module, ",".join(passes))
+        pipeline.apply(get_context(), module)
     except PassFailedException as e:
         raise ModelCompileError(str(e)) from None
 
 
-def _take_kernels(module: ModuleOp, target: Target) -> list[KernelJob]:
-    """Each kernel function as a job compiled apart; the module keeps its
-    declaration with the signature its loop form has (operands, the result,
-    then scratch buffers)."""
-    from ember.passes.convert_graph_to_te import KERNEL_ATTR
-    from ember.passes.convert_te_to_loop import scratch_buffers
-    from ember.passes.graph_plan_memory import memref_of
-
-    jobs = []
-    for op in list(module.ops):
-        if not isinstance(op, func.FuncOp) or KERNEL_ATTR not in op.attributes:
-            continue
-        symbol = op.sym_name.data
-        copy = op.clone()
-        copy.sym_name = StringAttr(HASHED_NAME)
-        copy.sym_visibility = None
-        del copy.attributes[KERNEL_ATTR]
-        text = str(ModuleOp([copy]))
-        try:
-            scratch = scratch_buffers(op)
-        except PassFailedException as e:
-            raise ModelCompileError(f"kernel @{symbol}: {e}") from None
-        names = _arg_names(op)
-        types = [memref_of(t) for t in op.function_type.inputs.data]
-        attrs = [DictionaryAttr({"ember.name": StringAttr(n)}) for n in names]
-        out = op.function_type.outputs.data[0]
-        types.append(memref_of(out))
-        attrs.append(
-            DictionaryAttr(
-                {"ember.name": StringAttr(symbol), "ember.output": UnitAttr()}
-            )
-        )
-        for name, t in scratch:
-            types.append(t)
-            attrs.append(
-                DictionaryAttr(
-                    {
-                        "ember.name": StringAttr(name),
-                        "ember.output": UnitAttr(),
-                        "ember.scratch": UnitAttr(),
-                    }
-                )
-            )
-        decl = func.FuncOp.external(symbol, types, [])
-        decl.arg_attrs = ArrayAttr(attrs)
-        module.body.block.insert_op_before(decl, op)
-        module.body.block.erase_op(op)
-        jobs.append(
-            KernelJob(
-                text,
-                symbol,
-                kernel_key(text, str(target)),
-                tuple(str(t) for _, t in scratch),
-            )
-        )
-    return jobs
-
-
-def _arg_names(f: func.FuncOp) -> list[str]:
-    n = len(f.function_type.inputs.data)
-    dicts = f.arg_attrs.data if f.arg_attrs is not None else [DictionaryAttr({})] * n
-    names = []
-    for i, d in enumerate(dicts):
-        name = d.data.get("ember.name")
-        names.append(name.data if isinstance(name, StringAttr) else f"arg{i}")
-    return names
-
-
-def _object(job: KernelJob, code: bytes, target: Target) -> ObjectFile:
+def _object(symbol: str, code: bytes, target: Target) -> ObjectFile:
     from ember.backends.llvm.module import _resolve
     from ember.runtime.parallel import NUM_THREADS_SYMBOL
 
     try:
         defined, needed = object_symbols(code)
     except ValueError:  # not ELF64 (wasm32, 32-bit ELF): nothing runs here
-        defined, needed = {job.symbol}, set()
+        defined, needed = {symbol}, set()
     for name in needed - {NUM_THREADS_SYMBOL}:
         if target.is_host and not _resolve(name):
             raise ModelCompileError(
-                f"kernel {job.symbol} uses {name!r}, which this process lacks"
+                f"kernel {symbol} uses {name!r}, which this process lacks"
             )
     return ObjectFile(
-        name=f"{job.symbol}.o",
+        name=f"{symbol}.o",
         code=code,
         triple=target.triple,
-        features=_features(target),
+        features=target.code_features(),
         symbols=tuple(sorted(defined)),
     )
 
@@ -406,10 +403,6 @@ def _blob(packed: Mapping[str, np.ndarray], layout: Mapping[str, dict], nbytes: 
         raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
         blob[start : start + raw.size] = raw
     return blob
-
-
-def _features(t: Target) -> tuple[str, ...]:
-    return tuple(f[1:] for f in t.features.split(",") if f.startswith("+"))
 
 
 class KernelObjectModule(Module):

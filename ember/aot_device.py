@@ -78,7 +78,9 @@ def compile_device_model(
     main = _main(module)
     _check_params(main, params)
     module.attributes[MODULE_ATTR] = StringAttr(str(target))
-    segments = dict(model_segments(_pass_context(opt_level, disabled_pass)))
+    # no tuning records on GPUs yet: their schedules are not the CPU's
+    context = _pass_context(opt_level, disabled_pass)
+    segments = dict(model_segments(context, records=""))
     with bind_params(params) as bound:
         _run(module, segments["graph"])
         _run(module, segments["te"])

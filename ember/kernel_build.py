@@ -8,8 +8,8 @@ workspace and params. Kernels are cached by the sha256 of their te IR, the
 resolved target and ember's own sources (see `ember.compile_cache`), so
 identical layers compile once, and a warm cache compiles nothing.
 
-The pipeline is `EMBER_CPU` without `func-packed-abi` (no packed entry, no
-metadata), its `convert-te-to-loop` with `scratch-args`: a kernel allocates
+The pipeline is `KERNEL_SEGMENTS` (`ember.passes.pipelines`): no packed entry,
+no metadata, its `convert-te-to-loop` with `scratch-args`: a kernel allocates
 nothing; each intermediate buffer of its own (a padded or packed input, a
 pooling column pass) is an `ember.scratch` argument after its output, which the
 model's entry points into the workspace (`scratch_buffers` of
@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,19 +45,42 @@ HASHED_NAME = "kernel"
 key depends on its structure only; it is renamed to its symbol afterwards."""
 
 
-SCRATCH_TE_TO_LOOP = "convert-te-to-loop{scratch-args=true}"
-
-
 def kernel_passes() -> tuple[str, ...]:
-    """`EMBER_CPU` without the packed entry (kernels keep bare-pointer symbols),
-    intermediates as scratch arguments (kernels allocate nothing)."""
-    from ember.passes.pipelines import EMBER_CPU
+    """The passes each kernel runs (`KERNEL_SEGMENTS`), in order."""
+    from ember.passes.pipelines import KERNEL_SEGMENTS
 
-    return tuple(
-        SCRATCH_TE_TO_LOOP if p == "convert-te-to-loop" else p
-        for p in EMBER_CPU
-        if p != "func-packed-abi"
-    )
+    return tuple(p for _, segment in KERNEL_SEGMENTS for p in segment)
+
+
+@dataclass
+class KernelBuild:
+    """How `te-compile-kernels` compiles the kernels of the running pipeline:
+    the cache, the worker processes, and who is told of each kernel."""
+
+    cache: CompileCache | None = None
+    """None: the process-wide cache (`ember.compile_cache.default_cache`)."""
+    workers: int | None = None
+    """Processes compiling misses; None: one per core."""
+    report: Callable[[int, int, str, bool], None] | None = None
+    """Called as `report(done, total, symbol, cache_hit)` after each kernel."""
+
+
+_BUILD: ContextVar[KernelBuild | None] = ContextVar("ember_kernel_build", default=None)
+
+
+@contextmanager
+def kernel_build(build: KernelBuild) -> Iterator[KernelBuild]:
+    """Compile the kernels of pipelines run inside the block as `build` says."""
+    token = _BUILD.set(build)
+    try:
+        yield build
+    finally:
+        _BUILD.reset(token)
+
+
+def current_build() -> KernelBuild:
+    """The `KernelBuild` around the running pass, or the defaults."""
+    return _BUILD.get() or KernelBuild()
 
 
 def kernel_key(text: str, target: str | Mapping[str, Any] | Target) -> str:
@@ -112,7 +137,7 @@ def compile_kernel(
     from ember.backends.llvm.target import set_module_target
     from ember.backends.llvm.translate import translate
     from ember.passes import get_context, run
-    from ember.passes.pipelines import TE_TO_LOOP
+    from ember.passes.pipelines import KERNEL_SEGMENTS
     from ember.runtime.parallel import NUM_THREADS_SYMBOL
 
     ctx = get_context()
@@ -120,8 +145,8 @@ def compile_kernel(
     set_module_target(module, target)  # loop-vectorize's width is the target's
     # Declared, not defined: the model's entry defines it once.
     module.body.block.add_op(llvm.GlobalOp(i32, NUM_THREADS_SYMBOL, "external"))
-    passes = kernel_passes()
-    run(module, ",".join(passes[: len(TE_TO_LOOP)]), ctx)
+    (_, to_loop), (_, to_llvm) = KERNEL_SEGMENTS
+    run(module, ",".join(to_loop), ctx)
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == HASHED_NAME:
             op.sym_name = StringAttr(symbol)
@@ -143,7 +168,8 @@ def compile_kernel(
             op.arg_attrs = ArrayAttr(
                 [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
             )
-    run(module, ",".join(passes[len(TE_TO_LOOP) :]), ctx)
+    run(module, ",".join(to_llvm), ctx)
+    module.verify()  # as ember-opt verifies after every pass
     t = Target(target)
     tm = t.create_target_machine()
     ir = translate(module, triple=t.triple, data_layout=str(tm.target_data))
@@ -319,9 +345,12 @@ def object_symbols(code: bytes) -> tuple[set[str], set[str]]:
 
 __all__ = [
     "HASHED_NAME",
+    "KernelBuild",
     "KernelJob",
     "compile_kernel",
     "compile_kernels",
+    "current_build",
+    "kernel_build",
     "kernel_key",
     "kernel_passes",
     "object_problem",

@@ -51,6 +51,8 @@ _EMBER_PASSES = (
     "graph-fuse-layer-norm",
     "graph-fuse-ops",
     "convert-graph-to-te",
+    "te-apply-records",
+    "te-compile-kernels",
     "graph-plan-memory",
     "convert-te-to-loop",
     "loop-simplify",

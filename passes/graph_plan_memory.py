@@ -55,6 +55,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import graph
 from ember.memory_plan import ALIGNMENT, TensorLife, plan_memory
+from ember.passes.bound_params import bound_params
 
 ENTRY = "default_run"
 MODEL_ATTR = "ember.model"
@@ -64,10 +65,17 @@ MODEL_ATTR = "ember.model"
 class GraphPlanMemory(ModulePass):
     """A model function to `default_run` over a planned workspace and params blob.
 
-    ember-opt model.mlir -p '...,convert-te-to-loop{scratch-args=true},graph-plan-memory'
+    ember-opt model.mlir -p '...,te-compile-kernels,graph-plan-memory'
+
+    `embed-params`: whether the library will carry the params blob (the
+    metadata's `params_embedded`); params of a text model with none bound
+    (`ember.passes.bound_params`) cannot be embedded, and the library then
+    expects them from `load_params`.
     """
 
     name = "graph-plan-memory"
+
+    embed_params: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.passes.convert_graph_to_te import is_graph_function
@@ -80,7 +88,7 @@ class GraphPlanMemory(ModulePass):
         if len(models) > 1:
             names = ", ".join(f"@{f.sym_name.data}" for f in models)
             _fail(f"expected one model function, got {names}")
-        _Planner(op, models[0]).run()
+        _Planner(op, models[0], self.embed_params).run()
 
 
 def _fail(message: str) -> None:
@@ -130,6 +138,7 @@ class _Call:
 class _Planner:
     module: ModuleOp
     main: func.FuncOp
+    embed_params: bool
     calls: list[_Call] = field(default_factory=list)
 
     def root(self, value: SSAValue) -> SSAValue:
@@ -343,7 +352,9 @@ class _Planner:
             "workspace_bytes": self.workspace_bytes,
             "params_bytes": self.params_bytes,
             "params": self.layout,
-            "params_embedded": True,
+            # values exist to embed only where params are bound (or none needed)
+            "params_embedded": self.embed_params
+            and (bound_params() is not None or not self.layout),
             "intermediate_bytes": self.intermediate_bytes,
         }
         self.module.attributes[MODEL_ATTR] = StringAttr(json.dumps(model))

@@ -10,6 +10,7 @@ A pipeline is an ordered list of named segments, each a list of passes; the
 of the one pipeline that `ember.compile_model` runs too.
 """
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -93,16 +94,12 @@ KERNELS_TO_LOOP: tuple[str, ...] = (
     # a model's kernels allocate nothing: their intermediates become scratch
     # arguments the model's workspace provides
     "convert-te-to-loop{scratch-args=true}",
-    *TE_TO_LOOP[1:],
+    "loop-simplify",
+    "cse",
 )
+"""A model's kernel, te to loops (its buffers are the caller's)."""
 
-PLAN: tuple[str, ...] = (
-    # the model function becomes `default_run`: kernel calls on views of one
-    # workspace planned by liveness and of the params blob
-    "graph-plan-memory",
-)
-
-LOOP_TO_LLVM: tuple[str, ...] = (
+LOOP_TO_CF: tuple[str, ...] = (
     # parallel loops become functions libgomp runs on every core
     "loop-outline-parallel",
     # vectorized loops become SIMD code on vector types
@@ -116,8 +113,10 @@ LOOP_TO_LLVM: tuple[str, ...] = (
     # calls of registered host functions go through the hook a host installs;
     # a failed call returns from the function, out of every loop
     "convert-call-packed-to-llvm",
-    # every public function gets a packed-ABI entry that checks its arguments
-    "func-packed-abi",
+)
+"""Loop nests to branches between blocks, over upstream dialects."""
+
+TO_LLVM: tuple[str, ...] = (
     # upstream dialects → llvm
     "convert-math-to-llvm",
     "convert-vector-to-llvm",
@@ -130,7 +129,23 @@ LOOP_TO_LLVM: tuple[str, ...] = (
     # only llvm ops are left, or the first other op is named
     "llvm-verify-lowered",
 )
-"""Loop IR to the llvm dialect."""
+"""Upstream dialects to the llvm dialect."""
+
+LOOP_TO_LLVM: tuple[str, ...] = (
+    *LOOP_TO_CF,
+    # every public function gets a packed-ABI entry that checks its arguments
+    "func-packed-abi",
+    *TO_LLVM,
+)
+"""Loop IR to the llvm dialect, public functions with their packed entries."""
+
+KERNEL_SEGMENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("loop", KERNELS_TO_LOOP),
+    # no packed entry: the model's entry calls a kernel's bare-pointer symbol
+    ("llvm", (*LOOP_TO_CF, *TO_LLVM)),
+)
+"""What `te-compile-kernels` runs on each kernel of a model, apart, before
+LLVM compiles it to an object."""
 
 EMBER_CPU: tuple[str, ...] = (*TE_TO_LOOP, *LOOP_TO_LLVM)
 """A te (or loop) program to the llvm dialect for a CPU."""
@@ -138,24 +153,47 @@ EMBER_CPU: tuple[str, ...] = (*TE_TO_LOOP, *LOOP_TO_LLVM)
 
 def model_segments(
     ctx: "PassContext | None" = None,
+    records: str = "auto",
+    embed_params: bool = True,
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The model pipeline `ember-model`: (stage, passes) in order, the graph
     passes those of `ctx` (the current `PassContext` by default). The stage
-    names are `ember-opt --emit`'s: each segment ends at that level."""
+    names are `ember-opt --emit`'s: each segment ends at that level.
+
+    Args:
+        ctx: the pass context (opt level, disabled passes).
+        records: the tuning log `te-apply-records` applies ("auto": the one
+            under ember's cache directory, "": none).
+        embed_params: whether the library carries its params
+            (`graph-plan-memory{embed-params}`).
+    """
+    return (("graph", graph_pipeline(ctx)), *_lowering(records, embed_params))
+
+
+def _lowering(records: str, embed_params: bool):
+    apply_records = "te-apply-records"
+    if records != "auto":
+        apply_records += "{records=" + json.dumps(records) + "}"
+    plan = "graph-plan-memory" + ("" if embed_params else "{embed-params=false}")
     return (
-        ("graph", graph_pipeline(ctx)),
-        ("te", GRAPH_TO_TE),
-        ("loop", (*KERNELS_TO_LOOP, *PLAN)),
+        # each kernel's best schedule from a tuning log, where it has one
+        ("te", (*GRAPH_TO_TE, apply_records)),
+        # each kernel compiled apart to an object (in parallel, cached), as
+        # MLIR's gpu-module-to-binary compiles device modules; the model
+        # function becomes `default_run`: kernel calls on views of one
+        # workspace planned by liveness and of the params blob
+        ("loop", ("te-compile-kernels", plan)),
         ("llvm", LOOP_TO_LLVM),
     )
 
 
 def model_passes(
-    ctx: "PassContext | None" = None, until: str = "llvm"
+    ctx: "PassContext | None" = None, until: str = "llvm", **options
 ) -> tuple[str, ...]:
-    """The passes of `ember-model` up to and including stage `until`."""
+    """The passes of `ember-model` up to and including stage `until`
+    (`options` as `model_segments` takes them)."""
     passes: list[str] = []
-    for stage, segment in model_segments(ctx):
+    for stage, segment in model_segments(ctx, **options):
         passes += segment
         if stage == until:
             return tuple(passes)
@@ -201,17 +239,20 @@ class EmberGraphPipeline(ModulePass):
 class EmberModelPipeline(ModulePass):
     """A graph model to the llvm dialect: every segment of `model_segments`.
 
-    ember-opt model.mlir -p 'ember-model{opt-level=2}' -t llvm
+    ember-opt model.mlir -p 'ember-model{opt-level=2 records="r.jsonl"}' -t llvm
     """
 
     name = "ember-model"
 
     opt_level: int = 2
+    records: str = "auto"
+    """The tuning log to apply ("auto": the one under ember's cache directory)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.pass_context import PassContext
 
-        _run(ctx, op, model_passes(PassContext(opt_level=self.opt_level)))
+        context = PassContext(opt_level=self.opt_level)
+        _run(ctx, op, model_passes(context, records=self.records))
 
 
 PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -219,10 +260,7 @@ PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
         "graph -> llvm dialect: a whole model, its kernels and its entry",
         (
             *(name for name, _ in GRAPH_PASSES),
-            *GRAPH_TO_TE,
-            *KERNELS_TO_LOOP,
-            *PLAN,
-            *LOOP_TO_LLVM,
+            *(p for _, segment in _lowering("auto", True) for p in segment),
         ),
     ),
     "ember-graph{opt-level=N}": (

@@ -341,7 +341,7 @@ class BodyVectorizer:
             cast = VECTOR_CASTS.get(type(op))
             if cast is not None:
                 (v,), (t,) = vectors, types
-                new = self.shared((cast.name, v, t), lambda: cast(v, t))
+                new = self.shared(("cast", op.name, v, t), lambda: cast(v, t))
             else:
                 new = self.clone(op, vectors, types)
             monotone = isinstance(op, arith.AndIOp) and all(

@@ -131,6 +131,23 @@ def link_shared(
         "-lm",
         *options,
     ]
+    _run_linker(command, output)
+
+
+def link_relocatable(
+    output: str, objects: Sequence[str], cc: "str | Sequence[str] | None" = None
+) -> None:
+    """Link ``objects`` into the one relocatable object ``output`` (``cc -r``),
+    which ``load_module`` or a C toolchain links later.
+
+    Raises:
+        CompilerNotFoundError: the compiler does not exist.
+        LinkError: the link failed.
+    """
+    _run_linker([*compiler(cc), "-r", "-nostdlib", "-o", output, *objects], output)
+
+
+def _run_linker(command: list[str], output: str) -> None:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     except OSError as e:

@@ -24,7 +24,7 @@ from .errors import ExportError
 if TYPE_CHECKING:
     from .module import Module
 
-SUFFIXES = (".so", ".tar")
+SUFFIXES = (".so", ".tar", ".o")
 WASM_MAGIC = b"\0asm"
 
 
@@ -39,8 +39,8 @@ def export_library(
     if suffix not in SUFFIXES:
         raise ExportError(
             f"export_library: cannot write {path}: expected a file ending in "
-            ".so (a shared library) or .tar (objects and metadata), got "
-            f"{suffix or 'no suffix'!r}"
+            ".so (a shared library), .tar (objects and metadata) or .o (one "
+            f"relocatable object), got {suffix or 'no suffix'!r}"
         )
     modules = module_tree(module)
     objects = [m._object_file(f"{i}_{_file_stem(m)}.o") for i, m in enumerate(modules)]
@@ -80,7 +80,7 @@ def export_library(
             f"needs a C compiler for {machine}: pass cc=, e.g. "
             f"cc='{machine}-linux-gnu-gcc', or export a .tar (no compiler needed)"
         )
-    _link(path, objects, metadata_object, cc, options)
+    _link(path, objects, metadata_object, cc, options, relocatable=suffix == ".o")
 
 
 def _data_objects(
@@ -173,8 +173,11 @@ def _link(
     metadata_object: bytes,
     cc: "str | list[str] | None",
     options: "list[str] | tuple[str, ...]",
+    relocatable: bool = False,
 ) -> None:
-    """Link the objects into the shared library ``path`` (via ``_replacing``)."""
+    """Link the objects into the shared library ``path``, or into one
+    relocatable object (``.o``: ``load_module`` links it like a ``.tar``), via
+    ``_replacing``."""
     with _replacing(path) as (tmp, library):
         files = []
         for name, code in [
@@ -184,6 +187,9 @@ def _link(
             files.append(os.path.join(tmp, name))
             with open(files[-1], "wb") as f:
                 f.write(code)
+        if relocatable:
+            _cc.link_relocatable(library, files, cc)
+            return
         openmp = any(_cc.uses_openmp(o.code) for o in objects)
         _cc.link_shared(library, files, cc, options, openmp=openmp)
 

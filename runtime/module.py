@@ -346,11 +346,13 @@ class Module:
         library ``load_module`` opens with ctypes alone, in any process. ``.tar``:
         the objects and a manifest (``ember_library.json``) in an archive,
         linked when it is loaded, which needs no compiler now and works for any
-        target. Either way the library's ``__ember_metadata`` describes the
-        functions of all the modules, and the module's entry stays the entry.
+        target. ``.o``: every object linked into one relocatable object (``cc
+        -r``), which ``load_module`` or a C toolchain links later. Either way the
+        library's ``__ember_metadata`` describes the functions of all the
+        modules, and the module's entry stays the entry.
 
         Args:
-            path: the file to write, ending in ``.so`` or ``.tar``.
+            path: the file to write, ending in ``.so``, ``.tar`` or ``.o``.
             cc: the C compiler for a ``.so`` (default ``$CC``, else ``cc``); a
                 module compiled for another machine needs one for that machine,
                 e.g. ``"aarch64-linux-gnu-gcc"``.
@@ -358,7 +360,7 @@ class Module:
                 (``-L...``, ``-l...``).
 
         Raises:
-            ExportError: a suffix other than ``.so``/``.tar``; a module with no
+            ExportError: a suffix other than ``.so``/``.tar``/``.o``; a module with no
                 object code (a loaded library); modules for different machines
                 or defining the same function; a ``.so`` for another machine
                 without ``cc``.
@@ -617,7 +619,7 @@ def load_module(
         from .device_module import load_plan
 
         return load_plan(path)
-    if suffix not in (*LIBRARY_SUFFIXES, ".o"):
+    if suffix not in LIBRARY_SUFFIXES:
         raise EmberError(
             f"load_module: cannot load {path}: expected a shared library (.so), "
             f"a library archive (.tar) or an object file (.o), got suffix {suffix!r}"

@@ -299,14 +299,14 @@ def test_scratch_buffers_are_planned():
 
 def test_kernel_compiler_checks_the_planned_scratch():
     """The kernel compiler checks the lowered signature against the plan's."""
-    from ember.aot import _take_kernels
     from ember.backends.llvm import Target
     from ember.passes import run
     from ember.passes.pipelines import model_passes
+    from ember.passes.te_compile_kernels import take_kernels
 
     module = Parser(get_context(), BLOCK).parse_module()
     run(module, ",".join(model_passes(until="te")))
-    job = next(j for j in _take_kernels(module, Target()) if j.scratch)
+    job = next(j for j in take_kernels(module, str(Target())) if j.scratch)
     with pytest.raises(
         ValueError, match=r"expected scratch buffers \[\], got \[memref"
     ):
@@ -405,12 +405,11 @@ def test_cnn_models_for_narrower_x86_match_onnxruntime(name, cpu, cache):
 
 @pytest.mark.parametrize("ir", [BLOCK, HEAD], ids=["block", "head"])
 def test_the_pipeline_on_one_module_runs_as_compile_model(ir, cache):
-    """`ember-model` run on one module (as `ember-opt -p ember-model` runs it,
-    kernels and entry together) gives the library `compile_model` gives, and
-    both the graph's numpy semantics."""
-    import json
-
-    from ember.backends.llvm import LLVMModule, Target
+    """`ember-model` run as one pass list (as `ember-opt -p ember-model` runs
+    it), then linked, gives the library `compile_model` gives, and both the
+    graph's numpy semantics."""
+    from ember.aot import link_model
+    from ember.backends.llvm import Target
     from ember.passes import run
     from ember.passes.bound_params import bind_params
     from ember.passes.pipelines import model_passes
@@ -420,15 +419,7 @@ def test_the_pipeline_on_one_module_runs_as_compile_model(ir, cache):
     module = Parser(get_context(), ir).parse_module()
     with bind_params(params) as bound:
         run(module, ",".join(model_passes()))
-    model = json.loads(module.attributes["ember.model"].data)  # type: ignore[attr-defined]
-    blob = np.zeros(model["params_bytes"], np.uint8)
-    for name, entry in model["params"].items():
-        raw = np.ascontiguousarray(bound.values[name], entry["dtype"]).view(np.uint8)
-        blob[entry["offset"] : entry["offset"] + raw.size] = raw.reshape(-1)
-    one = LLVMModule(
-        module, Target(), entry_name="default_run", data={"__ember_params": blob}
-    )
-    got = _run(one, {"x": x})
+    got = _run(link_model(module, Target(), bound.values), {"x": x})
     want = _run(compile_model(ir, params, cache=cache), {"x": x})
     reference = _reference(ir, [x], params)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -132,7 +132,11 @@ def test_separate_params(models, capsys):
         (["{lib}", "--input", "x={wrong}"], 1, r"expected float32 (1, 8), got float64"),
         (["{lib}", "--repeat", "-1"], 2, "--repeat must be >= 0"),
         (["/no/model.so"], 1, "no such file: /no/model.so"),
-        (["{npy}"], 1, "expected a shared library (.so) or a library archive"),
+        (
+            ["{npy}"],
+            1,
+            "expected a shared library (.so), a library archive (.tar) or an object file",
+        ),
         (["{kernel}"], 1, 'not a model library (its metadata has no "model"'),
     ],
 )

@@ -371,10 +371,19 @@ def test_loaded_library_cannot_be_exported_again(exported, tmp_path):
 # --- export errors ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["m.dylib", "m.o", "m"])
+@pytest.mark.parametrize("name", ["m.dylib", "m.a", "m"])
 def test_export_wrong_suffix(mod, tmp_path, name):
-    with pytest.raises(rt.ExportError, match=r"ending in \.so .* or \.tar"):
+    with pytest.raises(rt.ExportError, match=r"ending in \.so .*, \.tar .* or \.o"):
         mod.export_library(tmp_path / name)
+
+
+def test_export_to_one_object_that_load_module_links(mod, tmp_path):
+    """`export_library("m.o")`: every object, the metadata and the data
+    linked into one relocatable object (`cc -r`)."""
+    mod.export_library(tmp_path / "m.o")
+    assert (tmp_path / "m.o").read_bytes()[:4] == b"\x7fELF"
+    loaded = rt.load_module(tmp_path / "m.o")
+    assert loaded.function_names() == mod.function_names()
 
 
 def test_export_missing_compiler(mod, tmp_path, monkeypatch):

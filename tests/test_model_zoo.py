@@ -1,7 +1,9 @@
 """The architectures people bring, compiled by ember and checked against
 onnxruntime: each model from `examples/onnx_models.py` with seeded random
 weights, relative error at most 1e-4 and the same argmax (issue 14's proof
-models, as they land). The larger variants are `slow`."""
+models, as they land), and compiled through `ember-opt -p ember-model` too,
+with the same outputs bit for bit (one pipeline). The larger variants are
+`slow`."""
 
 import sys
 from pathlib import Path
@@ -9,13 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ember
-from ember import runtime as rt
-
 ort = pytest.importorskip("onnxruntime")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import onnx_models  # noqa: E402
+from test_one_pipeline import run_both_ways  # noqa: E402
 
 
 def check(model) -> None:
@@ -24,8 +24,7 @@ def check(model) -> None:
         model.SerializeToString(), providers=["CPUExecutionProvider"]
     )
     expected = session.run(None, feeds)
-    gm = rt.GraphModule(ember.compile_model(model)["default"](rt.cpu()))
-    got = gm(**feeds)
+    got = run_both_ways(model, feeds)
     for g, e in zip(got, expected, strict=True):
         scale = np.abs(e).max()
         assert np.abs(g - e).max() <= 1e-4 * scale, "relative error above 1e-4"

@@ -73,7 +73,8 @@ def healthy(server, libs):
 NOT_LIBRARIES = {
     "text.so": (InvalidLibraryError, "text.so is"),
     "empty.so": (InvalidLibraryError, "empty.so is"),
-    "crash.o": (EmberError, "expected a shared library (.so) or a library archive"),
+    "text.o": (InvalidLibraryError, "text.o is not an ELF object file"),
+    "crash.lib": (EmberError, "expected a shared library (.so), a library archive"),
     "object.so": (InvalidLibraryError, "a relocatable object file, not a shared"),
     "notatar.tar": (InvalidLibraryError, "notatar.tar"),
     "notalib.tar": (EmberError, "notalib.tar"),
@@ -84,7 +85,11 @@ NOT_LIBRARIES = {
 @pytest.mark.parametrize("name", NOT_LIBRARIES)
 def test_loading_what_is_not_a_library(server, healthy, libs, name):
     error, message = NOT_LIBRARIES[name]
-    source = {"object.so": libs["crash.o"]}.get(name, libs.get(name))
+    source = {
+        "object.so": libs["crash.o"],
+        "text.o": libs["text.so"],
+        "crash.lib": libs["crash.o"],
+    }.get(name, libs.get(name))
     with rpc.connect("127.0.0.1", server.port, key=KEY) as remote:
         if source is not None:
             remote.upload(source, name)

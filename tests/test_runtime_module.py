@@ -148,8 +148,8 @@ def test_load_module_wrong_suffix(tmp_path):
     path.write_bytes(b"\0")
     with pytest.raises(
         rt.EmberError,
-        match=r"expected a shared library \(.so\) or a library archive \(.tar\), "
-        "got suffix '.onnx'",
+        match=r"expected a shared library \(.so\), a library archive \(.tar\) or "
+        r"an object file \(.o\), got suffix '.onnx'",
     ):
         rt.load_module(path)
 
@@ -252,6 +252,6 @@ def test_module_without_object_code_cannot_be_exported(tmp_path):
         rt.ExportError, match="^table module cannot be exported: it has no object code"
     ):
         mod.export_library(tmp_path / "m.so")
-    with pytest.raises(rt.ExportError, match=r"ending in \.so .* or \.tar"):
+    with pytest.raises(rt.ExportError, match=r"ending in \.so .*, \.tar .* or \.o"):
         mod.export_library(tmp_path / "m.zip")
     assert list(tmp_path.iterdir()) == []

@@ -85,8 +85,10 @@ class LLVMIRTarget(Target):
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from ember.backends.llvm import translate
         from ember.backends.llvm.codegen import parse
+        from ember.tools.opt_stages import kernel_listing
 
         print(str(parse(translate(module))).rstrip(), file=output)
+        print(kernel_listing(module), end="", file=output)
 
 
 @dataclass(frozen=True)

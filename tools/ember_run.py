@@ -286,9 +286,9 @@ def run(opts: argparse.Namespace) -> None:
         value = module.get_output(i).numpy()
         print(f"output {i} {tensor['name']!r}: {value.dtype} {value.shape}")
         print(_summary(value, opts.show))
-        if saved[i] is not None:
-            np.save(saved[i], value)
-            print(f"  saved to {saved[i]}")
+        if (path := saved[i]) is not None:
+            np.save(path, value)
+            print(f"  saved to {path}")
 
     if opts.repeat:
         timer = module.module.time_evaluator(

@@ -71,7 +71,10 @@ Pipeline = Callable[[str, ModuleOp], None]
 
 
 def codegen(module: ModuleOp, stage: str, target: str) -> str | bytes:
-    """An llvm-dialect module as optimized LLVM IR, assembly or object code."""
+    """An llvm-dialect module as optimized LLVM IR, assembly or object code. A
+    model (`ember-model`'s output) is linked as `compile_model` links it: the
+    object holds its kernels' objects and the params bound to it (an ONNX
+    input's), and the text lists the kernels compiled apart."""
     from ember.backends.llvm import Target, translate
     from ember.backends.llvm.codegen import (
         emit_assembly,
@@ -79,8 +82,11 @@ def codegen(module: ModuleOp, stage: str, target: str) -> str | bytes:
         optimize,
         parse,
     )
+    from ember.passes.graph_plan_memory import MODEL_ATTR
 
     t = Target(target)
+    if MODEL_ATTR in module.attributes:
+        return _model_codegen(module, stage, t)
     tm = t.create_target_machine()
     compiled = parse(
         translate(module, triple=t.triple, data_layout=str(tm.target_data))
@@ -91,6 +97,36 @@ def codegen(module: ModuleOp, stage: str, target: str) -> str | bytes:
     if stage == "asm":
         return emit_assembly(compiled, tm)
     return emit_object(compiled, tm)
+
+
+def _model_codegen(module: ModuleOp, stage: str, target) -> str | bytes:
+    import tempfile
+
+    from ember.aot import link_model
+    from ember.passes.bound_params import bound_params
+
+    bound = bound_params()
+    objects = kernel_listing(module)
+    mod = link_model(module.clone(), target, bound.values if bound else None)
+    if stage == "obj":
+        with tempfile.TemporaryDirectory(prefix="ember-opt-") as tmp:
+            path = f"{tmp}/model.o"
+            mod.export_library(path)
+            with open(path, "rb") as f:
+                return f.read()
+    text = mod.get_source("ll" if stage == "llvm-ir" else "asm")
+    return text.rstrip() + "\n" + objects
+
+
+def kernel_listing(module: ModuleOp) -> str:
+    """Comment lines naming the kernels `module` links as objects."""
+    from ember.passes.te_compile_kernels import object_keys
+
+    return "".join(
+        f"; kernel @{name}: an object compiled apart (te-compile-kernels), "
+        f"cache key {key[:16]}\n"
+        for name, key in object_keys(module).items()
+    )
 
 
 def make_pipeline(

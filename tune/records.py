@@ -213,19 +213,32 @@ def apply_history_best(module, records, target) -> int:
         records: a log's path, several paths, or `Record`s.
         target: the resolved `Target` the module is built for.
     """
+    from ember.tune.task import set_schedule
+
+    best = history_best(module, records, target)
+    for fn, schedule in best.items():
+        set_schedule(fn, schedule)
+    return len(best)
+
+
+def history_best(module, records, target) -> dict:
+    """The best usable schedule `records` hold for each te function of
+    `module` on `target` (function -> `te.schedule` op), as
+    `apply_history_best` applies them; damaged records are skipped with a
+    `TuningRecordWarning`."""
     import hashlib
 
     from xdsl.dialects import func
 
     from ember.compile_cache import target_fingerprint
-    from ember.tune.task import set_schedule, unscheduled_text
+    from ember.tune.task import unscheduled_text
 
     if isinstance(records, str | os.PathLike):
         records = load_records(records)
     elif not all(isinstance(r, Record) for r in records):
         records = load_records(records)
     fingerprint = target_fingerprint(target)
-    applied = 0
+    best = {}
     for op in list(module.ops):
         if not isinstance(op, func.FuncOp) or not _is_te(op):
             continue
@@ -233,10 +246,20 @@ def apply_history_best(module, records, target) -> int:
         for record in ranked_records(records, workload, fingerprint):
             schedule = _usable_schedule(op, record)
             if schedule is not None:
-                set_schedule(op, schedule)
-                applied += 1
+                best[op] = schedule
                 break
-    return applied
+    return best
+
+
+def default_records() -> str | None:
+    """The tuning log under ember's cache directory that models apply by
+    default (`ember-tune` adds its best records there), if it exists; its
+    records apply only to the target they were measured on."""
+    from ember.compile_cache import default_directory
+
+    directory = default_directory()
+    path = directory / "tuning.jsonl" if directory is not None else None
+    return str(path) if path is not None and path.is_file() else None
 
 
 def _usable_schedule(fn, record: Record):

@@ -6,7 +6,7 @@ import lit.formats
 config.name = "ember"
 config.test_format = lit.formats.ShTest(preamble_commands=[])
 config.suffixes = [".mlir", ".py"]
-config.excludes = ["lit.cfg.py"]
+config.excludes = ["lit.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.environment["PATH"] = os.environ["PATH"]
 for var in ("PYTHONPATH", "HOME", "EMBER_NUM_THREADS", "OMP_NUM_THREADS"):

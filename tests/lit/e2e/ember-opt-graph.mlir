@@ -4,7 +4,8 @@
 // RUN: ember-opt %s --emit=obj -o %t.o && od -c -N 4 %t.o | filecheck %s --check-prefix=OBJ
 
 // A residual block: fused groups are DOT clusters; past the graph stage the
-// segments of ember-model give one module: the kernels and `default_run`.
+// segments of ember-model give one module: `default_run` calling the kernels,
+// which te-compile-kernels compiled apart (the module names their objects).
 // DOT: digraph ember {
 // DOT: subgraph "cluster_fused_conv2d_relu_0" {
 // DOT: label="fused_conv2d_relu_0"
@@ -12,9 +13,8 @@
 // DOT: shape=house
 // DOT: -> n{{[0-9]+}} [label="1x8x8x8xf32"];
 // GRAPH: graph.fused "fused_conv2d_add_relu_2"
-// LOOP: builtin.module attributes {ember.model = "{{.*}}workspace_bytes
-// LOOP: func.func private @ember_conv2d_relu_{{[0-9a-f]+}}(
-// LOOP: loop.for
+// LOOP: builtin.module attributes {ember.objects = {ember_conv2d_relu_{{[0-9a-f]+}} = "{{[0-9a-f]+}}"{{.*}}ember.model = "{{.*}}workspace_bytes
+// LOOP: func.func private @ember_conv2d_relu_{{[0-9a-f]+}}(memref<1x8x8x8xf32>
 // LOOP: func.func @default_run(
 // LOOP: func.call @ember_conv2d_relu_
 // LOOP: func.call @ember_conv2d_add_relu_
