@@ -23,15 +23,22 @@ if (_checkout / "pyproject.toml").is_file() and (_checkout / "runtime").is_dir()
 
 _LAZY = {
     "build": ("ember.driver", "build"),
-    "lower": ("ember.lowering", "lower"),
+    "lower": ("ember.driver", "lower"),
     "Target": ("ember.backends.llvm", "Target"),
+    # TVM's top-level runtime names (`tvm.cpu(0)`, `tvm.get_global_func`); a
+    # GPU's driver still loads only when its memory is asked for
+    "cpu": ("ember.runtime", "cpu"),
+    "cuda": ("ember.runtime", "cuda"),
+    "opencl": ("ember.runtime", "opencl"),
+    "device": ("ember.runtime", "device"),
     "register_func": ("ember.runtime", "register_func"),
+    "get_global_func": ("ember.runtime", "get_global_func"),
     "PassContext": ("ember.pass_context", "PassContext"),
     "compile_model": ("ember.aot", "compile_model"),
     "auto_schedule": ("ember.tune.search", "auto_schedule"),
     "tune_model": ("ember.tune.model", "tune_model"),
 }
-_SUBMODULES = ("te", "runtime", "passes", "dialects", "backends", "tools", "tune")
+_SUBMODULES = ("te", "nd", "runtime", "passes", "dialects", "backends", "tools", "tune")
 
 
 def __getattr__(name: str) -> Any:

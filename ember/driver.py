@@ -1,4 +1,9 @@
-"""`ember.build`: a schedule or te/loop IR to a runnable module."""
+"""`ember.lower` and `ember.build`: a schedule to its loop nest, or to a runnable
+module.
+
+    print(ember.lower(s, [A, B, C], name="vecadd"))   # the scheduled loop nest
+    mod = ember.build(s, [A, B, C], name="vecadd")     # machine code
+"""
 
 from __future__ import annotations
 
@@ -11,18 +16,62 @@ from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from ember import te
-from ember.lowering import lower
+from ember import lowering, te
 from ember.passes import get_context, run
-from ember.passes.pipelines import EMBER_CPU, TE_TO_LOOP
+from ember.passes.pipelines import TE_TO_LOOP
 from ember.runtime.errors import EmberTypeError, EmberValueError
 
 CHECKED_TE_TO_LOOP = "convert-te-to-loop{bounds-check=true}"
+LOWER_STAGES = ("te", "loop")
+"""The IR levels `ember.lower` stops at (`ember-opt --emit` names them too)."""
 
 if TYPE_CHECKING:
     from ember.backends.llvm import LLVMModule, Target
     from ember.backends.source import DeviceTarget
     from ember.runtime import Module
+
+
+def lower(
+    sched: te.Schedule,
+    args: Sequence[te.Tensor],
+    name: str = "default_function",
+    simple_mode: bool = False,
+    emit: str = "loop",
+) -> ModuleOp:
+    """A scheduled computation as IR: the loop nest its schedule makes, as
+    TVM's `lower` shows it (`TE_TO_LOOP`; what `get_source("loop")` of the
+    built module shows), or its te IR.
+
+    Args:
+        sched: the schedule (its outputs must be among `args`).
+        args: the function's tensors: the inputs first, then the outputs.
+        name: the function's name.
+        simple_mode: TVM's flag for a short printout; ember's module prints the
+            same either way, so it changes nothing.
+        emit: "loop" for the scheduled loop nest, "te" for the te IR (tensor
+            expressions with the schedule written beside them, not applied).
+
+    Returns:
+        A module holding `func.func @name`.
+
+    Raises:
+        EmberValueError: `emit` names no stage, a bad name, or `args` that do
+            not hold the schedule's inputs and outputs.
+
+    Example:
+        >>> xo, xi = s[C].split(C.op.axis[0], factor=64)
+        >>> print(ember.lower(s, [A, B, C], simple_mode=True))  # two loop.for
+    """
+    del simple_mode
+    if emit not in LOWER_STAGES:
+        raise EmberValueError(
+            f"ember.lower: expected emit to be one of {', '.join(LOWER_STAGES)}, "
+            f"got {emit!r}"
+        )
+    module = lowering.lower(sched, args, name)
+    if emit == "loop":
+        run(module, ",".join(TE_TO_LOOP))
+    return module
 
 
 def build(
@@ -67,20 +116,20 @@ def build(
         >>> mod = ember.build(s, [A, B, C], name="vecadd")
         >>> mod(a, b, c)
     """
-    from ember.backends.llvm import build_module
+    from ember.backends import backend
     from ember.backends.llvm.target import (
         MODULE_ATTR,
         module_target,
         set_module_target,
     )
-    from ember.backends.source import DeviceTarget, build_source, resolve_target
+    from ember.backends.source import DeviceTarget, resolve_target, target_kind
 
     if isinstance(inputs, te.Tensor):
         inputs = te.create_schedule(inputs.op)
     if isinstance(inputs, te.Schedule):
         if args is None:
             raise EmberValueError("ember.build: a schedule needs its argument tensors")
-        module = lower(inputs, args, name)
+        module = lowering.lower(inputs, args, name)
         entry: str | None = name
     else:
         if isinstance(inputs, str):
@@ -117,10 +166,7 @@ def build(
     ]
     run(module, ",".join(te_to_loop))
     loop_source = str(module)
-    if isinstance(target, DeviceTarget):
-        return build_source(module, target, entry, loop_source)
-    run(module, ",".join(EMBER_CPU[len(TE_TO_LOOP) :]))
-    mod = build_module(module, target=target, entry_name=entry)
+    mod = backend(target_kind(target)).build(module, target, entry)
     mod.loop_source = loop_source
     return mod
 

@@ -1,6 +1,8 @@
 """From Python tensor expressions to te IR, the first printable stage.
 
-mod = ember.lower(s, [A, B, C], name="vecadd")   # a builtin.module of te IR
+mod = lower(s, [A, B, C], name="vecadd")   # a builtin.module of te IR
+
+`ember.lower(..., emit="te")` gives the same; `ember.lower` alone goes on to loops.
 """
 
 from __future__ import annotations
@@ -229,7 +231,7 @@ def _topological(
             )
         seen.add(id(t))
         assert isinstance(t.op, te.ComputeOp | te.ExternOp)
-        for dep in t.op.input_tensors():
+        for dep in t.op.input_tensors:
             visit(dep)
         order.append(t)
 

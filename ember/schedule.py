@@ -344,7 +344,7 @@ class Schedule:
                     f"cache_read: stage '{r.name}' is an extern stage (te.extern); "
                     "it reads its inputs whole and cannot read a cache instead"
                 )
-            reads = getattr(r, "input_tensors", lambda: [])()
+            reads = r.input_tensors
             if all(t is not tensor for t in reads):
                 raise ScheduleError(
                     f"cache_read: stage '{getattr(r, 'name', r)}' does not read "
@@ -420,7 +420,7 @@ def _reachable(outputs: Sequence[te.Operation]) -> list[te.Operation]:
             return
         seen[id(op)] = op
         if isinstance(op, te.ComputeOp | te.ExternOp):
-            for t in op.input_tensors():
+            for t in op.input_tensors:
                 visit(t.op)
 
     for op in outputs:

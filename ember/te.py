@@ -208,6 +208,12 @@ class Operation:
     name: str
     output: Tensor
 
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        """The tensors this stage reads, each once, in first-read order (TVM's
+        `op.input_tensors`); a placeholder reads none."""
+        return []
+
 
 class PlaceholderOp(Operation):
     def __init__(self, name: str):
@@ -221,6 +227,7 @@ class ComputeOp(Operation):
         self.name, self.axis, self.body = name, axis, body
         self.reduce_axis = body.axes if isinstance(body, Reduce) else []
 
+    @property
     def input_tensors(self) -> list[Tensor]:
         found: dict[int, Tensor] = {}
         for e in walk(self.body):

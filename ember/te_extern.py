@@ -100,6 +100,7 @@ class ExternOp(Operation):
         self.name, self.inputs, self.calls = name, inputs, calls
         self.input_buffers, self.output_buffer = input_buffers, output_buffer
 
+    @property
     def input_tensors(self) -> list[Tensor]:
         found: dict[int, Tensor] = {}
         for t in self.inputs:

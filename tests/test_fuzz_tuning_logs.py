@@ -136,7 +136,7 @@ def test_a_mutated_record_is_skipped_or_computes_the_same(setup, tmp_path_factor
 def test_mutated_schedule_ir_is_refused_or_computes_the_same(setup, rnd):
     args, _, space, inputs = setup
     s = te.create_schedule(args[-1].op)
-    text = str(ember.lower(s, args, "mm"))
+    text = str(ember.lower(s, args, "mm", emit="te"))
     schedule = mutate(space.render(space.sample(rnd)), rnd)
     text = text.replace("func.return", schedule + "\n    func.return", 1)
     try:

@@ -48,7 +48,7 @@ def test_a_schedule_saved_as_text_replays(tmp_path):
     s[CC].vectorize(s[CC].op.axis[1])
     s[C].parallel(mo)
     saved = tmp_path / "mm.mlir"
-    saved.write_text(str(ember.lower(s, [A, B, C], name="mm")))
+    saved.write_text(str(ember.lower(s, [A, B, C], name="mm", emit="te")))
     text = saved.read_text()
     assert 'te.cache_write "C" "local" -> "C.local"' in text
     assert 'te.compute_at "C.local" at "C" "j.outer"' in text

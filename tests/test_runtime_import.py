@@ -73,3 +73,27 @@ def test_public_surface():
     ]:
         assert name in rt.__all__
         assert getattr(rt, name).__doc__
+
+
+ALIAS_PROBE = """
+import json, sys
+import ember
+import numpy as np
+devices = ember.cuda(0), ember.opencl(0), ember.device("cuda", 0), ember.cpu(0)
+ember.nd.array(np.ones(2, "float32"), ember.cpu(0)).numpy()
+ember.nd.empty((2,), "float32")
+ember.get_global_func("no.such", allow_missing=True)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_tvm_names_on_ember_import_neither_compiler_nor_gpu_driver():
+    """`ember.cpu`, `ember.cuda(0)`, `ember.nd` ... stay runtime names: naming a
+    GPU loads no GPU API, and none of them imports the compiler."""
+    out = subprocess.run(
+        [sys.executable, "-c", ALIAS_PROBE], capture_output=True, text=True, check=True
+    )
+    modules = json.loads(out.stdout)
+    assert "ember.nd" in modules
+    gpu_modules = ("ember.runtime.cuda_api", "ember.runtime.opencl_api")
+    assert [m for m in modules if m.startswith(FORBIDDEN + gpu_modules)] == []

@@ -40,7 +40,11 @@ def run(s, args, inputs, name="f") -> list[np.ndarray]:
 
 def loop_ir(s, args) -> str:
     """The loop nest `convert-te-to-loop` makes of `s`, as text."""
-    return str(ember.passes.run(ember.lower(s, args, name="f"), "convert-te-to-loop"))
+    return str(
+        ember.passes.run(
+            ember.lower(s, args, name="f", emit="te"), "convert-te-to-loop"
+        )
+    )
 
 
 def close(actual, expected) -> None:
@@ -906,7 +910,9 @@ def test_stage_level_errors():
 
 def fails_at_lowering(s, args, message):
     with pytest.raises(PassFailedException, match=message):
-        ember.passes.run(ember.lower(s, args, name="f"), "convert-te-to-loop")
+        ember.passes.run(
+            ember.lower(s, args, name="f", emit="te"), "convert-te-to-loop"
+        )
 
 
 def test_compute_at_a_stage_that_does_not_read_it():

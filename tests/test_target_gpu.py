@@ -22,8 +22,7 @@ from ember import te
 from ember.backends.source.gpu import build_plan
 from ember.backends.source.printer import SourceError
 from ember.backends.source.target import DeviceTarget
-from ember.passes import get_context, run
-from ember.passes.pipelines import TE_TO_LOOP
+from ember.passes import get_context
 from ember.schedule import ScheduleError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,9 +59,7 @@ PTXAS = _ptxas()
 
 
 def loop_module(s, args, name):
-    module = ember.lower(s, args, name=name)
-    run(module, ",".join(TE_TO_LOOP))
-    return module
+    return ember.lower(s, args, name=name)
 
 
 def rand(*shape, seed=0):

@@ -17,7 +17,7 @@ def matmul_stage(n=8, m=3, k=4):
 
 def test_lower_matmul_is_one_reduction_compute():
     A, B, C = matmul_stage()
-    mod = ember.lower(te.create_schedule(C.op), [A, B, C], name="mm")
+    mod = ember.lower(te.create_schedule(C.op), [A, B, C], name="mm", emit="te")
     text = str(mod)
     assert 'func.func @mm(%A: tensor<8x4xf32> {ember.name = "A"}' in text
     (compute,) = [op for op in mod.walk() if isinstance(op, te_ir.ComputeOp)]
@@ -32,7 +32,7 @@ def test_intermediate_stages_are_emitted_in_dependency_order():
     r = te.reduce_axis((0, 5), name="r")
     M = te.compute((4,), lambda i: te.max(X[i, r], axis=r), name="M")
     E = te.compute((4, 5), lambda i, j: te.exp(X[i, j] - M[i]), name="E")
-    mod = ember.lower(te.create_schedule(E.op), [X, E], name="f")
+    mod = ember.lower(te.create_schedule(E.op), [X, E], name="f", emit="te")
     names = [
         op.tensor_name.data for op in mod.walk() if isinstance(op, te_ir.ComputeOp)
     ]
@@ -43,7 +43,7 @@ def test_reduce_axis_with_offset_shifts_reads():
     A = te.placeholder((10,), name="A")
     r = te.reduce_axis((2, 6), name="r")
     S = te.compute((1,), lambda i: te.sum(A[r], axis=r), name="S")
-    mod = ember.lower(te.create_schedule(S.op), [A, S], name="f")
+    mod = ember.lower(te.create_schedule(S.op), [A, S], name="f", emit="te")
     (compute,) = [op for op in mod.walk() if isinstance(op, te_ir.ComputeOp)]
     assert compute.extents == (4,)
     assert "arith.addi" in str(mod)
@@ -52,7 +52,7 @@ def test_reduce_axis_with_offset_shifts_reads():
 def test_index_in_float_arithmetic_is_cast():
     A = te.placeholder((4,), name="A")
     B = te.compute((4,), lambda i: A[i] + i, name="B")
-    text = str(ember.lower(te.create_schedule(B.op), [A, B]))
+    text = str(ember.lower(te.create_schedule(B.op), [A, B], emit="te"))
     assert "arith.index_cast" in text and "arith.sitofp" in text
 
 
@@ -62,7 +62,7 @@ def test_index_in_float_arithmetic_is_cast():
 def test_dtypes_lower(dtype):
     A = te.placeholder((4,), dtype=dtype, name="A")
     B = te.compute((4,), lambda i: A[i] * 2 + A[i], name="B")
-    mod = ember.lower(te.create_schedule(B.op), [A, B])
+    mod = ember.lower(te.create_schedule(B.op), [A, B], emit="te")
     mod.verify()
 
 
@@ -98,13 +98,13 @@ def test_function_names_are_checked(name):
     A = te.placeholder((4,), name="A")
     B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
     with pytest.raises(ValueError, match="expected a function name"):
-        ember.lower(te.create_schedule(B.op), [A, B], name=name)
+        ember.lower(te.create_schedule(B.op), [A, B], name=name, emit="te")
 
 
 def test_tensor_names_need_not_be_identifiers():
     A = te.placeholder((4,), name="input image")
     B = te.compute((4,), lambda i: A[i] + 1.0, name="é")
-    ember.lower(te.create_schedule(B.op), [A, B], name="f").verify()
+    ember.lower(te.create_schedule(B.op), [A, B], name="f", emit="te").verify()
 
 
 def test_build_argument_order_is_checked():
@@ -112,15 +112,19 @@ def test_build_argument_order_is_checked():
     B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
     s = te.create_schedule(B.op)
     with pytest.raises(ValueError, match="inputs \\(placeholders\\) first"):
-        ember.lower(s, [B, A])
+        ember.lower(s, [B, A], emit="te")
     other = te.placeholder((4,), name="O")
     C = te.compute((4,), lambda i: A[i] + other[i], name="C")
     with pytest.raises(ValueError, match="'O' is used but not among the arguments"):
-        ember.lower(te.create_schedule(C.op), [A, C])
+        ember.lower(te.create_schedule(C.op), [A, C], emit="te")
 
 
 def lowered(outputs, args):
-    return str(ember.lower(te.create_schedule([t.op for t in outputs]), args, name="f"))
+    return str(
+        ember.lower(
+            te.create_schedule([t.op for t in outputs]), args, name="f", emit="te"
+        )
+    )
 
 
 def test_comparisons_are_bool_expressions_with_numpy_predicates():
@@ -224,7 +228,7 @@ def test_values_emitted_in_a_branch_stay_in_it():
     C = te.compute(
         (8,), lambda i: te.if_then_else(i > 2, twice, A[i]) + twice, name="C"
     )
-    mod = ember.lower(te.create_schedule(C.op), [A, C], name="f")
+    mod = ember.lower(te.create_schedule(C.op), [A, C], name="f", emit="te")
     mod.verify()
     assert str(mod).count("arith.mulf") == 2
 
@@ -253,7 +257,7 @@ def test_comm_reducer_lowers_to_a_combine_region():
     assert "combine (%acc, %x) identity 1 : i32 {" in text
     (compute,) = [
         op
-        for op in ember.lower(te.create_schedule(P.op), [A, P]).walk()
+        for op in ember.lower(te.create_schedule(P.op), [A, P], emit="te").walk()
         if isinstance(op, te_ir.ComputeOp)
     ]
     assert compute.combine_block is not None

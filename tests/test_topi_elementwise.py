@@ -163,7 +163,7 @@ def test_fused_chain_is_one_loop_nest_vectorized_and_parallel():
     r = te.placeholder((1, 64, 56, 56), name="r")
     k = ew.injective(ew.relu(ew.add(ew.add(x, b), r)), [x, b, r])
     loops = ember.passes.run(
-        ember.lower(k.schedule(), k.args, name="f"), "convert-te-to-loop"
+        ember.lower(k.schedule(), k.args, name="f", emit="te"), "convert-te-to-loop"
     )
     text = str(loops)
     assert text.count("loop.for") == 2, text
@@ -176,14 +176,14 @@ def test_fused_chain_is_one_loop_nest_vectorized_and_parallel():
 def test_small_tensors_stay_on_one_thread():
     x = te.placeholder((1, 1000), name="x")
     k = ew.injective(ew.sigmoid(x), [x])
-    text = str(ember.lower(k.schedule(), k.args, name="f"))
+    text = str(ember.lower(k.schedule(), k.args, name="f", emit="te"))
     assert "te.parallel" not in text and "te.vectorize" in text
 
 
 def test_trailing_unit_axes_leave_the_channels_vectorized():
     x = te.placeholder((1, 1280, 1, 1), name="x")
     k = ew.injective(ew.sigmoid(x), [x])
-    text = str(ember.lower(k.schedule(), k.args, name="f"))
+    text = str(ember.lower(k.schedule(), k.args, name="f", emit="te"))
     assert 'te.vectorize "sigmoid" "j"' in text
     a = rand(1, 1280, 1, 1)
     close(run_kernel(k, a), 1 / (1 + np.exp(-a.astype("float64"))))
@@ -192,7 +192,7 @@ def test_trailing_unit_axes_leave_the_channels_vectorized():
 def test_long_rows_are_chunked_for_threads():
     x = te.placeholder((2, 40000), name="x")
     k = ew.injective(ew.tanh(x), [x])
-    text = str(ember.lower(k.schedule(), k.args, name="f"))
+    text = str(ember.lower(k.schedule(), k.args, name="f", emit="te"))
     assert "factor 1024" in text and "te.parallel" in text
     a = rand(2, 40000)
     close(run_kernel(k, a), np.tanh(a))

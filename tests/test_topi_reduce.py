@@ -69,7 +69,7 @@ def test_reduce_with_computed_input_the_layer_norm_pattern():
     k = rd.reduce(sq, "mean", [-1], True, placeholders=[x, mean])
     text = str(
         ember.passes.run(
-            ember.lower(k.schedule(), k.args, name="f"), "convert-te-to-loop"
+            ember.lower(k.schedule(), k.args, name="f", emit="te"), "convert-te-to-loop"
         )
     )
     assert not re.search(r"loop.alloc .*memref<2x8x48xf32>", text)  # inlined
@@ -121,7 +121,7 @@ def test_softmax_rows_of_minus_inf_are_nan_like_numpy():
 def test_softmax_schedule_computes_rows_inside_the_parallel_loop():
     x = te.placeholder((4, 64, 64), name="x")
     k = rd.softmax(x, -1)
-    text = str(ember.lower(k.schedule(), k.args, name="f"))
+    text = str(ember.lower(k.schedule(), k.args, name="f", emit="te"))
     assert text.count("te.compute_at") == 5  # max, its partials, exp, sum, its partials
     assert "te.parallel" in text
 

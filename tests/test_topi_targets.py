@@ -145,7 +145,7 @@ def partial_lanes(k: Kernel) -> int:
         if t.name.endswith(".partial"):
             return t.shape[-1]
         if isinstance(t.op, te.ComputeOp):
-            stack += t.op.input_tensors()
+            stack += t.op.input_tensors
     raise AssertionError("no partial results")
 
 

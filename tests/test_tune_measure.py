@@ -21,7 +21,7 @@ def _kernel(body):
 
 
 def _text(args):
-    return str(ember.lower(te.create_schedule(args[-1].op), args, KERNEL))
+    return str(ember.lower(te.create_schedule(args[-1].op), args, KERNEL, emit="te"))
 
 
 def _segfault(A, B, i):

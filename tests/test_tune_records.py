@@ -127,7 +127,7 @@ def test_build_applies_the_best_record_and_computes_the_same(tmp_path):
     mod(a, b, got)
     np.testing.assert_allclose(got, expected, rtol=1e-5)
     # from te IR text too, and a computation without records keeps its schedule
-    text = str(ember.lower(s, args, "mm"))
+    text = str(ember.lower(s, args, "mm", emit="te"))
     assert "C.local" in ember.build(text, tuning_records=[str(log)]).loop_source
     other = _matmul(20, 48, 12, name="D")
     assert "local" not in ember.build(other[-1], other, tuning_records=log).loop_source

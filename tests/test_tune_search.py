@@ -107,7 +107,9 @@ def test_failing_candidates_are_recorded_and_the_search_goes_on(tmp_path):
 
     def kernel(body):
         C = te.compute((N,), lambda i: body(i), name="C")
-        return str(ember.lower(te.create_schedule(C.op), [A, B, C], KERNEL)), [A, B, C]
+        return str(
+            ember.lower(te.create_schedule(C.op), [A, B, C], KERNEL, emit="te")
+        ), [A, B, C]
 
     _, args = kernel(lambda i: A[i] * 2.0 + B[i])
     wrong, _ = kernel(lambda i: A[i] * 3.0 + B[i])

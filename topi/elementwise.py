@@ -475,7 +475,7 @@ def _computes_of(t: te.Tensor) -> list[te.ComputeOp]:
         if id(cur.op) in seen or not isinstance(cur.op, te.ComputeOp):
             return
         seen.add(id(cur.op))
-        for t in cur.op.input_tensors():
+        for t in cur.op.input_tensors:
             visit(t)
         order.append(cur.op)
 
@@ -494,5 +494,5 @@ def _placeholders_of(t: te.Tensor) -> list[te.Tensor]:
         if isinstance(cur.op, te.PlaceholderOp):
             found[id(cur)] = cur
         elif isinstance(cur.op, te.ComputeOp):
-            stack.extend(cur.op.input_tensors())
+            stack.extend(cur.op.input_tensors)
     return list(found.values())

@@ -255,7 +255,7 @@ def _reductions_feeding(out: te.Tensor) -> list[te.Tensor]:
     def visit(t: te.Tensor) -> None:
         if not isinstance(t.op, te.ComputeOp) or any(t is f for f in found):
             return
-        for u in compute_of(t).input_tensors():
+        for u in compute_of(t).input_tensors:
             visit(u)
         if compute_of(t).reduce_axis:
             found.append(t)
