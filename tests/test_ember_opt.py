@@ -131,7 +131,7 @@ def test_targets_are_those_that_print_ember_ir(neg, capsys):
         assert main([str(neg), "-t", target]) == 2
         err = capsys.readouterr().err
         assert (
-            f"invalid choice: '{target}' (choose from mlir, llvm, dot, c, opencl, cuda)"
+            f"invalid choice: '{target}' (choose from mlir, llvm, dot, c, cuda, opencl)"
             in err
         )
     assert main([str(neg), "-p", "ember-cpu", "-t", "llvm"]) == 0

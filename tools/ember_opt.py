@@ -69,10 +69,17 @@ from ember.tools.opt_instrument import Instrumentation, Timer, print_module
 from ember.tools.opt_passes import list_passes, strip_module_anchor
 from ember.tools.opt_stages import STAGES
 
-SOURCE_KINDS = ("c", "opencl", "cuda")
-TARGETS = ("mlir", "llvm", "dot", *SOURCE_KINDS)
-"""The `-t` formats that print ember IR. xDSL's others (x86-asm, wgsl, csl, ...)
-expect their own dialects: on ember IR they crash or print nothing."""
+TARGETS = ("mlir", "llvm", "dot")
+"""The `-t` formats that print ember IR, besides each source kind's
+(`source_kinds`). xDSL's others (x86-asm, wgsl, csl, ...) expect their own
+dialects: on ember IR they crash or print nothing."""
+
+
+def source_kinds() -> tuple[str, ...]:
+    """The target kinds whose `-t` prints source: every backend's but llvm's."""
+    from ember.backends import kinds
+
+    return tuple(k for k in kinds() if k != "llvm")
 
 
 @dataclass(frozen=True)
@@ -134,10 +141,11 @@ class EmberOptMain(xDSLOptMain):
             "llvm": lambda: LLVMIRTarget,
             "dot": lambda: DotTarget,
         }
-        for kind in SOURCE_KINDS:
+        for kind in source_kinds():
             ours[kind] = self._source_factory(kind)
         self.available_targets = {
-            t: ours.get(t) or self.available_targets[t] for t in TARGETS
+            t: ours.get(t) or self.available_targets[t]
+            for t in (*TARGETS, *source_kinds())
         }
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
@@ -220,7 +228,7 @@ class EmberOptMain(xDSLOptMain):
         name, _, options = value.strip().partition(" ")
         if options and name == "llvm":
             self.codegen_target = value.strip()
-        if name in SOURCE_KINDS:
+        if name in source_kinds():
             self.device_target = value.strip()
             return name
         return name if options and name == "llvm" else value

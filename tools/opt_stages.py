@@ -145,7 +145,6 @@ def device_source(module: ModuleOp, target) -> str:
     """te or loop IR as the source of a `c`, `opencl` or `cuda` target
     (`DeviceTarget`): the GPU kernels of the launch plan, or C's function
     bodies. te IR runs `TE_TO_LOOP` first (on `module`, in place)."""
-    from ember.backends.source.faces import CFace
     from ember.backends.source.gpu import build_plan
     from ember.backends.source.printer import print_c
     from ember.passes import run
@@ -158,4 +157,4 @@ def device_source(module: ModuleOp, target) -> str:
         run(module, ",".join(TE_TO_LOOP))
     if target.is_gpu:
         return build_plan(module, target)["source"]
-    return print_c(module, CFace())
+    return print_c(module, target.backend.face())

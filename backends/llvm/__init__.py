@@ -7,6 +7,7 @@ mod.save("f.o"); mod.get_source("asm")
 
 from xdsl.dialects.builtin import ModuleOp
 
+from ember.backends import Backend
 from ember.backends.llvm.module import LLVMModule
 from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import TranslationError, translate
@@ -34,4 +35,28 @@ def build_module(
     return LLVMModule(module, target, entry_name)
 
 
-__all__ = ["LLVMModule", "Target", "TranslationError", "build_module", "translate"]
+class LLVMBackend(Backend):
+    """The `llvm` kind: machine code for a CPU through llvmlite (x86, aarch64,
+    riscv64, wasm32), JIT-compiled on the host."""
+
+    kind = "llvm"
+    summary = "machine code for a CPU by LLVM"
+
+    def build(self, module, target, entry):
+        from ember.passes import run
+        from ember.passes.pipelines import LOOP_TO_LLVM
+
+        run(module, ",".join(LOOP_TO_LLVM))
+        return build_module(module, target=target, entry_name=entry)
+
+
+BACKEND = LLVMBackend()
+
+__all__ = [
+    "BACKEND",
+    "LLVMModule",
+    "Target",
+    "TranslationError",
+    "build_module",
+    "translate",
+]

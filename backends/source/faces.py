@@ -386,9 +386,6 @@ class CUDAFace(Face):
         return f"({self.index_type()}){tag}"
 
 
-FACES: dict[str, type[Face]] = {"c": CFace, "opencl": OpenCLFace, "cuda": CUDAFace}
-
-
 # float -> nearest float16 (ties to even) -> float, for OpenCL without
 # cl_khr_fp16: overflow to infinity from 65520, subnormals on the 2^-24 grid
 _SOFT_ROUND_F16 = [

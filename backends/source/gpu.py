@@ -34,7 +34,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from ember.backends.source.faces import FACES, Face, bits, is_float
+from ember.backends import backend
+from ember.backends.source.faces import Face, bits, is_float
 from ember.backends.source.printer import (
     THREAD_ATTR,
     FunctionPrinter,
@@ -50,8 +51,6 @@ from ember.backends.source.target import DeviceTarget
 from ember.dialects import loop
 
 PLAN_FORMAT = "ember.device/1"
-_CUDA_GRID = (2**31 - 1, 65535, 65535)
-_CUDA_BLOCK = (1024, 1024, 64)
 _AXES = ("x", "y", "z")
 
 
@@ -202,7 +201,7 @@ class KernelPrinter(FunctionPrinter):
 def build_plan(module: ModuleOp, target: DeviceTarget) -> dict:
     """The launch plan (`runtime/device_module.py`'s format) of loop IR `module`
     for the GPU `target`, its `binary` None (NVRTC fills it for cuda)."""
-    face = FACES[target.kind]()
+    face = backend(target.kind).face()
     if _largest_buffer(module) < INDEX32_LIMIT:
         face.index_bits = 32
     unit = SourceUnit(face)
@@ -392,17 +391,15 @@ def _check_limits(kernel: Kernel, target: DeviceTarget) -> None:
             f"{target.max_num_threads} of target '{target}'; split its threadIdx "
             "loops smaller"
         )
-    if target.kind == "cuda":
-        for base, limits in (("blockIdx", _CUDA_GRID), ("threadIdx", _CUDA_BLOCK)):
-            for axis, extent, limit in zip(
-                _AXES, kernel.dims(base), limits, strict=True
-            ):
-                if extent > limit:
-                    raise SourceError(
-                        f"stage '{kernel.stage}': kernel {kernel.name} launches "
-                        f"{extent} along {base}.{axis}, more than CUDA's {limit}; "
-                        "bind a smaller loop (split it) to that axis"
-                    )
+    limits = backend(target.kind).grid_limits
+    for base, caps in zip(("blockIdx", "threadIdx"), limits or (), strict=False):
+        for axis, extent, limit in zip(_AXES, kernel.dims(base), caps, strict=True):
+            if extent > limit:
+                raise SourceError(
+                    f"stage '{kernel.stage}': kernel {kernel.name} launches "
+                    f"{extent} along {base}.{axis}, more than {target.kind}'s "
+                    f"{limit}; bind a smaller loop (split it) to that axis"
+                )
     shared = kernel.shared_bytes()
     if shared > target.max_shared_memory_per_block:
         names = ", ".join(a.buffer.name_hint or "?" for a in kernel.shared)
@@ -554,10 +551,9 @@ def build_gpu(module: ModuleOp, target: DeviceTarget, entry: str | None):
     plan = build_plan(module, target)
     if entry is not None:
         plan["entry"] = entry
-    if target.kind == "cuda":
-        from ember.backends.source.nvrtc import compile_ptx
-
-        plan["binary"] = compile_ptx(plan["source"], target.arch)
+    binary = backend(target.kind).binary(plan["source"], target)
+    if binary is not None:
+        plan["binary"] = binary
     from ember.runtime.device_module import DeviceModule
 
     return DeviceModule(plan)

@@ -1,4 +1,5 @@
-"""Targets whose code is C-family source: `c`, `opencl` and `cuda`.
+"""Targets whose code is source for a device or a C compiler: `c`, `opencl`,
+`cuda`, and any other kind a backend defines (`ember.backends`).
 
     DeviceTarget("cuda -arch=sm_90")                 # CUDA C, PTX for sm_90 by NVRTC
     DeviceTarget("opencl -max_num_threads=128")      # OpenCL C, built by the driver
@@ -7,9 +8,9 @@
 
 Their facts are what a GPU schedule needs, named as TVM names them:
 `max_num_threads` (threads in a block / work-group), `max_shared_memory_per_block`
-(bytes of `shared` scope) and `thread_warp_size`. They are defaults of the
-device class unless the target string states them; ember never asks a device
-while compiling, so code can be built on a machine that has none.
+(bytes of `shared` scope) and `thread_warp_size`. They are the kind's defaults
+(`Backend.options`) unless the target string states them; ember never asks a
+device while compiling, so code can be built on a machine that has none.
 
 `c` code is portable C99 with a packed entry per function; with `-mcpu=cortex-m*`
 (or `-micro=true`) it is microcontroller code: no heap, no threads, one static
@@ -20,33 +21,15 @@ machine ember runs on).
 from collections.abc import Mapping
 from typing import Any
 
+from ember.backends import backend, kinds
 from ember.runtime.errors import EmberTypeError, EmberValueError
-
-KINDS = ("c", "opencl", "cuda")
-# option: (kinds that take it, default per kind)
-_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
-    "arch": (("cuda",), {"cuda": "sm_80"}),
-    "mcpu": (("c",), {}),
-    "micro": (("c",), {}),
-    "max_num_threads": (("cuda", "opencl"), {"cuda": "1024", "opencl": "256"}),
-    "max_shared_memory_per_block": (
-        ("cuda", "opencl"),
-        {"cuda": "49152", "opencl": "16384"},
-    ),
-    "thread_warp_size": (("cuda", "opencl"), {"cuda": "32", "opencl": "1"}),
-}
-_INTEGER_OPTIONS = (
-    "max_num_threads",
-    "max_shared_memory_per_block",
-    "thread_warp_size",
-)
 
 
 class DeviceTarget:
-    """A `c`, `opencl` or `cuda` target (see the module docstring).
+    """A target of a source kind (see the module docstring).
 
     Attributes:
-        kind: "c", "opencl" or "cuda".
+        kind: "c", "opencl", "cuda", or another backend's kind.
         arch: the CUDA virtual architecture the PTX is for ("sm_80"); "" otherwise.
         mcpu: the CPU a `c` target names ("" when none).
         micro: `c` code for a microcontroller: no heap, threads or libm beyond C99.
@@ -66,16 +49,12 @@ class DeviceTarget:
             raise EmberTypeError(f"expected a target string or dict, got {spec!r}")
         self.kind = kind
         self._options = options
+        self.backend = backend(kind)
 
         def option(name: str) -> str:
-            return options.get(name, _OPTIONS[name][1].get(kind, ""))
+            return options.get(name, self.backend.options.get(name, ""))
 
         self.arch = option("arch")
-        if kind == "cuda" and not _is_sm(self.arch):
-            raise EmberValueError(
-                f"target {self}: -arch must name a CUDA architecture such as sm_80, "
-                f"got {self.arch!r}"
-            )
         self.mcpu = option("mcpu")
         micro = option("micro") or ("true" if self.mcpu.startswith("cortex-m") else "")
         if micro not in ("", "true", "false", "1", "0"):
@@ -88,11 +67,12 @@ class DeviceTarget:
             option("max_shared_memory_per_block") or 0
         )
         self.thread_warp_size = int(option("thread_warp_size") or 1)
+        self.backend.check_target(self)
 
     @property
     def is_gpu(self) -> bool:
         """Code runs as kernels on a device with a thread hierarchy."""
-        return self.kind in ("cuda", "opencl")
+        return self.backend.is_gpu
 
     @property
     def host(self):
@@ -112,10 +92,6 @@ class DeviceTarget:
 
     def __hash__(self) -> int:
         return hash(str(self))
-
-
-def _is_sm(arch: str) -> bool:
-    return arch.startswith("sm_") and arch[3:].rstrip("af").isdigit()
 
 
 def _parse_string(spec: str) -> tuple[str, dict[str, str]]:
@@ -145,10 +121,11 @@ def _parse_dict(spec: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
 
 
 def _check_kind(spec: object, kind: str) -> None:
-    if kind not in KINDS:
+    known = [k for k in kinds() if k != "llvm"]
+    if kind not in known:
         raise EmberValueError(
             f"target {spec!r}: unsupported kind {kind!r}, expected one of "
-            f"{', '.join(KINDS)}"
+            f"{', '.join(known)}"
         )
 
 
@@ -156,7 +133,7 @@ def _set_option(
     options: dict[str, str], spec: object, kind: str, key: str, value: str
 ) -> None:
     key = key.replace("-", "_")
-    takes = [k for k, (kinds, _) in _OPTIONS.items() if kind in kinds]
+    takes = list(backend(kind).options)
     if key not in takes:
         raise EmberValueError(
             f"target {spec!r}: unknown option -{key} for {kind} "
@@ -164,7 +141,7 @@ def _set_option(
         )
     if key in options:
         raise EmberValueError(f"target {spec!r}: -{key} given twice")
-    if key in _INTEGER_OPTIONS and (not value.isdigit() or int(value) < 1):
+    if key in backend(kind).integer_options and (not value.isdigit() or int(value) < 1):
         raise EmberValueError(
             f"target {spec!r}: -{key} must be an integer >= 1, got {value!r}"
         )
@@ -183,13 +160,13 @@ def target_kind(spec: "str | Mapping[str, Any] | object | None") -> str:
 
 
 def resolve_target(spec):
-    """A `Target` (kind llvm) or `DeviceTarget` (c, opencl, cuda) for `spec`;
+    """A `Target` (kind llvm) or `DeviceTarget` (every other kind) for `spec`;
     None is `Target.current()`."""
     from ember.backends.llvm.target import Target
 
-    if target_kind(spec) in KINDS:
+    if target_kind(spec) != "llvm":
         return DeviceTarget(spec)  # type: ignore[arg-type]
     return Target.resolve(spec)  # type: ignore[arg-type]
 
 
-__all__ = ["KINDS", "DeviceTarget", "resolve_target", "target_kind"]
+__all__ = ["DeviceTarget", "resolve_target", "target_kind"]
