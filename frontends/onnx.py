@@ -81,7 +81,13 @@ del onnx_attention, onnx_data, onnx_dtype, onnx_grid, onnx_im2col, onnx_index
 del onnx_loss, onnx_math, onnx_quant, onnx_reduce, onnx_rnn, onnx_signal
 del onnx_spatial, onnx_tensor
 
-__all__ = ["OnnxImportError", "UnsupportedOperatorError", "from_onnx", "load_model"]
+__all__ = [
+    "InputShapeError",
+    "OnnxImportError",
+    "UnsupportedOperatorError",
+    "from_onnx",
+    "load_model",
+]
 
 NEWEST_REVIEWED_OPSET = 28
 """The newest default-domain opset whose changes to the converted ops were
@@ -108,6 +114,33 @@ built."""
 class OnnxImportError(EmberError):
     """The model cannot be imported: not an ONNX file, an invalid model, an opset
     outside the supported range, or a node that does not convert."""
+
+
+class InputShapeError(OnnxImportError):
+    """Inputs whose shape the model leaves open (a dynamic dimension, or no
+    shape at all), so the caller must give it.
+
+    `shapes` maps each such input to an example to give: its fixed extents with
+    1 for each open one, or None where the model gives no rank. The message
+    says how in Python (`shape={...}`); a tool words it its own way with
+    `hint(...)` (ember-compile: `--input-shapes NAME:D0,D1,...`).
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        shapes: Mapping[str, tuple[int, ...] | None],
+        hint: str | None = None,
+    ):
+        self.problem, self.shapes = problem, dict(shapes)
+        if hint is None:
+            dims = {k: "(...)" if v is None else str(v) for k, v in self.shapes.items()}
+            hint = "shape={" + ", ".join(f"{k!r}: {v}" for k, v in dims.items()) + "}"
+        super().__init__(f"{problem}; pass the shapes to compile for, e.g. {hint}")
+
+    def hint(self, hint: str) -> InputShapeError:
+        """The same error, its remedy spelled `hint`."""
+        return InputShapeError(self.problem, self.shapes, hint)
 
 
 class UnsupportedOperatorError(OnnxImportError):
@@ -317,6 +350,8 @@ def _input_shapes(
             f"{label}: expected shapes for inputs among {names}, got {unknown}"
         )
     result = {}
+    problems: list[str] = []
+    examples: dict[str, tuple[int, ...] | None] = {}
     for value in inputs:
         want = dtype if isinstance(dtype, str | None) else dtype.get(value.name)
         element = _input_dtype(graph, value, want, label)
@@ -335,18 +370,17 @@ def _input_shapes(
                     f"got {list(dims)}"
                 )
         else:
-            if not tensor.HasField("shape"):
-                raise OnnxImportError(
-                    f"{label}: input '{value.name}' has no shape; pass "
-                    f"shape={{'{value.name}': (...)}}"
-                )
-            for axis, dim in enumerate(declared):
-                if not dim.HasField("dim_value"):
-                    symbol = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
-                    raise OnnxImportError(
-                        f"{label}: input '{value.name}' has a dynamic dimension "
-                        f"{symbol} at axis {axis}; pass shape={{'{value.name}': (...)}}"
+            problem = _open_shape(value.name, tensor)
+            if problem is not None:
+                problems.append(problem)
+                examples[value.name] = (
+                    tuple(
+                        d.dim_value if d.HasField("dim_value") else 1 for d in declared
                     )
+                    if tensor.HasField("shape")
+                    else None
+                )
+                continue
             dims = tuple(d.dim_value for d in declared)
         if len(dims) > MAX_RANK:
             raise OnnxImportError(
@@ -354,7 +388,20 @@ def _input_shapes(
                 f"dimensions, got {len(dims)}"
             )
         result[value.name] = (dims, element)
+    if problems:
+        raise InputShapeError(f"{label}: " + "; ".join(problems), examples)
     return result
+
+
+def _open_shape(name: str, tensor: onnx.TypeProto.Tensor) -> str | None:
+    """Why input `name` has no shape to compile for, or None."""
+    if not tensor.HasField("shape"):
+        return f"input '{name}' has no shape"
+    for axis, dim in enumerate(tensor.shape.dim):
+        if not dim.HasField("dim_value"):
+            symbol = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
+            return f"input '{name}' has a dynamic dimension {symbol} at axis {axis}"
+    return None
 
 
 class _Importer:

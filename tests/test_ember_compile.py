@@ -1,6 +1,7 @@
 """ember-compile: ONNX file to library, progress and one-line errors."""
 
 import os
+import shlex
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ember.runtime import GraphModule, cpu, load_module
-from ember.tools.ember_compile import UsageError, main, parse_shapes
+from ember.tools.ember_compile import UsageError, main, parse_shapes, shapes_flag
 
 
 def _conv_model(path, op="Relu"):
@@ -149,6 +150,39 @@ def test_tvmc_input_shapes_flag(tmp_path, monkeypatch):
     assert main([*argv, "--input-shapes", "data:[2,3,8,8]"]) == 0
     model = load_module(str(lib)).metadata["model"]
     assert model["inputs"][0]["shape"] == [2, 3, 8, 8]
+
+
+def test_an_open_input_shape_is_asked_for_as_the_flag_takes_it(
+    tmp_path, capsys, monkeypatch
+):
+    """The CLI says `--input-shapes data:1,3,8,8` where the Python API says
+    `shape={'data': (1, 3, 8, 8)}`, and the flag it suggests compiles the model."""
+    from ember.frontends.onnx import InputShapeError, from_onnx
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    _conv_model(tmp_path / "m.onnx")
+    argv = [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.so"), "-q"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "dynamic dimension 'N' at axis 0" in err and "shape={" not in err
+    suggested = err.split("e.g. ")[1].strip()
+    assert suggested == "--input-shapes data:1,3,8,8"
+    assert main([*argv, *shlex.split(suggested)]) == 0
+    with pytest.raises(
+        InputShapeError, match=r"e\.g\. shape=\{'data': \(1, 3, 8, 8\)\}"
+    ):
+        from_onnx(str(tmp_path / "m.onnx"))
+
+
+def test_shapes_flag_reads_back_through_the_shell():
+    flag = shapes_flag({"img": (1, 3, 224, 224), "mask": (1, 8), "x": None})
+    assert flag == "--input-shapes 'img:1,3,224,224 mask:1,8 x:D0,D1,...'"
+    name, value = shlex.split(flag)
+    assert name == "--input-shapes"
+    assert parse_shapes([value.replace(" x:D0,D1,...", "")]) == {
+        "img": (1, 3, 224, 224),
+        "mask": (1, 8),
+    }
 
 
 def test_output_checked_before_compiling(tmp_path, capsys, monkeypatch):

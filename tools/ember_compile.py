@@ -22,8 +22,11 @@ import argparse
 import logging
 import os
 import re
+import shlex
 import sys
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from ember.tools.common import (
@@ -122,6 +125,29 @@ def parse_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def shapes_flag(shapes: Mapping[str, tuple[int, ...] | None]) -> str:
+    """`shapes` as the flag that gives them, as a shell reads it back into
+    `parse_shapes`: `--input-shapes img:1,3,224,224`; None (a rank the model
+    does not say) is `NAME:D0,D1,...`."""
+    specs = [
+        f"{name}:{'D0,D1,...' if dims is None else ','.join(map(str, dims))}"
+        for name, dims in shapes.items()
+    ]
+    return f"--input-shapes {shlex.quote(' '.join(specs))}"
+
+
+@contextmanager
+def shapes_as_flags() -> Iterator[None]:
+    """A model input whose shape is left open is asked for in this tool's
+    spelling (`--input-shapes ...`), not the Python API's (`shape={...}`)."""
+    from ember.frontends.onnx import InputShapeError
+
+    try:
+        yield
+    except InputShapeError as e:
+        raise e.hint(shapes_flag(e.shapes)) from None
+
+
 def check_writable(path: Path, option: str) -> None:
     """Fail now, not after the compilation, when `path` cannot be written.
 
@@ -192,15 +218,16 @@ def run(opts: argparse.Namespace) -> None:
     import ember
     from ember.runtime import save_param_dict
 
-    mod = ember.compile_model(
-        opts.model,
-        target=opts.target,
-        shape=shapes or None,
-        opt_level=opts.opt_level,
-        embed_params=opts.params_separate is None,
-        progress=_Progress(),
-        tuning_records=opts.tuning_records,
-    )
+    with shapes_as_flags():
+        mod = ember.compile_model(
+            opts.model,
+            target=opts.target,
+            shape=shapes or None,
+            opt_level=opts.opt_level,
+            embed_params=opts.params_separate is None,
+            progress=_Progress(),
+            tuning_records=opts.tuning_records,
+        )
     log.info("linking %s", output)
     mod.export_library(str(output))
     if opts.params_separate is not None:

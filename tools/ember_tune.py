@@ -169,7 +169,7 @@ def _measurers(opts: argparse.Namespace):
 
 
 def run(opts: argparse.Namespace) -> None:
-    from ember.tools.ember_compile import parse_shapes
+    from ember.tools.ember_compile import parse_shapes, shapes_as_flags
 
     output = _check(opts)
     shapes = parse_shapes(opts.input_shape + opts.input_shapes)
@@ -177,7 +177,10 @@ def run(opts: argparse.Namespace) -> None:
     log.info("importing %s", opts.model)
     from ember.tune.model import extract_tasks, save_to_cache, tune_model
 
-    tasks = extract_tasks(opts.model, None, opts.target, shapes or None, opts.opt_level)
+    with shapes_as_flags():
+        tasks = extract_tasks(
+            opts.model, None, opts.target, shapes or None, opts.opt_level
+        )
     log.info(
         "%d tasks: %s",
         len(tasks),
