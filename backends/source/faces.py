@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 
 from ember.runtime.errors import EmberValueError
 
@@ -166,6 +166,12 @@ class Face:
             return base
         return base + "f"
 
+    def math_helpers(self) -> dict[str, list[str]]:
+        """Helper functions (name: lines, without the qualifier) that
+        `math_function` names where the language has no such function; one
+        joins the unit when first called."""
+        return {}
+
     def float_literal(self, value: float, t: Attribute) -> str:
         width = bits(t)
         if value != value:
@@ -234,6 +240,19 @@ class Face:
     def thread_index(self, tag: str) -> str:
         raise EmberValueError(f"{self.name}: no thread index {tag}")
 
+    reserved_words: frozenset[str] = frozenset()
+    """Words of the language, beyond C's, that no variable may be named."""
+
+    def refuse(self, op: Operation) -> str | None:
+        """Why the language cannot express `op` (a message naming it), or None;
+        the GPU plan asks it of every op before printing."""
+        return None
+
+    def kernel_head(self, name: str, params: list[str], block: list[int]) -> str:
+        """The text opening kernel `name`, up to its `{`: `params` are its
+        pointer parameters, `block` its threads per block along x, y, z."""
+        return f"{self.kernel_qualifier}\n{name}({', '.join(params)}) {{"
+
 
 class CFace(Face):
     """C99 for `c`: plain functions, malloc'd intermediates."""
@@ -300,6 +319,11 @@ class OpenCLFace(Face):
     def thread_index(self, tag: str) -> str:
         base, _, dim = tag.partition(".")
         return f"({self.index_type()}){self._IDS[base]}({'xyz'.index(dim)})"
+
+    def kernel_head(self, name: str, params: list[str], block: list[int]) -> str:
+        sizes = ", ".join(str(d) for d in block)
+        head = f"{self.kernel_qualifier} __attribute__((reqd_work_group_size({sizes})))"
+        return f"{head}\n{name}({', '.join(params)}) {{"
 
 
 class CUDAFace(Face):
@@ -384,6 +408,11 @@ class CUDAFace(Face):
 
     def thread_index(self, tag: str) -> str:
         return f"({self.index_type()}){tag}"
+
+    def kernel_head(self, name: str, params: list[str], block: list[int]) -> str:
+        threads = block[0] * block[1] * block[2]
+        head = f"{self.kernel_qualifier} __launch_bounds__({threads})"
+        return f"{head}\n{name}({', '.join(params)}) {{"
 
 
 # float -> nearest float16 (ties to even) -> float, for OpenCL without

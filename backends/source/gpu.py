@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ember.backends import backend
-from ember.backends.source.faces import Face, bits, is_float
+from ember.backends.source.faces import bits, is_float
 from ember.backends.source.printer import (
     THREAD_ATTR,
     FunctionPrinter,
@@ -202,6 +202,10 @@ def build_plan(module: ModuleOp, target: DeviceTarget) -> dict:
     """The launch plan (`runtime/device_module.py`'s format) of loop IR `module`
     for the GPU `target`, its `binary` None (NVRTC fills it for cuda)."""
     face = backend(target.kind).face()
+    for op in module.walk():
+        refusal = face.refuse(op)
+        if refusal is not None:
+            raise SourceError(refusal)
     if _largest_buffer(module) < INDEX32_LIMIT:
         face.index_bits = 32
     unit = SourceUnit(face)
@@ -434,17 +438,8 @@ def _print_kernel(
         FunctionPrinter.emit_alloc(p, alloc)
     _print_outside_scalars(p, kernel.nest)
     p.emit_op(kernel.nest)
-    return "\n".join([_kernel_head(face, kernel, texts), *p.lines, "}"])
-
-
-def _kernel_head(face: Face, kernel: Kernel, params: list[str]) -> str:
-    threads = kernel.dims("threadIdx")
-    if face.name == "cuda":
-        head = f"{face.kernel_qualifier} __launch_bounds__({kernel.threads})"
-    else:
-        sizes = ", ".join(str(d) for d in threads)
-        head = f"{face.kernel_qualifier} __attribute__((reqd_work_group_size({sizes})))"
-    return f"{head}\n{kernel.name}({', '.join(params)}) {{"
+    head = face.kernel_head(kernel.name, texts, kernel.dims("threadIdx"))
+    return "\n".join([head, *p.lines, "}"])
 
 
 def _print_outside_scalars(p: KernelPrinter, nest: Operation) -> None:

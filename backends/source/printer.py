@@ -116,7 +116,7 @@ class FunctionPrinter(ScalarPrinter):
         super().__init__(unit)
         self.names: dict[SSAValue, str] = {}
         self.exprs: dict[SSAValue, str] = {}
-        self.taken: set[str] = set(_RESERVED)
+        self.taken: set[str] = _RESERVED | unit.face.reserved_words
         self.lines: list[str] = []
         self.depth = 1
         self.live_globals: list[str] = []

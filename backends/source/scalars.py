@@ -199,13 +199,19 @@ class ScalarPrinter:
 
     def math(self, name: str, t: Attribute, args: list[str]) -> str:
         if bits(t) == 16 and not self.face.native_half:
-            return f"{self.face.math_function(name, _F32)}({', '.join(args)})"
+            return f"{self.math_function(name, _F32)}({', '.join(args)})"
         if bits(t) == 16:
             f32 = self.face.float_type(32)
             wide = [f"({f32}){a}" for a in args]
-            fn = self.face.math_function(name, _F32)
+            fn = self.math_function(name, _F32)
             return f"({self.ctype(t)}){fn}({', '.join(wide)})"
-        return f"{self.face.math_function(name, t)}({', '.join(args)})"
+        return f"{self.math_function(name, t)}({', '.join(args)})"
+
+    def math_function(self, name: str, t: Attribute) -> str:
+        """The face's function for math op `name`; a helper joins the unit."""
+        function = self.face.math_function(name, t)
+        helper = self.face.math_helpers().get(function)
+        return self.unit.helper(function, helper) if helper else function
 
     def cast(self, op: Operation, value: str) -> str:
         src, dst = op.operands[0].type, op.results[0].type
