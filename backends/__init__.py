@@ -57,7 +57,9 @@ class Backend:
     """The most blocks and threads per block along x, y and z, where the device
     API caps them, or None."""
     source_suffix: ClassVar[str] = ""
-    """The file suffix of its source (`get_source` formats), "" for none."""
+    """The file suffix of its source (a `get_source` format), "" for none."""
+    binary_format: ClassVar[str] = ""
+    """What `binary` gives (a `get_source` format: CUDA's "ptx")."""
 
     def face(self) -> Any:
         """The C-family face its source is printed with (`backends.source.faces`)."""

@@ -20,6 +20,7 @@ class CUDABackend(Backend):
     }
     grid_limits = ((2**31 - 1, 65535, 65535), (1024, 1024, 64))
     source_suffix = "cu"
+    binary_format = "ptx"
 
     def face(self):
         from ember.backends.source.faces import CUDAFace

@@ -263,3 +263,7 @@ class CudaAPI(DeviceAPI):
         finally:
             self._f["cuEventDestroy_v2"](start)
         return ms.value
+
+
+API = CudaAPI
+"""The device API `ember.runtime.device_api` finds for this kind."""

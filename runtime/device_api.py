@@ -18,13 +18,13 @@ an explicit copy (``numpy()``, ``copyto``, ``np.array(a)``).
 
 import ctypes
 import importlib
+import importlib.util
 import math
 import threading
 
 import numpy as np
 
 from .dlpack import (
-    DL_CUDA,
     DL_OPENCL,
     CapsuleTensor,
     DLDataType,
@@ -34,10 +34,16 @@ from .dlpack import (
     read_capsule,
 )
 from .errors import EmberError, EmberValueError
-from .ndarray import Device, NDArray, _on_gpu, copy_source, empty, from_dlpack
+from .ndarray import (
+    _GPU_TYPES,
+    Device,
+    NDArray,
+    _on_gpu,
+    copy_source,
+    empty,
+    from_dlpack,
+)
 
-# device type -> (module, class) of its API
-_APIS = {DL_CUDA: ("cuda_api", "CudaAPI"), DL_OPENCL: ("opencl_api", "OpenCLAPI")}
 _loaded: dict[int, "DeviceAPI"] = {}
 _loading = threading.Lock()
 
@@ -134,18 +140,39 @@ def device_api(dev: Device) -> DeviceAPI:
     api = _loaded.get(dev.device_type)
     if api is not None:
         return api
-    if dev.device_type not in _APIS:
-        raise EmberError(
-            f"{dev}: ember has no runtime for this device type; it runs on cpu, "
-            "cuda and opencl devices"
-        )
-    module_name, class_name = _APIS[dev.device_type]
     with _loading:
         api = _loaded.get(dev.device_type)
         if api is None:
-            module = importlib.import_module(f".{module_name}", __package__)
-            api = _loaded[dev.device_type] = getattr(module, class_name)()
+            api = _loaded[dev.device_type] = _api_class(dev)()
     return api
+
+
+def _api_class(dev: Device) -> type["DeviceAPI"]:
+    """The API of ``dev``'s kind: ``API`` of ``ember.runtime.<kind>_api``, by
+    the kind's DLPack name, so a new kind of device is one module."""
+    kind = dev.kind
+    name = f"{__package__}.{kind}_api"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:
+            raise
+        module = None
+    api = getattr(module, "API", None)
+    if not (isinstance(api, type) and issubclass(api, DeviceAPI)):
+        raise EmberError(
+            f"{dev}: ember has no runtime for {kind} devices (no "
+            f"ember.runtime.{kind}_api); it runs on cpu, {', '.join(_known_kinds())}"
+        )
+    return api
+
+
+def _known_kinds() -> list[str]:
+    from .ndarray import DEVICE_KINDS
+
+    return [
+        k for k in DEVICE_KINDS if importlib.util.find_spec(f"{__package__}.{k}_api")
+    ]
 
 
 def check_device(dev: Device, what: str) -> DeviceAPI:
@@ -368,9 +395,9 @@ def device_from_capsule(opened: CapsuleTensor, owner, shape, dtype) -> NDArray:
     """The NDArray of a consumed DLPack tensor in cuda or opencl memory."""
     t = opened.tensor
     dev = Device(t.device.device_type, t.device.device_id)
-    if dev.device_type not in _APIS:
+    if dev.device_type not in _GPU_TYPES:
         raise EmberError(
-            f"from_dlpack: ember handles cpu, cuda and opencl memory; got {dev}"
+            f"from_dlpack: ember handles {_GPU_TYPES.names()} memory; got {dev}"
         )
     data = t.data or 0
     if t.byte_offset:

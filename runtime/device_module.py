@@ -5,9 +5,11 @@ JSON-serializable dict (``PLAN_FORMAT``)::
 
     {
       "format": "ember.device/1",
-      "kind": "cuda" | "opencl",
+      "kind": "cuda" | "opencl" | ...,   # a DLPack device name
       "source": "<the whole CUDA C or OpenCL C translation unit>",
       "binary": "<PTX text>" | None,   # cuda: PTX; opencl: None (built from source)
+      "source_format": "cu",           # optional: get_source's name of the source
+      "binary_format": "ptx",          # optional: and of the binary
       "functions": {
         "vecadd": {
           "args": [{"name": "A", "shape": [1024], "dtype": "float32",
@@ -49,18 +51,15 @@ from collections.abc import Mapping
 import numpy as np
 
 from .device_api import DeviceAPI, DeviceNDArray, check_device
-from .dlpack import DL_CPU, DL_CUDA, DL_OPENCL, dtype_to_dl
+from .dlpack import DL_CPU, dtype_to_dl
 from .errors import EmberError, EmberTypeError, EmberValueError, ExportError
 from .graph_executor import RUN_FUNCTION
 from .module import MODEL_FACTORY, Module
-from .ndarray import Device, NDArray, array, empty, from_dlpack
+from .ndarray import DEVICE_KINDS, Device, NDArray, array, device, empty, from_dlpack
 from .packed_func import PackedFunc
 
 PLAN_FORMAT = "ember.device/1"
 """The ``"format"`` of the launch plans this runtime runs."""
-
-_KINDS = {"cuda": DL_CUDA, "opencl": DL_OPENCL}
-_SOURCE_FORMATS = {"cuda": ("", "cuda", "cu"), "opencl": ("", "cl", "opencl")}
 
 
 def _fail(where: str, expected: str, got: object) -> EmberValueError:
@@ -122,12 +121,6 @@ def _check_launch(
     shared = launch.get("shared_bytes")
     if not _is_int(shared, 0):
         raise _fail(f'{where}["shared_bytes"]', "an int >= 0", shared)
-    if kind == "opencl" and shared:
-        raise _fail(
-            f'{where}["shared_bytes"]',
-            "0 for opencl (declare __local arrays in the kernel)",
-            shared,
-        )
     args = launch.get("args")
     if not isinstance(args, list):
         raise _fail(f'{where}["args"]', "a list", args)
@@ -166,22 +159,22 @@ def check_plan(plan) -> dict:
         >>> check_plan({"format": "ember.device/1"})
         Traceback (most recent call last):
         ...
-        ember.runtime.errors.EmberValueError: launch plan: kind: expected "cuda" or "opencl", got null
+        ember.runtime.errors.EmberValueError: launch plan: kind: expected a device kind (cuda, opencl, vulkan, metal, rocm, oneapi, webgpu, hexagon), got null
     """
     if not isinstance(plan, dict):
         raise _fail("the plan", "an object", plan)
     if plan.get("format") != PLAN_FORMAT:
         raise _fail("format", f'"{PLAN_FORMAT}"', plan.get("format"))
     kind = plan.get("kind")
-    if kind not in _KINDS:
-        raise _fail("kind", '"cuda" or "opencl"', kind)
+    if kind not in DEVICE_KINDS:
+        raise _fail("kind", f"a device kind ({', '.join(DEVICE_KINDS)})", kind)
     if not isinstance(plan.get("source"), str):
         raise _fail("source", "the kernels' source text", plan.get("source"))
-    binary = plan.get("binary")
-    if kind == "cuda" and not isinstance(binary, str | None):
-        raise _fail("binary", "PTX text or null", binary)
-    if kind == "opencl" and binary is not None:
-        raise _fail("binary", "null for opencl (built from source)", binary)
+    if not isinstance(plan.get("binary"), str | None):
+        raise _fail("binary", "the device binary's text or null", plan.get("binary"))
+    for key in ("source_format", "binary_format"):
+        if not isinstance(plan.get(key, ""), str):
+            raise _fail(key, "a format name", plan.get(key))
     params = plan.get("params", {})
     if not isinstance(params, dict):
         raise _fail("params", "an object", params)
@@ -297,7 +290,7 @@ class DeviceModule(Module):
         super().__init__(plan.get("entry") or next(iter(functions)))
         self.plan = plan
         self.kind: str = plan["kind"]
-        self.device_type = _KINDS[self.kind]
+        self.device_type = device(self.kind).device_type
         self._metadata = {
             "entry": self.entry_name,
             "functions": {name: {"args": f["args"]} for name, f in functions.items()},
@@ -355,15 +348,17 @@ class DeviceModule(Module):
         Example:
             >>> print(mod.get_source("ptx"))  # doctest: +SKIP
         """
-        formats = list(_SOURCE_FORMATS[self.kind])
+        source_formats = ["", self.kind, self.plan.get("source_format") or ""]
+        binary_format = self.plan.get("binary_format") or "binary"
+        formats = list(dict.fromkeys(source_formats))
         if self.plan["binary"] is not None:
-            formats.append("ptx")
+            formats.append(binary_format)
         if fmt not in formats:
             known = ", ".join(repr(f) for f in formats)
             raise EmberError(
                 f"{self._describe()} has no source in format {fmt!r}; it has {known}"
             )
-        text = self.plan["binary"] if fmt == "ptx" else self.plan["source"]
+        text = self.plan["binary"] if fmt == binary_format else self.plan["source"]
         return str(text)
 
     def save(self, path: str | os.PathLike) -> None:

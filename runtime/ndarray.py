@@ -13,6 +13,7 @@ import ctypes
 import math
 import operator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -55,6 +56,13 @@ _DEVICE_TYPES = {name: code for code, name in _DEVICE_NAMES.items()} | {
     "llvm": DL_CPU,
     "cl": DL_OPENCL,
 }
+DEVICE_KINDS = tuple(
+    name
+    for name in _DEVICE_NAMES.values()
+    if name != "cpu" and not name.endswith(("_host", "_managed"))
+)
+"""The accelerators DLPack names: the kinds a launch plan may run on, each with
+its device API ``ember.runtime.<kind>_api`` where ember has one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +78,17 @@ class Device:
     device_id: int = 0
 
     def __repr__(self) -> str:
-        name = _DEVICE_NAMES.get(self.device_type, f"device{self.device_type}")
-        return f"{name}({self.device_id})"
+        return f"{self.kind}({self.device_id})"
+
+    @property
+    def kind(self) -> str:
+        """The device's DLPack name: "cpu", "cuda", "opencl", "vulkan", ...
+
+        Example:
+            >>> Device(4, 0).kind
+            'opencl'
+        """
+        return _DEVICE_NAMES.get(self.device_type, f"device{self.device_type}")
 
     def sync(self) -> None:
         """Wait until the work queued on the device is done (kernels launched
@@ -186,7 +203,33 @@ def opencl(dev_id: int = 0) -> Device:
 
 
 _CPU0 = cpu(0)
-_GPU_TYPES = (DL_CUDA, DL_OPENCL)
+
+
+class _Accelerators:
+    """The device type codes ember has a runtime for: each kind of
+    `DEVICE_KINDS` whose ``ember.runtime.<kind>_api`` exists (looked up, not
+    imported), so a new kind of device is one module."""
+
+    @cached_property
+    def codes(self) -> frozenset[int]:
+        import importlib.util
+
+        return frozenset(
+            _DEVICE_TYPES[kind]
+            for kind in DEVICE_KINDS
+            if importlib.util.find_spec(f"{__package__}.{kind}_api") is not None
+        )
+
+    def __contains__(self, code: object) -> bool:
+        return code in self.codes
+
+    def names(self) -> str:
+        """ "cpu, cuda and opencl": the memory ember handles, for messages."""
+        kinds = ["cpu", *sorted(_DEVICE_NAMES[c] for c in self.codes)]
+        return ", ".join(kinds[:-1]) + " and " + kinds[-1]
+
+
+_GPU_TYPES = _Accelerators()
 
 
 def _check_cpu(dev: Device, what: str) -> Device:
@@ -575,10 +618,10 @@ def _check_producer(tensor, what: str, gpu: bool = False) -> Device | None:
         where = f" on device {where}" if where is not None else ""
         raise EmberError(
             f"{what}: a {_type_name(tensor)}{where} has no DLPack device ({e}); "
-            "the ember runtime only handles cpu, cuda and opencl memory"
+            f"the ember runtime only handles {_GPU_TYPES.names()} memory"
         ) from None
     if dev.device_type != DL_CPU and not (gpu and dev.device_type in _GPU_TYPES):
-        handles = "cpu, cuda and opencl" if gpu else "cpu"
+        handles = _GPU_TYPES.names() if gpu else "cpu"
         raise EmberError(
             f"{what}: only handles {handles} memory; got a "
             f"{_type_name(tensor)} on {dev}"

@@ -320,6 +320,11 @@ class OpenCLAPI(DeviceAPI):
 
     def load(self, dev_id: int, source: str, binary: str | None) -> int:
         where, context, _ = self._queue(dev_id)
+        if binary is not None:
+            raise EmberError(
+                f"{where}: an OpenCL program is built from its source; the launch "
+                "plan carries a binary"
+            )
         text = source.encode()
         program = self._create(
             where,
@@ -371,6 +376,11 @@ class OpenCLAPI(DeviceAPI):
 
     def launch(self, dev_id, kernel, grid, block, shared_bytes, pointers) -> None:
         where, _, queue = self._queue(dev_id)
+        if shared_bytes:
+            raise EmberError(
+                f"{where}: OpenCL kernels take no dynamic shared memory (declare "
+                f"__local arrays in the kernel); the launch asks {shared_bytes} bytes"
+            )
         size = ctypes.sizeof(_P)
         for i, pointer in enumerate(pointers):
             self._call(
@@ -398,3 +408,7 @@ class OpenCLAPI(DeviceAPI):
             None,
             detail=f"(global {list(global_size)}, local {list(block)})",
         )
+
+
+API = OpenCLAPI
+"""The device API `ember.runtime.device_api` finds for this kind."""

@@ -155,6 +155,8 @@ def make_plan():
         "kind": "cuda",
         "source": SOURCE,
         "binary": PTX,
+        "source_format": "cu",
+        "binary_format": "ptx",
         "functions": {
             "vecadd": {
                 "args": [_arg("A", [N]), _arg("B", [N]), _arg("C", [N], True)],

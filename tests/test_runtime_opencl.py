@@ -81,6 +81,7 @@ def make_plan(source=SOURCE):
         "kind": "opencl",
         "source": source,
         "binary": None,
+        "source_format": "cl",
         "functions": {
             "vecadd": {
                 "args": [_arg("A", [N]), _arg("B", [N]), _arg("C", [N], True)],
@@ -316,7 +317,7 @@ def test_a_build_error_shows_the_log():
 def test_get_source_and_export(mod, tmp_path):
     assert mod.get_source() == mod.get_source("cl") == SOURCE
     with pytest.raises(
-        rt.EmberError, match="has no source in format 'ptx'; it has '', 'cl', 'opencl'"
+        rt.EmberError, match="has no source in format 'ptx'; it has '', 'opencl', 'cl'"
     ):
         mod.get_source("ptx")
     with pytest.raises(rt.ExportError, match=r'mod.save\("m.json"\)'):
@@ -345,10 +346,10 @@ def test_time_evaluator(mod, data):
 MALFORMED = [
     (lambda p: p.update(format="ember.device/2"), 'format: expected "ember.device/1"'),
     (
-        lambda p: p.update(kind="vulkan"),
-        'kind: expected "cuda" or "opencl", got "vulkan"',
+        lambda p: p.update(kind="tpu"),
+        r'kind: expected a device kind \(cuda, opencl, vulkan, metal, .*\), got "tpu"',
     ),
-    (lambda p: p.update(binary="x"), "binary: expected null for opencl"),
+    (lambda p: p.update(binary=3), "binary: expected the device binary's text or null"),
     (lambda p: p.pop("source"), "source: expected the kernels' source text, got null"),
     (lambda p: p.update(functions={}), "functions: expected an object of at least one"),
     (
@@ -372,8 +373,8 @@ MALFORMED = [
         r'\["launches"\]\[0\]\["block"\]: expected 3 positive ints',
     ),
     (
-        lambda p: p["functions"]["vecadd"]["launches"][0].update(shared_bytes=64),
-        r'\["shared_bytes"\]: expected 0 for opencl',
+        lambda p: p["functions"]["vecadd"]["launches"][0].update(shared_bytes=-1),
+        r'\["shared_bytes"\]: expected an int >= 0',
     ),
     (
         lambda p: p["functions"]["vecadd"]["launches"][0]["args"].append({"arg": 3}),
@@ -404,6 +405,27 @@ def test_malformed_plans_name_the_field(damage, message):
     damage(plan)
     with pytest.raises(rt.EmberValueError, match=message):
         DeviceModule(plan)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda p: p.update(binary="x"), "an OpenCL program is built from its source"),
+        (
+            lambda p: p["functions"]["vecadd"]["launches"][0].update(shared_bytes=64),
+            "OpenCL kernels take no dynamic shared memory",
+        ),
+    ],
+)
+def test_what_opencl_cannot_run_its_api_refuses(damage, message):
+    """The plan is any device's; OpenCL's API refuses what OpenCL lacks."""
+    plan = make_plan()
+    damage(plan)
+    a = np.ones(N, "float32")
+    with pytest.raises(rt.EmberError, match=message):
+        DeviceModule(plan)["vecadd"](
+            rt.array(a, device=DEV), rt.array(a, device=DEV), rt.empty((N,), device=DEV)
+        )
 
 
 def test_not_a_plan():

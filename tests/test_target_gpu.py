@@ -184,6 +184,7 @@ def test_vecadd_source_and_plan():
         "format": "ember.device/1",
         "kind": "cuda",
         "binary": None,
+        "source_format": "cu",
         "functions": {
             "vecadd": {
                 "args": [
