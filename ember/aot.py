@@ -93,6 +93,7 @@ def compile_model(
     progress: Progress | None = None,
     workers: int | None = None,
     tuning_records: str | os.PathLike | Sequence | bool | None = None,
+    debug: bool = False,
 ) -> LLVMModule:
     """Compile a model ahead of time into one module running `default_run`.
 
@@ -123,6 +124,10 @@ def compile_model(
             measured on this target gets its best schedule. None: the log
             under ember's cache directory, if any (`default_records`); False:
             none.
+        debug: keep in the call plan each kernel's ONNX nodes and the
+            tensor its result is (`graph-plan-memory{debug}`), for `ember
+            debug` and the profile's node names; every library keeps the
+            kernels' graph ops.
 
     Returns:
         The compiled module: `mod["default"](dev)` makes the graph executor,
@@ -162,6 +167,7 @@ def compile_model(
         _pass_context(opt_level, disabled_pass),
         records=_records_option(tuning_records),
         embed_params=embed_params,
+        debug=debug,
     )
     hits = 0
 

@@ -45,6 +45,8 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     ModuleOp,
+    NameLoc,
+    NoneAttr,
     StringAttr,
     TensorType,
 )
@@ -451,10 +453,10 @@ class _Importer:
                 node, self.opset, inputs, self.block, self.materialize
             )
             folded = onnx_fold.fold(context)
+            last = self.block.last_op
             if folded is not None:
                 outputs = [folded]
             else:
-                last = self.block.last_op
                 outputs = onnx_ops.CONVERTERS[_key(node)](context)
                 self.check_operands(node, inputs, outputs, last)
         except (ConversionError, VerifyException) as e:
@@ -464,6 +466,26 @@ class _Importer:
         for name, value in zip(node.output, outputs, strict=False):
             if name:
                 self.env[name] = value
+        if folded is None:
+            self.locate(index, node, outputs, last)
+
+    def locate(self, index: int, node: onnx.NodeProto, outputs: Sequence, last):
+        """Give the ops `node` became (those after `last`) its name as their
+        location, `loc("node")`, and `loc("node"("tensor"))` to the op whose
+        result is the node's output `tensor`: what `ember debug` and the
+        profile name."""
+        tensors = {
+            v: n
+            for n, v in zip(node.output, outputs, strict=False)
+            if n and isinstance(v, SSAValue)
+        }
+        here = StringAttr(_node_name(node, index))
+        op = last.next_op if last is not None else self.block.first_op
+        while op is not None:
+            name = next((tensors[r] for r in op.results if r in tensors), None)
+            inner = NameLoc(StringAttr(name), NoneAttr()) if name else NoneAttr()
+            op.location = NameLoc(here, inner)
+            op = op.next_op
 
     def check_operands(
         self, node: onnx.NodeProto, inputs: Sequence, outputs: Sequence, last

@@ -36,7 +36,16 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    FusedLoc,
+    LocationAttr,
+    ModuleOp,
+    NameLoc,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+    UnknownLoc,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -48,6 +57,10 @@ ALIASES = (graph.ReshapeOp, graph.FlattenOp)
 
 KERNEL_ATTR = "ember.kernel"
 """The unit attribute marking the kernel functions this pass adds."""
+
+LAYOUT_ATTR = "ember.layout"
+"""On a `graph.call_kernel` whose result is a blocked activation: its layout,
+`NCHW<b>c` (the buffer is (N, C/b, H, W, b))."""
 
 _observers: list[dict] = []
 
@@ -86,6 +99,33 @@ def is_graph_function(f: func.FuncOp) -> bool:
         and bool(results)
         and all(isinstance(t, TensorType) for t in results)
     )
+
+
+def provenance(op: Operation) -> LocationAttr:
+    """The location of the kernel call made of `op` (a fusion group or a lone
+    op): each graph op it computes, the group's result last, named with its
+    own location (the ONNX node, and the tensor its result is, where the
+    frontend gave them): `loc(fused["graph.conv2d"("conv1"("c1")),
+    "graph.relu"("relu1"("r1"))])`. `graph-plan-memory` reads it."""
+    ops = [op]
+    if isinstance(op, graph.FusedOp):
+        body = op.body.block
+        result = body.last_op.operands[0].owner if body.last_op else None
+        ops = [
+            o
+            for o in body.ops
+            if not isinstance(o, graph.YieldOp | graph.ConstantOp | graph.ParamOp)
+            and o is not result
+        ]
+        ops += [result] if isinstance(result, Operation) else []
+    locs = [
+        NameLoc(
+            StringAttr(o.name),
+            NoneAttr() if isinstance(o.location, UnknownLoc) else o.location,
+        )
+        for o in ops
+    ]
+    return locs[0] if len(locs) == 1 else FusedLoc(tuple(locs), NoneAttr())
 
 
 def is_alias(op: Operation) -> bool:
@@ -208,8 +248,10 @@ class _Converter:
             if out_block is not None:  # the buffer holds (N, C/b, H, W, b)
                 result = TensorType(result.element_type, spec.kernel.output.shape)
             call = self._call(spec.kernel, spec.operands, spec.kind, op, result)
+            call.location = provenance(op)
             if out_block is not None:
                 blocked[call.result] = out_block
+                call.attributes[LAYOUT_ATTR] = StringAttr(f"NCHW{out_block}c")
             op.results[0].replace_all_uses_with(call.result)
             self.block.erase_op(op)
         self._copy_outputs()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import FusedLoc, ModuleOp, NoneAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -103,6 +103,8 @@ def _fold_into_anchor(bn: graph.BatchNormOp) -> bool:
     attrs = anchor.config if isinstance(anchor, graph.Conv2DOp) else {}
     new = type(anchor).build_inferred(anchor.data, weight, bias, **attrs)
     new.attributes.update(anchor.attributes)
+    # it computes the batch norm's tensor: its node last (`ember debug`)
+    new.location = FusedLoc((anchor.location, bn.location), NoneAttr())
     build.insert(new)
     new.result.name_hint = bn.result.name_hint
     bn.result.replace_all_uses_with(new.result)
@@ -123,6 +125,8 @@ def _decompose(bn: graph.BatchNormOp) -> None:
         shift = build(graph.ReshapeOp, shift, shape=channels)
     y = build(graph.AddOp, build(graph.MulOp, bn.data, scale), shift)
     y.name_hint = bn.result.name_hint
+    if isinstance(y.owner, Operation):  # the tensor the batch norm computed
+        y.owner.location = bn.location
     bn.result.replace_all_uses_with(y)
     block = bn.parent_block()
     assert block is not None

@@ -18,9 +18,11 @@ calling each kernel on `memref.view`s at planned offsets:
 - every param a kernel reads gets an offset in the params blob, in order of
   first use.
 
-The description of the entry (inputs, outputs, sizes, the params layout) goes
-into the module's `ember.model` attribute, which `func-packed-abi` puts into the
-library's metadata. Kernel arguments are marked `llvm.noalias`: the plan never
+The description of the entry (inputs, outputs, sizes, the params layout, and
+the call plan: each kernel call in order with its buffers and the graph ops it
+computes) goes into the module's `ember.model` attribute, which
+`func-packed-abi` puts into the library's metadata; the runtime runs a model
+kernel by kernel from the plan (`GraphModule.profile`, `ember debug`). Kernel arguments are marked `llvm.noalias`: the plan never
 gives a call overlapping buffers.
 
     ember-opt model.mlir -p 'ember-graph,convert-graph-to-te,convert-te-to-loop{scratch-args=true},graph-plan-memory'
@@ -39,10 +41,12 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
+    FusedLoc,
     IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    NameLoc,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -56,6 +60,7 @@ from xdsl.utils.exceptions import PassFailedException
 from ember.dialects import graph
 from ember.memory_plan import ALIGNMENT, TensorLife, plan_memory
 from ember.passes.bound_params import bound_params
+from ember.passes.convert_graph_to_te import LAYOUT_ATTR
 
 ENTRY = "default_run"
 MODEL_ATTR = "ember.model"
@@ -71,11 +76,17 @@ class GraphPlanMemory(ModulePass):
     metadata's `params_embedded`); params of a text model with none bound
     (`ember.passes.bound_params`) cannot be embedded, and the library then
     expects them from `load_params`.
+
+    `debug`: the call plan also names, for each graph op of a kernel, the
+    source nodes and the source tensor its result is (from the calls'
+    locations, which the ONNX frontend gives), so that `ember debug` can
+    compare each kernel's result with the source model's tensor.
     """
 
     name = "graph-plan-memory"
 
     embed_params: bool = True
+    debug: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.passes.convert_graph_to_te import is_graph_function
@@ -88,7 +99,7 @@ class GraphPlanMemory(ModulePass):
         if len(models) > 1:
             names = ", ".join(f"@{f.sym_name.data}" for f in models)
             _fail(f"expected one model function, got {names}")
-        _Planner(op, models[0], self.embed_params).run()
+        _Planner(op, models[0], self.embed_params, self.debug).run()
 
 
 def _fail(message: str) -> None:
@@ -132,6 +143,7 @@ class _Scratch:
 class _Call:
     callee: str
     args: list[tuple[SSAValue | _Scratch, MemRefType]]
+    op: graph.CallKernelOp
 
 
 @dataclass
@@ -139,6 +151,7 @@ class _Planner:
     module: ModuleOp
     main: func.FuncOp
     embed_params: bool
+    debug: bool
     calls: list[_Call] = field(default_factory=list)
 
     def root(self, value: SSAValue) -> SSAValue:
@@ -229,7 +242,7 @@ class _Planner:
             (_Scratch(step, i), t)  # type: ignore[misc]
             for i, t in enumerate(scratch)
         ]
-        self.calls.append(_Call(symbol, args))
+        self.calls.append(_Call(symbol, args, op))
 
     def _kind(self, value: SSAValue) -> tuple[str, Any]:
         root = self.root(value)
@@ -356,9 +369,40 @@ class _Planner:
             "params_embedded": self.embed_params
             and (bound_params() is not None or not self.layout),
             "intermediate_bytes": self.intermediate_bytes,
+            "calls": [self._plan_entry(c) for c in self.calls],
         }
         self.module.attributes[MODEL_ATTR] = StringAttr(json.dumps(model))
         return entry
+
+    def _plan_entry(self, call: _Call) -> dict:
+        """A kernel call as the runtime runs it alone: its symbol, its
+        arguments' places (`result` is the index of its result; scratch
+        buffers follow it), the graph ops it computes, and its result's
+        layout when blocked."""
+        entry: dict[str, Any] = {
+            "kernel": call.callee,
+            "args": [self._place(v, t) for v, t in call.args],
+            "result": len(call.op.args),
+            "ops": ops_of(call.op.location, self.debug),
+        }
+        layout = call.op.attributes.get(LAYOUT_ATTR)
+        if isinstance(layout, StringAttr):
+            entry["layout"] = layout.data
+        return entry
+
+    def _place(self, value: SSAValue | _Scratch, t: MemRefType) -> dict:
+        if isinstance(value, _Scratch):
+            where: dict[str, Any] = {"buffer": "workspace"}
+            where["offset"] = self.offsets[value]
+        else:
+            kind, key = self._kind(value)
+            if kind in ("input", "output"):
+                where = {"buffer": kind, "index": key, "offset": 0}
+            elif kind == "param":
+                where = {"buffer": "params", "offset": self.layout[key]["offset"]}
+            else:
+                where = {"buffer": "workspace", "offset": self.offsets[key]}
+        return {**where, "shape": list(t.get_shape()), "dtype": dtype_name(t)}
 
     def _thread_count_global(self) -> None:
         """The model defines the thread count its kernels' parallel loops read
@@ -381,6 +425,48 @@ class _Planner:
             kernel.arg_attrs = ArrayAttr(
                 [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
             )
+
+
+def ops_of(location: Attribute, sources: bool) -> list[dict]:
+    """The graph ops a kernel call computes, from its location (see
+    `convert_graph_to_te.provenance`): `{"op"}` each, and with `sources` the
+    `"nodes"` it came from and the `"tensor"` its result is, where known."""
+    ops = []
+    for loc in _parts(location) or (location,):
+        if not isinstance(loc, NameLoc):
+            continue
+        entry: dict[str, Any] = {"op": loc.desc.data}
+        if sources:
+            nodes, tensor = _sources(loc.location)
+            if nodes:
+                entry["nodes"] = nodes
+            if tensor is not None:
+                entry["tensor"] = tensor
+        ops.append(entry)
+    return ops
+
+
+def _sources(loc: Attribute) -> tuple[list[str], str | None]:
+    """The node names of a graph op's location, `"node"("tensor")` or a
+    fused list of them, and the tensor its result is (the last one named)."""
+    if isinstance(loc, FusedLoc):
+        nodes, tensor = [], None
+        for inner in _parts(loc):
+            more, named = _sources(inner)
+            nodes += more
+            tensor = named if named is not None else tensor
+        return nodes, tensor
+    if not isinstance(loc, NameLoc):
+        return [], None
+    child = loc.location
+    return [loc.desc.data], child.desc.data if isinstance(child, NameLoc) else None
+
+
+def _parts(loc: Attribute) -> tuple[Attribute, ...]:
+    """The locations a fused location joins (none for any other)."""
+    if isinstance(loc, FusedLoc) and isinstance(loc.locations, ArrayAttr):
+        return loc.locations.data
+    return ()
 
 
 def _describe(name: str, t: Attribute) -> dict:
@@ -408,4 +494,5 @@ __all__ = [
     "io_names",
     "memref_of",
     "nbytes",
+    "ops_of",
 ]

@@ -155,6 +155,7 @@ def model_segments(
     ctx: "PassContext | None" = None,
     records: str = "auto",
     embed_params: bool = True,
+    debug: bool = False,
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The model pipeline `ember-model`: (stage, passes) in order, the graph
     passes those of `ctx` (the current `PassContext` by default). The stage
@@ -166,15 +167,23 @@ def model_segments(
             under ember's cache directory, "": none).
         embed_params: whether the library carries its params
             (`graph-plan-memory{embed-params}`).
+        debug: whether the call plan names each kernel's source nodes and
+            tensors (`graph-plan-memory{debug}`, for `ember debug`).
     """
-    return (("graph", graph_pipeline(ctx)), *_lowering(records, embed_params))
+    return (
+        ("graph", graph_pipeline(ctx)),
+        *_lowering(records, embed_params, debug),
+    )
 
 
-def _lowering(records: str, embed_params: bool):
+def _lowering(records: str, embed_params: bool, debug: bool = False):
     apply_records = "te-apply-records"
     if records != "auto":
         apply_records += "{records=" + json.dumps(records) + "}"
-    plan = "graph-plan-memory" + ("" if embed_params else "{embed-params=false}")
+    options = ([] if embed_params else ["embed-params=false"]) + (
+        ["debug=true"] if debug else []
+    )
+    plan = "graph-plan-memory" + ("{" + " ".join(options) + "}" if options else "")
     return (
         # each kernel's best schedule from a tuning log, where it has one
         ("te", (*GRAPH_TO_TE, apply_records)),

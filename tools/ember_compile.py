@@ -84,6 +84,12 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the params to FILE (save_param_dict) instead of the library",
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="keep each kernel's ONNX nodes and tensors in the library, for "
+        "`ember debug --library` and the profile's node names",
+    )
     add_common_arguments(parser, prog)
     return parser
 
@@ -227,6 +233,7 @@ def run(opts: argparse.Namespace) -> None:
             embed_params=opts.params_separate is None,
             progress=_Progress(),
             tuning_records=opts.tuning_records,
+            debug=opts.debug,
         )
     log.info("linking %s", output)
     mod.export_library(str(output))

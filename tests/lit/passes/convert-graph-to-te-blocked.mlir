@@ -5,7 +5,7 @@
 // their epilogue, a residual) stays a blocked activation (N, C/b, H, W, b):
 // its producer writes it blocked, the 1x1 convolution reads it as it is and
 // the dilated 3x3 one only pads it. A result the function returns keeps its
-// layout.
+// layout. A blocked call says so (`ember.layout`, read by the call plan).
 
 // CHECK-LABEL: func.func private @ember_conv2d_relu_{{[0-9a-f]+}}(%data0: tensor<1x16x8x8xf32>
 // CHECK-SAME:      -> tensor<1x1x8x8x16xf32>
@@ -22,7 +22,7 @@
 // CHECK:         te.compute "data1.nchw" {{.*}} -> tensor<1x16x8x8xf32>
 // CHECK:         te.compute_inline "data1.nchw"
 // CHECK-LABEL: func.func @main(
-// CHECK:         %[[A:.*]] = graph.call_kernel @ember_conv2d_relu_{{.*}}(%x, {{.*}} -> tensor<1x1x8x8x16xf32>
+// CHECK:         %[[A:.*]] = graph.call_kernel @ember_conv2d_relu_{{.*}}(%x, {{.*}} {ember.layout = "NCHW16c"} : {{.*}} -> tensor<1x1x8x8x16xf32>
 // CHECK:         %[[B:.*]] = graph.call_kernel @ember_conv2d_relu_{{.*}}(%[[A]], {{.*}} -> tensor<1x1x8x8x16xf32>
 // CHECK:         %[[C:.*]] = graph.call_kernel @ember_conv2d_add_{{.*}}(%[[B]], %{{.*}}, %[[A]]) {{.*}} -> tensor<1x16x8x8xf32>
 // CHECK:         func.return %[[C]] : tensor<1x16x8x8xf32>
