@@ -332,8 +332,17 @@ class BaseGraphExecutor(Module):
                 params are still missing (a library without embedded params,
                 before ``load_params``).
         """
+        with self.running("run") as (inputs, outputs):
+            self._run_model(inputs, outputs)
+
+    @contextmanager
+    def running(self, what: str) -> Iterator[tuple[list, list]]:
+        """Hold the executor as ``run`` does (the calling thread's inputs,
+        params loaded, no other run) and give its inputs and outputs: for
+        running the model another way, kernel by kernel
+        (``ember.runtime.graph_steps``)."""
         with self._lock:
-            self._claim_locked("run", take=False)
+            self._claim_locked(what, take=False)
             me = threading.get_ident()
             foreign = [
                 name
@@ -342,16 +351,16 @@ class BaseGraphExecutor(Module):
             ]
             if foreign:
                 raise EmberError(
-                    f"run: input {foreign[0]!r} was last set by another thread, "
+                    f"{what}: input {foreign[0]!r} was last set by another thread, "
                     f"not this one; {_ONE_THREAD}"
                 )
             if self._running is not None:  # this thread, from a callback
-                raise EmberError("run: this graph executor is already running")
-            self._check_params("run")
+                raise EmberError(f"{what}: this graph executor is already running")
+            self._check_params(what)
             self._running, self._calls = threading.get_ident(), self._calls + 1
             inputs, outputs = list(self._inputs), list(self._outputs)
         try:
-            self._run_model(inputs, outputs)
+            yield inputs, outputs
         finally:
             with self._lock:
                 self._running, self._calls = None, self._calls - 1

@@ -22,6 +22,7 @@ thread's use is an ``EmberError``, never its result). See
 import json
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from .graph_executor import (
 )
 from .ndarray import Device
 from .profiling import BenchmarkResult
+
+if TYPE_CHECKING:
+    from .graph_steps import Profile
 
 
 class GraphModule:
@@ -207,6 +211,37 @@ class GraphModule:
         if self._remote_device is not None and isinstance(params, Mapping):
             params = _params.save_param_dict(params)
         self._load_params(params)
+
+    def profile(self, repeat: int = 10, **inputs) -> "Profile":
+        """Where the time goes: run the model ``repeat`` times kernel by
+        kernel (after setting ``inputs``, name=value, if given) and time
+        every kernel call (``ember.runtime.graph_steps``).
+
+        Returns:
+            A ``Profile``: ``print(p)`` shows each kernel's calls, total and
+            mean time, share and graph ops; ``p.save_trace("t.json")`` writes
+            a Chrome trace that Perfetto opens.
+
+        Raises:
+            EmberError: a remote or GPU executor, or a library without a call
+                plan; and as ``run``.
+
+        Example:
+            >>> print(m.profile(repeat=20, input=x))  # doctest: +SKIP
+        """
+        from .graph_steps import profile
+
+        if inputs:
+            self.set_input(**inputs)
+        return profile(self._local("profile"), repeat)
+
+    def _local(self, what: str) -> GraphExecutor:
+        if not isinstance(self.module, GraphExecutor):
+            raise EmberError(
+                f"{what}: runs kernel by kernel only in a local CPU graph executor, "
+                f"not a {type(self.module).__name__}"
+            )
+        return self.module
 
     def benchmark(
         self,

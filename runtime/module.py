@@ -83,6 +83,18 @@ class Module:
             f"{type(self).__name__} must define _function_address"
         )
 
+    def symbol_address(self, name: str) -> int:
+        """The address of the function ``name`` the module defines, whatever
+        its signature (a model library's kernels take bare pointers: see
+        ``ember.runtime.graph_steps``), or 0 where it has none or cannot run
+        here.
+
+        Example:
+            >>> lib.symbol_address("default_run") != 0  # doctest: +SKIP
+            True
+        """
+        return self._function_address(name)
+
     def function_names(self) -> list[str]:
         """The names of the functions this module is known to define.
 

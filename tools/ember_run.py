@@ -3,12 +3,17 @@
     ember-run model.so --input data=x.npy [--input ...] [--params model.params]
                        [--repeat 10] [--output-dir out/] [--seed 0]
     ember-run model.so --inputs inputs.npz      # arrays named as the inputs
+    ember-run model.so --profile [--trace trace.json]   # time each kernel
 
 Loads the library (``.so`` or ``.tar``) with the runtime alone, sets the inputs
 from ``.npy`` files or an ``.npz`` archive of arrays named as the model's inputs
 (tvmc's ``--inputs``; random ones, seeded, for inputs not given), runs the model,
 prints each output's name, shape, dtype, min/max/mean and first values, then
 the latency: the median of ``--repeat`` timed runs (``time_evaluator``).
+``--profile`` then runs ``--repeat`` more kernel by kernel and prints where the
+time goes (``GraphModule.profile``: each kernel's calls, total and mean time,
+share and graph ops); ``--trace FILE`` writes those calls as a Chrome trace
+that Perfetto (ui.perfetto.dev) or ``chrome://tracing`` opens.
 ``--output-dir`` saves each output as ``<name>.npy``; one that would be the
 library, the params or an input file, or another output's file, is refused
 before the model runs.
@@ -101,6 +106,16 @@ def _parser(prog: str = "ember-run") -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--output-dir", metavar="DIR", help="save each output as DIR/<name>.npy"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="time every kernel call and print a table of the kernels",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="FILE.json",
+        help="with --profile: write the kernel calls as a Chrome trace (Perfetto)",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the random inputs (default 0)"
@@ -222,7 +237,13 @@ def _output_files(
             ("--params", opts.params),
             *((f"input {name!r}", path) for name, (path, _) in files.items()),
         ],
-        [(f"output {t['name']!r}", p) for t, p in zip(outputs, saved, strict=True)],
+        [
+            *(
+                (f"output {t['name']!r}", p)
+                for t, p in zip(outputs, saved, strict=True)
+            ),
+            ("--trace", opts.trace),
+        ],
     )
     return saved
 
@@ -230,6 +251,10 @@ def _output_files(
 def run(opts: argparse.Namespace) -> None:
     if opts.repeat < 0:
         raise UsageError(f"--repeat must be >= 0, got {opts.repeat}")
+    if opts.trace and not opts.profile:
+        raise UsageError("--trace needs --profile")
+    if opts.profile and not opts.repeat:
+        raise UsageError("--profile needs --repeat of at least 1")
     if not os.path.exists(opts.library):
         raise FileNotFoundError(f"no such file: {opts.library}")
     if opts.output_dir:  # before the work, not after it
@@ -301,6 +326,13 @@ def run(opts: argparse.Namespace) -> None:
             f"max {max(ms):.3f}, mean {result.mean * 1e3:.3f}) over "
             f"{opts.repeat} run(s)"
         )
+    if opts.profile:
+        profile = module.profile(repeat=opts.repeat)
+        print(f"profile ({opts.repeat} run(s) kernel by kernel):")
+        print(profile.table())
+        if opts.trace:
+            profile.save_trace(opts.trace)
+            print(f"trace written to {opts.trace} (open it in ui.perfetto.dev)")
 
 
 def main(argv: list[str] | None = None, prog: str = "ember-run") -> int:

@@ -97,12 +97,19 @@ class LLVMModule(Module):
         if entry_name is None and len(packed) == 1:
             self.entry_name = packed[0]
         self._engine: llvm.ExecutionEngine | _LinkedObjects | None = None
+        # a model's kernels, which the runtime may call one by one (profile)
+        self._kernels = {s for o in objects for s in o.symbols}
         if self.target.is_host:
             threads = _thread_count(compiled)
             _resolve_externals(compiled, {s for o in objects for s in o.symbols})
             if objects:
                 codes = (self.object_code(), *(o.code for o in objects))
-                exports = {*self._signatures, NUM_THREADS_SYMBOL, callbacks.HOOK_SYMBOL}
+                exports = {
+                    *self._signatures,
+                    *self._kernels,
+                    NUM_THREADS_SYMBOL,
+                    callbacks.HOOK_SYMBOL,
+                }
                 self._engine = _LinkedObjects(codes, exports)
             else:
                 jit = self.target.create_jit_target_machine()
@@ -143,6 +150,11 @@ class LLVMModule(Module):
         if self._signatures.get(name) != _PACKED_SIGNATURE:
             return 0
         return self.function_address(name)
+
+    def symbol_address(self, name: str) -> int:
+        if self._engine is None or name not in {*self._signatures, *self._kernels}:
+            return 0
+        return self._engine.get_function_address(name)
 
     loop_source: str | None = None
     """The scheduled loop nest, when the module was built from te IR."""
