@@ -3,6 +3,7 @@
     ember compile model.onnx -o model.so       # = ember-compile
     ember tune model.onnx -o records.jsonl     # = ember-tune
     ember run model.so --inputs inputs.npz     # = ember-run
+    ember debug model.onnx --inputs x.npz      # the first kernel that differs
     ember opt kernel.mlir -p ember-cpu         # = ember-opt
     ember rpc-server --port 9090               # = ember-rpc-server
     ember cache info | clear                   # the compile cache on disk
@@ -34,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compile": ("ember.tools.ember_compile", "compile an ONNX model into a library"),
     "tune": ("ember.tools.ember_tune", "tune a model's kernels for this machine"),
     "run": ("ember.tools.ember_run", "run a compiled model library and time it"),
+    "debug": (
+        "ember.tools.ember_debug",
+        "find the first kernel whose result differs from onnxruntime's",
+    ),
     "opt": ("ember.tools.ember_opt", "run passes over IR and print any stage"),
     "rpc-server": ("ember.runtime.rpc.server", "serve RPC sessions on a device"),
     "cache": ("ember.tools.cli", "show or clear the compile cache on disk"),
