@@ -50,6 +50,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from . import cc as _cc
+from . import data_object, elf
 from .device_api import DeviceAPI, DeviceNDArray, check_device
 from .dlpack import DL_CPU, dtype_to_dl
 from .errors import EmberError, EmberTypeError, EmberValueError, ExportError
@@ -60,6 +62,12 @@ from .packed_func import PackedFunc
 
 PLAN_FORMAT = "ember.device/1"
 """The ``"format"`` of the launch plans this runtime runs."""
+PLAN_SYMBOL = "__ember_device_plan"
+"""A device library's plan: its length (8 bytes, little-endian), then JSON."""
+PARAM_SYMBOL = "__ember_param_"
+"""A device library's params, ``__ember_param_<i>`` in the plan's order."""
+DOCUMENT_SYMBOL = "__ember_library_document"
+"""The library's merged metadata document, as JSON data (no code to return it)."""
 
 
 def _fail(where: str, expected: str, got: object) -> EmberValueError:
@@ -362,8 +370,10 @@ class DeviceModule(Module):
         return str(text)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the launch plan as JSON, which ``load_module`` reads back
-        (a plan with ``"params"`` cannot be saved yet: their values are not in it).
+        """Write the launch plan as JSON, which ``load_module`` reads back (a
+        plan with ``"params"`` is exported as a library instead: ``export_library``
+        writes the plan and the params' values, as data, into a ``.so``,
+        ``.tar`` or ``.o`` that ``load_module`` opens without the compiler).
 
         Args:
             path: the file to write, ending in ``.json``.
@@ -375,7 +385,8 @@ class DeviceModule(Module):
         path = os.fspath(path)
         if self.params:
             raise ExportError(
-                f"{self._describe()} holds params, which a saved plan cannot carry yet"
+                f"{self._describe()} holds params, which a JSON plan does not carry: "
+                'export a library instead (export_library("m.so"), or ".tar")'
             )
         if not path.endswith(".json"):
             raise EmberValueError(
@@ -384,17 +395,36 @@ class DeviceModule(Module):
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.plan, f, indent=1)
 
-    def export_library(self, path, cc=None, options=()) -> None:
-        """Not supported yet for device modules: save the plan instead.
-
-        Raises:
-            ExportError: always; the message says to use ``save("m.json")``.
-        """
-        raise ExportError(
-            f"{self._describe()} cannot be exported as a library yet; save its "
-            'launch plan with mod.save("m.json") and load it with '
-            'load_module("m.json")'
+    def _object_file(self, name: str) -> "_cc.ObjectFile":
+        """The launch plan and the params as data of this machine's host
+        (``__ember_device_plan``, ``__ember_param_<i>``): ``export_library``
+        writes a library that ``load_module`` turns back into this module in
+        a process that has no compiler."""
+        host = elf.host_template()
+        if host is None:
+            raise ExportError(
+                f"{self._describe()}: this machine's ELF header is unknown"
+            )
+        plan = json.dumps(self.plan).encode()
+        blobs: dict[str, object] = {
+            PLAN_SYMBOL: np.frombuffer(len(plan).to_bytes(8, "little") + plan, np.uint8)
+        }
+        for i, param in enumerate(self.plan.get("params", {})):
+            blobs[f"{PARAM_SYMBOL}{i}"] = np.ascontiguousarray(self.params[param])
+        machine = elf.host_machine() or "unknown"
+        return _cc.ObjectFile(
+            name=name,
+            code=data_object.data_object(host, blobs),
+            triple=f"{machine}-unknown-linux-gnu",
+            metadata={"functions": self.metadata["functions"]},
+            symbols=tuple(blobs),
         )
+
+    def _metadata_object(self, document: dict) -> bytes:
+        host = elf.host_template()
+        assert host is not None  # _object_file refused already
+        text = json.dumps(document).encode()
+        return data_object.data_object(host, {DOCUMENT_SYMBOL: text})
 
     def _load(self, dev: Device) -> _Loaded:
         loaded = self._loaded.get(dev)
@@ -559,6 +589,38 @@ def _check_arg(label: str, spec: dict, arg) -> None:
         raise EmberValueError(f"{label}: expected dtype {spec['dtype']}, got {dtype}")
     if spec["output"] and isinstance(arg, np.ndarray) and not arg.flags.writeable:
         raise EmberValueError(f"{label}: is an output but the array is read-only")
+
+
+def from_library(library: Module) -> DeviceModule:
+    """The DeviceModule a library exported from one holds (its
+    ``__ember_device_plan`` and params).
+
+    Raises:
+        EmberValueError: the plan or the params in the library are damaged.
+    """
+    head = library.get_data(PLAN_SYMBOL, 8)
+    where = library._describe()
+    if head is None:
+        raise EmberValueError(f"{where}: no {PLAN_SYMBOL}")
+    size = int.from_bytes(bytes(head.numpy()), "little")
+    if not 0 < size < 1 << 31:
+        raise EmberValueError(f"{where}: {PLAN_SYMBOL} says {size} bytes")
+    data = library.get_data(PLAN_SYMBOL, 8 + size)
+    assert data is not None
+    try:
+        plan = json.loads(bytes(data.numpy()[8:]))
+        check_plan(plan)
+    except (ValueError, EmberValueError) as e:
+        raise EmberValueError(f"{where}: its launch plan: {e}") from None
+    params = {}
+    for i, (name, spec) in enumerate(plan.get("params", {}).items()):
+        dtype = np.dtype(spec["dtype"])
+        nbytes = int(np.prod(spec["shape"], dtype=np.int64)) * dtype.itemsize
+        blob = library.get_data(f"{PARAM_SYMBOL}{i}", nbytes)
+        if blob is None:
+            raise EmberValueError(f"{where}: no data for param {name!r}")
+        params[name] = blob.numpy().view(dtype).reshape(spec["shape"]).copy()
+    return DeviceModule(plan, params=params)
 
 
 def load_plan(path: str | os.PathLike) -> DeviceModule:

@@ -140,6 +140,21 @@ def host_header() -> ElfHeader | None:
     return None
 
 
+def host_template() -> bytes | None:
+    """The first bytes of this interpreter's executable: an ELF header of this
+    machine (class, byte order, machine, flags) for ``data_object`` to copy,
+    or None where it cannot be read."""
+    for path in ("/proc/self/exe", sys.executable):
+        try:
+            with open(path, "rb") as f:
+                start = f.read(64)
+        except (OSError, TypeError):
+            continue
+        if parse_header(start) is not None:
+            return start
+    return None
+
+
 def host_machine() -> str | None:
     """This machine as a target triple names it ("x86_64"), None if unknown."""
     header = host_header()

@@ -35,6 +35,7 @@ from .ndarray import NDArray, empty
 from .packed_func import PackedFunc
 
 METADATA_FUNCTION = "__ember_metadata"
+_DEVICE_PLAN = "__ember_device_plan"  # device_module.PLAN_SYMBOL, not imported
 """The packed function a module defines to describe itself as a JSON string:
 ``{"entry": name | null, "functions": {name: {"args": [{"name", "shape", "dtype",
 "output"}]}}}``; every key but ``functions`` is optional. A library written by
@@ -643,6 +644,10 @@ def load_module(
     else:
         elf.check_library(path)
         module = DSOModule(path)
+    if module._function_address(_DEVICE_PLAN):  # a GPU model: its plan, as data
+        from .device_module import from_library
+
+        return from_library(module)
     if check_cpu:
         _check_cpu(module)
     return module

@@ -61,6 +61,33 @@ def test_mobilenet_v2_on_opencl_matches_onnxruntime(mobilenet, opencl_mobilenet)
     _close(y.numpy(), expected)
 
 
+@needs_opencl
+@pytest.mark.parametrize("suffix", ["so", "tar"])
+def test_an_opencl_model_exports_and_loads_in_a_process_without_the_compiler(
+    mobilenet, opencl_mobilenet, tmp_path, suffix
+):
+    """A GPU model is an artifact like a CPU one: its launch plan and params go
+    into the library as data, and `load_module` in a fresh process, which
+    imports nothing of the compiler, runs it on PoCL."""
+    _, x, expected = mobilenet
+    path = tmp_path / f"mobilenet.{suffix}"
+    opencl_mobilenet.export_library(path)
+    np.save(tmp_path / "x.npy", x)
+    code = (
+        "import sys, numpy as np\n"
+        "from ember import runtime as rt\n"
+        f"lib = rt.load_module({str(path)!r})\n"
+        "gm = rt.GraphModule(lib['default'](rt.opencl(0)))\n"
+        f"np.save({str(tmp_path / 'y.npy')!r}, gm(input=np.load({str(tmp_path / 'x.npy')!r}))[0])\n"
+        "compiler = [m for m in sys.modules if m.split('.')[0] in ('xdsl', 'llvmlite')"
+        " or m.startswith(('ember.passes', 'ember.backends', 'ember.aot'))]\n"
+        "assert not compiler, compiler\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    _close(np.load(tmp_path / "y.npy"), expected)
+
+
 def test_the_model_plan_reads_each_param_once_and_launches_every_kernel(
     opencl_mobilenet,
 ):
@@ -80,8 +107,24 @@ def test_the_model_plan_reads_each_param_once_and_launches_every_kernel(
     assert opencl_mobilenet.compile_stats.calls >= len(plan["functions"]) - 1
 
 
-def test_mobilenet_v2_for_cuda_is_ptx_that_ptxas_accepts(mobilenet, tmp_path):
-    mod = ember.compile_model(mobilenet[0], target="cuda -arch=sm_80")
+@pytest.fixture(scope="module")
+def cuda_mobilenet(mobilenet):
+    return ember.compile_model(mobilenet[0], target="cuda -arch=sm_80")
+
+
+def test_a_cuda_model_exports_and_loads_like_a_cpu_one(cuda_mobilenet, tmp_path):
+    """Exporting and loading touch no driver: the plan (CUDA C, its PTX) and
+    the params come back as they went in."""
+    cuda_mobilenet.export_library(tmp_path / "m.so")
+    again = rt.load_module(tmp_path / "m.so")
+    assert again.plan == cuda_mobilenet.plan
+    assert again.get_source("ptx") == cuda_mobilenet.get_source("ptx")
+    for name, value in cuda_mobilenet.params.items():
+        np.testing.assert_array_equal(again.params[name], value)
+
+
+def test_mobilenet_v2_for_cuda_is_ptx_that_ptxas_accepts(cuda_mobilenet, tmp_path):
+    mod = cuda_mobilenet
     assert "__global__ void" in mod.get_source("cuda")
     ptx = mod.get_source("ptx")
     assert ".target sm_80" in ptx
