@@ -1,13 +1,17 @@
 """ember's demo: compile a real network ahead of time and race onnxruntime with it,
-then compile kernels from tensor expressions and check them against numpy.
+then schedule kernels written as tensor expressions with `ember.auto_schedule`
+and race numpy with them.
 
-    make demo        (or: .venv/bin/python examples/demo.py [--size 224])
+    make demo        (or: .venv/bin/python examples/demo.py [--size 224]
+                      [--tune-budget 3] [--trials N] [--no-model])
 
 The network is MobileNetV2 (batch 1, fp32, seeded random weights) written as an
 ONNX file by `examples/onnx_models.py`; `ember.compile_model` turns it into one
 native `default_run` (kernels cached under ~/.cache/ember, so a second run
 compiles in about a second), and the graph executor runs it beside onnxruntime
-on the same input.
+on the same input. Each te kernel gets a few seconds of schedule search
+(`--tune-budget`), measured in isolated processes and checked against the
+default schedule's result; both schedules are timed beside numpy.
 """
 
 import argparse
@@ -39,10 +43,8 @@ def vecadd(n: int):
     A = te.placeholder((n,), name="A")
     B = te.placeholder((n,), name="B")
     C = te.compute((n,), lambda i: A[i] + B[i], name="C")
-    mod = ember.build(te.create_schedule(C.op), [A, B, C], name="vecadd")
     a, b = np.random.rand(n).astype("float32"), np.random.rand(n).astype("float32")
-    c = np.empty(n, "float32")
-    return mod, (a, b, c), c, lambda: a + b
+    return [A, B, C], (a, b, np.empty(n, "float32")), lambda: a + b
 
 
 def matmul(n: int, m: int, k: int):
@@ -50,21 +52,17 @@ def matmul(n: int, m: int, k: int):
     B = te.placeholder((k, m), name="B")
     r = te.reduce_axis((0, k), name="r")
     C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
-    mod = ember.build(te.create_schedule(C.op), [A, B, C], name="matmul")
     a = np.random.rand(n, k).astype("float32")
     b = np.random.rand(k, m).astype("float32")
-    c = np.empty((n, m), "float32")
-    return mod, (a, b, c), c, lambda: a @ b
+    return [A, B, C], (a, b, np.empty((n, m), "float32")), lambda: a @ b
 
 
 def rowmax(n: int, m: int):
     A = te.placeholder((n, m), name="A")
     r = te.reduce_axis((0, m), name="r")
     M = te.compute((n,), lambda i: te.max(A[i, r], axis=r), name="M")
-    mod = ember.build(te.create_schedule(M.op), [A, M], name="rowmax")
     a = np.random.randn(n, m).astype("float32")
-    out = np.empty(n, "float32")
-    return mod, (a, out), out, lambda: a.max(axis=1)
+    return [A, M], (a, np.empty(n, "float32")), lambda: a.max(axis=1)
 
 
 def softmax_exp(n: int, m: int):
@@ -73,10 +71,35 @@ def softmax_exp(n: int, m: int):
     r = te.reduce_axis((0, m), name="r")
     M = te.compute((n,), lambda i: te.max(X[i, r], axis=r), name="M")
     E = te.compute((n, m), lambda i, j: te.exp(X[i, j] - M[i]), name="E")
-    mod = ember.build(te.create_schedule(E.op), [X, E], name="softmax_exp")
     x = np.random.randn(n, m).astype("float32")
     out = np.empty((n, m), "float32")
-    return mod, (x, out), out, lambda: np.exp(x - x.max(axis=1, keepdims=True))
+    return [X, E], (x, out), lambda: np.exp(x - x.max(axis=1, keepdims=True))
+
+
+def kernel_row(label: str, make, search: dict) -> None:
+    """Build a kernel on te's default schedule and on the one `auto_schedule`
+    finds, check both against numpy, and print their times beside numpy's."""
+    args, arrays, reference = make()
+    expected = reference()
+    start = time.perf_counter()
+    tuned = ember.build(ember.auto_schedule(args[-1], args, **search), args)
+    search_s = time.perf_counter() - start
+    default = ember.build(te.create_schedule(args[-1].op), args)
+    times, errors, ok = [], [], True
+    for mod in (default, tuned):
+        arrays[-1].fill(np.nan)
+        mod(*arrays)
+        ok &= np.allclose(arrays[-1], expected, rtol=1e-4, atol=1e-4)
+        errors.append(float(np.abs(arrays[-1] - expected).max()))
+        times.append(best_of(lambda mod=mod: mod(*arrays)))
+    t_numpy = best_of(reference)
+    print(
+        f"{label:24} {search_s:5.1f}s {times[0] * 1e6:9.1f}us {times[1] * 1e6:9.1f}us "
+        f"{t_numpy * 1e6:9.1f}us {t_numpy / times[1]:6.2f}x  "
+        f"{'ok' if ok else 'MISMATCH'} (max |err| {max(errors):.1e})"
+    )
+    if not ok:
+        raise SystemExit(f"{label}: ember's result differs from numpy's")
 
 
 def median_of(fn, repeat: int = 30, warmup_s: float = 0.5) -> float:
@@ -150,6 +173,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="ember's demo")
     parser.add_argument("--size", type=int, default=224, help="MobileNetV2 input size")
     parser.add_argument("--no-model", action="store_true", help="kernels only")
+    parser.add_argument(
+        "--tune-budget",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="seconds of auto_schedule search per kernel (default 3)",
+    )
+    parser.add_argument(
+        "--trials", type=int, help="candidates measured per kernel at most"
+    )
     opts = parser.parse_args()
     if not opts.no_model:
         model_demo(opts.size)
@@ -162,30 +195,33 @@ def main() -> None:
     }
     target = ember.Target("llvm")
     print(f"ember {ember.__version__}, target llvm: {target.triple}, cpu {target.cpu}")
+    limit = f" or {opts.trials} candidates" if opts.trials else ""
     print(
-        f"{'kernel':26} {'compile':>9} {'ember':>10} {'numpy':>10} {'ratio':>7}  check"
+        f"te kernels, scheduled by ember.auto_schedule ({opts.tune_budget:g} s"
+        f"{limit} of search each) and checked against numpy:"
     )
-    for label, make in kernels.items():
-        start = time.perf_counter()
-        mod, args, out, reference = make()
-        compile_s = time.perf_counter() - start
-        mod(*args)
-        expected = reference()
-        ok = np.allclose(out, expected, rtol=1e-4, atol=1e-4)
-        err = np.abs(out - expected).max()
-        t_ember = best_of(lambda mod=mod, args=args: mod(*args))
-        t_numpy = best_of(reference)
-        print(
-            f"{label:26} {compile_s * 1e3:7.0f}ms {t_ember * 1e6:8.1f}us "
-            f"{t_numpy * 1e6:8.1f}us {t_numpy / t_ember:6.2f}x  "
-            f"{'ok' if ok else 'MISMATCH'} (max |err| {err:.1e})"
-        )
-        if not ok:
-            raise SystemExit(f"{label}: ember's result differs from numpy's")
-    print("ratio = numpy time / ember time (above 1: ember is faster).")
     print(
-        "Kernels use te's default (naive) schedules; examples/matmul_schedule.py "
-        "and examples/conv2d_schedule.py schedule them (make bench compares)."
+        f"{'kernel':24} {'search':>6} {'default':>11} {'tuned':>11} {'numpy':>11} "
+        f"{'ratio':>7}  check"
+    )
+    from ember.tune import LocalBuilder, LocalRunner
+
+    # one build pool and runner process for every search
+    builder, runner = LocalBuilder(), LocalRunner()
+    search = dict(time_budget_s=opts.tune_budget, trials=opts.trials)
+    try:
+        for label, make in kernels.items():
+            kernel_row(label, make, {**search, "builder": builder, "runner": runner})
+    finally:
+        builder.close()
+        runner.close()
+    print(
+        "default: te's naive schedule; tuned: the schedule auto_schedule found; "
+        "ratio = numpy time / tuned time (above 1: ember is faster)."
+    )
+    print(
+        "Longer searches find faster schedules (--tune-budget 30); "
+        "examples/matmul_schedule.py writes one by hand (make bench compares)."
     )
 
 
