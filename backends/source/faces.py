@@ -240,6 +240,14 @@ class Face:
     def thread_index(self, tag: str) -> str:
         raise EmberValueError(f"{self.name}: no thread index {tag}")
 
+    long_suffix = "LL"
+    """The suffix of a 64-bit integer literal."""
+
+    def cast(self, type_name: str, expr: str) -> str:
+        """`expr` (a primary or parenthesized expression) converted to
+        `type_name`: a C cast, or a constructor where the language has no casts."""
+        return f"({type_name}){expr}"
+
     reserved_words: frozenset[str] = frozenset()
     """Words of the language, beyond C's, that no variable may be named."""
 
@@ -252,6 +260,11 @@ class Face:
         """The text opening kernel `name`, up to its `{`: `params` are its
         pointer parameters, `block` its threads per block along x, y, z."""
         return f"{self.kernel_qualifier}\n{name}({', '.join(params)}) {{"
+
+    def open_kernel(self, head: str, shared: list[str]) -> str:
+        """A kernel's `head` with the declarations of its `shared` arrays:
+        at the top of its body (GLSL declares them at file scope instead)."""
+        return "\n".join([head, *(f"  {line}" for line in shared)])
 
 
 class CFace(Face):

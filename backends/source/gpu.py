@@ -186,7 +186,8 @@ class KernelPrinter(FunctionPrinter):
             )
         super().emit_alloc(op)
 
-    def declare_shared(self, op: loop.AllocOp) -> None:
+    def declare_shared(self, op: loop.AllocOp) -> str:
+        """The declaration of shared array `op` at kernel scope."""
         shape = memref_shape(op.buffer.type, "loop.alloc")
         t = op.buffer.type
         assert isinstance(t, MemRefType)
@@ -195,7 +196,7 @@ class KernelPrinter(FunctionPrinter):
             count *= d
         name = self.bind(op.buffer, op.buffer.name_hint or "shared")
         elem = self.face.element_type(t.element_type)
-        self.emit(f"{self.face.shared_space} {elem} {name}[{count}];")
+        return f"{self.face.shared_space} {elem} {name}[{count}];"
 
 
 def build_plan(module: ModuleOp, target: DeviceTarget) -> dict:
@@ -432,13 +433,13 @@ def _print_kernel(
         assert isinstance(t, MemRefType)
         name = p.bind(value, buffer_name(value))
         texts.append(face.pointer_param(t.element_type, name, value not in stored))
-    for alloc in kernel.shared:
-        p.declare_shared(alloc)
+    shared = [p.declare_shared(alloc) for alloc in kernel.shared]
     for alloc in local_allocs:
         FunctionPrinter.emit_alloc(p, alloc)
     _print_outside_scalars(p, kernel.nest)
     p.emit_op(kernel.nest)
     head = face.kernel_head(kernel.name, texts, kernel.dims("threadIdx"))
+    head = face.open_kernel(head, shared)
     return "\n".join([head, *p.lines, "}"])
 
 

@@ -41,6 +41,7 @@ _INT_BINARY = {
     "arith.xori": "^",
     "arith.shrsi": ">>",
 }
+_BOOL_BINARY = {"arith.andi": "&&", "arith.ori": "||", "arith.xori": "!="}
 _UNSIGNED_BINARY = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}
 _FLOAT_BINARY = {
     "arith.addf": "+",
@@ -90,7 +91,9 @@ class SourceUnit:
 
     def helper(self, name: str, lines: Iterable[str]) -> str:
         if name not in self.helpers:
-            self.helpers[name] = [f"{self.face.helper_qualifier} {next(iter(lines))}"]
+            qualifier = self.face.helper_qualifier
+            first = next(iter(lines))
+            self.helpers[name] = [f"{qualifier} {first}" if qualifier else first]
             self.helpers[name] += list(lines)[1:]
         return name
 
@@ -138,7 +141,8 @@ class ScalarPrinter:
             if bits(t) == 1:
                 return "true" if n & 1 else "false"
             if bits(t) == 64 and not -(2**31) <= n < 2**31:
-                return f"(({self.ctype(t)}){n}LL)"
+                long = f"{n}{self.face.long_suffix}"
+                return f"({self.face.cast(self.ctype(t), long)})"
             return str(n) if n >= 0 or bits(t) < 64 else f"({n})"
         raise SourceError(f"{self.face.name} source: unsupported constant {value}")
 
@@ -148,14 +152,18 @@ class ScalarPrinter:
         name = op.name
         args = [self.expr(v) for v in op.operands]
         t = op.results[0].type
+        if name in _BOOL_BINARY and bits(t) == 1:  # GLSL has no & on bool
+            return f"{args[0]} {_BOOL_BINARY[name]} {args[1]}"
         if name in _INT_BINARY:
             return f"{args[0]} {_INT_BINARY[name]} {args[1]}"
         if name == "arith.shli":
             u = self.face.int_type(bits(t), unsigned=True)
-            return f"({self.ctype(t)})(({u}){args[0]} << {args[1]})"
+            shifted = f"({self.face.cast(u, args[0])} << {args[1]})"
+            return self.face.cast(self.ctype(t), shifted)
         if name in _UNSIGNED_BINARY:
             u = self.face.int_type(bits(t), unsigned=True)
-            return f"({self.ctype(t)})(({u}){args[0]} {_UNSIGNED_BINARY[name]} ({u}){args[1]})"
+            a, b = self.face.cast(u, args[0]), self.face.cast(u, args[1])
+            return self.face.cast(self.ctype(t), f"({a} {_UNSIGNED_BINARY[name]} {b})")
         if name in _FLOAT_BINARY:
             return f"{args[0]} {_FLOAT_BINARY[name]} {args[1]}"
         if name == "arith.negf":
@@ -166,7 +174,7 @@ class ScalarPrinter:
             a, b = args
             if name.endswith("ui") and bits(t) > 1:
                 u = self.face.int_type(bits(t), unsigned=True)
-                a, b = f"({u}){a}", f"({u}){b}"
+                a, b = self.face.cast(u, a), self.face.cast(u, b)
             sign = ">" if "max" in name else "<"
             return f"{a} {sign} {b} ? {args[0]} : {args[1]}"
         if name in ("arith.maximumf", "arith.minimumf"):
@@ -177,7 +185,7 @@ class ScalarPrinter:
             a, b = args
             if pred.startswith("u") and bits(op.lhs.type) > 1:
                 u = self.face.int_type(bits(op.lhs.type), unsigned=True)
-                a, b = f"({u}){a}", f"({u}){b}"
+                a, b = self.face.cast(u, a), self.face.cast(u, b)
             return f"{a} {_CMPI[pred]} {b}"
         if name == "arith.cmpf":
             assert isinstance(op, arith.CmpfOp)
@@ -202,9 +210,9 @@ class ScalarPrinter:
             return f"{self.math_function(name, _F32)}({', '.join(args)})"
         if bits(t) == 16:
             f32 = self.face.float_type(32)
-            wide = [f"({f32}){a}" for a in args]
+            wide = [self.face.cast(f32, a) for a in args]
             fn = self.math_function(name, _F32)
-            return f"({self.ctype(t)}){fn}({', '.join(wide)})"
+            return self.face.cast(self.ctype(t), f"{fn}({', '.join(wide)})")
         return f"{self.math_function(name, t)}({', '.join(args)})"
 
     def math_function(self, name: str, t: Attribute) -> str:
@@ -219,12 +227,12 @@ class ScalarPrinter:
         if bits(dst) == 1:
             return f"({value} & 1) != 0"
         if op.name == "arith.extsi" and bits(src) == 1:
-            return f"{value} ? ({to})-1 : ({to})0"
+            return f"{value} ? {self.face.cast(to, '-1')} : {self.face.cast(to, '0')}"
         if op.name in _UNSIGNED_CASTS and bits(src) > 1 and not is_float(src):
-            value = f"({self.face.int_type(bits(src), unsigned=True)}){value}"
+            value = self.face.cast(self.face.int_type(bits(src), True), value)
         if op.name == "arith.fptoui":
-            value = f"({self.face.int_type(bits(dst), unsigned=True)}){value}"
-        return f"({to}){value}"
+            value = self.face.cast(self.face.int_type(bits(dst), True), value)
+        return self.face.cast(to, value)
 
     def bitcast(self, src: Attribute, dst: Attribute, value: str) -> str:
         if self.emulated_half(src) or self.emulated_half(dst):
@@ -254,7 +262,8 @@ class ScalarPrinter:
         helper = f"ember_{kind}_{_tname(t)}"
         first, second = ("b", "a") if kind == "maximumf" else ("a", "b")
         cmp = ">" if kind == "maximumf" else "<"
-        sign = "signbit((float)a)" if bits(t) == 16 else "signbit(a)"
+        f32 = self.face.float_type(32)
+        sign = f"signbit({self.face.cast(f32, 'a')})" if bits(t) == 16 else "signbit(a)"
         self.unit.helper(
             helper,
             [
