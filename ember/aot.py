@@ -48,6 +48,8 @@ from ember.dialects import graph
 from ember.kernel_build import KernelBuild, kernel_build, object_symbols
 from ember.passes.pipelines import GRAPH_TO_TE
 from ember.runtime import EmberError, Module
+from ember.runtime.abi import MODEL_ENTRY as ENTRY
+from ember.runtime.abi import PARAMS_SYMBOL
 from ember.runtime.cc import ObjectFile
 
 if TYPE_CHECKING:
@@ -56,9 +58,6 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int, int, str], None]
 """`progress(stage, done, total, detail)`: stage is "graph", "kernels" or "link"."""
-
-ENTRY = "default_run"
-PARAMS_SYMBOL = "__ember_params"
 
 
 class ModelCompileError(EmberError):
@@ -140,11 +139,11 @@ def compile_model(
     """
     from ember.backends.llvm import Target
     from ember.backends.llvm.target import set_module_target
-    from ember.backends.source import KINDS, DeviceTarget, target_kind
+    from ember.backends.source import DeviceTarget, target_kind
     from ember.passes.bound_params import bind_params
     from ember.passes.pipelines import model_passes
 
-    if target_kind(target) in KINDS:
+    if target_kind(target) != "llvm":
         from ember.aot_device import compile_device_model
 
         device = DeviceTarget(target)  # type: ignore[arg-type]

@@ -54,10 +54,12 @@ from ember.passes.func_packed_abi import (
     TYPE_STR,
     dtype_of,
 )
+from ember.runtime.abi import TypeCode
 from ember.runtime.callbacks import HOOK_SYMBOL
 
 PTR = llvm.LLVMPointerType()
-TYPE_INT, TYPE_FLOAT, TYPE_NULL = 0, 2, 4
+TYPE_INT, TYPE_FLOAT = int(TypeCode.INT), int(TypeCode.FLOAT)
+TYPE_NULL = int(TypeCode.NULL)
 HOOK_TYPE = llvm.LLVMFunctionType([PTR, PTR, PTR, i32, PTR, PTR], i32)
 
 

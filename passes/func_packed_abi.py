@@ -55,6 +55,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.passes.convert_memref_to_llvm import bare_pointer_error, element_bytes
 from ember.passes.names import ssa_name
+from ember.runtime.abi import METADATA_FUNCTION, MODEL_ATTR, MODEL_ENTRY, TypeCode
 from ember.runtime.callbacks import CALLBACK_ERROR
 
 FALLIBLE = "ember.fallible"
@@ -70,7 +71,8 @@ shape, strides, byte_offset (48 bytes on 64-bit machines)."""
 # Field indices in DLTENSOR; device_id (2) is not checked.
 DATA, DEVICE_TYPE, NDIM, CODE, BITS, LANES, SHAPE, STRIDES, OFFSET = 0, 1, *range(3, 10)
 
-TYPE_NULL, TYPE_DLTENSOR, TYPE_STR, TYPE_NDARRAY = 4, 7, 11, 13
+TYPE_NULL, TYPE_DLTENSOR = int(TypeCode.NULL), int(TypeCode.DLTENSOR_HANDLE)
+TYPE_STR, TYPE_NDARRAY = int(TypeCode.STR), int(TypeCode.NDARRAY_HANDLE)
 """Type codes (TVM's) the entry accepts or returns."""
 DEVICE_CPU = 1
 
@@ -490,7 +492,7 @@ def _metadata(
     b.store(b.add(llvm.AddressOfOp(text.sym_name, PTR)), ret)
     b.store(b.const(TYPE_STR), ret_code)
     b.add(llvm.ReturnOp(b.const(0)))
-    return [text, packed_function("__ember_metadata", body)]
+    return [text, packed_function(METADATA_FUNCTION, body)]
 
 
 @dataclass(frozen=True)
@@ -560,7 +562,7 @@ class FuncPackedABIPass(ModulePass):
                     f"@{MODEL_ENTRY} over static buffers to run the model"
                 )
             op.body.block.add_ops(_model_globals(op, model))
-        if SymbolTable.lookup_symbol(op, "__ember_metadata") is None:
+        if SymbolTable.lookup_symbol(op, METADATA_FUNCTION) is None:
             op.body.block.add_ops(_metadata(entries, model))
         elif entries:
             raise PassFailedException(
@@ -585,10 +587,6 @@ def _mark_noalias(module: ModuleOp, impl: str) -> None:
     )
 
 
-MODEL_ATTR = "ember.model"
-"""The module attribute (a string of JSON) describing a compiled model."""
-MODEL_ENTRY = "default_run"
-"""The function that runs a whole model: inputs, outputs, workspace, params."""
 MODEL_GLOBALS = {
     "workspace_bytes": "__ember_model_workspace_bytes",
     "params_bytes": "__ember_model_params_bytes",

@@ -61,9 +61,9 @@ from ember.dialects import graph
 from ember.memory_plan import ALIGNMENT, TensorLife, plan_memory
 from ember.passes.bound_params import bound_params
 from ember.passes.convert_graph_to_te import LAYOUT_ATTR
+from ember.runtime.abi import MODEL_ATTR, MODEL_ENTRY
 
-ENTRY = "default_run"
-MODEL_ATTR = "ember.model"
+ENTRY = MODEL_ENTRY
 
 
 @dataclass(frozen=True)

@@ -49,14 +49,16 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import params as _params
+from .abi import MODEL_ENTRY
+from .abi import PARAMS_SYMBOL as _PARAMS_SYMBOL
 from .errors import EmberError, EmberTypeError, EmberValueError, FunctionNotFoundError
 from .module import Module
 from .ndarray import Device, NDArray, cpu, empty
 from .packed_func import PackedFunc
 
-RUN_FUNCTION = "default_run"
+RUN_FUNCTION = MODEL_ENTRY
 """The packed function a model library runs the whole model with."""
-PARAMS_SYMBOL = "__ember_params"
+PARAMS_SYMBOL = _PARAMS_SYMBOL
 """The library symbol holding the packed params when they are embedded."""
 
 _ONE_THREAD = (

@@ -21,6 +21,7 @@ import numpy as np
 from . import callbacks, elf, parallel
 from . import cc as _cc
 from . import export as _export
+from .abi import METADATA_FUNCTION
 from .errors import (
     EmberError,
     EmberTypeError,
@@ -34,7 +35,6 @@ from .errors import (
 from .ndarray import NDArray, empty
 from .packed_func import PackedFunc
 
-METADATA_FUNCTION = "__ember_metadata"
 _DEVICE_PLAN = "__ember_device_plan"  # device_module.PLAN_SYMBOL, not imported
 """The packed function a module defines to describe itself as a JSON string:
 ``{"entry": name | null, "functions": {name: {"args": [{"name", "shape", "dtype",

@@ -26,35 +26,15 @@ import struct
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from ctypes import CFUNCTYPE, Structure, Union, c_double, c_int32, c_int64, c_void_p
-from enum import IntEnum
 from typing import Any
 
 import numpy as np
 
 from . import dlpack, fast_call
+from .abi import TypeCode
 from .dlpack import VERSIONED_TENSOR_OFFSET, capsule_pointer
 from .errors import EmberError, EmberTypeError, EmberValueError
 from .ndarray import NDArray, from_dlpack
-
-
-class TypeCode(IntEnum):
-    """Type codes of packed arguments and return values (TVM's numbering).
-
-    ``MODULE_HANDLE`` passes a ``Module`` as an opaque handle that
-    ``module_from_handle`` maps back; ``PACKED_FUNC_HANDLE`` passes the address of
-    a packed C function (a Python PackedFunc's is a ctypes trampoline).
-    """
-
-    INT = 0
-    UINT = 1
-    FLOAT = 2
-    HANDLE = 3
-    NULL = 4
-    DLTENSOR_HANDLE = 7
-    MODULE_HANDLE = 9
-    PACKED_FUNC_HANDLE = 10
-    STR = 11
-    NDARRAY_HANDLE = 13
 
 
 class EmberValue(Union):

@@ -7,6 +7,7 @@ from functools import cache
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ember.runtime.abi import METADATA_FUNCTION
 from ember.runtime.errors import EmberValueError
 
 
@@ -148,7 +149,6 @@ def emit_assembly(module: llvm.ModuleRef, target_machine: llvm.TargetMachine) ->
     return target_machine.emit_assembly(module)
 
 
-METADATA_FUNCTION = "__ember_metadata"
 _METADATA_JSON = re.compile(
     r'^@"?__ember_metadata\.json"? = [^"\n]*constant \[\d+ x i8\] c"([^"]*)"', re.M
 )

@@ -25,12 +25,13 @@ from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
 from ember.kernel_build import object_symbols
 from ember.runtime import EmberError, Module, callbacks, parallel
+from ember.runtime.abi import METADATA_FUNCTION
 from ember.runtime.cc import ObjectFile
 from ember.runtime.errors import EmberValueError, ExportError
 from ember.runtime.parallel import NUM_THREADS_SYMBOL, num_threads_from_env
 
 _PACKED_SIGNATURE = "i32 (ptr, ptr, i32, ptr, ptr)"
-_METADATA = "__ember_metadata"
+_METADATA = METADATA_FUNCTION
 # Libraries compiled code may call that a Python process has not always loaded:
 # by symbol prefix, and for any other symbol.
 _LIBRARIES = {"GOMP_": "gomp", "omp_": "gomp"}

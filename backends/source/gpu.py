@@ -223,6 +223,7 @@ def build_plan(module: ModuleOp, target: DeviceTarget) -> dict:
         "kind": target.kind,
         "source": unit.text(kernels_text),
         "binary": None,
+        "source_format": target.backend.source_suffix,
         "functions": functions,
     }
 
@@ -550,6 +551,7 @@ def build_gpu(module: ModuleOp, target: DeviceTarget, entry: str | None):
     binary = backend(target.kind).binary(plan["source"], target)
     if binary is not None:
         plan["binary"] = binary
+        plan["binary_format"] = target.backend.binary_format
     from ember.runtime.device_module import DeviceModule
 
     return DeviceModule(plan)

@@ -1,0 +1,97 @@
+"""The import directions between ember's packages, stated once: a new edge
+against them fails here (read from the source with `ast`, every import,
+function-level ones included).
+
+The layers, bottom up: `runtime` (imports nothing of the compiler); `dialects`
+(the IR); `passes` and `backends` (transformations and code generators);
+`topi` (the operator library); `frontends`; `tune`; the `ember` package (the
+façade, the TE language, the model compiler); `tools` (command lines) on top.
+Edges that go up a layer today are listed in `KNOWN_BACK_EDGES` with the
+reason; the list may only shrink (issue 23: "packages show the layers").
+"""
+
+import ast
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = (
+    "runtime",
+    "dialects",
+    "passes",
+    "backends",
+    "topi",
+    "frontends",
+    "tune",
+    "ember",
+    "tools",
+)
+LAYER = {name: i for i, name in enumerate(PACKAGES)}
+# passes and backends are one layer (a backend runs passes; a pass compiles
+# kernels through a backend), so are topi and the ember package's strategy
+# registry until the strategy registrations move out of topi.
+LAYER["backends"] = LAYER["passes"]
+
+KNOWN_BACK_EDGES = {
+    ("passes", "ember"): "kernel_build, compile_cache, pass_context, lowering, "
+    "schedule, memory_plan and strategy live in the ember package",
+    ("passes", "tune"): "te-apply-records reads tuning logs (tune.records)",
+    ("backends", "ember"): "the kernel cache (compile_cache, kernel_build)",
+    ("topi", "ember"): "the TE language and the strategy registry",
+    ("frontends", "ember"): "the torch frontend compiles (ember.aot)",
+    ("tune", "ember"): "the TE language and the model compiler",
+    ("runtime", "ember"): "the package version only (rpc server's banner)",
+    ("ember", "tools"): "`python -m ember` runs the command line (__main__.py)",
+}
+
+
+def _package(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "ember":
+        return None
+    if len(parts) > 1 and parts[1] in PACKAGES:
+        return parts[1]
+    return "ember"
+
+
+@cache
+def _edges() -> dict[tuple[str, str], set[str]]:
+    edges: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module or ""]
+                else:
+                    continue
+                for name in names:
+                    target = _package(name)
+                    if target is not None and target != package:
+                        edges[(package, target)].add(
+                            f"{path.relative_to(ROOT)}: {name}"
+                        )
+    return edges
+
+
+def test_imports_follow_the_layers():
+    wrong = {
+        edge: sorted(where)[:3]
+        for edge, where in _edges().items()
+        if LAYER[edge[1]] > LAYER[edge[0]] and edge not in KNOWN_BACK_EDGES
+    }
+    assert not wrong, f"imports against the layers: {wrong}"
+
+
+def test_the_known_back_edges_still_exist():
+    """An edge removed is a layer mended: drop it from the list."""
+    gone = set(KNOWN_BACK_EDGES) - set(_edges())
+    assert not gone, f"no longer imported, remove from KNOWN_BACK_EDGES: {gone}"
+
+
+def test_the_runtime_imports_only_the_package_version():
+    found = _edges().get(("runtime", "ember"), set())
+    assert all(w.endswith(": ember") for w in found), found
