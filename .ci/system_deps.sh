@@ -4,7 +4,9 @@
 # their C libraries (libgomp comes with the gcc), and lld (wasm-ld); and for
 # tests/test_target_c.py the Cortex-M toolchain and newlib (its headers; micro-mode
 # C source compiled for a Cortex-M4); and the OpenCL ICD loader with PoCL, a CPU
-# OpenCL platform that tests/test_runtime_opencl.py runs kernels on.
+# OpenCL platform that tests/test_runtime_opencl.py runs kernels on; and for
+# tests/test_target_vulkan.py glslangValidator (GLSL to SPIR-V), the Vulkan loader
+# and Mesa's lavapipe, a CPU Vulkan driver.
 #
 # `make test` runs this first. When every tool is there it only looks them up.
 # Otherwise, as root with apt-get, it runs `apt-get update` once and installs
@@ -22,7 +24,10 @@ wasm-ld:lld
 arm-none-eabi-gcc:gcc-arm-none-eabi
 /usr/lib/arm-none-eabi/newlib/libc.a:libnewlib-arm-none-eabi
 /usr/lib/x86_64-linux-gnu/libOpenCL.so.1:ocl-icd-libopencl1
-/etc/OpenCL/vendors/pocl.icd:pocl-opencl-icd"
+/etc/OpenCL/vendors/pocl.icd:pocl-opencl-icd
+glslangValidator:glslang-tools
+/usr/lib/x86_64-linux-gnu/libvulkan.so.1:libvulkan1
+/usr/share/vulkan/icd.d/lvp_icd.x86_64.json:mesa-vulkan-drivers"
 
 missing=""
 for dep in $DEPS; do
