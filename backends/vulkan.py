@@ -46,6 +46,9 @@ _RENAMED |= {"fmin": "min"}
 # C99 functions GLSL lacks (or defines otherwise): helpers, by type
 _MISSING = {"expm1", "log1p", "log10", "cbrt", "erf", "erfc", "copysign", "fmod"}
 _MISSING |= {"round"}  # GLSL's round may round halves either way
+# what GLSL computes in double; its exp, log, pow, sin, ... take float only
+_DOUBLE = {"sqrt", "fabs", "floor", "ceil", "round", "rint", "trunc", "fmax", "fmin"}
+_DOUBLE |= {"fma", "copysign", "fmod"}
 
 _GLSL_WORDS = """attribute uniform varying buffer shared coherent readonly writeonly
     layout centroid flat smooth noperspective patch sample subroutine in out inout
@@ -163,6 +166,12 @@ class GLSLFace(Face):
         return self.cast(self.index_type(), f"{builtin[base]}.{axis}")
 
     def refuse(self, op: Operation) -> str | None:
+        if op.name in MATH_FUNCTIONS and bits(op.results[0].type) == 64:
+            if MATH_FUNCTIONS[op.name][0] not in _DOUBLE:
+                return (
+                    f"vulkan source: '{op.name}' on f64: GLSL computes it in "
+                    "float only; compute in f32 (cast) or build for 'cuda' or 'opencl'"
+                )
         for value in (*op.operands, *op.results):
             t = value.type
             if isinstance(t, MemRefType) and bits(t.element_type) == 1:
@@ -259,7 +268,9 @@ _BODIES = {
     ],
 }
 _HELPERS = dict(
-    _helper(base, width, body) for base, body in _BODIES.items() for width in (32, 64)
+    _helper(base, width, body)
+    for base, body in _BODIES.items()
+    for width in ((32, 64) if base in _DOUBLE else (32,))
 )
 
 
