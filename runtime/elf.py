@@ -200,24 +200,17 @@ def check_library(path: str) -> None:
     Example:
         >>> check_library("vecadd.so")  # doctest: +SKIP
     """
+    header, size = _elf_header(path, "shared library")
+    if header.type != _ET_DYN:
+        what = _describe_type(header.type)
+        hint = (
+            "; link it into a shared library first (export_library('m.so') or "
+            "cc -shared)"
+            if header.type == 1
+            else ""
+        )
+        raise InvalidLibraryError(f"{path} is {what}, not a shared library{hint}")
     with open(path, "rb") as f:
-        start = f.read(64)
-        size = os.fstat(f.fileno()).st_size
-        header = parse_header(start)
-        if header is None:
-            raise InvalidLibraryError(
-                f"{path} is not an ELF shared library: {_what_is(start, size)}"
-            )
-        _check_machine(path, header)
-        if header.type != _ET_DYN:
-            what = _describe_type(header.type)
-            hint = (
-                "; link it into a shared library first (export_library('m.so') or "
-                "cc -shared)"
-                if header.type == 1
-                else ""
-            )
-            raise InvalidLibraryError(f"{path} is {what}, not a shared library{hint}")
         _check_extent(path, header, size, f)
 
 
@@ -229,19 +222,25 @@ def check_object(path: str) -> None:
         InvalidLibraryError: not an ELF file, or not a relocatable object.
         IncompatibleLibraryError: built for another machine.
     """
+    header, _ = _elf_header(path, "object file")
+    if header.type != _ET_REL:
+        raise InvalidLibraryError(
+            f"{path} is {_describe_type(header.type)}, not a relocatable object"
+        )
+
+
+def _elf_header(path: str, what: str) -> tuple[ElfHeader, int]:
+    """``path``'s ELF header, checked to be this machine's, and its size."""
     with open(path, "rb") as f:
         start = f.read(64)
         size = os.fstat(f.fileno()).st_size
     header = parse_header(start)
     if header is None:
         raise InvalidLibraryError(
-            f"{path} is not an ELF object file: {_what_is(start, size)}"
+            f"{path} is not an ELF {what}: {_what_is(start, size)}"
         )
     _check_machine(path, header)
-    if header.type != _ET_REL:
-        raise InvalidLibraryError(
-            f"{path} is {_describe_type(header.type)}, not a relocatable object"
-        )
+    return header, size
 
 
 def _describe_type(elf_type: int) -> str:
