@@ -45,7 +45,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.compile_cache import CompileCache
 from ember.dialects import graph
-from ember.kernel_build import KernelBuild, kernel_build, object_symbols
+from ember.kernel_build import KernelBuild, kernel_build, object_symbols, source_key
 from ember.passes.pipelines import GRAPH_TO_TE
 from ember.runtime import EmberError, Module
 from ember.runtime.abi import MODEL_ENTRY as ENTRY
@@ -181,7 +181,7 @@ def compile_model(
     with bind_params(params) as bound, kernel_build(build):
         _run(module, passes, watch)
     t1 = time.perf_counter()
-    mod = link_model(module, tgt, bound.values, cache)
+    mod = link_model(module, tgt, bound.values, cache, watch.entry_loop)
     timings["link"] = timings.get("link", 0.0) + time.perf_counter() - t1
     timings["total"] = time.perf_counter() - start
     model_info = mod.model_info  # type: ignore[attr-defined]
@@ -216,12 +216,15 @@ def link_model(
     target: Target,
     params: Mapping[str, np.ndarray] | None = None,
     cache: CompileCache | None = None,
+    entry_loop: str | None = None,
 ) -> LLVMModule:
     """The module of a model that went through `ember-model`: its entry's code,
     its kernels' objects (`ember.objects`, read from the kernel `cache`, the
     process-wide one by default) as imported modules, and, where the metadata
     says they are embedded, its params blob (`__ember_params`) from `params`,
-    the values bound while it compiled.
+    the values bound while it compiled. `entry_loop` is the entry's loop IR
+    (after `graph-plan-memory`), which `get_source("loop")` shows before each
+    kernel's.
 
     Raises:
         ModelCompileError: a kernel's object is not in the cache, or a param
@@ -233,7 +236,7 @@ def link_model(
     from ember.passes.te_compile_kernels import OBJECTS_ATTR, object_keys
 
     cache = cache if cache is not None else default_cache()
-    objects = []
+    objects, sources = [], {}
     for symbol, key in object_keys(module).items():
         code = cache.get(key)
         if code is None:
@@ -243,6 +246,8 @@ def link_model(
                 "with the cache directory it used"
             )
         objects.append(_object(symbol, code, target))
+        text = cache.get(source_key(key))
+        sources[symbol] = text.decode() if text is not None else None
     module.attributes.pop(OBJECTS_ATTR, None)
     info = json.loads(module.attributes[MODEL_ATTR].data)  # type: ignore[attr-defined]
     packed = _params(info["params"], params or {}) if params is not None else {}
@@ -252,7 +257,8 @@ def link_model(
         data = {PARAMS_SYMBOL: blob}
     mod = LLVMModule(module, target, entry_name=ENTRY, data=data, objects=objects)
     for o in objects:
-        mod.import_module(KernelObjectModule(o))
+        mod.import_module(KernelObjectModule(o, sources[o.name[:-2]]))
+    mod.loop_source = lambda: _model_loop_source(mod, entry_loop)
     mod.params = packed  # type: ignore[attr-defined]
     mod.model_info = info  # type: ignore[attr-defined]
     return mod
@@ -269,6 +275,7 @@ class _Watch:
         self.timings, self.progress = timings, progress
         self.stage, self.last = "graph", start
         self.calls = self.tuned = 0
+        self.entry_loop: str | None = None
 
     def __call__(self, previous, module: ModuleOp, following) -> None:
         from ember.passes.te_apply_records import TUNED_ATTR
@@ -282,6 +289,8 @@ class _Watch:
         if following is not None and following.name == GRAPH_TO_TE[0]:
             if self.progress is not None:
                 self.progress("graph", 1, 1, "")
+        if previous is not None and previous.name == "graph-plan-memory":
+            self.entry_loop = str(module)
         if previous is not None and previous.name == "te-compile-kernels":
             ops = list(module.walk())
             self.calls = sum(isinstance(op, graph.CallKernelOp) for op in ops)
@@ -413,13 +422,35 @@ def _blob(packed: Mapping[str, np.ndarray], layout: Mapping[str, dict], nbytes: 
 class KernelObjectModule(Module):
     """One compiled kernel's object, imported by a model's module so that
     `export_library` links it into the library beside the entry (in the JIT
-    the entry's engine already holds its code)."""
+    the entry's engine already holds its code); `get_source("te")` is the
+    kernel's te IR, `get_source("loop")` (the default) its loop nest, lowered
+    again from it."""
 
     type_key = "kernel-object"
 
-    def __init__(self, obj: ObjectFile):
+    def __init__(self, obj: ObjectFile, te_source: str | None = None):
         super().__init__(None)
         self._obj = obj
+        self._te_source = te_source
+
+    def get_source(self, fmt: str = "loop") -> str:
+        """The kernel's "te" IR or its "loop" nest (the default).
+
+        Raises:
+            EmberError: another format, or the kernel's te IR is unknown (a
+                kernel cache that lost it).
+        """
+        if fmt not in ("te", "loop", ""):
+            raise EmberError(
+                f"{self._describe()} has sources 'te' and 'loop', not {fmt!r}"
+            )
+        if self._te_source is None:
+            raise EmberError(
+                f"{self._describe()}: its te IR is not in the kernel cache"
+            )
+        if fmt == "te":
+            return self._te_source
+        return kernel_loop_source(self._te_source, self._obj.name.removesuffix(".o"))
 
     def _object_file(self, name: str) -> ObjectFile:
         o = self._obj
@@ -427,6 +458,35 @@ class KernelObjectModule(Module):
 
     def _describe(self) -> str:
         return f"kernel {', '.join(self._obj.symbols)}"
+
+
+def kernel_loop_source(te_source: str, symbol: str) -> str:
+    """A model kernel's loop nest, lowered from its te IR (`te_source`, the
+    function `@kernel`) as `te-compile-kernels` lowers it, named `symbol`."""
+    from xdsl.parser import Parser
+
+    from ember.kernel_build import HASHED_NAME
+    from ember.passes import get_context
+    from ember.passes.pipelines import KERNELS_TO_LOOP
+
+    module = Parser(get_context(), te_source, "<kernel>").parse_module()
+    _run(module, KERNELS_TO_LOOP)
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == HASHED_NAME:
+            op.sym_name = StringAttr(symbol)
+    return str(module)
+
+
+def _model_loop_source(mod: Module, entry_loop: str | None) -> str:
+    """A model's loop IR: its entry (`default_run` after `graph-plan-memory`),
+    then each kernel's loop nest."""
+    parts = [entry_loop] if entry_loop else []
+    parts += [
+        m.get_source("loop")
+        for m in mod.imported_modules
+        if isinstance(m, KernelObjectModule)
+    ]
+    return "\n".join(parts)
 
 
 def _load(

@@ -93,6 +93,7 @@ def compile_device_model(
             copy.sym_visibility = None
             kernels.body.block.add_op(copy)
     _run(kernels, TE_TO_LOOP)
+    loop_source = str(kernels)
     device = build_gpu(kernels, target, None)
     plan = dict(device.plan)
     model_plan, used = _model_function(main, plan["functions"])
@@ -105,6 +106,7 @@ def compile_device_model(
     from ember.runtime.device_module import DeviceModule
 
     mod = DeviceModule(plan, params=values)
+    mod.loop_source = loop_source
     mod.compile_stats = CompileStats(  # type: ignore[attr-defined]
         kernels=len(list(kernels.ops)),
         calls=sum(isinstance(op, graph.CallKernelOp) for op in main.walk()),

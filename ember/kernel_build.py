@@ -83,6 +83,14 @@ def current_build() -> KernelBuild:
     return _BUILD.get() or KernelBuild()
 
 
+def source_key(key: str) -> str:
+    """Where the kernel cache keeps the te IR of the kernel cached under `key`
+    (what `get_source` of a model's kernel lowers again)."""
+    import hashlib
+
+    return hashlib.sha256(f"{key}:te".encode()).hexdigest()
+
+
 def kernel_key(text: str, target: str | Mapping[str, Any] | Target) -> str:
     """A kernel's cache key: its te IR, the target resolved to its triple, CPU
     and features (never the bare `llvm`), ember's sources and the kernel
@@ -353,6 +361,7 @@ __all__ = [
     "kernel_build",
     "kernel_key",
     "kernel_passes",
+    "source_key",
     "object_problem",
     "object_symbols",
 ]

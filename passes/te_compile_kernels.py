@@ -49,7 +49,7 @@ class TeCompileKernels(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.backends.llvm.target import module_target
         from ember.compile_cache import default_cache
-        from ember.kernel_build import compile_kernels, current_build
+        from ember.kernel_build import compile_kernels, current_build, source_key
 
         target = module_target(op)
         jobs = take_kernels(op, str(target))
@@ -58,6 +58,8 @@ class TeCompileKernels(ModulePass):
         build = current_build()
         cache = build.cache if build.cache is not None else default_cache()
         compile_kernels(jobs, str(target), cache, build.workers, build.report)
+        for job in jobs:  # for get_source: a few KB a kernel, no compile
+            cache.put(source_key(job.key), job.text.encode())
         keys = {**object_keys(op), **{j.symbol: j.key for j in jobs}}
         op.attributes[OBJECTS_ATTR] = DictionaryAttr(
             {symbol: StringAttr(key) for symbol, key in keys.items()}

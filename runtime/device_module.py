@@ -345,7 +345,8 @@ class DeviceModule(Module):
         Args:
             fmt: "", "cuda" or "cu" (a cuda module's CUDA C), "", "cl" or
                 "opencl" (an opencl module's OpenCL C), "ptx" (a cuda module's
-                PTX, if the plan has it).
+                PTX, if the plan has it), "loop" (the loop IR the kernels were
+                printed from, where the compiler kept it).
 
         Returns:
             The text.
@@ -356,9 +357,13 @@ class DeviceModule(Module):
         Example:
             >>> print(mod.get_source("ptx"))  # doctest: +SKIP
         """
+        if fmt == "loop" and self.loop_source is not None:
+            return self.loop_source
         source_formats = ["", self.kind, self.plan.get("source_format") or ""]
         binary_format = self.plan.get("binary_format") or "binary"
         formats = list(dict.fromkeys(source_formats))
+        if self.loop_source is not None:
+            formats.append("loop")
         if self.plan["binary"] is not None:
             formats.append(binary_format)
         if fmt not in formats:
@@ -394,6 +399,10 @@ class DeviceModule(Module):
             )
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.plan, f, indent=1)
+
+    loop_source: str | None = None
+    """The loop IR the kernels were printed from, where the compiler kept it
+    (`get_source("loop")`)."""
 
     def _object_file(self, name: str) -> "_cc.ObjectFile":
         """The launch plan and the params as data of this machine's host

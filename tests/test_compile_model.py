@@ -17,6 +17,7 @@ from ember.kernel_build import compile_kernel, object_symbols
 from ember.passes import get_context
 from ember.passes.graph_reference import run_graph
 from ember.runtime import GraphModule, cpu, save_param_dict
+from ember.runtime.errors import EmberError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -424,3 +425,22 @@ def test_the_pipeline_on_one_module_runs_as_compile_model(ir, cache):
     reference = _reference(ir, [x], params)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[0], reference[0], rtol=1e-4, atol=1e-4)
+
+
+def test_get_source_shows_the_models_loops_and_each_kernels(cache):
+    """A model's `get_source("loop")` is its entry, then each kernel's loop
+    nest, lowered again from the te IR the kernel cache keeps; a kernel's own
+    module gives its te IR too (before: `kernel-object module has no source`)."""
+    mod = compile_model(BLOCK, _params(), cache=cache)
+    text = mod.get_source("loop")
+    assert text.count("func.func @default_run(") == 1
+    kernels = [m for m in mod.imported_modules if m.type_key == "kernel-object"]
+    assert len(kernels) == mod.compile_stats.kernels >= 2
+    for kernel in kernels:
+        symbol = kernel._obj.name.removesuffix(".o")
+        assert f"func.func @{symbol}(" in kernel.get_source("loop")
+        assert "loop.for" in kernel.get_source()
+        assert "te.compute" in kernel.get_source("te")
+        assert kernel.get_source("loop") in text
+    with pytest.raises(EmberError, match="has sources 'te' and 'loop', not 'asm'"):
+        kernels[0].get_source("asm")

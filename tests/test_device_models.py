@@ -104,6 +104,7 @@ def test_the_model_plan_reads_each_param_once_and_launches_every_kernel(
     }
     assert read == set(plan["params"]) == set(opencl_mobilenet.params)
     assert "__kernel void" in opencl_mobilenet.get_source()
+    assert "loop.for" in opencl_mobilenet.get_source("loop")  # what was printed
     assert opencl_mobilenet.compile_stats.calls >= len(plan["functions"]) - 1
 
 

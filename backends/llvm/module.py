@@ -3,7 +3,7 @@
 import ctypes
 import ctypes.util
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -157,14 +157,17 @@ class LLVMModule(Module):
             return 0
         return self._engine.get_function_address(name)
 
-    loop_source: str | None = None
-    """The scheduled loop nest, when the module was built from te IR."""
+    loop_source: "str | Callable[[], str] | None" = None
+    """The scheduled loop nest, when the module was built from te IR (or what
+    makes it, for a model: its kernels are lowered again when asked)."""
 
     def get_source(self, fmt: str = "ll") -> str:
         """The module's code: "loop" (the scheduled loop IR, like TVM's
         `lower(..., simple_mode=True)`), "ll" (optimized LLVM IR), "ll-unopt" or
         "asm"."""
         if fmt == "loop":
+            if callable(self.loop_source):  # a model's: lowered again when asked
+                self.loop_source = self.loop_source()
             if self.loop_source is None:
                 raise EmberValueError("this module was not built from te or loop IR")
             return self.loop_source
