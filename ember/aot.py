@@ -45,7 +45,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.compile_cache import CompileCache
 from ember.dialects import graph
-from ember.kernel_build import KernelBuild, kernel_build, object_symbols, source_key
+from ember.kernel_build import KernelBuild, kernel_build, object_symbols, te_source
 from ember.passes.pipelines import GRAPH_TO_TE
 from ember.runtime import EmberError, Module
 from ember.runtime.abi import MODEL_ENTRY as ENTRY
@@ -246,8 +246,7 @@ def link_model(
                 "with the cache directory it used"
             )
         objects.append(_object(symbol, code, target))
-        text = cache.get(source_key(key))
-        sources[symbol] = text.decode() if text is not None else None
+        sources[symbol] = te_source(key)
     module.attributes.pop(OBJECTS_ATTR, None)
     info = json.loads(module.attributes[MODEL_ATTR].data)  # type: ignore[attr-defined]
     packed = _params(info["params"], params or {}) if params is not None else {}
@@ -437,8 +436,8 @@ class KernelObjectModule(Module):
         """The kernel's "te" IR or its "loop" nest (the default).
 
         Raises:
-            EmberError: another format, or the kernel's te IR is unknown (a
-                kernel cache that lost it).
+            EmberError: another format, or a process other than the one that
+                compiled the kernel asks (it keeps the te IR).
         """
         if fmt not in ("te", "loop", ""):
             raise EmberError(
@@ -446,7 +445,8 @@ class KernelObjectModule(Module):
             )
         if self._te_source is None:
             raise EmberError(
-                f"{self._describe()}: its te IR is not in the kernel cache"
+                f"{self._describe()}: its te IR is kept by the process that "
+                "compiled it; compile the model in this process to see it"
             )
         if fmt == "te":
             return self._te_source

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -83,12 +84,23 @@ def current_build() -> KernelBuild:
     return _BUILD.get() or KernelBuild()
 
 
-def source_key(key: str) -> str:
-    """Where the kernel cache keeps the te IR of the kernel cached under `key`
-    (what `get_source` of a model's kernel lowers again)."""
-    import hashlib
+_TE_SOURCES: OrderedDict[str, str] = OrderedDict()
+_TE_SOURCES_KEPT = 4096
 
-    return hashlib.sha256(f"{key}:te".encode()).hexdigest()
+
+def keep_te_source(key: str, text: str) -> None:
+    """Remember, in this process, the te IR of the kernel compiled under `key`
+    (what `get_source` of a model's kernel lowers again); the last
+    `_TE_SOURCES_KEPT` kernels are kept."""
+    _TE_SOURCES[key] = text
+    _TE_SOURCES.move_to_end(key)
+    while len(_TE_SOURCES) > _TE_SOURCES_KEPT:
+        _TE_SOURCES.popitem(last=False)
+
+
+def te_source(key: str) -> str | None:
+    """The te IR `keep_te_source` kept for `key`, if this process has it."""
+    return _TE_SOURCES.get(key)
 
 
 def kernel_key(text: str, target: str | Mapping[str, Any] | Target) -> str:
@@ -361,7 +373,8 @@ __all__ = [
     "kernel_build",
     "kernel_key",
     "kernel_passes",
-    "source_key",
+    "keep_te_source",
+    "te_source",
     "object_problem",
     "object_symbols",
 ]

@@ -49,7 +49,7 @@ class TeCompileKernels(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.backends.llvm.target import module_target
         from ember.compile_cache import default_cache
-        from ember.kernel_build import compile_kernels, current_build, source_key
+        from ember.kernel_build import compile_kernels, current_build, keep_te_source
 
         target = module_target(op)
         jobs = take_kernels(op, str(target))
@@ -59,7 +59,7 @@ class TeCompileKernels(ModulePass):
         cache = build.cache if build.cache is not None else default_cache()
         compile_kernels(jobs, str(target), cache, build.workers, build.report)
         for job in jobs:  # for get_source: a few KB a kernel, no compile
-            cache.put(source_key(job.key), job.text.encode())
+            keep_te_source(job.key, job.text)
         keys = {**object_keys(op), **{j.symbol: j.key for j in jobs}}
         op.attributes[OBJECTS_ATTR] = DictionaryAttr(
             {symbol: StringAttr(key) for symbol, key in keys.items()}

@@ -429,7 +429,7 @@ def test_the_pipeline_on_one_module_runs_as_compile_model(ir, cache):
 
 def test_get_source_shows_the_models_loops_and_each_kernels(cache):
     """A model's `get_source("loop")` is its entry, then each kernel's loop
-    nest, lowered again from the te IR the kernel cache keeps; a kernel's own
+    nest, lowered again from the te IR the compiling process keeps; a kernel's own
     module gives its te IR too (before: `kernel-object module has no source`)."""
     mod = compile_model(BLOCK, _params(), cache=cache)
     text = mod.get_source("loop")
