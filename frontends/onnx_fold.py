@@ -100,7 +100,7 @@ def axes_of(c: NodeContext, i: int) -> list[int] | None:
     if "axes" in c.attrs:
         return list(c.attrs["axes"])
     if c.has(i):
-        return [int(a) for a in c.const(i, "axes")]
+        return c.ints(i, "axes")
     return None
 
 

@@ -78,6 +78,17 @@ class NodeContext:
             )
         return value
 
+    def ints(self, i: int, what: str) -> list[int]:
+        """Input `i`, a 1-D integer tensor known at import time (a shape, axes,
+        pads), as Python ints."""
+        value = self.const(i, what)
+        if value.ndim != 1 or value.dtype.kind not in "iu":
+            raise ConversionError(
+                f"expected {what} (input {i}, '{self.node.input[i]}') as a 1-D "
+                f"integer tensor, got {value.dtype} of shape {value.shape}"
+            )
+        return [int(v) for v in value]
+
     def value(self, i: int) -> SSAValue:
         """Input `i` as an SSA value; import-time arrays become params or literals."""
         value = self.inputs[i]
@@ -509,7 +520,7 @@ def _softmax(c: NodeContext):
 
 @converter("Reshape")
 def _reshape(c: NodeContext):
-    target = [int(d) for d in c.const(1, "the target shape")]
+    target = c.ints(1, "the target shape")
     if c.attr("allowzero", 0) and 0 in target:
         # torch's exporter writes allowzero=1 on every reshape; only a 0 differs
         raise ConversionError(

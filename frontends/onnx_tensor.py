@@ -493,12 +493,17 @@ def _crop_and_pad(
 def _pad(c: NodeContext):
     x = c.value(0)
     rank = len(shape_of(x))
-    pads = [int(p) for p in c.const(1, "pads")]
+    pads = c.ints(1, "pads")
     value = 0.0
     if c.has(2):
         value = float(c.const(2, "the padding value").ravel()[0])
+    axes = [a % rank for a in c.ints(3, "axes")] if c.has(3) and rank else []
+    n = len(axes) if c.has(3) else rank
+    if len(pads) != 2 * n:
+        raise ConversionError(
+            f"expected {2 * n} pads (a begin and an end per axis), got {len(pads)}"
+        )
     if c.has(3):
-        axes = [int(a) % rank for a in c.const(3, "axes")]
         full = [0] * (2 * rank)
         for j, axis in enumerate(axes):
             full[axis], full[rank + axis] = pads[j], pads[len(axes) + j]
