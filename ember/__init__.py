@@ -38,7 +38,17 @@ _LAZY = {
     "auto_schedule": ("ember.tune.search", "auto_schedule"),
     "tune_model": ("ember.tune.model", "tune_model"),
 }
-_SUBMODULES = ("te", "nd", "runtime", "passes", "dialects", "backends", "tools", "tune")
+_SUBMODULES = (
+    "te",
+    "nd",
+    "debug",
+    "runtime",
+    "passes",
+    "dialects",
+    "backends",
+    "tools",
+    "tune",
+)
 
 
 def __getattr__(name: str) -> Any:
