@@ -179,3 +179,31 @@ def test_the_issues_sigmoid_model_compiles_the_same_both_ways():
     x = np.random.default_rng(1).standard_normal(shape).astype("float32")
     (got,) = run_both_ways(model, {"x": x})
     np.testing.assert_allclose(got, 1 / (1 + np.exp(-x)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["classic", "dynamo"])
+def test_models_torch_exports_compile_the_same_both_ways(dynamo):
+    """Graphs another tool wrote: torch's classic and dynamo ONNX exporters, on
+    a MobileNetV2 at an odd size and a transformer block at an odd length."""
+    import io
+    import sys
+
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import torch_models
+
+    cases = [
+        (torch_models.mobilenet_v2(num_classes=10, width=0.35), (1, 3, 33, 31)),
+        (torch_models.transformer_block(d=16, heads=2), (1, 7, 16)),
+    ]
+    for model, shape in cases:
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+        f = io.BytesIO()
+        torch.onnx.export(model.eval(), (x,), f, dynamo=dynamo, input_names=["x"])
+        proto = onnx.load_from_string(f.getvalue())
+        feeds = {proto.graph.input[0].name: x.numpy()}
+        want = ort.InferenceSession(
+            proto.SerializeToString(), providers=["CPUExecutionProvider"]
+        ).run(None, feeds)[0]
+        got = run_both_ways(proto, feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
