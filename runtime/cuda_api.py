@@ -14,7 +14,7 @@ import ctypes
 from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
 
 from .device_api import DeviceAPI
-from .errors import EmberError, EmberValueError
+from .errors import EmberError
 
 LIBRARY = "libcuda.so.1"
 """The driver library, which the NVIDIA driver installs (not the CUDA toolkit)."""
@@ -132,12 +132,7 @@ class CudaAPI(DeviceAPI):
         where = f"cuda({dev_id})"
         ctx = self._contexts.get(dev_id)
         if ctx is None:
-            count = self.device_count()
-            if not 0 <= dev_id < count:
-                raise EmberValueError(
-                    f"{where}: no such device; this machine has {count} cuda "
-                    f"device{'' if count == 1 else 's'}"
-                )
+            self.check_id(dev_id)
             device, handle = c_int(), c_void_p()
             self._call(where, "cuDeviceGet", byref(device), dev_id)
             self._call(where, "cuDevicePrimaryCtxRetain", byref(handle), device)

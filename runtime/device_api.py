@@ -65,6 +65,15 @@ class DeviceAPI:
         """How many devices of this kind the machine has."""
         raise NotImplementedError
 
+    def check_id(self, dev_id: int) -> None:
+        """Refuse a device index this machine has no device for."""
+        count = self.device_count()
+        if not 0 <= dev_id < count:
+            raise EmberValueError(
+                f"{self.name}({dev_id}): no such device; this machine has {count} "
+                f"{self.name} device{'' if count == 1 else 's'}"
+            )
+
     def describe(self, dev_id: int) -> dict:
         """Facts about device ``dev_id``: at least its ``name``."""
         raise NotImplementedError

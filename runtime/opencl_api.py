@@ -22,7 +22,7 @@ from ctypes import (
 )
 
 from .device_api import DeviceAPI
-from .errors import EmberError, EmberValueError
+from .errors import EmberError
 
 LIBRARY = "libOpenCL.so.1"
 """The ICD loader (Debian: ocl-icd-libopencl1), which finds the platforms
@@ -219,12 +219,7 @@ class OpenCLAPI(DeviceAPI):
         return len(self._devices)
 
     def _device(self, dev_id: int) -> int:
-        if not 0 <= dev_id < len(self._devices):
-            count = len(self._devices)
-            raise EmberValueError(
-                f"opencl({dev_id}): no such device; this machine has {count} "
-                f"opencl device{'' if count == 1 else 's'}"
-            )
+        self.check_id(dev_id)
         return self._devices[dev_id]
 
     def _queue(self, dev_id: int) -> tuple[str, int, int]:

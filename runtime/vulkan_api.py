@@ -25,7 +25,7 @@ from ctypes import c_uint64 as u64
 from ctypes import c_void_p as ptr
 
 from .device_api import DeviceAPI
-from .errors import EmberError, EmberValueError
+from .errors import EmberError
 
 LIBRARY = "libvulkan.so.1"
 """The Vulkan loader (Debian: libvulkan1), which finds the drivers listed in
@@ -306,12 +306,7 @@ class VulkanAPI(DeviceAPI):
         return {"name": name, "device_type": device_type, "api_version": version}
 
     def _device(self, dev_id: int) -> _Device:
-        if not 0 <= dev_id < len(self._devices):
-            count = len(self._devices)
-            raise EmberValueError(
-                f"vulkan({dev_id}): no such device; this machine has {count} "
-                f"vulkan device{'' if count == 1 else 's'}"
-            )
+        self.check_id(dev_id)
         return self._devices[dev_id]
 
     def _open(self, dev_id: int) -> _Device:

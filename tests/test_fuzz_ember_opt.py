@@ -37,8 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
-from hypothesis import strategies as st
+from fuzz_util import SEED, fuzz_given
 
 from ember.tools.ember_opt import main as ember_opt_main
 
@@ -47,7 +46,6 @@ CASE_TIMEOUT = 10.0
 QUICK_EXAMPLES = 400
 NIGHTLY_EXAMPLES = 5000
 EXAMPLES = int(os.environ.get("EMBER_FUZZ_EXAMPLES", QUICK_EXAMPLES))
-SEED = os.environ.get("EMBER_FUZZ_SEED")
 
 
 # ---------------------------------------------------------------- the corpus
@@ -517,33 +515,19 @@ def _fuzz(data_randoms: random.Random, path: Path) -> None:
         )
 
 
-def _given(examples: int):
-    def wrap(test):
-        test = settings(
-            max_examples=examples,
-            deadline=None,
-            derandomize=SEED is None,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )(given(st.randoms(use_true_random=False))(test))
-        return seed(int(SEED))(test) if SEED is not None else test
-
-    return wrap
-
-
 @pytest.fixture(scope="module")
 def input_path():
     with tempfile.TemporaryDirectory() as d:
         yield Path(d) / "input.mlir"
 
 
-@_given(EXAMPLES)
+@fuzz_given(EXAMPLES)
 def test_fuzz_in_process(input_path: Path, r: random.Random) -> None:
     _fuzz(r, input_path)
 
 
 @pytest.mark.slow
-@_given(max(EXAMPLES, NIGHTLY_EXAMPLES))
+@fuzz_given(max(EXAMPLES, NIGHTLY_EXAMPLES))
 def test_fuzz_in_process_nightly(input_path: Path, r: random.Random) -> None:
     _fuzz(r, input_path)
 

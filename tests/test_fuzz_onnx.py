@@ -46,8 +46,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
-from hypothesis import strategies as st
+from fuzz_util import SEED, fuzz_given
 from onnx import TensorProto, helper, numpy_helper
 
 from ember.tools.ember_compile import main as ember_compile_main
@@ -56,7 +55,6 @@ CASE_TIMEOUT = 30.0
 QUICK_EXAMPLES = 150
 NIGHTLY_EXAMPLES = 1000
 EXAMPLES = int(os.environ.get("EMBER_FUZZ_EXAMPLES", QUICK_EXAMPLES))
-SEED = os.environ.get("EMBER_FUZZ_SEED")
 RUN_ELEMENTS = 2**22  # inputs larger than this are compiled, not run
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64
@@ -590,34 +588,20 @@ def check(case: Case, o: Outcome, d: Path) -> None:
 # ---------------------------------------------------------------- the tests
 
 
-def _given(examples: int):
-    def wrap(test):
-        test = settings(
-            max_examples=examples,
-            deadline=None,
-            derandomize=SEED is None,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )(given(st.randoms(use_true_random=False))(test))
-        return seed(int(SEED))(test) if SEED is not None else test
-
-    return wrap
-
-
 @pytest.fixture(scope="module")
 def workdir():
     with tempfile.TemporaryDirectory() as d:
         yield Path(d)
 
 
-@_given(EXAMPLES)
+@fuzz_given(EXAMPLES)
 def test_fuzz_in_process(workdir: Path, r: random.Random) -> None:
     case = random_case(r)
     check(case, run_in_process(case, workdir), workdir)
 
 
 @pytest.mark.slow
-@_given(max(EXAMPLES, NIGHTLY_EXAMPLES))
+@fuzz_given(max(EXAMPLES, NIGHTLY_EXAMPLES))
 def test_fuzz_in_process_nightly(workdir: Path, r: random.Random) -> None:
     case = random_case(r)
     check(case, run_in_process(case, workdir), workdir)
