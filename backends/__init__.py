@@ -79,6 +79,56 @@ class Backend:
         or None: the driver builds the source at load time."""
         return None
 
+    # --- models: what `ember-model` does after te, for this kind ---------------
+
+    models: ClassVar[bool] = False
+    """Whether `compile_model` compiles whole models for it."""
+
+    memory: ClassVar[str] = "workspace"
+    """How `graph-plan-memory` places a model's intermediates: "workspace"
+    (one arena, offsets reused by liveness, views are pointer arithmetic) or
+    "buffers" (a buffer per slot, slots reused by liveness: where a kernel
+    argument is a whole buffer, as an OpenCL `cl_mem` or a Vulkan binding)."""
+
+    def model_lowering(self, plan: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Its segments of `ember-model` after te, `plan` being the
+        `graph-plan-memory` pass with its options: by default each kernel is
+        compiled apart (`te-compile-kernels`) and the model function becomes
+        `default_run` over the planned memory; a kind whose entry is machine
+        code adds the segments lowering it."""
+        return (("loop", ("te-compile-kernels", plan)),)
+
+    def kernel_passes(self) -> tuple[str, ...]:
+        """The passes `te-compile-kernels` runs on each kernel after
+        `KERNELS_TO_LOOP` (part of the kernel's cache key)."""
+        return ()
+
+    def compile_kernel(self, module: ModuleOp, symbol: str, target: Any) -> bytes:
+        """A model's kernel, loop IR of the function `symbol` (its buffers the
+        caller's), compiled to what `link_model` takes, stored in the kernel
+        cache."""
+        raise EmberValueError(f"target kind {self.kind!r} compiles no models")
+
+    def kernel_problem(self, code: bytes, symbol: str) -> str | None:
+        """Why cached `code` cannot be kernel `symbol`'s, or None."""
+        return None
+
+    def link_model(
+        self,
+        module: ModuleOp,
+        target: Any,
+        info: dict,
+        params: dict,
+        kernels: list,
+        entry_loop: str | None,
+    ) -> Any:
+        """The runtime `Module` of a model after `ember-model`: `module` holds
+        its entry, `info` is its `ember.model` description, `params` the values
+        of the params it reads by name (checked against `info`), `kernels`
+        each kernel's `KernelCode` (`compile_kernel`'s code) in the order of
+        `ember.objects`, `entry_loop` the entry's loop IR."""
+        raise EmberValueError(f"target kind {self.kind!r} compiles no models")
+
 
 @cache
 def backend(kind: str) -> Backend:

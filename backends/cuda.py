@@ -3,15 +3,14 @@ plan (`backends/source/gpu.py`, `nvrtc.py`)."""
 
 from typing import ClassVar
 
-from ember.backends import Backend
+from ember.backends.source.gpu_model import GPUBackend
 from ember.runtime.errors import EmberValueError
 
 
-class CUDABackend(Backend):
+class CUDABackend(GPUBackend):
     kind = "cuda"
     summary = "CUDA C kernels, PTX by NVRTC, and a launch plan"
     device = "cuda"
-    is_gpu = True
     options: ClassVar[dict[str, str]] = {
         "arch": "sm_80",
         "max_num_threads": "1024",
@@ -34,11 +33,6 @@ class CUDABackend(Backend):
                 f"target {target}: -arch must name a CUDA architecture such as "
                 f"sm_80, got {arch!r}"
             )
-
-    def build(self, module, target, entry):
-        from ember.backends.source.gpu import build_gpu
-
-        return build_gpu(module, target, entry)
 
     def binary(self, source: str, target) -> str:
         from ember.backends.source.nvrtc import compile_ptx

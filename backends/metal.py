@@ -18,8 +18,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute, Operation
 
-from ember.backends import Backend
 from ember.backends.source.faces import MATH_FUNCTIONS, Face, bits, is_float
+from ember.backends.source.gpu_model import GPUBackend
 from ember.backends.source.scalars import SourceError
 
 # math.* with a precise variant in metal::precise (fast math is Metal's default)
@@ -192,11 +192,10 @@ _HELPERS = {
 }
 
 
-class MetalBackend(Backend):
+class MetalBackend(GPUBackend):
     kind = "metal"
     summary = "Metal Shading Language kernels and a launch plan (source only here)"
     device = "metal"
-    is_gpu = True
     options: ClassVar[dict[str, str]] = {
         "max_num_threads": "1024",
         "max_shared_memory_per_block": "32768",
@@ -206,11 +205,6 @@ class MetalBackend(Backend):
 
     def face(self) -> MetalFace:
         return MetalFace()
-
-    def build(self, module, target, entry):
-        from ember.backends.source.gpu import build_gpu
-
-        return build_gpu(module, target, entry)
 
 
 BACKEND = MetalBackend()

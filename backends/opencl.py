@@ -3,14 +3,13 @@ driver when loaded (`backends/source/gpu.py`; PoCL runs them on a CPU)."""
 
 from typing import ClassVar
 
-from ember.backends import Backend
+from ember.backends.source.gpu_model import GPUBackend
 
 
-class OpenCLBackend(Backend):
+class OpenCLBackend(GPUBackend):
     kind = "opencl"
     summary = "OpenCL C kernels and a launch plan"
     device = "opencl"
-    is_gpu = True
     options: ClassVar[dict[str, str]] = {
         "max_num_threads": "256",
         "max_shared_memory_per_block": "16384",
@@ -22,11 +21,6 @@ class OpenCLBackend(Backend):
         from ember.backends.source.faces import OpenCLFace
 
         return OpenCLFace()
-
-    def build(self, module, target, entry):
-        from ember.backends.source.gpu import build_gpu
-
-        return build_gpu(module, target, entry)
 
 
 BACKEND = OpenCLBackend()

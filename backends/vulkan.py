@@ -30,8 +30,8 @@ from typing import ClassVar
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute, Operation
 
-from ember.backends import Backend
 from ember.backends.source.faces import MATH_FUNCTIONS, Face, bits, is_float
+from ember.backends.source.gpu_model import GPUBackend
 from ember.backends.source.scalars import SourceError
 
 GLSLANG = "glslangValidator"
@@ -274,11 +274,10 @@ _HELPERS = dict(
 )
 
 
-class VulkanBackend(Backend):
+class VulkanBackend(GPUBackend):
     kind = "vulkan"
     summary = "GLSL compute shaders, SPIR-V by glslangValidator, and a launch plan"
     device = "vulkan"
-    is_gpu = True
     # lavapipe's limits, and Vulkan's guaranteed minimum of shared memory
     options: ClassVar[dict[str, str]] = {
         "max_num_threads": "256",
@@ -291,11 +290,6 @@ class VulkanBackend(Backend):
 
     def face(self) -> GLSLFace:
         return GLSLFace()
-
-    def build(self, module, target, entry):
-        from ember.backends.source.gpu import build_gpu
-
-        return build_gpu(module, target, entry)
 
     def binary(self, source: str, target) -> str:
         """JSON of {kernel: base64 SPIR-V}, each kernel's shader compiled by

@@ -20,11 +20,15 @@ compute values:
 
 The one difference from running the list on one module is where the kernels'
 own passes run: as MLIR runs a function pipeline per function, each kernel
-function is compiled apart, to an object of its own (in a pool of processes,
+function is compiled apart by its target's backend (`te-compile-kernels`: an
+object for a CPU, a piece of a launch plan for a GPU; in a pool of processes,
 once per distinct kernel, cached by its te IR and target in
-`ember.compile_cache`), and the module keeps its declaration. The entry is
-JIT-compiled with the kernel objects linked into the same engine, and each
-kernel object is an imported module, so `export_library` writes one library.
+`ember.compile_cache`), and the module keeps its declaration. `link_model`
+then asks the backend for the runtime module (`Backend.link_model`): a CPU's
+entry JIT-compiled with the kernel objects (`export_library` writes one
+library), a GPU's launch plan (`backends/source/gpu_model.py`). The same
+pipeline runs for every kind; only the backend's segments after te and its
+memory rule (`Backend.memory`) differ.
 """
 
 from __future__ import annotations
@@ -45,15 +49,14 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.compile_cache import CompileCache
 from ember.dialects import graph
-from ember.kernel_build import KernelBuild, kernel_build, object_symbols, te_source
+from ember.kernel_build import KernelBuild, KernelCode, kernel_build, te_source
 from ember.passes.pipelines import GRAPH_TO_TE
+from ember.passes.te_compile_kernels import OBJECTS_ATTR, object_keys
 from ember.runtime import EmberError, Module
-from ember.runtime.abi import MODEL_ENTRY as ENTRY
-from ember.runtime.abi import PARAMS_SYMBOL
-from ember.runtime.cc import ObjectFile
+from ember.runtime.errors import EmberValueError
 
 if TYPE_CHECKING:
-    from ember.backends.llvm import LLVMModule, Target
+    from ember.backends.llvm import Target
     from ember.backends.source import DeviceTarget
 
 Progress = Callable[[str, int, int, str], None]
@@ -93,7 +96,7 @@ def compile_model(
     workers: int | None = None,
     tuning_records: str | os.PathLike | Sequence | bool | None = None,
     debug: bool = False,
-) -> LLVMModule:
+) -> Module:
     """Compile a model ahead of time into one module running `default_run`.
 
     Args:
@@ -103,8 +106,9 @@ def compile_model(
             brings its own, and a value given here for one of its inputs fixes
             that input at compile time (TVM's `relay.build(params=...)`): an
             input that gives a shape, axes or pads then folds.
-        target: where the code runs ("llvm" is this machine; "cuda" and
-            "opencl" give a `DeviceModule`, see `ember.aot_device`).
+        target: where the code runs ("llvm" is this machine; a GPU kind,
+            "cuda", "opencl" or "vulkan", gives a `DeviceModule`, see
+            `ember.backends.source.gpu_model`).
         shape: input shapes by name, for ONNX models with symbolic dimensions.
         opt_level: the graph passes' level (0: none, 1: fold constants and
             fuse, 2+: everything); by default the current `PassContext`'s.
@@ -137,36 +141,32 @@ def compile_model(
     Raises:
         ModelCompileError: an op no strategy covers, a missing param, ...
     """
-    from ember.backends.llvm import Target
-    from ember.backends.llvm.target import set_module_target
-    from ember.backends.source import DeviceTarget, target_kind
+    from ember.backends import backend
+    from ember.backends.source import resolve_target, target_kind
+    from ember.backends.source.target import set_target
     from ember.passes.bound_params import bind_params
     from ember.passes.pipelines import model_passes
 
-    if target_kind(target) != "llvm":
-        from ember.aot_device import compile_device_model
-
-        device = DeviceTarget(target)  # type: ignore[arg-type]
-        if not device.is_gpu:
-            raise ModelCompileError(
-                "compile_model: target 'c' builds kernels (ember.build) but not "
-                "whole models yet; use 'llvm' for this machine, or 'cuda' / 'opencl'"
-            )
-        return compile_device_model(  # type: ignore[return-value]
-            model, params, device, shape, opt_level, disabled_pass
+    tgt = resolve_target(target)
+    kind = target_kind(tgt)
+    if not backend(kind).models:
+        raise ModelCompileError(
+            f"compile_model: target {kind!r} builds kernels (ember.build) but not "
+            "whole models yet; use 'llvm' for this machine, or a GPU kind "
+            "('cuda', 'opencl', 'vulkan')"
         )
-    tgt = Target(target)  # type: ignore[arg-type]  # device kinds returned above
     timings: dict[str, float] = {}
     start = time.perf_counter()
     module, params = _load(model, params, shape)
     _check_params(_main(module), params)
     _check_computes(_main(module))
-    set_module_target(module, tgt)
+    set_target(module, tgt)
     passes = model_passes(
         _pass_context(opt_level, disabled_pass),
         records=_records_option(tuning_records),
         embed_params=embed_params,
         debug=debug,
+        kind=kind,
     )
     hits = 0
 
@@ -181,15 +181,16 @@ def compile_model(
     with bind_params(params) as bound, kernel_build(build):
         _run(module, passes, watch)
     t1 = time.perf_counter()
+    kernels = len(object_keys(module))
     mod = link_model(module, tgt, bound.values, cache, watch.entry_loop)
     timings["link"] = timings.get("link", 0.0) + time.perf_counter() - t1
     timings["total"] = time.perf_counter() - start
     model_info = mod.model_info  # type: ignore[attr-defined]
     stats = CompileStats(
-        kernels=len(mod.imported_modules),
+        kernels=kernels,
         calls=watch.calls,
         cache_hits=hits,
-        compiled=len(mod.imported_modules) - hits,
+        compiled=kernels - hits,
         workspace_bytes=model_info["workspace_bytes"],
         intermediate_bytes=model_info["intermediate_bytes"],
         params_bytes=model_info["params_bytes"],
@@ -213,51 +214,51 @@ def _records_option(tuning_records) -> str:
 
 def link_model(
     module: ModuleOp,
-    target: Target,
+    target: str | dict | Target | DeviceTarget,
     params: Mapping[str, np.ndarray] | None = None,
     cache: CompileCache | None = None,
     entry_loop: str | None = None,
-) -> LLVMModule:
-    """The module of a model that went through `ember-model`: its entry's code,
-    its kernels' objects (`ember.objects`, read from the kernel `cache`, the
-    process-wide one by default) as imported modules, and, where the metadata
-    says they are embedded, its params blob (`__ember_params`) from `params`,
-    the values bound while it compiled. `entry_loop` is the entry's loop IR
+) -> Module:
+    """The runtime module of a model that went through `ember-model` for
+    `target`, made by its backend (`Backend.link_model`) from the module (its
+    entry and `ember.model` description), its kernels' code (`ember.objects`,
+    read from the kernel `cache`, the process-wide one by default) and the
+    params bound while it compiled (`params`; None: none bound, the library
+    expects them from `load_params`). `entry_loop` is the entry's loop IR
     (after `graph-plan-memory`), which `get_source("loop")` shows before each
     kernel's.
 
     Raises:
-        ModelCompileError: a kernel's object is not in the cache, or a param
+        ModelCompileError: a kernel's code is not in the cache, or a param
             the plan needs has no value.
     """
-    from ember.backends.llvm import LLVMModule
+    from ember.backends import backend
+    from ember.backends.source import resolve_target, target_kind
     from ember.compile_cache import default_cache
     from ember.passes.graph_plan_memory import MODEL_ATTR
-    from ember.passes.te_compile_kernels import OBJECTS_ATTR, object_keys
 
+    target = resolve_target(target)
+    owner = backend(target_kind(target))
     cache = cache if cache is not None else default_cache()
-    objects, sources = [], {}
+    kernels = []
     for symbol, key in object_keys(module).items():
         code = cache.get(key)
         if code is None:
             raise ModelCompileError(
-                f"kernel @{symbol}: its object ({key[:16]}...) is not in the kernel "
+                f"kernel @{symbol}: its code ({key[:16]}...) is not in the kernel "
                 "cache; run the pipeline's te-compile-kernels in this process or "
                 "with the cache directory it used"
             )
-        objects.append(_object(symbol, code, target))
-        sources[symbol] = te_source(key)
+        if (why := owner.kernel_problem(code, symbol)) is not None:
+            raise ModelCompileError(f"kernel @{symbol}: its cached code is {why}")
+        kernels.append(KernelCode(symbol, code, te_source(key)))
     module.attributes.pop(OBJECTS_ATTR, None)
     info = json.loads(module.attributes[MODEL_ATTR].data)  # type: ignore[attr-defined]
-    packed = _params(info["params"], params or {}) if params is not None else {}
-    data = None
-    if info["params_embedded"]:
-        blob = _blob(packed, info["params"], info["params_bytes"])
-        data = {PARAMS_SYMBOL: blob}
-    mod = LLVMModule(module, target, entry_name=ENTRY, data=data, objects=objects)
-    for o in objects:
-        mod.import_module(KernelObjectModule(o, sources[o.name[:-2]]))
-    mod.loop_source = lambda: _model_loop_source(mod, entry_loop)
+    packed = _params(info["params"], params) if params is not None else {}
+    try:
+        mod = owner.link_model(module, target, info, packed, kernels, entry_loop)
+    except EmberValueError as e:
+        raise ModelCompileError(str(e)) from None
     mod.params = packed  # type: ignore[attr-defined]
     mod.model_info = info  # type: ignore[attr-defined]
     return mod
@@ -369,28 +370,6 @@ def _run(module: ModuleOp, passes: Sequence[str], callback=None) -> None:
         raise ModelCompileError(str(e)) from None
 
 
-def _object(symbol: str, code: bytes, target: Target) -> ObjectFile:
-    from ember.backends.llvm.module import _resolve
-    from ember.runtime.parallel import NUM_THREADS_SYMBOL
-
-    try:
-        defined, needed = object_symbols(code)
-    except ValueError:  # not ELF64 (wasm32, 32-bit ELF): nothing runs here
-        defined, needed = {symbol}, set()
-    for name in needed - {NUM_THREADS_SYMBOL}:
-        if target.is_host and not _resolve(name):
-            raise ModelCompileError(
-                f"kernel {symbol} uses {name!r}, which this process lacks"
-            )
-    return ObjectFile(
-        name=f"{symbol}.o",
-        code=code,
-        triple=target.triple,
-        features=target.code_features(),
-        symbols=tuple(sorted(defined)),
-    )
-
-
 def _params(
     layout: Mapping[str, dict], values: Mapping[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
@@ -407,86 +386,6 @@ def _params(
             )
         out[name] = array.astype(entry["dtype"], copy=False)
     return out
-
-
-def _blob(packed: Mapping[str, np.ndarray], layout: Mapping[str, dict], nbytes: int):
-    blob = np.zeros(nbytes, np.uint8)
-    for name, array in packed.items():
-        start = layout[name]["offset"]
-        raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-        blob[start : start + raw.size] = raw
-    return blob
-
-
-class KernelObjectModule(Module):
-    """One compiled kernel's object, imported by a model's module so that
-    `export_library` links it into the library beside the entry (in the JIT
-    the entry's engine already holds its code); `get_source("te")` is the
-    kernel's te IR, `get_source("loop")` (the default) its loop nest, lowered
-    again from it."""
-
-    type_key = "kernel-object"
-
-    def __init__(self, obj: ObjectFile, te_source: str | None = None):
-        super().__init__(None)
-        self._obj = obj
-        self._te_source = te_source
-
-    def get_source(self, fmt: str = "loop") -> str:
-        """The kernel's "te" IR or its "loop" nest (the default).
-
-        Raises:
-            EmberError: another format, or a process other than the one that
-                compiled the kernel asks (it keeps the te IR).
-        """
-        if fmt not in ("te", "loop", ""):
-            raise EmberError(
-                f"{self._describe()} has sources 'te' and 'loop', not {fmt!r}"
-            )
-        if self._te_source is None:
-            raise EmberError(
-                f"{self._describe()}: its te IR is kept by the process that "
-                "compiled it; compile the model in this process to see it"
-            )
-        if fmt == "te":
-            return self._te_source
-        return kernel_loop_source(self._te_source, self._obj.name.removesuffix(".o"))
-
-    def _object_file(self, name: str) -> ObjectFile:
-        o = self._obj
-        return ObjectFile(name, o.code, o.triple, o.features, {}, o.symbols)
-
-    def _describe(self) -> str:
-        return f"kernel {', '.join(self._obj.symbols)}"
-
-
-def kernel_loop_source(te_source: str, symbol: str) -> str:
-    """A model kernel's loop nest, lowered from its te IR (`te_source`, the
-    function `@kernel`) as `te-compile-kernels` lowers it, named `symbol`."""
-    from xdsl.parser import Parser
-
-    from ember.kernel_build import HASHED_NAME
-    from ember.passes import get_context
-    from ember.passes.pipelines import KERNELS_TO_LOOP
-
-    module = Parser(get_context(), te_source, "<kernel>").parse_module()
-    _run(module, KERNELS_TO_LOOP)
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == HASHED_NAME:
-            op.sym_name = StringAttr(symbol)
-    return str(module)
-
-
-def _model_loop_source(mod: Module, entry_loop: str | None) -> str:
-    """A model's loop IR: its entry (`default_run` after `graph-plan-memory`),
-    then each kernel's loop nest."""
-    parts = [entry_loop] if entry_loop else []
-    parts += [
-        m.get_source("loop")
-        for m in mod.imported_modules
-        if isinstance(m, KernelObjectModule)
-    ]
-    return "\n".join(parts)
 
 
 def _load(
@@ -567,7 +466,7 @@ def _main(module: ModuleOp) -> func.FuncOp:
 
 __all__ = [
     "CompileStats",
-    "KernelObjectModule",
     "ModelCompileError",
     "compile_model",
+    "link_model",
 ]

@@ -172,8 +172,11 @@ def target_fingerprint(target: str | Mapping[str, Any] | Target) -> str:
         'triple=x86_64-unknown-linux-gnu cpu=znver5 features=+64bit,... abi= opt=3'
     """
     from ember.backends.llvm import Target
+    from ember.backends.source import DeviceTarget, target_kind
 
-    t = Target(target)
+    if target_kind(target) != "llvm":  # a source kind: its options name it
+        return str(DeviceTarget(target))  # type: ignore[arg-type]
+    t = Target(target)  # type: ignore[arg-type]
     return (
         f"triple={t.triple} cpu={t.cpu} features={t.features} "
         f"abi={t.mabi} opt={t.opt_level}"

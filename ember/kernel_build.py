@@ -1,23 +1,27 @@
-"""Kernels of an ahead-of-time model: te IR → object code, once per structure.
+"""Kernels of an ahead-of-time model: te IR → code, once per structure.
 
-Each kernel of a model is compiled on its own into a relocatable object whose
-one public symbol is the kernel's *bare-pointer* function (`@ember_<kind>_<hash>`:
+Each kernel of a model is compiled on its own by its target's backend
+(`Backend.compile_kernel`). For a CPU that is a relocatable object whose one
+public symbol is the kernel's *bare-pointer* function (`@ember_<kind>_<hash>`:
 one `ptr` per buffer, no argument checks): the model's entry, `default_run`,
 has checked its own arguments and calls the kernels directly with views of its
-workspace and params. Kernels are cached by the sha256 of their te IR, the
-resolved target and ember's own sources (see `ember.compile_cache`), so
-identical layers compile once, and a warm cache compiles nothing.
+workspace and params. For a GPU it is a piece of a launch plan
+(`backends/source/gpu_model.py`). Kernels are cached by the sha256 of their te
+IR, the resolved target, the kernel's passes and ember's own sources (see
+`ember.compile_cache`), so identical layers compile once, and a warm cache
+compiles nothing.
 
-The pipeline is `KERNEL_SEGMENTS` (`ember.passes.pipelines`): no packed entry,
-no metadata, its `convert-te-to-loop` with `scratch-args`: a kernel allocates
-nothing; each intermediate buffer of its own (a padded or packed input, a
-pooling column pass) is an `ember.scratch` argument after its output, which the
-model's entry points into the workspace (`scratch_buffers` of
-`convert-te-to-loop` lists them before anything compiles, for the memory plan). Every buffer is `noalias` (the memory
-plan never gives a kernel an output that overlaps another of its arguments),
-and `@__ember_num_threads` is an external declaration, defined once by the
-model's entry, so the objects link together (in the JIT and in a shared
-library) without duplicate symbols.
+Every kernel first runs `KERNELS_TO_LOOP` (`ember.passes.pipelines`): its
+`convert-te-to-loop` with `scratch-args`, so a kernel allocates nothing; each
+intermediate buffer of its own (a padded or packed input, a pooling column
+pass) is an `ember.scratch` argument after its output, which the model's entry
+points into its planned memory (`scratch_buffers` of `convert-te-to-loop`
+lists them before anything compiles, for the memory plan). The CPU backend
+then runs `LOOP_TO_CF` and `TO_LLVM` (no packed entry, no metadata): every
+buffer is `noalias` (the memory plan never gives a kernel an output that
+overlaps another of its arguments), and `@__ember_num_threads` is an external
+declaration, defined once by the model's entry, so the objects link together
+(in the JIT and in a shared library) without duplicate symbols.
 
 Cache misses compile in a pool of worker processes, one per core, since the
 xDSL passes are Python and hold the GIL.
@@ -46,11 +50,16 @@ HASHED_NAME = "kernel"
 key depends on its structure only; it is renamed to its symbol afterwards."""
 
 
-def kernel_passes() -> tuple[str, ...]:
-    """The passes each kernel runs (`KERNEL_SEGMENTS`), in order."""
-    from ember.passes.pipelines import KERNEL_SEGMENTS
+def kernel_passes(
+    target: str | Mapping[str, Any] | Target | None = None,
+) -> tuple[str, ...]:
+    """The passes each kernel of a model for `target` runs: `KERNELS_TO_LOOP`,
+    then its backend's (`Backend.kernel_passes`; the CPU's by default)."""
+    from ember.backends import backend
+    from ember.backends.source import target_kind
+    from ember.passes.pipelines import KERNELS_TO_LOOP
 
-    return tuple(p for _, segment in KERNEL_SEGMENTS for p in segment)
+    return (*KERNELS_TO_LOOP, *backend(target_kind(target)).kernel_passes())
 
 
 @dataclass
@@ -108,7 +117,7 @@ def kernel_key(text: str, target: str | Mapping[str, Any] | Target) -> str:
     and features (never the bare `llvm`), ember's sources and the kernel
     pipeline (an object compiled with other passes, or another calling
     convention, is not this kernel); see `CompileCache.key`."""
-    return CompileCache.key(text, target, ",".join(kernel_passes()))
+    return CompileCache.key(text, target, ",".join(kernel_passes(target)))
 
 
 @dataclass(frozen=True)
@@ -123,50 +132,52 @@ class KernelJob:
     scratch: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class KernelCode:
+    """A model's kernel as its backend compiled it (`Backend.compile_kernel`),
+    for the link step: its symbol, its code, and its te IR where this process
+    kept it (`keep_te_source`)."""
+
+    symbol: str
+    code: bytes
+    te_source: str | None = None
+
+
 def compile_kernel(
     text: str, symbol: str, target: str, scratch: Sequence[str] | None = None
 ) -> bytes:
-    """Compile a kernel's te IR to a relocatable object for `target`.
+    """Compile a kernel's te IR for `target` through `KERNELS_TO_LOOP` and its
+    backend's `compile_kernel` (a relocatable object for a CPU).
 
     Args:
         text: te IR of one function named `@kernel` (its schedule included).
-        symbol: the name the function gets in the object.
+        symbol: the name the function gets in the code.
         target: a target string.
         scratch: the scratch argument types the caller planned for (checked
             against what the lowering made); None checks nothing.
 
     Returns:
-        The object code, defining `symbol` with one pointer per buffer:
-        inputs, output, then scratch buffers.
+        The code, defining `symbol` with one buffer per argument: inputs,
+        output, then scratch buffers.
 
     Raises:
         ValueError: the kernel's scratch arguments are not `scratch`.
     """
-    from xdsl.dialects import func, llvm
-    from xdsl.dialects.builtin import (
-        ArrayAttr,
-        DictionaryAttr,
-        StringAttr,
-        UnitAttr,
-        i32,
-    )
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
     from xdsl.parser import Parser
 
-    from ember.backends.llvm import Target
-    from ember.backends.llvm.codegen import emit_object, optimize, parse
-    from ember.backends.llvm.target import set_module_target
-    from ember.backends.llvm.translate import translate
+    from ember.backends import backend
+    from ember.backends.source import resolve_target, target_kind
+    from ember.backends.source.target import set_target
     from ember.passes import get_context, run
-    from ember.passes.pipelines import KERNEL_SEGMENTS
-    from ember.runtime.parallel import NUM_THREADS_SYMBOL
+    from ember.passes.pipelines import KERNELS_TO_LOOP
 
     ctx = get_context()
     module = Parser(ctx, text, "<kernel>").parse_module()
-    set_module_target(module, target)  # loop-vectorize's width is the target's
-    # Declared, not defined: the model's entry defines it once.
-    module.body.block.add_op(llvm.GlobalOp(i32, NUM_THREADS_SYMBOL, "external"))
-    (_, to_loop), (_, to_llvm) = KERNEL_SEGMENTS
-    run(module, ",".join(to_loop), ctx)
+    resolved = resolve_target(target)
+    set_target(module, resolved)  # the schedule's passes read the target's facts
+    run(module, ",".join(KERNELS_TO_LOOP), ctx)
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == HASHED_NAME:
             op.sym_name = StringAttr(symbol)
@@ -185,17 +196,7 @@ def compile_kernel(
                     f"kernel {symbol}: expected scratch buffers "
                     f"[{', '.join(scratch)}], got [{', '.join(made)}]"
                 )
-            op.arg_attrs = ArrayAttr(
-                [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
-            )
-    run(module, ",".join(to_llvm), ctx)
-    module.verify()  # as ember-opt verifies after every pass
-    t = Target(target)
-    tm = t.create_target_machine()
-    ir = translate(module, triple=t.triple, data_layout=str(tm.target_data))
-    compiled = parse(str(ir))
-    optimize(compiled, tm, t.opt_level)
-    return emit_object(compiled, tm)
+    return backend(target_kind(resolved)).compile_kernel(module, symbol, resolved)
 
 
 def _compile_job(job: KernelJob, target: str) -> bytes:
@@ -223,12 +224,16 @@ def compile_kernels(
     Returns:
         symbol → object code.
     """
+    from ember.backends import backend
+    from ember.backends.source import target_kind
+
+    problem = backend(target_kind(target)).kernel_problem
     objects: dict[str, bytes] = {}
     misses: list[KernelJob] = []
     total = len(jobs)
     for job in jobs:
         code = cache.get(job.key)
-        if code is not None and (why := object_problem(code, job.symbol)):
+        if code is not None and (why := problem(code, job.symbol)):
             cache.discard(job.key, why)
             code = None
         if code is None:
@@ -366,6 +371,7 @@ def object_symbols(code: bytes) -> tuple[set[str], set[str]]:
 __all__ = [
     "HASHED_NAME",
     "KernelBuild",
+    "KernelCode",
     "KernelJob",
     "compile_kernel",
     "compile_kernels",

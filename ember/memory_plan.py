@@ -159,4 +159,60 @@ def plan_memory(tensors: list[TensorLife]) -> MemoryPlan:
     )
 
 
-__all__ = ["ALIGNMENT", "MemoryPlan", "TensorLife", "plan_memory"]
+@dataclass(frozen=True)
+class BufferPlan:
+    """Which buffer each tensor lives in, where a kernel argument must be a
+    whole buffer (an OpenCL `cl_mem`, a Vulkan binding).
+
+    Attributes:
+        slots: tensor name -> the index of its buffer.
+        sizes: each buffer's bytes (the largest tensor it holds, aligned).
+        total_bytes: what the tensors would take without reuse.
+    """
+
+    slots: dict[str, int]
+    sizes: list[int]
+    total_bytes: int
+
+
+def plan_buffers(tensors: list[TensorLife]) -> BufferPlan:
+    """Give `tensors` buffers, a buffer reused once every tensor in it is dead.
+
+    In the order tensors are written, each takes the free buffer (free: its
+    last tensor died before this one's first step) whose size is closest to
+    its own, growing it if needed, else a new one. Aliases are refused: a
+    view is given its root's buffer by the caller.
+
+    Example:
+        >>> plan_buffers([TensorLife("a", 100, 0, 1), TensorLife("b", 60, 2, 3)])
+        BufferPlan(slots={'a': 0, 'b': 0}, sizes=[128], total_bytes=192)
+    """
+    slots: dict[str, int] = {}
+    sizes: list[int] = []
+    free_after: list[int] = []  # the last step a buffer's tensor is read in
+    for t in sorted(tensors, key=lambda t: (t.first, t.last, t.name)):
+        if t.alias_of is not None or t.nbytes < 0 or t.last < t.first:
+            raise EmberValueError(f"plan_buffers: tensor '{t.name}' is not plannable")
+        size = _align(max(t.nbytes, 1))
+        free = [i for i, last in enumerate(free_after) if last < t.first]
+        if free:
+            i = min(free, key=lambda i: (abs(sizes[i] - size), i))
+            sizes[i] = max(sizes[i], size)
+            free_after[i] = t.last
+        else:
+            i = len(sizes)
+            sizes.append(size)
+            free_after.append(t.last)
+        slots[t.name] = i
+    total = sum(_align(max(t.nbytes, 1)) for t in tensors)
+    return BufferPlan(slots=slots, sizes=sizes, total_bytes=total)
+
+
+__all__ = [
+    "ALIGNMENT",
+    "BufferPlan",
+    "MemoryPlan",
+    "TensorLife",
+    "plan_buffers",
+    "plan_memory",
+]

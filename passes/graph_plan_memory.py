@@ -58,7 +58,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import graph
-from ember.memory_plan import ALIGNMENT, TensorLife, plan_memory
+from ember.memory_plan import ALIGNMENT, TensorLife, plan_buffers, plan_memory
 from ember.passes.bound_params import bound_params
 from ember.passes.convert_graph_to_te import LAYOUT_ATTR
 from ember.runtime.abi import MODEL_ATTR, MODEL_ENTRY
@@ -77,6 +77,11 @@ class GraphPlanMemory(ModulePass):
     (`ember.passes.bound_params`) cannot be embedded, and the library then
     expects them from `load_params`.
 
+    `memory`: the backend's rule (`Backend.memory`): "workspace" plans one
+    arena, "buffers" a buffer per slot, slots reused by liveness; the entry
+    then takes a `memref<Nxi8>` per slot (`slot<i>`) where it took the
+    workspace, and the plan places a value as `{"buffer": "slot", "index": i}`.
+
     `debug`: the call plan also names, for each graph op of a kernel, the
     source nodes and the source tensor its result is (from the calls'
     locations, which the ONNX frontend gives), so that `ember debug` can
@@ -87,9 +92,13 @@ class GraphPlanMemory(ModulePass):
 
     embed_params: bool = True
     debug: bool = False
+    memory: str = "workspace"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.passes.convert_graph_to_te import is_graph_function
+
+        if self.memory not in MEMORY_RULES:
+            _fail(f"memory={self.memory!r}: expected one of {', '.join(MEMORY_RULES)}")
 
         models = [
             f for f in op.ops if isinstance(f, func.FuncOp) and is_graph_function(f)
@@ -99,7 +108,11 @@ class GraphPlanMemory(ModulePass):
         if len(models) > 1:
             names = ", ".join(f"@{f.sym_name.data}" for f in models)
             _fail(f"expected one model function, got {names}")
-        _Planner(op, models[0], self.embed_params, self.debug).run()
+        _Planner(op, models[0], self.embed_params, self.debug, self.memory).run()
+
+
+MEMORY_RULES = ("workspace", "buffers")
+"""The memory rules `graph-plan-memory{memory=...}` takes."""
 
 
 def _fail(message: str) -> None:
@@ -152,6 +165,7 @@ class _Planner:
     main: func.FuncOp
     embed_params: bool
     debug: bool
+    memory: str = "workspace"
     calls: list[_Call] = field(default_factory=list)
 
     def root(self, value: SSAValue) -> SSAValue:
@@ -207,7 +221,8 @@ class _Planner:
         block_ops = self.module.body.block
         block_ops.insert_op_before(entry, self.main)
         block_ops.erase_op(self.main)
-        self._thread_count_global()
+        if self.memory == "workspace":  # a CPU's kernels, compiled apart
+            self._thread_count_global()
         self._mark_noalias()
 
     def _call(self, op: graph.CallKernelOp) -> None:
@@ -279,11 +294,22 @@ class _Planner:
                     offset += -(-size // ALIGNMENT) * ALIGNMENT
         self.params_bytes = max(offset, ALIGNMENT)
         names = {key: f"t{i}" for i, key in enumerate(lives)}
-        plan = plan_memory(
-            [TensorLife(names[k], sizes[k], lives[k][0], lives[k][1]) for k in lives]
-        )
+        tensors = [
+            TensorLife(names[k], sizes[k], lives[k][0], lives[k][1]) for k in lives
+        ]
+        if self.memory == "buffers":
+            slots = plan_buffers(tensors)
+            self.slot_of = {k: slots.slots[names[k]] for k in lives}
+            self.slot_bytes = slots.sizes
+            self.offsets = dict.fromkeys(lives, 0)
+            self.workspace_bytes = sum(slots.sizes)
+            self.intermediate_bytes = slots.total_bytes
+            return
+        plan = plan_memory(tensors)
+        self.slot_of = dict.fromkeys(lives, 0)
         self.offsets = {k: plan.offsets[names[k]] for k in lives}
         self.workspace_bytes = max(plan.workspace_bytes, ALIGNMENT)
+        self.slot_bytes = [self.workspace_bytes]
         self.intermediate_bytes = plan.total_bytes
 
     def _entry(self) -> func.FuncOp:
@@ -294,12 +320,13 @@ class _Planner:
         types = [
             *(memref_of(v.type) for v in inputs),
             *(memref_of(v.type) for v in self.outputs),
-            MemRefType(i8, [self.workspace_bytes]),
+            *(MemRefType(i8, [n]) for n in self.slot_bytes),
             MemRefType(i8, [self.params_bytes]),
         ]
         block = Block(arg_types=types)
         args = list(block.args)
-        ws, params = args[-2], args[-1]
+        n_io = len(inputs) + len(self.outputs)
+        slots, params = args[n_io:-1], args[-1]
         ops: list[Operation] = []
         constants: dict[int, SSAValue] = {}
 
@@ -323,7 +350,7 @@ class _Planner:
 
         def buffer(value: SSAValue | _Scratch, t: MemRefType) -> SSAValue:
             if isinstance(value, _Scratch):
-                return view(ws, self.offsets[value], t)
+                return view(slots[self.slot_of[value]], self.offsets[value], t)
             kind, key = self._kind(value)
             if kind == "input":
                 return cast(args[key], t)
@@ -331,7 +358,7 @@ class _Planner:
                 return cast(args[len(inputs) + key], t)
             if kind == "param":
                 return view(params, self.layout[key]["offset"], t)
-            return view(ws, self.offsets[key], t)
+            return view(slots[self.slot_of[key]], self.offsets[key], t)
 
         for call in self.calls:
             operands = [buffer(v, t) for v, t in call.args]
@@ -348,8 +375,11 @@ class _Planner:
                     )
                     for n in out_names
                 ),
-                DictionaryAttr(
-                    {"ember.name": StringAttr("workspace"), "ember.output": UnitAttr()}
+                *(
+                    DictionaryAttr(
+                        {"ember.name": StringAttr(name), "ember.output": UnitAttr()}
+                    )
+                    for name in self._slot_names()
                 ),
                 DictionaryAttr({"ember.name": StringAttr("params")}),
             ]
@@ -371,6 +401,8 @@ class _Planner:
             "intermediate_bytes": self.intermediate_bytes,
             "calls": [self._plan_entry(c) for c in self.calls],
         }
+        if self.memory == "buffers":
+            model["slots"] = self.slot_bytes
         self.module.attributes[MODEL_ATTR] = StringAttr(json.dumps(model))
         return entry
 
@@ -390,18 +422,24 @@ class _Planner:
             entry["layout"] = layout.data
         return entry
 
+    def _slot_names(self) -> list[str]:
+        if self.memory == "buffers":
+            return [f"slot{i}" for i in range(len(self.slot_bytes))]
+        return ["workspace"]
+
     def _place(self, value: SSAValue | _Scratch, t: MemRefType) -> dict:
-        if isinstance(value, _Scratch):
-            where: dict[str, Any] = {"buffer": "workspace"}
-            where["offset"] = self.offsets[value]
+        kind, key = (
+            ("work", value) if isinstance(value, _Scratch) else self._kind(value)
+        )
+        if kind in ("input", "output"):
+            where: dict[str, Any] = {"buffer": kind, "index": key, "offset": 0}
+        elif kind == "param":
+            where = {"buffer": "params", "offset": self.layout[key]["offset"]}
+            where["name"] = key
+        elif self.memory == "buffers":
+            where = {"buffer": "slot", "index": self.slot_of[key], "offset": 0}
         else:
-            kind, key = self._kind(value)
-            if kind in ("input", "output"):
-                where = {"buffer": kind, "index": key, "offset": 0}
-            elif kind == "param":
-                where = {"buffer": "params", "offset": self.layout[key]["offset"]}
-            else:
-                where = {"buffer": "workspace", "offset": self.offsets[key]}
+            where = {"buffer": "workspace", "offset": self.offsets[key]}
         return {**where, "shape": list(t.get_shape()), "dtype": dtype_name(t)}
 
     def _thread_count_global(self) -> None:

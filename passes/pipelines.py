@@ -139,14 +139,6 @@ LOOP_TO_LLVM: tuple[str, ...] = (
 )
 """Loop IR to the llvm dialect, public functions with their packed entries."""
 
-KERNEL_SEGMENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("loop", KERNELS_TO_LOOP),
-    # no packed entry: the model's entry calls a kernel's bare-pointer symbol
-    ("llvm", (*LOOP_TO_CF, *TO_LLVM)),
-)
-"""What `te-compile-kernels` runs on each kernel of a model, apart, before
-LLVM compiles it to an object."""
-
 EMBER_CPU: tuple[str, ...] = (*TE_TO_LOOP, *LOOP_TO_LLVM)
 """A te (or loop) program to the llvm dialect for a CPU."""
 
@@ -156,10 +148,13 @@ def model_segments(
     records: str = "auto",
     embed_params: bool = True,
     debug: bool = False,
+    kind: str = "llvm",
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The model pipeline `ember-model`: (stage, passes) in order, the graph
-    passes those of `ctx` (the current `PassContext` by default). The stage
-    names are `ember-opt --emit`'s: each segment ends at that level.
+    """The model pipeline `ember-model` for target kind `kind`: (stage,
+    passes) in order, the graph passes those of `ctx` (the current
+    `PassContext` by default), the segments after te those of the kind's
+    backend (`Backend.model_lowering`). The stage names are `ember-opt
+    --emit`'s: each segment ends at that level.
 
     Args:
         ctx: the pass context (opt level, disabled passes).
@@ -169,30 +164,30 @@ def model_segments(
             (`graph-plan-memory{embed-params}`).
         debug: whether the call plan names each kernel's source nodes and
             tensors (`graph-plan-memory{debug}`, for `ember debug`).
+        kind: the target kind ("llvm", "opencl", ...).
     """
-    return (
-        ("graph", graph_pipeline(ctx)),
-        *_lowering(records, embed_params, debug),
-    )
+    from ember.backends import backend
 
-
-def _lowering(records: str, embed_params: bool, debug: bool = False):
+    owner = backend(kind)
     apply_records = "te-apply-records"
     if records != "auto":
         apply_records += "{records=" + json.dumps(records) + "}"
     options = ([] if embed_params else ["embed-params=false"]) + (
         ["debug=true"] if debug else []
     )
+    if owner.memory != "workspace":
+        options.append(f"memory={owner.memory}")
     plan = "graph-plan-memory" + ("{" + " ".join(options) + "}" if options else "")
     return (
+        ("graph", graph_pipeline(ctx)),
         # each kernel's best schedule from a tuning log, where it has one
         ("te", (*GRAPH_TO_TE, apply_records)),
-        # each kernel compiled apart to an object (in parallel, cached), as
-        # MLIR's gpu-module-to-binary compiles device modules; the model
-        # function becomes `default_run`: kernel calls on views of one
-        # workspace planned by liveness and of the params blob
-        ("loop", ("te-compile-kernels", plan)),
-        ("llvm", LOOP_TO_LLVM),
+        # each kernel compiled apart (in parallel, cached), as MLIR's
+        # gpu-module-to-binary compiles device modules; the model function
+        # becomes `default_run`: kernel calls on views of the memory planned
+        # by liveness (the backend's rule) and of the params; then what the
+        # backend adds to lower the entry
+        *owner.model_lowering(plan),
     )
 
 
@@ -202,10 +197,13 @@ def model_passes(
     """The passes of `ember-model` up to and including stage `until`
     (`options` as `model_segments` takes them)."""
     passes: list[str] = []
-    for stage, segment in model_segments(ctx, **options):
+    segments = model_segments(ctx, **options)
+    for stage, segment in segments:
         passes += segment
         if stage == until:
             return tuple(passes)
+    if until == "llvm":  # a kind whose entry is no machine code: every stage
+        return tuple(passes)
     raise EmberValueError(f"no model stage {until!r}")
 
 
@@ -258,10 +256,12 @@ class EmberModelPipeline(ModulePass):
     """The tuning log to apply ("auto": the one under ember's cache directory)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ember.backends.source.target import target_kind, target_of
         from ember.pass_context import PassContext
 
         context = PassContext(opt_level=self.opt_level)
-        _run(ctx, op, model_passes(context, records=self.records))
+        kind = target_kind(target_of(op))
+        _run(ctx, op, model_passes(context, records=self.records, kind=kind))
 
 
 PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -269,7 +269,7 @@ PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
         "graph -> llvm dialect: a whole model, its kernels and its entry",
         (
             *(name for name, _ in GRAPH_PASSES),
-            *(p for _, segment in _lowering("auto", True) for p in segment),
+            *(p for _, segment in model_segments()[1:] for p in segment),
         ),
     ),
     "ember-graph{opt-level=N}": (

@@ -37,7 +37,7 @@ class TeApplyRecords(ModulePass):
     records: str = "auto"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from ember.backends.llvm.target import module_target
+        from ember.backends.source.target import target_of
         from ember.tune.records import default_records, history_best
         from ember.tune.task import set_schedule
 
@@ -47,7 +47,7 @@ class TeApplyRecords(ModulePass):
             paths = [p for p in self.records.split(os.pathsep) if p]
         if not paths:
             return
-        target = module_target(op)
+        target = target_of(op)
         for fn, schedule in history_best(op, paths, target).items():
             set_schedule(fn, schedule)
             fn.attributes[TUNED_ATTR] = UnitAttr()

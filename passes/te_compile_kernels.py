@@ -26,9 +26,10 @@ cache (`ember.compile_cache`), which the link step reads it from."""
 @dataclass(frozen=True)
 class TeCompileKernels(ModulePass):
     """Compile each kernel function (`ember.kernel`, te IR with its schedule)
-    apart, through the kernel pipeline (`KERNEL_SEGMENTS`) and LLVM, to a
-    relocatable object, as MLIR's `gpu-module-to-binary` compiles device
-    modules: in worker processes, once per distinct kernel, through the kernel
+    apart, through `KERNELS_TO_LOOP` and its target's backend
+    (`Backend.compile_kernel`: LLVM to a relocatable object for a CPU, a piece
+    of a launch plan for a GPU), as MLIR's `gpu-module-to-binary` compiles
+    device modules: in worker processes, once per distinct kernel, through the kernel
     cache (`ember.kernel_build`). The function becomes a declaration with the
     signature of its loop form (operands, result, then its scratch buffers);
     the module's `ember.objects` names its object by its key in the kernel
@@ -47,11 +48,14 @@ class TeCompileKernels(ModulePass):
     name = "te-compile-kernels"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from ember.backends.llvm.target import module_target
+        from ember.backends.source.target import target_of
         from ember.compile_cache import default_cache
         from ember.kernel_build import compile_kernels, current_build, keep_te_source
 
-        target = module_target(op)
+        try:
+            target = target_of(op)
+        except ValueError as e:
+            raise PassFailedException(f"te-compile-kernels: {e}") from None
         jobs = take_kernels(op, str(target))
         if not jobs:
             return

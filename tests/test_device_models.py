@@ -108,6 +108,26 @@ def test_the_model_plan_reads_each_param_once_and_launches_every_kernel(
     assert opencl_mobilenet.compile_stats.calls >= len(plan["functions"]) - 1
 
 
+def test_a_device_model_goes_through_graph_plan_memory_with_reused_slots(
+    opencl_mobilenet,
+):
+    """One pipeline: the device plan's default_run is `graph-plan-memory`'s
+    call plan, its intermediates in slots (device buffers) reused by liveness:
+    far fewer buffers than calls, as many bytes as the plan's slots."""
+    info = opencl_mobilenet.model_info
+    run = opencl_mobilenet.plan["functions"]["default_run"]
+    slots = info["slots"]
+    assert run["buffers"][: len(slots)] == [
+        {"shape": [n], "dtype": "uint8"} for n in slots
+    ]
+    assert len(run["buffers"]) == len(slots)  # kernels allocate nothing
+    assert len(slots) < len(info["calls"]) / 4
+    assert sum(slots) < info["intermediate_bytes"] / 2
+    assert opencl_mobilenet.compile_stats.kernels == len(
+        opencl_mobilenet.plan["functions"]
+    ) - 1
+
+
 @pytest.fixture(scope="module")
 def cuda_mobilenet(mobilenet):
     return ember.compile_model(mobilenet[0], target="cuda -arch=sm_80")

@@ -202,6 +202,14 @@ class KernelPrinter(FunctionPrinter):
 def build_plan(module: ModuleOp, target: DeviceTarget) -> dict:
     """The launch plan (`runtime/device_module.py`'s format) of loop IR `module`
     for the GPU `target`, its `binary` None (NVRTC fills it for cuda)."""
+    return join_pieces([kernel_piece(module, target)], target)
+
+
+def kernel_piece(module: ModuleOp, target: DeviceTarget) -> dict:
+    """The part of a launch plan that loop IR `module` makes, to be joined with
+    others into one translation unit (`join_pieces`): its `"kernels"`' source,
+    the `"helpers"` and `"features"` they use, and its `"functions"`' plan
+    entries. JSON-serializable (a model's kernels are cached as pieces)."""
     face = backend(target.kind).face()
     for op in module.walk():
         refusal = face.refuse(op)
@@ -219,9 +227,29 @@ def build_plan(module: ModuleOp, target: DeviceTarget) -> dict:
         functions[function.sym_name.data] = entry
         kernels_text += texts
     return {
+        "kernels": kernels_text,
+        "helpers": unit.helpers,
+        "features": sorted(unit.features),
+        "functions": functions,
+    }
+
+
+def join_pieces(pieces: list[dict], target: DeviceTarget) -> dict:
+    """One launch plan of `kernel_piece`s: one translation unit (the prelude
+    of every feature used, each helper once, every kernel), every function."""
+    unit = SourceUnit(backend(target.kind).face())
+    kernels: list[str] = []
+    functions: dict[str, dict] = {}
+    for piece in pieces:
+        unit.features.update(piece["features"])
+        for name, lines in piece["helpers"].items():
+            unit.helpers.setdefault(name, lines)
+        kernels += piece["kernels"]
+        functions.update(piece["functions"])
+    return {
         "format": PLAN_FORMAT,
         "kind": target.kind,
-        "source": unit.text(kernels_text),
+        "source": unit.text(kernels),
         "binary": None,
         "source_format": target.backend.source_suffix,
         "functions": functions,
@@ -557,4 +585,12 @@ def build_gpu(module: ModuleOp, target: DeviceTarget, entry: str | None):
     return DeviceModule(plan)
 
 
-__all__ = ["PLAN_FORMAT", "Kernel", "build_gpu", "build_plan", "place_barriers"]
+__all__ = [
+    "PLAN_FORMAT",
+    "Kernel",
+    "build_gpu",
+    "build_plan",
+    "join_pieces",
+    "kernel_piece",
+    "place_barriers",
+]

@@ -19,10 +19,13 @@ machine ember runs on).
 """
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ember.backends import backend, kinds
 from ember.runtime.errors import EmberTypeError, EmberValueError
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 
 class DeviceTarget:
@@ -169,4 +172,33 @@ def resolve_target(spec):
     return Target.resolve(spec)  # type: ignore[arg-type]
 
 
-__all__ = ["DeviceTarget", "resolve_target", "target_kind"]
+def target_of(module: "ModuleOp"):
+    """The target `module` is compiled for, of any kind: its `ember.target`
+    attribute (`resolve_target`), else `Target.current()`.
+
+    Raises:
+        EmberValueError: the attribute is not a target string (named).
+    """
+    from xdsl.dialects.builtin import StringAttr
+
+    from ember.backends.llvm.target import MODULE_ATTR, module_target
+
+    attr = module.attributes.get(MODULE_ATTR)
+    if not isinstance(attr, StringAttr):
+        return module_target(module)
+    try:
+        return resolve_target(attr.data)
+    except ValueError as e:
+        raise EmberValueError(f"{MODULE_ATTR} = {attr}: {e}") from None
+
+
+def set_target(module: "ModuleOp", target) -> None:
+    """Record in `module` the target (of any kind) its code is for."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from ember.backends.llvm.target import MODULE_ATTR
+
+    module.attributes[MODULE_ATTR] = StringAttr(str(resolve_target(target)))
+
+
+__all__ = ["DeviceTarget", "resolve_target", "set_target", "target_kind", "target_of"]

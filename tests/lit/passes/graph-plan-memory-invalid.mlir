@@ -35,3 +35,4 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %w = graph.param "w" : tensor<4xf32>
   func.return %w : tensor<4xf32>
 }
+
