@@ -56,6 +56,7 @@ from ember.runtime import EmberError, Module
 from ember.runtime.errors import EmberValueError
 
 if TYPE_CHECKING:
+    from ember.backends import Backend
     from ember.backends.llvm import Target
     from ember.backends.source import DeviceTarget
 
@@ -234,11 +235,35 @@ def link_model(
     """
     from ember.backends import backend
     from ember.backends.source import resolve_target, target_kind
-    from ember.compile_cache import default_cache
     from ember.passes.graph_plan_memory import MODEL_ATTR
 
     target = resolve_target(target)
     owner = backend(target_kind(target))
+    kernels = model_kernels(module, owner, cache)
+    module.attributes.pop(OBJECTS_ATTR, None)
+    info = json.loads(module.attributes[MODEL_ATTR].data)  # type: ignore[attr-defined]
+    packed = _params(info["params"], params) if params is not None else {}
+    try:
+        mod = owner.link_model(module, target, info, packed, kernels, entry_loop)
+    except EmberValueError as e:
+        raise ModelCompileError(str(e)) from None
+    mod.params = packed  # type: ignore[attr-defined]
+    mod.model_info = info  # type: ignore[attr-defined]
+    return mod
+
+
+def model_kernels(
+    module: ModuleOp, owner: Backend, cache: CompileCache | None = None
+) -> list[KernelCode]:
+    """The code of each kernel `module` names (`ember.objects`), read from the
+    kernel `cache` (the process-wide one by default) and checked by its
+    backend `owner`.
+
+    Raises:
+        ModelCompileError: a kernel's code is missing or damaged.
+    """
+    from ember.compile_cache import default_cache
+
     cache = cache if cache is not None else default_cache()
     kernels = []
     for symbol, key in object_keys(module).items():
@@ -252,16 +277,7 @@ def link_model(
         if (why := owner.kernel_problem(code, symbol)) is not None:
             raise ModelCompileError(f"kernel @{symbol}: its cached code is {why}")
         kernels.append(KernelCode(symbol, code, te_source(key)))
-    module.attributes.pop(OBJECTS_ATTR, None)
-    info = json.loads(module.attributes[MODEL_ATTR].data)  # type: ignore[attr-defined]
-    packed = _params(info["params"], params) if params is not None else {}
-    try:
-        mod = owner.link_model(module, target, info, packed, kernels, entry_loop)
-    except EmberValueError as e:
-        raise ModelCompileError(str(e)) from None
-    mod.params = packed  # type: ignore[attr-defined]
-    mod.model_info = info  # type: ignore[attr-defined]
-    return mod
+    return kernels
 
 
 class _Watch:

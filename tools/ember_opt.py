@@ -256,7 +256,7 @@ class EmberOptMain(xDSLOptMain):
             raise UsageError(str(e)) from None
         if args.mcpu:
             self.codegen_target = f"{self.codegen_target} -mcpu={args.mcpu}"
-        self.args.passes = expand_pipelines(args.passes)
+        self.args.passes = expand_pipelines(args.passes, self._model_kind())
         self.instr = Instrumentation(
             print_before=_names(args.print_ir_before),
             print_after=_names(args.print_ir_after),
@@ -301,10 +301,28 @@ class EmberOptMain(xDSLOptMain):
         parser = LocatingParser(self.ctx, text, self.get_input_name())
         module = parser.parse_module(not self.args.no_implicit_module)
         self._op_offsets = parser.op_offsets
-        if self.codegen_target != "llvm" and "ember.target" not in module.attributes:
-            # `-t "llvm -mcpu=..."` also picks the machine schedules are for
-            module.attributes["ember.target"] = StringAttr(self.codegen_target)
+        if "ember.target" not in module.attributes:
+            self._set_target(module)
         return module
+
+    def _model_kind(self) -> str:
+        """The kind a graph model compiles for: `-t`'s where its backend
+        compiles models (a GPU kind), else llvm."""
+        from ember.backends import backend
+        from ember.backends.source import target_kind
+
+        kind = target_kind(self.device_target or "llvm")
+        return kind if backend(kind).models else "llvm"
+
+    def _set_target(self, module: ModuleOp) -> None:
+        """`-t "llvm -mcpu=..."` picks the machine schedules are for; `-t
+        opencl` (a kind that compiles models) the device a graph model is for."""
+        from ember.tools.opt_stages import input_level
+
+        if self._model_kind() != "llvm" and input_level(module) == "graph":
+            module.attributes["ember.target"] = StringAttr(self.device_target)
+        elif self.codegen_target != "llvm":
+            module.attributes["ember.target"] = StringAttr(self.codegen_target)
 
     # ------------------------------------------------------------ the driver
 
@@ -377,8 +395,7 @@ class EmberOptMain(xDSLOptMain):
                 f"{self.get_input_name()}: not an ONNX model ({type(e).__name__}: {e})"
             ) from None
         module, params = from_onnx(model)
-        if self.codegen_target != "llvm":
-            module.attributes["ember.target"] = StringAttr(self.codegen_target)
+        self._set_target(module)
         with bind_params(params):
             self.instr.current = None
             self.apply_passes(module)
@@ -497,7 +514,8 @@ class EmberOptMain(xDSLOptMain):
 
         text_stage = stage if stage in st.TEXT_MODULE_STAGES else "llvm"
         ctx = PassContext(opt_level=self.args.opt_level)
-        run(",".join(model_passes(ctx, until=text_stage)), module)
+        kind = self._model_kind()
+        run(",".join(model_passes(ctx, until=text_stage, kind=kind)), module)
         if stage == text_stage:
             return [self._print(module)]
         with timer.time(f"codegen ({stage})"):
@@ -538,10 +556,11 @@ def _names(spec: str) -> set[str]:
     return {n.strip() for n in spec.split(",") if n.strip()}
 
 
-def expand_pipelines(spec: str) -> str:
+def expand_pipelines(spec: str, kind: str = "llvm") -> str:
     """`ember-cpu`, `ember-graph{opt-level=N}` and `ember-model{opt-level=N}` in
-    a pass list, replaced by their passes so that per-pass flags
-    (`--print-ir-after-all`, `--time-passes`) see every stage."""
+    a pass list, replaced by their passes (`ember-model`'s for target kind
+    `kind`) so that per-pass flags (`--print-ir-after-all`, `--time-passes`)
+    see every stage."""
     from ember.pass_context import PassContext
     from ember.passes.pipelines import EMBER_CPU, graph_pipeline, model_passes
 
@@ -559,7 +578,7 @@ def expand_pipelines(spec: str) -> str:
         )
 
     named("ember-graph", graph_pipeline)
-    named("ember-model", model_passes)
+    named("ember-model", lambda ctx: model_passes(ctx, kind=kind))
     return ",".join(p for p in re.split(r",(?![^{]*\})", spec) if p.strip())
 
 

@@ -148,8 +148,11 @@ def device_source(module: ModuleOp, target) -> str:
     from ember.backends.source.gpu import build_plan
     from ember.backends.source.printer import print_c
     from ember.passes import run
+    from ember.passes.graph_plan_memory import MODEL_ATTR
     from ember.passes.pipelines import TE_TO_LOOP
 
+    if MODEL_ATTR in module.attributes and target.backend.models:
+        return _device_model_source(module, target)
     level = input_level(module)
     if level not in ("te", "loop"):
         raise StageError(f"-t {target.kind} expects te or loop IR, got {level} IR")
@@ -158,3 +161,29 @@ def device_source(module: ModuleOp, target) -> str:
     if target.is_gpu:
         return build_plan(module, target)["source"]
     return print_c(module, target.backend.face())
+
+
+def _device_model_source(module: ModuleOp, target) -> str:
+    """A GPU model after `ember-model`: its launch plan's source (the kernels
+    compiled apart, joined) and `default_run`'s launches as comments."""
+    import json
+
+    from ember.aot import model_kernels
+    from ember.passes.graph_plan_memory import MODEL_ATTR
+    from ember.runtime.abi import MODEL_ENTRY
+
+    info = json.loads(module.attributes[MODEL_ATTR].data)  # type: ignore[attr-defined]
+    plan = target.backend.model_plan(
+        info, model_kernels(module, target.backend), target
+    )
+    run = plan["functions"][MODEL_ENTRY]
+    lines = [
+        f"// {MODEL_ENTRY}: {len(run['args'])} arguments, {len(run['buffers'])} "
+        f"buffers, {len(run['launches'])} launches"
+    ]
+    for launch in run["launches"]:
+        args = ", ".join(f"{k}{v}" for a in launch["args"] for k, v in a.items())
+        lines.append(
+            f"//   {launch['kernel']}<<<{launch['grid']}, {launch['block']}>>>({args})"
+        )
+    return plan["source"].rstrip() + "\n\n" + "\n".join(lines)

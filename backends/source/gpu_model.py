@@ -64,26 +64,32 @@ class GPUBackend(Backend):
         return None
 
     def link_model(self, module, target, info, params, kernels, entry_loop):
-        from ember.backends.source.gpu import join_pieces
         from ember.runtime.device_module import DeviceModule
 
-        pieces = [json.loads(k.code) for k in kernels]
-        plan = join_pieces(pieces, target)
+        plan = self.model_plan(info, kernels, target)
+        binary = self.binary(plan["source"], target)
+        if binary is not None:
+            plan["binary"] = binary
+            plan["binary_format"] = self.binary_format
+        mod = DeviceModule(plan, params=params)
+        loops = (json.loads(k.code)["loop"] for k in kernels)
+        mod.loop_source = "\n".join([entry_loop or "", *loops])
+        return mod
+
+    def model_plan(self, info: dict, kernels: list, target) -> dict:
+        """The launch plan of a model (its binary not compiled yet): the
+        kernels' pieces joined, `default_run` made of the model's calls
+        (`info`, its `ember.model`), the params declared."""
+        from ember.backends.source.gpu import join_pieces
+
+        plan = join_pieces([json.loads(k.code) for k in kernels], target)
         plan["functions"][MODEL_ENTRY] = model_function(info, plan["functions"])
         plan["entry"] = MODEL_ENTRY
         plan["params"] = {
             name: {"shape": entry["shape"], "dtype": entry["dtype"]}
             for name, entry in info["params"].items()
         }
-        binary = self.binary(plan["source"], target)
-        if binary is not None:
-            plan["binary"] = binary
-            plan["binary_format"] = self.binary_format
-        mod = DeviceModule(plan, params=params)
-        mod.loop_source = "\n".join(
-            [entry_loop or "", *(piece["loop"] for piece in pieces)]
-        )
-        return mod
+        return plan
 
 
 def model_function(info: dict, functions: dict[str, dict]) -> dict:
