@@ -78,7 +78,7 @@ from ember.dialects.graph_activation import (
     SeluOp,
     SoftplusOp,
 )
-from ember.dialects.graph_base import NUMPY_TYPES, GraphOp, static_tensor
+from ember.dialects.graph_base import NUMPY_TYPES, GraphOp, graph_tensor, static_tensor
 from ember.dialects.graph_nn import (
     AvgPool2DOp,
     BatchMatmulOp,
@@ -371,7 +371,7 @@ class CallKernelOp(IRDLOperation):
                 f"expected @{self.callee.string_value()} to be a func.func of the "
                 f"module, got {found.name if found else 'nothing'}"
             )
-        static_tensor(self.result, "the result")
+        graph_tensor(self.result, "the result")
 
 
 def _compute_ops() -> tuple[type[GraphOp], ...]:

@@ -30,7 +30,13 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from ember.dialects.graph_shapes import Shape, ShapeError
+from ember.dialects.graph_shapes import (
+    Shape,
+    ShapeError,
+    dims_of,
+    is_static,
+    tensor_of,
+)
 
 REQUIRED = object()
 i1 = IntegerType(1)
@@ -109,6 +115,16 @@ def static_tensor(value: SSAValue, what: str) -> TensorType:
         raise VerifyException(
             f"expected a statically shaped tensor for {what}, got {t}"
         )
+    return t
+
+
+def graph_tensor(value: SSAValue, what: str) -> TensorType:
+    """`value`'s tensor type, whose dynamic dims each have their expression
+    (`graph_shapes.dims_of`)."""
+    t = value.type
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"expected a tensor for {what}, got {t}")
+    dims_of(t)
     return t
 
 
@@ -203,9 +219,18 @@ class GraphOp(IRDLOperation):
                 raise ShapeError(f"expected a tensor for operand {i}, got {t}")
             tensors.append(t)
         cfg = cls._config(attrs)
-        shape = cls._infer([tuple(t.get_shape()) for t in tensors], cfg)
+        shapes_ = [dims_of(t) for t in tensors]
+        try:
+            shape = cls._infer(shapes_, cfg)
+        except TypeError as e:  # a rule that compares symbolic dims as ints
+            if all(map(is_static, shapes_)):
+                raise
+            got = ", ".join(str(t) for t in tensors)
+            raise ShapeError(
+                f"{cls.name} does not take symbolic dimensions yet, got {got} ({e})"
+            ) from None
         element = cls._infer_element([t.element_type for t in tensors], cfg)
-        return TensorType(element, shape)
+        return tensor_of(element, shape)
 
     @classmethod
     def build_inferred(cls, *operands: SSAValue | Operation, **attrs: Any) -> Self:
@@ -229,7 +254,7 @@ class GraphOp(IRDLOperation):
 
     def _expected_type(self) -> TensorType:
         operand_types = [
-            static_tensor(v, f"operand {i}") for i, v in enumerate(self.operands)
+            graph_tensor(v, f"operand {i}") for i, v in enumerate(self.operands)
         ]
         return self.infer_type(operand_types, **self.config)
 

@@ -20,7 +20,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph_shapes as shapes
-from ember.dialects.graph_base import NUMPY_TYPES, GraphOp, dtype_of, i1, static_tensor
+from ember.dialects.graph_base import NUMPY_TYPES, GraphOp, dtype_of, graph_tensor, i1
 from ember.dialects.graph_numpy import Array
 from ember.dialects.graph_shapes import Shape, ShapeError
 from ember.dialects.graph_tensor import _BinaryOp, _UnaryOp
@@ -370,7 +370,7 @@ class _ConversionOp(GraphOp):
                 f"got {to}"
             )
         dtype_of(t.element_type)
-        return TensorType(element, t.get_shape())
+        return shapes.tensor_of(element, shapes.dims_of(t))
 
     @classmethod
     def build_inferred(cls, *operands: SSAValue | Operation, **attrs: Any) -> Self:
@@ -380,8 +380,8 @@ class _ConversionOp(GraphOp):
         )
 
     def verify_(self) -> None:
-        x = static_tensor(self.input, "operand 0")
-        y = static_tensor(self.result, "the result")
+        x = graph_tensor(self.input, "operand 0")
+        y = graph_tensor(self.result, "the result")
         expected = self.infer_type([x], to=y.element_type)
         if expected != y:
             raise VerifyException(f"expected {expected}, got {y}")

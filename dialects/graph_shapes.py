@@ -4,24 +4,104 @@ Each function takes the operand shapes and the op's attributes as Python values 
 returns the result shape, or raises `ShapeError` ("expected X, got Y") when the
 operands or attributes do not fit. The ops' verifiers and `build_inferred` builders
 (`dialects/graph.py`) share these, so what a builder accepts is what verifies.
+
+A dimension is an `int` or a symbolic expression (`ember.runtime.shape_expr`:
+`seq`, `seq + 1`, `batch * 12`), so the rules compute with Python's operators
+and decide equalities with `sym_eq`. A tensor type carries its symbolic dims
+as MLIR's dynamic dims plus an encoding naming each, in order:
+
+    tensor<?x?x768xf32, ["batch", "seq + 1"]>      # dims_of: (batch, seq + 1, 768)
 """
 
 from collections.abc import Sequence
-from math import ceil, prod
+from math import ceil
 
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    MemRefType,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
 from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import SymExpr, parse, sym_eq, sym_prod
 
-Shape = tuple[int, ...]
+Dim = int | SymExpr
+Shape = tuple[Dim, ...]
 
 
 class ShapeError(VerifyException, EmberValueError):
     """Operands or attributes an op cannot take; the message says what was expected."""
 
 
-def _fmt(shape: Sequence[int]) -> str:
-    return "x".join(str(d) for d in shape) if shape else "scalar"
+def dims_of(t: Attribute) -> Shape:
+    """The dims of a tensor or memref type: ints, and the expressions its
+    encoding names for its dynamic dims.
+
+    Raises:
+        ShapeError: a dynamic dim without its expression, or an encoding that
+            is not one expression per dynamic dim.
+    """
+    assert isinstance(t, TensorType | MemRefType)
+    shape = t.get_shape()
+    dynamic = [i for i, d in enumerate(shape) if d < 0]
+    if not dynamic:
+        return tuple(shape)
+    names = getattr(t, "encoding", None)
+    if not isinstance(names, ArrayAttr) or len(names.data) != len(dynamic):
+        raise ShapeError(
+            f"expected a name for each dynamic dim of {t} (as in "
+            'tensor<?x768xf32, ["seq"]>), got '
+            + ("none" if names is None or isinstance(names, NoneAttr) else str(names))
+        )
+    dims: list[Dim] = list(shape)
+    for i, name in zip(dynamic, names.data, strict=True):
+        if not isinstance(name, StringAttr):
+            raise ShapeError(f"expected a dimension expression string, got {name}")
+        try:
+            dims[i] = parse(name.data)
+        except EmberValueError as e:
+            raise ShapeError(str(e)) from None
+        if isinstance(dims[i], int):
+            raise ShapeError(
+                f"expected a symbolic expression for dynamic dim {i} of {t}, got "
+                f"the constant {dims[i]}: write it as a static dim"
+            )
+    return tuple(dims)
+
+
+def tensor_of(element: Attribute, dims: Sequence[Dim]) -> TensorType:
+    """The tensor type of `element`s with `dims` (see the module docstring)."""
+    symbolic = [str(d) for d in dims if isinstance(d, SymExpr)]
+    if not symbolic:
+        return TensorType(element, list(dims))
+    shape = [DYNAMIC_INDEX if isinstance(d, SymExpr) else d for d in dims]
+    return TensorType(element, shape, ArrayAttr([StringAttr(n) for n in symbolic]))
+
+
+def is_static(shape: Sequence[Dim]) -> bool:
+    """Whether every dim is an int."""
+    return all(isinstance(d, int) for d in shape)
+
+
+def _fmt(shape: Sequence[Dim]) -> str:
+    if not shape:
+        return "scalar"
+    return "x".join(str(d) if isinstance(d, int) else f"{{{d}}}" for d in shape)
+
+
+def _differ(a: Dim, b: Dim) -> bool:
+    """Whether `a` and `b` are not known to be equal."""
+    return sym_eq(a, b) is not True
+
+
+def prod(dims) -> Dim:
+    """The product of `dims` (1 for none), symbolic or not."""
+    return sym_prod(dims)
 
 
 def _expect_len(name: str, values: Sequence[int], n: int) -> None:
@@ -52,7 +132,10 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
 
 
 def broadcast(*shapes: Shape) -> Shape:
-    """numpy's broadcasting of `shapes` (right-aligned, 1 stretches)."""
+    """numpy's broadcasting of `shapes` (right-aligned, 1 stretches). A
+    symbolic dim broadcasts with 1 and with itself; against another size it
+    might be 1 or not, which the kernels cannot both compute, so it is
+    refused."""
     rank = max(len(s) for s in shapes)
     out = []
     for i in range(rank):
@@ -68,7 +151,8 @@ def broadcast(*shapes: Shape) -> Shape:
 def broadcast_to(shape: Shape, target: Shape, what: str) -> Shape:
     """`target`, when `shape` broadcasts to it (ONNX's unidirectional rule)."""
     if len(shape) > len(target) or any(
-        d not in (1, t) for d, t in zip(shape[::-1], target[::-1], strict=False)
+        d != 1 and _differ(d, t)
+        for d, t in zip(shape[::-1], target[::-1], strict=False)
     ):
         raise ShapeError(
             f"expected {what} that broadcasts to {_fmt(target)}, got {_fmt(shape)}"
@@ -97,6 +181,11 @@ def conv2d(
         raise ShapeError(f"expected positive groups, got {groups}")
     n, c, h, wd = x
     o, i, kh, kw = w
+    if not is_static((c, o, i, kh, kw)):
+        raise ShapeError(
+            f"expected static channels and kernel sizes, got data {_fmt(x)} and "
+            f"weight {_fmt(w)}"
+        )
     if c % groups:
         raise ShapeError(
             f"expected input channels divisible by groups {groups}, got {c}"
@@ -115,7 +204,7 @@ def conv2d(
     t, left, bot, r = padding
     oh = (h + t + bot - dilation[0] * (kh - 1) - 1) // strides[0] + 1
     ow = (wd + left + r - dilation[1] * (kw - 1) - 1) // strides[1] + 1
-    if oh < 1 or ow < 1:
+    if any(isinstance(d, int) and d < 1 for d in (oh, ow)):
         raise ShapeError(
             f"expected a kernel {kh}x{kw} that fits the padded input {h}x{wd}, "
             f"got an output of {oh}x{ow}"
@@ -126,7 +215,7 @@ def conv2d(
 def dense(x: Shape, w: Shape, b: Shape | None) -> Shape:
     expect_rank("data (M, K)", x, 2)
     expect_rank("weight (N, K)", w, 2)
-    if x[1] != w[1]:
+    if _differ(x[1], w[1]):
         raise ShapeError(f"expected weight with K = {x[1]}, got {_fmt(w)}")
     if b is not None and b != (w[0],):
         raise ShapeError(f"expected bias of shape {w[0]}, got {_fmt(b)}")
@@ -138,7 +227,7 @@ def matmul(a: Shape, b: Shape) -> Shape:
         raise ShapeError(f"expected operands of rank >= 1, got {_fmt(a)} and {_fmt(b)}")
     a2 = (1, *a) if len(a) == 1 else a
     b2 = (*b, 1) if len(b) == 1 else b
-    if a2[-1] != b2[-2]:
+    if _differ(a2[-1], b2[-2]):
         raise ShapeError(
             f"expected the contraction dims to match, got {_fmt(a)} and {_fmt(b)}"
         )
@@ -153,11 +242,11 @@ def matmul(a: Shape, b: Shape) -> Shape:
 def batch_matmul(a: Shape, b: Shape) -> Shape:
     expect_rank("lhs (B, M, K)", a, 3)
     expect_rank("rhs (B, K, N)", b, 3)
-    if a[2] != b[1]:
+    if _differ(a[2], b[1]):
         raise ShapeError(f"expected rhs with K = {a[2]}, got {_fmt(b)}")
-    if a[0] != b[0] and 1 not in (a[0], b[0]):
+    if _differ(a[0], b[0]) and 1 not in (a[0], b[0]):
         raise ShapeError(f"expected equal batch sizes, got {a[0]} and {b[0]}")
-    return (max(a[0], b[0]), a[1], b[2])
+    return (*broadcast((a[0],), (b[0],)), a[1], b[2])
 
 
 def batch_norm(x: Shape, *channel_params: Shape) -> Shape:
@@ -190,6 +279,14 @@ def pool2d(
     for d in range(2):
         size = x[2 + d] + padding[d] + padding[d + 2]
         span = dilation[d] * (kernel[d] - 1) + 1
+        if isinstance(size, SymExpr):
+            if ceil_mode:  # the last window's start would need a run-time test
+                raise ShapeError(
+                    f"expected a static axis {2 + d} for ceil_mode pooling, got "
+                    f"{x[2 + d]}"
+                )
+            out.append((size - span) // strides[d] + 1)
+            continue
         steps = (size - span) / strides[d]
         o = (ceil(steps) if ceil_mode else int(steps // 1)) + 1
         # as ONNX and PyTorch: the last window must start inside the input or its
@@ -205,20 +302,23 @@ def pool2d(
     return (x[0], x[1], *out)
 
 
-def reshape(x: Shape, shape: Sequence[int]) -> Shape:
+def reshape(x: Shape, shape: Sequence[Dim]) -> Shape:
     """ONNX's Reshape rule: one -1 is inferred, 0 copies the input's dim."""
     dims = [x[i] if d == 0 and i < len(x) else d for i, d in enumerate(shape)]
-    if dims.count(-1) > 1 or any(d < -1 or d == 0 for d in dims):
+    wrong = [d for d in dims if isinstance(d, int) and (d < -1 or d == 0)]
+    if dims.count(-1) > 1 or wrong:
         raise ShapeError(
             f"expected positive dims with at most one -1, got {list(shape)}"
         )
     total = prod(x)
     if -1 in dims:
         known = prod(d for d in dims if d != -1)
-        if total % known:
-            raise ShapeError(f"expected a shape dividing {total} elements, got {shape}")
+        if sym_eq(total % known, 0) is not True:
+            raise ShapeError(
+                f"expected a shape dividing {total} elements, got {tuple(shape)}"
+            )
         dims[dims.index(-1)] = total // known
-    if prod(dims) != total:
+    if _differ(prod(dims), total):
         raise ShapeError(
             f"expected a shape of {total} elements, got {_fmt(dims)} ({prod(dims)})"
         )
@@ -246,7 +346,9 @@ def concat(shapes: Sequence[Shape], axis: int) -> Shape:
     axis = normalize_axis(axis, len(first))
     for s in shapes[1:]:
         if len(s) != len(first) or any(
-            a != b for i, (a, b) in enumerate(zip(s, first, strict=True)) if i != axis
+            _differ(a, b)
+            for i, (a, b) in enumerate(zip(s, first, strict=True))
+            if i != axis
         ):
             raise ShapeError(
                 f"expected shapes equal except on axis {axis}, got {_fmt(first)} "

@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph_numpy as gn
 from ember.dialects import graph_shapes as shapes
-from ember.dialects.graph_base import REQUIRED, GraphOp, static_tensor
+from ember.dialects.graph_base import REQUIRED, GraphOp, graph_tensor
 from ember.dialects.graph_numpy import Array
 from ember.dialects.graph_shapes import Shape, ShapeError
 
@@ -242,8 +242,8 @@ class ReshapeOp(GraphOp):
             raise ShapeError(f"expected a tensor for operand 0, got {t}")
         if set(attrs) != {"shape"}:
             raise ShapeError(f"expected only 'shape' for reshape, got {sorted(attrs)}")
-        return TensorType(
-            t.element_type, shapes.reshape(tuple(t.get_shape()), attrs["shape"])
+        return shapes.tensor_of(
+            t.element_type, shapes.reshape(shapes.dims_of(t), attrs["shape"])
         )
 
     @classmethod
@@ -254,13 +254,13 @@ class ReshapeOp(GraphOp):
         )
 
     def verify_(self) -> None:
-        x = static_tensor(self.input, "operand 0")
-        y = static_tensor(self.result, "the result")
+        x = graph_tensor(self.input, "operand 0")
+        y = graph_tensor(self.result, "the result")
         if x.element_type != y.element_type:
             raise VerifyException(
                 f"expected result element type {x.element_type}, got {y.element_type}"
             )
-        shapes.reshape(tuple(x.get_shape()), y.get_shape())
+        shapes.reshape(shapes.dims_of(x), shapes.dims_of(y))
 
     def reference(self, inputs: list[Array]) -> Array:
         return inputs[0].reshape(self.result.type.get_shape())  # type: ignore[attr-defined]

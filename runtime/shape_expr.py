@@ -295,9 +295,34 @@ def sym_floordiv(a, b) -> int | SymExpr:
             return a
         if b > 0 and (parts := _split(a, b)) is not None:
             return parts[0]
-    elif isinstance(a, SymExpr) and a == b:
-        return 1
+    elif (quotient := _exact_quotient(a, b)) is not None:
+        return quotient
     return _atom("floordiv", a, b)
+
+
+def _exact_quotient(a, b) -> int | SymExpr | None:
+    """``a / b`` where ``b`` is one product (``768 * batch``) that divides
+    every term of ``a`` (``768 * batch * seq``), else None."""
+    if not isinstance(b, SymExpr) or b.const or len(b.terms) != 1:
+        return None
+    ((monomial, coeff),) = b.terms
+    poly = _poly(a)
+    assert poly is not None
+    coeffs, const = poly
+    if const:
+        return None
+    out: dict[tuple, int] = {}
+    for m, c in coeffs.items():
+        rest = list(m)
+        for atom in monomial:
+            if atom not in rest:
+                return None
+            rest.remove(atom)
+        if c % coeff:
+            return None
+        out[tuple(rest)] = out.get(tuple(rest), 0) + c // coeff
+    constant = out.pop((), 0)
+    return SymExpr._make(out, constant)
 
 
 def sym_mod(a, b) -> int | SymExpr:
@@ -311,7 +336,7 @@ def sym_mod(a, b) -> int | SymExpr:
             return 0
         if b > 0 and (parts := _split(a, b)) is not None:
             return parts[1]
-    elif isinstance(a, SymExpr) and a == b:
+    elif _exact_quotient(a, b) is not None:
         return 0
     return _atom("mod", a, b)
 

@@ -35,13 +35,18 @@ def _build(draw, depth: int):
     op = draw(st.sampled_from(["+", "-", "*", "//", "%", "min", "max"]))
     a, fa = _build(draw, depth - 1)
     if op in ("//", "%"):
-        # a divisor that is never 0: a positive int, or a symbol plus one
-        if draw(st.booleans()):
+        # a divisor that is never 0 (sizes are >= 1 here): a positive int, a
+        # symbol plus one, or a multiple of a symbol
+        kind = draw(st.integers(0, 2))
+        name = draw(st.sampled_from(NAMES))
+        if kind == 0:
             d = draw(st.integers(1, 8))
             b, fb = d, lambda env, d=d: d
-        else:
-            name = draw(st.sampled_from(NAMES))
+        elif kind == 1:
             b, fb = Sym(name) + 1, lambda env, name=name: env[name] + 1
+        else:
+            k = draw(st.integers(1, 4))
+            b, fb = k * Sym(name), lambda env, name=name, k=k: k * env[name]
     else:
         b, fb = _build(draw, depth - 1)
     table = {
@@ -65,7 +70,7 @@ def expressions(draw):
 @settings(max_examples=300, deadline=None)
 @given(
     expressions(),
-    st.fixed_dictionaries({name: st.integers(0, 40) for name in NAMES}),
+    st.fixed_dictionaries({name: st.integers(1, 40) for name in NAMES}),
 )
 def test_expressions_compute_as_ints_do_and_read_back(case, env):
     value, concrete = case
@@ -81,6 +86,8 @@ def test_canonical_forms():
     assert str(batch * 12 * seq) == "12 * batch * seq"
     assert (seq * 12 + 4) // 4 == 3 * seq + 1
     assert (seq * 12 + 5) % 4 == 1
+    assert (768 * batch * seq) // (12 * batch) == 64 * seq  # a reshape's -1
+    assert (batch * seq) % batch == 0
     assert (seq + 15) // 16 * 16 != seq  # a tile round-up stays symbolic
     assert str((seq + 15) // 16 * 16) == "16 * ((seq + 15) // 16)"
     assert sym_max(seq + 1, seq) == seq + 1 and sym_min(seq, seq + 3) == seq

@@ -1,0 +1,41 @@
+// RUN: ember-opt %s | filecheck %s
+// RUN: ember-opt %s | ember-opt | filecheck %s
+
+// Symbolic dimensions (issue 25): a dynamic dim of a graph tensor is named by
+// an expression in the type's encoding, one per `?` in order. Shape rules
+// compute on the expressions: a reshape keeps the element count (batch * seq
+// * 768 both ways), dense contracts a static K, matmul contracts and
+// broadcasts symbolic batch dims, a mask of [batch, 1, 1, seq] broadcasts
+// against [batch, 12, seq, seq].
+
+// CHECK-LABEL: func.func @attention(
+// CHECK-SAME:      %{{.*}}: tensor<?x?x768xf32, ["batch", "seq"]>
+// CHECK:         graph.reshape %{{.*}} : (tensor<?x?x768xf32, ["batch", "seq"]>) -> tensor<?x768xf32, ["batch * seq"]>
+// CHECK:         graph.dense
+// CHECK-SAME:      -> tensor<?x768xf32, ["batch * seq"]>
+// CHECK:         graph.matmul
+// CHECK-SAME:      -> tensor<?x12x?x?xf32, ["batch", "seq", "seq"]>
+// CHECK:         graph.add
+// CHECK:         graph.softmax
+func.func @attention(%x: tensor<?x?x768xf32, ["batch", "seq"]>, %m: tensor<?x1x1x?xf32, ["batch", "seq"]>) -> tensor<?x12x?x?xf32, ["batch", "seq", "seq"]> {
+  %w = graph.param "w" : tensor<768x768xf32>
+  %r = graph.reshape %x : (tensor<?x?x768xf32, ["batch", "seq"]>) -> tensor<?x768xf32, ["batch * seq"]>
+  %d = graph.dense %r, %w : (tensor<?x768xf32, ["batch * seq"]>, tensor<768x768xf32>) -> tensor<?x768xf32, ["batch * seq"]>
+  %q = graph.reshape %d : (tensor<?x768xf32, ["batch * seq"]>) -> tensor<?x?x12x64xf32, ["batch", "seq"]>
+  %t = graph.transpose %q {perm = [0, 2, 1, 3]} : (tensor<?x?x12x64xf32, ["batch", "seq"]>) -> tensor<?x12x?x64xf32, ["batch", "seq"]>
+  %k = graph.transpose %q {perm = [0, 2, 3, 1]} : (tensor<?x?x12x64xf32, ["batch", "seq"]>) -> tensor<?x12x64x?xf32, ["batch", "seq"]>
+  %s = graph.matmul %t, %k : (tensor<?x12x?x64xf32, ["batch", "seq"]>, tensor<?x12x64x?xf32, ["batch", "seq"]>) -> tensor<?x12x?x?xf32, ["batch", "seq", "seq"]>
+  %a = graph.add %s, %m : (tensor<?x12x?x?xf32, ["batch", "seq", "seq"]>, tensor<?x1x1x?xf32, ["batch", "seq"]>) -> tensor<?x12x?x?xf32, ["batch", "seq", "seq"]>
+  %p = graph.softmax %a {axis = -1} : (tensor<?x12x?x?xf32, ["batch", "seq", "seq"]>) -> tensor<?x12x?x?xf32, ["batch", "seq", "seq"]>
+  func.return %p : tensor<?x12x?x?xf32, ["batch", "seq", "seq"]>
+}
+
+// CHECK-LABEL: func.func @expressions(
+// CHECK:         graph.concat %{{.*}}, %{{.*}} {axis = 0} : (tensor<?x4xf32, ["n"]>, tensor<?x4xf32, ["n + 1"]>) -> tensor<?x4xf32, ["2 * n + 1"]>
+// CHECK:         graph.pad
+// CHECK-SAME:      -> tensor<?x6xf32, ["2 * n + 3"]>
+func.func @expressions(%a: tensor<?x4xf32, ["n"]>, %b: tensor<?x4xf32, ["n + 1"]>) -> tensor<?x6xf32, ["2 * n + 3"]> {
+  %c = graph.concat %a, %b {axis = 0} : (tensor<?x4xf32, ["n"]>, tensor<?x4xf32, ["n + 1"]>) -> tensor<?x4xf32, ["2 * n + 1"]>
+  %p = graph.pad %c {pads = [1, 1, 1, 1]} : (tensor<?x4xf32, ["2 * n + 1"]>) -> tensor<?x6xf32, ["2 * n + 3"]>
+  func.return %p : tensor<?x6xf32, ["2 * n + 3"]>
+}
