@@ -3,10 +3,10 @@
 A model is a `func.func @main` over ranked, statically shaped `tensor`s of f32,
 f16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8 or i1 (bool): unsigned
 integers are `ui<N>` here and signless in kernels, whose ops say the signedness;
-which dtypes an op's kernel computes is its strategy's (`ember/strategy.py`). Weights are bound by name with
-`graph.param` (their values live outside the IR, in a `dict[str, np.ndarray]` of
-params); small literals are `graph.constant`. A fusion group is a `graph.fused`
-region op.
+which dtypes an op's kernel computes is its strategy's (`ember.strategy`).
+Weights are bound by name with `graph.param` (their values live outside the IR,
+in a `dict[str, np.ndarray]` of params); small literals are `graph.constant`. A
+fusion group is a `graph.fused` region op.
 
     %w = graph.param "conv1.weight" : tensor<32x3x3x3xf32>
     %y = graph.conv2d %x, %w {strides = [2, 2], padding = [1, 1, 1, 1],

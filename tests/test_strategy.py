@@ -1,6 +1,6 @@
-"""Strategies by registration: an op class finds its kernel through what topi
-registers for it, a new op needs only its class, its mapping and one
-registration, and the target reaches the schedule."""
+"""Strategies by registration: an op class finds its kernel through what
+`ember.strategy` registers for it, a new op needs only its class, its mapping
+and one registration, and the target reaches the schedule."""
 
 import numpy as np
 import pytest
@@ -69,9 +69,9 @@ def test_a_new_unary_op_is_its_class_and_one_registration(tmp_path):
         want = np.maximum(SoftsignOp.NUMPY(x), 0)
         np.testing.assert_allclose(_run(mod, x), want, rtol=1e-6, atol=1e-6)
     finally:
-        from ember import strategy
+        from ember.strategy import registry
 
-        del strategy._SCALARS[SoftsignOp]
+        del registry.SCALARS[SoftsignOp]
 
 
 def test_elementwise_ops_are_those_with_a_scalar_form():

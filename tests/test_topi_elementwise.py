@@ -20,8 +20,7 @@ from ember.topi import transform as tr
 ERF = np.vectorize(math.erf, otypes=[np.float64])
 
 # topi's scalar forms by the graph op's short name ("relu")
-UNARY = {cls.name.removeprefix("graph."): f for cls, f in ew.UNARY.items()}
-BINARY = {cls.name.removeprefix("graph."): f for cls, f in ew.BINARY.items()}
+UNARY, BINARY = ew.UNARY, ew.BINARY
 
 NUMPY_UNARY = {
     "relu": lambda x: np.maximum(x, 0),

@@ -23,6 +23,7 @@ MODULES = (
     "ember",
     "ember.te",
     "ember.topi",
+    "ember.strategy",
     "ember.runtime",
     "ember.passes",
     "ember.frontends.onnx",

@@ -1,7 +1,8 @@
 """Activations past relu, sigmoid and tanh, as scalar forms (te expression to
-te expression), registered as the strategies of their graph ops
-(`dialects/graph_activation.py`): each joins an anchor's epilogue (conv2d +
-hard_swish is one kernel) or an injective group like any elementwise op.
+te expression) of the graph ops of `dialects/graph_activation.py`
+(`strategy/elementwise.py` registers them): each joins an anchor's epilogue
+(conv2d + hard_swish is one kernel) or an injective group like any elementwise
+op.
 
     y = te.compute(x.shape, lambda *i: hard_swish(x[i]), name="hard_swish")
 
@@ -12,9 +13,7 @@ calls libm's log.
 from __future__ import annotations
 
 from ember import te
-from ember.dialects import graph
 from ember.dialects.graph_activation import GELU_TANH_SCALE
-from ember.strategy import scalar_strategy
 from ember.te import Expr
 from ember.topi import fastmath
 from ember.topi.elementwise import clip_expr
@@ -24,10 +23,6 @@ Value = Expr | float
 SOFTPLUS_TAIL = 16.0
 """Past |x| = 16, log(1 + e^-|x|) is e^-|x| to float32 precision, and the sum
 1 + e^-|x| would round the small term away."""
-
-
-def _expr(value: Value) -> Expr:
-    return value if isinstance(value, Expr) else te.const(float(value))
 
 
 def leaky_relu(x: Expr, alpha: float) -> Expr:
@@ -83,41 +78,3 @@ def gelu_tanh(x: Expr) -> Expr:
     """x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), Gelu approximate='tanh'."""
     inner = (x + x * x * x * 0.044715) * GELU_TANH_SCALE
     return x * 0.5 * (fastmath.tanh(inner) + 1.0)
-
-
-@scalar_strategy(graph.LeakyReluOp)
-def _leaky_relu_form(op: graph.LeakyReluOp, args: list[Value]) -> Expr:
-    return leaky_relu(_expr(args[0]), op.config["alpha"])
-
-
-@scalar_strategy(graph.PReluOp)
-def _prelu_form(op: graph.PReluOp, args: list[Value]) -> Expr:
-    return prelu(_expr(args[0]), args[1])
-
-
-@scalar_strategy(graph.EluOp)
-def _elu_form(op: graph.EluOp, args: list[Value]) -> Expr:
-    return elu(_expr(args[0]), op.config["alpha"])
-
-
-@scalar_strategy(graph.SeluOp)
-def _selu_form(op: graph.SeluOp, args: list[Value]) -> Expr:
-    return selu(_expr(args[0]), op.config["alpha"], op.config["gamma"])
-
-
-@scalar_strategy(graph.HardSigmoidOp)
-def _hard_sigmoid_form(op: graph.HardSigmoidOp, args: list[Value]) -> Expr:
-    return hard_sigmoid(_expr(args[0]), op.config["alpha"], op.config["beta"])
-
-
-_PLAIN = {
-    graph.HardSwishOp: hard_swish,
-    graph.SoftplusOp: softplus,
-    graph.MishOp: mish,
-    graph.GeluTanhOp: gelu_tanh,
-}
-
-
-@scalar_strategy(*_PLAIN)
-def _plain_form(op, args: list[Value]) -> Expr:
-    return _PLAIN[type(op)](_expr(args[0]))

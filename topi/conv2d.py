@@ -39,10 +39,7 @@ import numpy as np
 
 from ember import te
 from ember.backends.llvm.target import Target
-from ember.dialects import graph
-from ember.pass_context import PassContext
 from ember.runtime.errors import EmberValueError
-from ember.strategy import anchor_strategy
 from ember.topi.kernel import (
     Epilogue,
     Kernel,
@@ -277,21 +274,6 @@ def channel_block(channels: int, target: Target) -> int:
     straddles the NCHWc kernel's vectors of output channels (24 channels:
     blocks of 8 in vectors of 16, not 12)."""
     return _largest_power_of_two_divisor(channels, target.vector_lanes("float32"))
-
-
-def _blocks(op, target: Target) -> Blocks:
-    """The channel blocks a convolution op reads and writes blocked
-    activations in (`strategy.AnchorStrategy.blocks`): those of the NCHWc
-    and depthwise kernels, where the block is at least half a vector (or 4)
-    so the next kernel's vectors stay wide; none for the direct kernel."""
-    _, c, _, _ = op.operands[0].type.get_shape()
-    o = op.weight.type.get_shape()[0]
-    groups = op.config["groups"]
-    if not (groups == 1 or groups == c == o):
-        return Blocks()
-    least = max(4, target.vector_lanes("float32") // 2)
-    data, out = channel_block(c, target), channel_block(o, target)
-    return Blocks(data if data >= least else None, out if out >= least else None)
 
 
 def _largest_divisor(n: int, limit: int) -> int:
@@ -798,47 +780,3 @@ def _direct(
 
     placeholders = [data, weight] + ([b] if b is not None else [])
     return Kernel(output, placeholders, {}, schedule, {"kernel": "direct"})
-
-
-@anchor_strategy(graph.Conv2DOp, data=(0,), weights=(1, 2), blocks=_blocks)
-def _conv2d_strategy(
-    op, data, epilogue, epilogue_inputs, target, layout: Blocks = Blocks()
-) -> Kernel:
-    cfg = op.config
-    algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
-    return conv2d(
-        data[0],
-        op.weight.type.get_shape(),
-        strides=cfg["strides"],
-        padding=cfg["padding"],
-        dilation=cfg["dilation"],
-        groups=cfg["groups"],
-        bias=len(op.operands) > 2,
-        epilogue=epilogue,
-        epilogue_inputs=epilogue_inputs,
-        name="conv2d",
-        target=target,
-        data_block=layout.data,
-        out_block=layout.out,
-        algorithm=algorithm if _computes(algorithm, op) else "direct",
-    )
-
-
-def _computes(algorithm: str, op) -> bool:
-    """Whether `algorithm`, asked of every convolution (`PassContext`'s
-    "conv2d.algorithm"), computes `op`'s shape: Winograd only 3x3 stride-1
-    convolutions; the others take the direct kernels."""
-    if not algorithm.startswith("winograd"):
-        return True
-    from ember.topi.conv2d_winograd import winograd_applies
-
-    cfg = op.config
-    shape = conv2d_shape(
-        op.operands[0].type.get_shape(),
-        op.weight.type.get_shape(),
-        cfg["strides"],
-        cfg["padding"],
-        cfg["dilation"],
-        cfg["groups"],
-    )
-    return winograd_applies(shape)

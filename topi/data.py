@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ember import te
-from ember.dialects import graph
-from ember.strategy import anchor_strategy, injective_strategy, tensor_operand
 from ember.te import Expr
 from ember.topi.elementwise import broadcast_read
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
@@ -148,57 +146,4 @@ def cumsum(
     )
     return Kernel(
         out, [x, *epilogue_inputs(epilogue_tensors)], attrs={"pattern": "cumsum"}
-    )
-
-
-@injective_strategy(graph.SliceOp)
-def _slice_form(op, args: list, name: str) -> te.Tensor:
-    cfg = op.config
-    shape = op.result.type.get_shape()
-    return slice_(tensor_operand(args[0], op), cfg["starts"], cfg["steps"], shape, name)
-
-
-@injective_strategy(graph.BroadcastToOp)
-def _broadcast_to_form(op, args: list, name: str) -> te.Tensor:
-    shape = tuple(op.result.type.get_shape())
-    return broadcast_to(tensor_operand(args[0], op), shape, name)
-
-
-@injective_strategy(graph.TileOp)
-def _tile_form(op, args: list, name: str) -> te.Tensor:
-    return tile(tensor_operand(args[0], op), op.config["repeats"], name)
-
-
-@injective_strategy(graph.TriluOp)
-def _trilu_form(op, args: list, name: str) -> te.Tensor:
-    return trilu(tensor_operand(args[0], op), op.config["upper"], op.config["k"], name)
-
-
-@injective_strategy(graph.DepthToSpaceOp)
-def _depth_to_space_form(op, args: list, name: str) -> te.Tensor:
-    cfg = op.config
-    return depth_to_space(
-        tensor_operand(args[0], op), cfg["blocksize"], cfg["crd"], name
-    )
-
-
-@injective_strategy(graph.SpaceToDepthOp)
-def _space_to_depth_form(op, args: list, name: str) -> te.Tensor:
-    cfg = op.config
-    return space_to_depth(
-        tensor_operand(args[0], op), cfg["blocksize"], cfg["crd"], name
-    )
-
-
-@anchor_strategy(
-    graph.CumSumOp, graph.CumProdOp, dtypes=("float32", "float64", "int32", "int64")
-)
-def _cumsum_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    return cumsum(
-        data[0],
-        **op.config,
-        epilogue=epilogue,
-        epilogue_tensors=epilogue_inputs,
-        name=op.name.removeprefix("graph."),
-        product=isinstance(op, graph.CumProdOp),
     )

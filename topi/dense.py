@@ -33,13 +33,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
 
 from ember import te
 from ember.backends.llvm.target import Target
-from ember.dialects import graph
 from ember.runtime.errors import EmberValueError
-from ember.strategy import anchor_strategy
 from ember.topi.elementwise import PARALLEL_MIN_WORK
 from ember.topi.kernel import (
     Epilogue,
@@ -435,48 +432,6 @@ def batch_matmul(
             f"{tuple(a.shape)} and {tuple(b.shape)}"
         )
     return matmul(
-        a,
-        b,
-        epilogue=epilogue,
-        epilogue_inputs=epilogue_inputs,
-        name=name,
-        target=target,
-    )
-
-
-@anchor_strategy(graph.DenseOp, data=(0,), weights=(1, 2))
-def _dense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    return dense(
-        data[0],
-        op.weight.type.get_shape(),
-        bias=len(op.operands) > 2,
-        epilogue=epilogue,
-        epilogue_inputs=epilogue_inputs,
-        name="dense",
-        target=target,
-    )
-
-
-@anchor_strategy(graph.MatmulOp, graph.BatchMatmulOp, data=(0, 1), packable=(1,))
-def _matmul_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    build = batch_matmul if isinstance(op, graph.BatchMatmulOp) else matmul
-    name = op.name.removeprefix("graph.")
-    a, b = data
-    if b is None:  # a param or literal right operand
-        weight_type = op.operands[1].type
-        assert isinstance(weight_type, TensorType)
-        shape = tuple(weight_type.get_shape())
-        if len(shape) == 2 and a.ndim >= 2 and build is matmul:
-            return matmul_weight(
-                a,
-                shape,
-                epilogue=epilogue,
-                epilogue_inputs=epilogue_inputs,
-                name=name,
-                target=target,
-            )
-        b = te.placeholder(shape, name="data1")
-    return build(
         a,
         b,
         epilogue=epilogue,

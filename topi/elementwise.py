@@ -1,8 +1,8 @@
 """Elementwise operators with numpy broadcasting, and the injective schedule.
 
-Each graph op has a scalar form (`UNARY`, `BINARY`: te expression to te
-expression, for anchor epilogues) and a tensor form (`add(a, b)`, `relu(x)`:
-a `te.compute` over the broadcast shape). A fused chain of injective ops is
+Each operator has a scalar form (`UNARY`, `BINARY`, by the name of the graph
+op it computes: te expression to te expression, for anchor epilogues) and a
+tensor form (`add(a, b)`, `relu(x)`: a `te.compute` over the broadcast shape). A fused chain of injective ops is
 written by composing tensor forms on placeholders, and `injective(out, inputs)`
 turns it into one kernel: `schedule_injective` inlines every intermediate stage,
 so the chain is one loop nest reading its inputs once and writing its output
@@ -23,20 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from xdsl.ir import Operation
-
 from ember import te
 from ember.backends.llvm.target import Target
-from ember.dialects import graph
 from ember.runtime.errors import EmberTypeError, EmberValueError
 from ember.schedule import Schedule, Stage
-from ember.strategy import (
-    FLOATS,
-    NUMBERS,
-    injective_strategy,
-    scalar_strategy,
-    tensor_operand,
-)
 from ember.te import Expr
 from ember.topi import fastmath
 from ember.topi.kernel import Kernel
@@ -146,81 +136,31 @@ def _abs(x: Expr) -> Expr:
     return te.select(x < 0, 0 - x, x)  # MIN wraps to itself, as in numpy
 
 
-UNARY: dict[type[Operation], Callable[[Expr], Expr]] = {
-    graph.ReluOp: _relu,
-    graph.SigmoidOp: fastmath.sigmoid,
-    graph.TanhOp: fastmath.tanh,
-    graph.ExpOp: fastmath.exp,
-    graph.ErfOp: fastmath.erf,
-    graph.GeluOp: fastmath.gelu,
-    graph.SqrtOp: te.sqrt,
-    graph.LogOp: te.log,
-    graph.AbsOp: _abs,
-    graph.NegOp: lambda x: 0.0 - x,
+UNARY: dict[str, Callable[[Expr], Expr]] = {
+    "relu": _relu,
+    "sigmoid": fastmath.sigmoid,
+    "tanh": fastmath.tanh,
+    "exp": fastmath.exp,
+    "erf": fastmath.erf,
+    "gelu": fastmath.gelu,
+    "sqrt": te.sqrt,
+    "log": te.log,
+    "abs": _abs,
+    "neg": lambda x: 0.0 - x,
 }
-"""Scalar forms of the unary graph ops, by op class: a new unary op is one line
-here (its strategy), besides its dialect class and frontend mapping."""
+"""Scalar forms of the unary operators, by name (`graph.relu` is "relu")."""
 
-BINARY: dict[type[Operation], Callable[[Expr, Expr | float], Expr]] = {
-    graph.AddOp: lambda a, b: a + b,
-    graph.SubOp: lambda a, b: a - b,
-    graph.MulOp: lambda a, b: a * b,
-    graph.DivOp: lambda a, b: a / b,
-    graph.MaximumOp: nan_max,
-    graph.MinimumOp: nan_min,
-    graph.PowOp: _pow,
+BINARY: dict[str, Callable[[Expr, Expr | float], Expr]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "maximum": nan_max,
+    "minimum": nan_min,
+    "pow": _pow,
 }
-"""Scalar forms of the binary graph ops; the right operand may be a number,
+"""Scalar forms of the binary operators; the right operand may be a number,
 which `pow` specializes (2 -> x * x, 0.5 -> sqrt)."""
-
-
-def _as_expr(value: Expr | float) -> Expr:
-    return value if isinstance(value, Expr) else te.const(float(value))
-
-
-ON_INTEGERS = (
-    graph.AddOp,
-    graph.SubOp,
-    graph.MulOp,
-    graph.DivOp,
-    graph.MaximumOp,
-    graph.MinimumOp,
-    graph.NegOp,
-    graph.AbsOp,
-    graph.ReluOp,
-)
-"""The ops whose scalar forms also compute int8, int32, int64 (integer
-division truncates toward zero, as ONNX's Div) and float64 (exact operations,
-unlike the float32 polynomials of `fastmath`)."""
-
-
-@scalar_strategy(*UNARY)
-def _unary_form(op: Operation, args: list[Expr | float]) -> Expr:
-    return UNARY[type(op)](_as_expr(args[0]))
-
-
-@scalar_strategy(*BINARY)
-def _binary_form(op: Operation, args: list[Expr | float]) -> Expr:
-    return BINARY[type(op)](_as_expr(args[0]), args[1])
-
-
-for _op in ON_INTEGERS:
-    form = _unary_form if _op in UNARY else _binary_form
-    scalar_strategy(_op, dtypes=(*NUMBERS, "float64"))(form)
-
-
-@scalar_strategy(graph.ExpOp, graph.LogOp, dtypes=(*FLOATS, "float64"))
-def _exp_log_form(op: Operation, args: list[Expr | float]) -> Expr:
-    """exp and log; float64 takes libm's (fastmath's polynomials are float32's)."""
-    x = _as_expr(args[0])
-    if x.dtype == "float64":
-        return (te.exp if isinstance(op, graph.ExpOp) else te.log)(x)
-    return UNARY[type(op)](x)
-
-
-@scalar_strategy(graph.ClipOp)
-def _clip_form(op: graph.ClipOp, args: list[Expr | float]) -> Expr:
-    return clip_expr(_as_expr(args[0]), op.config["min"], op.config["max"])
 
 
 def clip_expr(x: Expr, lo: float | None, hi: float | None) -> Expr:
@@ -260,37 +200,30 @@ def map_binary(
     return te.compute(shape, element, name=name)
 
 
-def _binary(cls: type[Operation]) -> Callable[..., te.Tensor]:
-    op = cls.name.removeprefix("graph.")
-
+def _binary(op: str) -> Callable[..., te.Tensor]:
     def apply(a: Operand, b: Operand, name: str | None = None) -> te.Tensor:
-        return map_binary(BINARY[cls], a, b, _name(op, name))
+        return map_binary(BINARY[op], a, b, _name(op, name))
 
     apply.__name__ = op
     apply.__doc__ = f"`{op}` of `a` and `b` with numpy broadcasting (graph.{op})."
     return apply
 
 
-def _unary(cls: type[Operation]) -> Callable[..., te.Tensor]:
-    op = cls.name.removeprefix("graph.")
-
+def _unary(op: str) -> Callable[..., te.Tensor]:
     def apply(x: te.Tensor, name: str | None = None) -> te.Tensor:
-        return map_unary(UNARY[cls], x, _name(op, name))
+        return map_unary(UNARY[op], x, _name(op, name))
 
     apply.__name__ = op
     apply.__doc__ = f"`{op}` of every element of `x` (graph.{op})."
     return apply
 
 
-add, sub = _binary(graph.AddOp), _binary(graph.SubOp)
-mul, div = _binary(graph.MulOp), _binary(graph.DivOp)
-maximum, minimum = _binary(graph.MaximumOp), _binary(graph.MinimumOp)
-power = _binary(graph.PowOp)
-relu, sigmoid = _unary(graph.ReluOp), _unary(graph.SigmoidOp)
-tanh, exp = _unary(graph.TanhOp), _unary(graph.ExpOp)
-erf, gelu = _unary(graph.ErfOp), _unary(graph.GeluOp)
-sqrt, log = _unary(graph.SqrtOp), _unary(graph.LogOp)
-negative, absolute = _unary(graph.NegOp), _unary(graph.AbsOp)
+add, sub, mul, div = _binary("add"), _binary("sub"), _binary("mul"), _binary("div")
+maximum, minimum, power = _binary("maximum"), _binary("minimum"), _binary("pow")
+relu, sigmoid, tanh = _unary("relu"), _unary("sigmoid"), _unary("tanh")
+exp, erf, gelu = _unary("exp"), _unary("erf"), _unary("gelu")
+sqrt, log = _unary("sqrt"), _unary("log")
+negative, absolute = _unary("neg"), _unary("abs")
 
 
 def clip(
@@ -325,12 +258,6 @@ def batch_norm(
         return (x[i] - mean[c]) * scale + beta[c]
 
     return te.compute(x.shape, element, name=_name("batch_norm", name))
-
-
-@injective_strategy(graph.BatchNormOp)
-def _batch_norm_form(op: graph.BatchNormOp, args: list, name: str) -> te.Tensor:
-    x, gamma, beta, mean, var = (tensor_operand(a, op) for a in args)
-    return batch_norm(x, gamma, beta, mean, var, op.config["epsilon"], name)
 
 
 # --- schedules ----------------------------------------------------------------

@@ -17,14 +17,7 @@ import math
 import numpy as np
 
 from ember import te
-from ember.dialects import graph
 from ember.dialects.graph_index import SCATTER_REDUCTIONS, gather_axis
-from ember.strategy import (
-    NUMBERS,
-    anchor_strategy,
-    injective_strategy,
-    tensor_operand,
-)
 from ember.topi.elementwise import inline_injective
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
 from ember.topi.reduce import PROD_REDUCER
@@ -45,12 +38,6 @@ def gather(data: te.Tensor, indices: te.Tensor, axis: int, name: str = "gather")
         return data[(*i[:axis], v, *i[axis + k :])]
 
     return te.compute(shape, element, name=name)
-
-
-@injective_strategy(graph.GatherOp)
-def _gather_form(op, args: list, name: str) -> te.Tensor:
-    data, indices = (tensor_operand(a, op) for a in args)
-    return gather(data, indices, op.config["axis"], name)
 
 
 def arg_reduce(
@@ -102,19 +89,6 @@ def arg_reduce(
         [x, *epilogue_inputs(epilogue_tensors)],
         schedule_fn=inline_injective,
         attrs={"pattern": "reduce", "kind": f"arg{kind}"},
-    )
-
-
-@anchor_strategy(graph.ArgMaxOp, graph.ArgMinOp, dtypes=(*NUMBERS, "float64"))
-def _arg_reduce_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    kind = "max" if isinstance(op, graph.ArgMaxOp) else "min"
-    return arg_reduce(
-        data[0],
-        kind,
-        **op.config,
-        epilogue=epilogue,
-        epilogue_tensors=epilogue_inputs,
-        name=op.name.removeprefix("graph."),
     )
 
 
@@ -203,13 +177,3 @@ def _extreme(dtype: str, low: bool) -> float | int:
         return -math.inf if low else math.inf
     info = np.iinfo(dtype)
     return int(info.min if low else info.max)
-
-
-@anchor_strategy(graph.ScatterNDOp, data=(0, 1, 2), dtypes=(*NUMBERS, "float64"))
-def _scatter_nd_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    return scatter_nd(
-        *data,
-        **op.config,
-        epilogue=epilogue,
-        epilogue_tensors=epilogue_inputs,
-    )

@@ -1,123 +1,51 @@
-"""Scalar forms of the dtype ops (`dialects/graph_dtype.py`): comparisons,
-logical and bitwise ops, shifts, where, sign, mod and cast, so each joins an
-injective group or an anchor's epilogue like any elementwise op.
+"""The dtype ops' scalar computations (`dialects/graph_dtype.py`) that are more
+than one te operator: shifts, sign, mod, cast and bitcast
+(`strategy/logic.py` registers them, and the comparisons, logic and bitwise
+ops that te's operators are).
 
-    graph.greater(x, y)      x > y                     (bool)
-    graph.mod {fmod}(x, y)   x % y (numpy's), x - trunc(x / y) * y (C's fmod)
-    graph.cast(x) to bool    x != 0 (NaN is true, as numpy and onnxruntime)
+    mod(x, y, fmod=False)    x % y (numpy's), x - trunc(x / y) * y with fmod (C's)
+    cast(x, "bool")          x != 0 (NaN is true, as numpy and onnxruntime)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
 from ember import te
-from ember.dialects import graph_dtype as gd
-from ember.dialects.graph_base import dtype_of
-from ember.strategy import ALL_DTYPES, INTEGERS, NUMBERS, scalar_strategy
 from ember.te import Expr
 
-Value = Expr | float
 
-COMPARE: dict[type, Callable[[Expr, Value], Expr]] = {
-    gd.EqualOp: te.equal,
-    gd.LessOp: lambda a, b: a < b,
-    gd.LessEqualOp: lambda a, b: a <= b,
-    gd.GreaterOp: lambda a, b: a > b,
-    gd.GreaterEqualOp: lambda a, b: a >= b,
-}
-
-LOGIC: dict[type, Callable[[Expr, Value], Expr]] = {
-    gd.LogicalAndOp: lambda a, b: a & b,
-    gd.LogicalOrOp: lambda a, b: a | b,
-    gd.LogicalXorOp: lambda a, b: a ^ b,
-}
-
-
-def _expr(value: Value, like: Value) -> Expr:
-    """A number as a constant of the other operand's dtype."""
-    if isinstance(value, Expr):
-        return value
-    dtype = like.dtype if isinstance(like, Expr) else "float32"
-    return te.const(value, dtype)
-
-
-@scalar_strategy(*COMPARE, *LOGIC, dtypes=ALL_DTYPES)
-def _binary_form(op, args: list[Value]) -> Expr:
-    a, b = args
-    fn = COMPARE.get(type(op)) or LOGIC[type(op)]
-    return fn(_expr(a, b), b)
-
-
-BITWISE: dict[type, Callable[[Expr, Expr], Expr]] = {
-    gd.BitwiseAndOp: lambda a, b: a & b,
-    gd.BitwiseOrOp: lambda a, b: a | b,
-    gd.BitwiseXorOp: lambda a, b: a ^ b,
-}
-
-
-@scalar_strategy(*BITWISE, dtypes=INTEGERS)
-def _bitwise_form(op, args: list[Value]) -> Expr:
-    a, b = args
-    a = _expr(a, b)
-    return BITWISE[type(op)](a, _expr(b, a))
-
-
-@scalar_strategy(gd.BitwiseNotOp, dtypes=INTEGERS)
-def _bitwise_not_form(op, args: list[Value]) -> Expr:
-    return ~_expr(args[0], args[0])
-
-
-@scalar_strategy(gd.LeftShiftOp, gd.RightShiftOp, dtypes=INTEGERS)
-def _shift_form(op, args: list[Value]) -> Expr:
+def shift(x: Expr, y: Expr, left: bool) -> Expr:
     """x << y or x >> y, where a shift outside [0, bits) (LLVM's poison) is
     what ONNX's BitShift says: the sign fill of a right shift, else 0."""
-    x, y = args
-    x = _expr(x, y)
-    y = _expr(y, x)
     bits = np.iinfo(x.dtype).bits
     unsigned = x.dtype in te.UNSIGNED_DTYPES
     inside = (y < bits) if unsigned else (y >= 0) & (y < bits)
     amount = te.select(inside, y, 0)
-    if isinstance(op, gd.LeftShiftOp):
+    if left:
         return te.select(inside, x << amount, 0)
     fill = te.const(0, x.dtype) if unsigned else x >> (bits - 1)
     return te.select(inside, x >> amount, fill)
 
 
-@scalar_strategy(gd.LogicalNotOp, dtypes=("bool",))
-def _not_form(op, args: list[Value]) -> Expr:
-    return ~_expr(args[0], args[0])
-
-
-@scalar_strategy(gd.WhereOp, dtypes=ALL_DTYPES)
-def _where_form(op, args: list[Value]) -> Expr:
-    cond, x, y = args
-    return te.select(_expr(cond, cond), x, y)
-
-
-@scalar_strategy(gd.SignOp, dtypes=NUMBERS)
-def _sign_form(op, args: list[Value]) -> Expr:
-    x = _expr(args[0], args[0])
+def sign(x: Expr) -> Expr:
+    """-1, 0 or 1 by the sign of x (0 and NaN stay)."""
     if x.dtype in te.UNSIGNED_DTYPES:
         return te.select(x > 0, 1, x)
-    return te.select(x > 0, 1, te.select(x < 0, -1, x))  # 0 and NaN stay
+    return te.select(x > 0, 1, te.select(x < 0, -1, x))
 
 
-@scalar_strategy(gd.ModOp, dtypes=(*NUMBERS, "float64"))
-def _mod_form(op: gd.ModOp, args: list[Value]) -> Expr:
-    a, b = args
-    a = _expr(a, b)
-    b = _expr(b, a)
+def mod(a: Expr, b: Expr, c_fmod: bool) -> Expr:
+    """numpy's mod (the divisor's sign), or with `c_fmod` C's fmod (the
+    dividend's sign; unsigned integers have one)."""
     if a.dtype in te.INT_DTYPES:
-        if not op.config["fmod"] or a.dtype in te.UNSIGNED_DTYPES:
-            return a % b  # the divisor's sign, as numpy
-        return a - (a / b) * b  # `/` truncates: the dividend's sign, as C
+        if not c_fmod or a.dtype in te.UNSIGNED_DTYPES:
+            return a % b
+        return a - (a / b) * b  # `/` truncates
     r = fmod(a, b)
-    if op.config["fmod"]:
+    if c_fmod:
         return r
     # numpy's mod: a nonzero remainder takes the divisor's sign
     return te.select(te.not_equal(r, 0.0) & ((r < 0.0) != (b < 0.0)), r + b, r)
@@ -138,24 +66,19 @@ def fmod(x: Expr, y: Expr) -> Expr:
     return te.select(undefined | te.not_equal(x, x), math.nan, r)
 
 
-@scalar_strategy(gd.CastOp, dtypes=ALL_DTYPES)
-def _cast_form(op: gd.CastOp, args: list[Value]) -> Expr:
-    to = dtype_of(op.result.type.element_type)  # type: ignore[attr-defined]
-    x = _expr(args[0], args[0])
+def cast(x: Expr, to: str) -> Expr:
+    """x converted to dtype `to`; to bool, x != 0 (NaN is true)."""
     if to == "bool" and x.dtype != "bool":
-        return te.not_equal(x, 0)  # NaN is true
+        return te.not_equal(x, 0)
     if (x.dtype, to) == ("float64", "float16"):
         return _narrow_to_half(x)
     return x.astype(to)
 
 
-@scalar_strategy(gd.BitcastOp, dtypes=ALL_DTYPES)
-def _bitcast_form(op: gd.BitcastOp, args: list[Value]) -> Expr:
-    """Integers (and bools, a byte) of one width are one signless value; a
-    float's bits are reinterpreted."""
-    to = dtype_of(op.result.type.element_type)  # type: ignore[attr-defined]
-    x = _expr(args[0], args[0])
-    source = dtype_of(op.input.type.element_type)  # type: ignore[attr-defined]
+def bitcast(x: Expr, source: str, to: str) -> Expr:
+    """x, of dtype `source`, reinterpreted as `to`: integers (and bools, a
+    byte) of one width are one signless value; a float's bits are
+    reinterpreted."""
     if x.dtype != source:  # float16 held in float32 (exactly): its own bits
         x = x.astype(source)
     if x.dtype in te.FLOAT_DTYPES or to in te.FLOAT_DTYPES:

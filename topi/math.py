@@ -1,6 +1,7 @@
-"""Unary math as scalar forms (te expression to te expression), registered as
-the strategies of their graph ops (`dialects/graph_math.py`): each joins an
-anchor's epilogue or an injective group like any elementwise op.
+"""Unary math as scalar forms (te expression to te expression) of the graph ops
+of `dialects/graph_math.py` (`strategy/elementwise.py` registers them, with
+te's own `te.asinh`, `te.floor`, ...): each joins an anchor's epilogue or an
+injective group like any elementwise op.
 
     y = te.compute(x.shape, lambda *i: te.asinh(x[i]), name="asinh")
 
@@ -13,20 +14,10 @@ They compute float64 too; Celu's exponential is `fastmath.exp` below float64.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from ember import te
-from ember.dialects import graph_math as gm
-from ember.strategy import FLOATS, scalar_strategy
 from ember.te import Expr
 from ember.topi import fastmath
-
-Value = Expr | float
-WIDE = (*FLOATS, "float64")
-
-
-def _expr(value: Value) -> Expr:
-    return value if isinstance(value, Expr) else te.const(float(value))
 
 
 def reciprocal(x: Expr) -> Expr:
@@ -64,51 +55,3 @@ def is_inf(x: Expr, negative: bool, positive: bool) -> Expr:
     if positive or negative:
         return te.equal(x, math.inf if positive else -math.inf)
     return te.not_equal(x, x) & te.equal(x, x)  # false, in x's shape
-
-
-UNARY: dict[type, Callable[[Expr], Expr]] = {
-    gm.SinOp: te.sin,
-    gm.CosOp: te.cos,
-    gm.TanOp: te.tan,
-    gm.AsinOp: te.asin,
-    gm.AcosOp: te.acos,
-    gm.AtanOp: te.atan,
-    gm.SinhOp: te.sinh,
-    gm.CoshOp: te.cosh,
-    gm.AsinhOp: te.asinh,
-    gm.AcoshOp: te.acosh,
-    gm.AtanhOp: te.atanh,
-    gm.FloorOp: te.floor,
-    gm.CeilOp: te.ceil,
-    gm.RoundOp: te.roundeven,
-    gm.ReciprocalOp: reciprocal,
-    gm.SoftsignOp: softsign,
-}
-
-
-@scalar_strategy(*UNARY, dtypes=WIDE)
-def _unary_form(op, args: list[Value]) -> Expr:
-    return UNARY[type(op)](_expr(args[0]))
-
-
-@scalar_strategy(gm.ThresholdedReluOp, dtypes=WIDE)
-def _thresholded_relu_form(op: gm.ThresholdedReluOp, args: list[Value]) -> Expr:
-    return thresholded_relu(_expr(args[0]), op.config["alpha"])
-
-
-@scalar_strategy(gm.ShrinkOp, dtypes=WIDE)
-def _shrink_form(op: gm.ShrinkOp, args: list[Value]) -> Expr:
-    return shrink(_expr(args[0]), op.config["bias"], op.config["lambd"])
-
-
-@scalar_strategy(gm.CeluOp, dtypes=WIDE)
-def _celu_form(op: gm.CeluOp, args: list[Value]) -> Expr:
-    return celu(_expr(args[0]), op.config["alpha"])
-
-
-@scalar_strategy(gm.IsNaNOp, gm.IsInfOp, dtypes=(*WIDE, "bool"))
-def _float_test_form(op, args: list[Value]) -> Expr:
-    x = _expr(args[0])
-    if isinstance(op, gm.IsNaNOp):
-        return te.not_equal(x, x)
-    return is_inf(x, op.config["detect_negative"], op.config["detect_positive"])

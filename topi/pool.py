@@ -30,10 +30,8 @@ import math
 from collections.abc import Sequence
 
 from ember import te
-from ember.dialects import graph
 from ember.runtime.errors import EmberValueError
 from ember.schedule import Schedule
-from ember.strategy import anchor_strategy
 from ember.te import Expr
 from ember.te_expr import int_range
 from ember.topi.elementwise import (
@@ -360,21 +358,4 @@ def global_avg_pool2d(
         [x, *epilogue_inputs(epilogue_tensors)],
         schedule_fn=schedule,
         attrs={"pattern": "pool", "kind": "global_avg"},
-    )
-
-
-@anchor_strategy(graph.MaxPool2DOp, dtypes=("float32", *te.INT_DTYPES))
-@anchor_strategy(graph.AvgPool2DOp, graph.GlobalAvgPool2DOp)
-def _pool_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    build = {
-        graph.MaxPool2DOp: max_pool2d,
-        graph.AvgPool2DOp: avg_pool2d,
-        graph.GlobalAvgPool2DOp: global_avg_pool2d,
-    }[type(op)]
-    return build(
-        data[0],
-        **op.config,
-        epilogue=epilogue,
-        epilogue_tensors=epilogue_inputs,
-        name=op.name.removeprefix("graph."),
     )

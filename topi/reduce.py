@@ -31,10 +31,8 @@ from collections.abc import Callable, Sequence
 
 from ember import te
 from ember.backends.llvm.target import Target
-from ember.dialects import graph
 from ember.runtime.errors import EmberValueError
 from ember.schedule import Schedule
-from ember.strategy import anchor_strategy
 from ember.te import Expr
 from ember.topi import fastmath
 from ember.topi.elementwise import (
@@ -470,48 +468,3 @@ def layer_norm(
 
 def _square(v: Expr) -> Expr:
     return v * v
-
-
-_REDUCTIONS = {
-    graph.ReduceSumOp: "sum",
-    graph.ReduceMeanOp: "mean",
-    graph.ReduceMaxOp: "max",
-    graph.ReduceProdOp: "prod",
-}
-
-
-@anchor_strategy(graph.LayerNormOp, weights=(1, 2))
-def _layer_norm_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    gamma, beta, *_ = [
-        te.placeholder(tuple(v.type.get_shape()), name=f"layer_norm.{what}")
-        for v, what in zip(op.operands[1:], ("scale", "bias"), strict=False)
-    ] + [None, None]
-    return layer_norm(
-        data[0],
-        gamma,
-        beta,
-        **op.config,
-        epilogue=epilogue,
-        epilogue_tensors=epilogue_inputs,
-        target=target,
-    )
-
-
-@anchor_strategy(graph.SoftmaxOp, graph.LogSoftmaxOp)
-@anchor_strategy(*_REDUCTIONS, dtypes=("float32", "float64"))
-def _reduce_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    kind = _REDUCTIONS.get(type(op))
-    name = op.name.removeprefix("graph.")
-    if kind is None:
-        build, fixed = softmax, {"log": isinstance(op, graph.LogSoftmaxOp)}
-    else:
-        build, fixed = reduce, {"kind": kind}
-    return build(
-        data[0],
-        **fixed,
-        **op.config,
-        epilogue=epilogue,
-        epilogue_tensors=epilogue_inputs,
-        name=name,
-        target=target,
-    )

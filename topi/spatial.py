@@ -17,13 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.ir import BlockArgument
 
 from ember import te
 from ember.backends.llvm.target import Target
-from ember.dialects import graph
 from ember.dialects.graph_spatial import COORDINATE_MODES, NEAREST_MODES
-from ember.strategy import anchor_strategy, injective_strategy, tensor_operand
 from ember.te import Expr
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
 
@@ -127,23 +124,31 @@ def _nearest(p: Expr, q: int, nearest: int) -> Expr:
     return (p * 2 + (q - 1)) // (2 * q)
 
 
-def resize(x: te.Tensor, op: graph.ResizeOp, name: str = "resize") -> te.Tensor:
-    """graph.resize as an injective compute."""
-    cfg = op.config
-    shape = tuple(cfg["shape"])
+def resize(
+    x: te.Tensor,
+    shape: Sequence[int],
+    scale_num: Sequence[int],
+    scale_den: Sequence[int],
+    coord: int = 0,
+    nearest: int = 0,
+    linear: bool = False,
+    name: str = "resize",
+) -> te.Tensor:
+    """graph.resize as an injective compute: every axis resampled to `shape`,
+    axis d scaled by scale_num[d] / scale_den[d]; `coord` and `nearest` index
+    `COORDINATE_MODES` and `NEAREST_MODES`, `linear` blends two taps."""
+    shape = tuple(shape)
     changed = [
         d
         for d in range(x.ndim)
-        if x.shape[d] != shape[d] or cfg["scale_num"][d] != cfg["scale_den"][d]
+        if x.shape[d] != shape[d] or scale_num[d] != scale_den[d]
     ]
 
     def taps(d: int, i: Expr) -> list[tuple[Expr, Expr | float]]:
         n_in = x.shape[d]
-        p, q = _source(
-            i, n_in, shape[d], cfg["scale_num"][d], cfg["scale_den"][d], cfg["coord"]
-        )
-        if not cfg["linear"]:
-            return [(_clamp(_nearest(p, q, cfg["nearest"]), n_in), 1.0)]
+        p, q = _source(i, n_in, shape[d], scale_num[d], scale_den[d], coord)
+        if not linear:
+            return [(_clamp(_nearest(p, q, nearest), n_in), 1.0)]
         lo = p // q
         frac = (p - lo * q).astype(x.dtype) * (1.0 / q)
         inside = te.all(lo >= 0, lo < n_in - 1)
@@ -262,40 +267,3 @@ def conv2d_transpose_as_conv2d(
     kernel.wrap_schedule(lambda s: s[spread_x].compute_inline())
     kernel.attrs["pattern"] = "conv2d_transpose"
     return kernel
-
-
-def _is_constant(value) -> bool:
-    """Whether a graph value (a block argument of a fused group: the group's
-    operand) is a param or constant, which a weight transform needs."""
-    if isinstance(value, BlockArgument):
-        parent = value.owner.parent_op()
-        if isinstance(parent, graph.FusedOp):
-            value = parent.inputs[value.index]
-    return isinstance(value.owner, graph.ParamOp | graph.ConstantOp)
-
-
-@anchor_strategy(graph.Conv2DTransposeOp, weights=(1, 2))
-def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    if _is_constant(op.weight):
-        return conv2d_transpose_as_conv2d(
-            data[0],
-            op.weight.type.get_shape(),
-            **op.config,
-            bias=len(op.operands) > 2,
-            epilogue=epilogue,
-            epilogue_inputs_=epilogue_inputs,
-            target=target,
-        )
-    return conv2d_transpose(
-        data[0],
-        op.weight.type.get_shape(),
-        **op.config,
-        bias=len(op.operands) > 2,
-        epilogue=epilogue,
-        epilogue_inputs_=epilogue_inputs,
-    )
-
-
-@injective_strategy(graph.ResizeOp)
-def _resize_form(op, args: list, name: str) -> te.Tensor:
-    return resize(tensor_operand(args[0], op), op, name)

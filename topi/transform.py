@@ -16,9 +16,7 @@ import math
 from collections.abc import Sequence
 
 from ember import te
-from ember.dialects import graph
 from ember.runtime.errors import EmberValueError
-from ember.strategy import injective_strategy, tensor_operand
 from ember.te import Expr
 
 
@@ -177,24 +175,3 @@ def pad(
         return te.if_then_else(te.all(*inside), read, float(value))
 
     return te.compute(shape, element, name=name)
-
-
-@injective_strategy(graph.ReshapeOp, graph.FlattenOp)
-def _reshape_form(op, args: list, name: str) -> te.Tensor:
-    return reshape(tensor_operand(args[0], op), op.result.type.get_shape(), name)
-
-
-@injective_strategy(graph.TransposeOp)
-def _transpose_form(op, args: list, name: str) -> te.Tensor:
-    return transpose(tensor_operand(args[0], op), op.config["perm"], name)
-
-
-@injective_strategy(graph.ConcatOp)
-def _concat_form(op, args: list, name: str) -> te.Tensor:
-    return concat([tensor_operand(a, op) for a in args], op.config["axis"], name)
-
-
-@injective_strategy(graph.PadOp)
-def _pad_form(op, args: list, name: str) -> te.Tensor:
-    cfg = op.config
-    return pad(tensor_operand(args[0], op), cfg["pads"], cfg["value"] or 0.0, name)

@@ -1,25 +1,4 @@
-"""Operator strategies: how a graph op, or a fusion group, becomes a topi kernel.
-
-A strategy is registered per graph op class, next to the topi builder it
-calls (`topi/conv2d.py` registers `graph.Conv2DOp`, `topi/elementwise.py` the
-elementwise ops, ...), as TVM registers an op's strategy beside its compute:
-
-- `anchor_strategy(OpClass, data=..., weights=...)`: an op that takes an
-  elementwise epilogue (conv2d, dense, matmul, pooling, softmax, reductions).
-  The builder gets the op, its data placeholders, the epilogue, the tensors
-  the epilogue reads and the target, and returns a `topi.Kernel`.
-- `scalar_strategy(OpClass)`: an elementwise op's scalar form, `form(op, args)`
-  on te expressions (or numbers): it can join an anchor's epilogue or an
-  injective group.
-- `injective_strategy(OpClass)`: an injective op's tensor form, `form(op,
-  args, name)` on te tensors (reshape, transpose, concat, pad, batch_norm).
-
-Each registration names the dtypes its kernel computes (`dtypes=`: anchors
-float32, scalar forms float32 and float16, tensor forms every dtype by
-default); a group holding an op on another dtype is refused naming the op and
-the dtype. Float16 scalar forms compute in float32, and a kernel rounds to
-float16 where it writes its result (or hands a value to a tensor form), as
-onnxruntime's CPU kernels compute float16 chains in float32.
+"""Lowering a graph group to a topi kernel through the registered strategies.
 
 A `graph.fused` group (or a lone op, a group of one) lowers to one kernel:
 
@@ -52,7 +31,19 @@ from xdsl.ir import Operation, SSAValue
 from ember import te
 from ember.dialects import graph
 from ember.dialects.graph_base import dtype_of
-from ember.runtime.errors import EmberValueError
+from ember.strategy.registry import (
+    ANCHORS,
+    DTYPES,
+    SCALARS,
+    TENSORS,
+    StrategyError,
+    Value,
+    as_expr,
+    registered,
+)
+from ember.topi import elementwise
+from ember.topi.elementwise import broadcast_read, broadcast_shape
+from ember.topi.gpu import schedule_gpu
 
 if TYPE_CHECKING:
     from ember.backends.llvm import Target
@@ -77,117 +68,6 @@ def blocked_view(t: te.Tensor) -> te.Tensor:
         lambda i, c, y, x: t[i, c // b, y, x, c % b],
         name=f"{t.name}.nchw",
     )
-
-
-Value = te.Expr | float
-AnchorBuilder = Callable[..., "Kernel"]
-"""`build(op, data, epilogue, epilogue_inputs, target) -> Kernel`."""
-ScalarForm = Callable[[Any, list[Value]], te.Expr]
-TensorForm = Callable[[Any, list[Any], str], te.Tensor]
-
-FLOATS = ("float32", "float16")
-"""The dtypes a scalar form computes unless it says otherwise."""
-INTEGERS = (*te.INT_DTYPES,)
-NUMBERS = (*FLOATS, *INTEGERS)
-ALL_DTYPES = (*NUMBERS, "float64", "bool")
-
-
-class StrategyError(EmberValueError):
-    """A graph op or group no strategy can lower; the message names the op."""
-
-
-@dataclass(frozen=True)
-class AnchorStrategy:
-    """How an anchor op becomes a kernel: its builder, which operands are data
-    placeholders and which are weights the builder makes placeholders for."""
-
-    build: AnchorBuilder
-    data: tuple[int, ...]
-    weights: tuple[int, ...]
-    packable: tuple[int, ...] = ()
-    """Data operands the builder may pack as weights when they are params or
-    literals: it receives None for them and makes their placeholder itself."""
-    blocks: Callable[[Any, Any], Any] | None = None
-    """`blocks(op, target) -> topi.conv2d.Blocks`: the channel blocks in which
-    the builder can read its data (operand 0) and write its result, as
-    (N, C/b, H, W, b) activations between kernels that take them; the
-    builder then gets `layout=Blocks(...)` saying which it does."""
-
-
-_ANCHORS: dict[type[Operation], AnchorStrategy] = {}
-_SCALARS: dict[type[Operation], ScalarForm] = {}
-_TENSORS: dict[type[Operation], TensorForm] = {}
-_DTYPES: dict[type[Operation], tuple[str, ...]] = {}
-
-
-def anchor_strategy(
-    *ops: type[Operation],
-    data: tuple[int, ...] = (0,),
-    weights: tuple[int, ...] = (),
-    dtypes: tuple[str, ...] = ("float32",),
-    packable: tuple[int, ...] = (),
-    blocks: Callable[[Any, Any], Any] | None = None,
-) -> Callable[[AnchorBuilder], AnchorBuilder]:
-    """Register the decorated builder as the strategy of `ops` (anchor ops)
-    on tensors of `dtypes`."""
-
-    def register(build: AnchorBuilder) -> AnchorBuilder:
-        for op in ops:
-            _ANCHORS[op] = AnchorStrategy(build, data, weights, packable, blocks)
-            _DTYPES[op] = dtypes
-        return build
-
-    return register
-
-
-def scalar_strategy(
-    *ops: type[Operation], dtypes: tuple[str, ...] = FLOATS
-) -> Callable[[ScalarForm], ScalarForm]:
-    """Register the decorated scalar form for elementwise `ops` on `dtypes`
-    (float16 ones computed in float32)."""
-
-    def register(form: ScalarForm) -> ScalarForm:
-        for op in ops:
-            _SCALARS[op] = form
-            _DTYPES[op] = dtypes
-        return form
-
-    return register
-
-
-def injective_strategy(
-    *ops: type[Operation], dtypes: tuple[str, ...] = ALL_DTYPES
-) -> Callable[[TensorForm], TensorForm]:
-    """Register the decorated tensor form for injective `ops` on `dtypes`."""
-
-    def register(form: TensorForm) -> TensorForm:
-        for op in ops:
-            _TENSORS[op] = form
-            _DTYPES[op] = dtypes
-        return form
-
-    return register
-
-
-def _registered() -> None:
-    """Import the operator library, whose modules register the strategies."""
-    from ember.topi import (
-        activation,
-        conv2d,
-        data,
-        dense,
-        elementwise,
-        index,
-        logic,
-        math,
-        pool,
-        reduce,
-        spatial,
-        transform,
-    )
-
-    del activation, conv2d, data, dense, elementwise, index, logic, math
-    del pool, reduce, spatial, transform
 
 
 @dataclass
@@ -220,7 +100,7 @@ def _dtype(value: SSAValue) -> str:
 
 def _check_dtypes(label: str, op: Operation) -> None:
     """Refuse `op` on a dtype its registered kernel does not compute."""
-    allowed = _DTYPES.get(type(op), ("float32",))
+    allowed = DTYPES.get(type(op), ("float32",))
     for value in (*op.operands, *op.results):
         try:
             dtype = _dtype(value)
@@ -239,12 +119,8 @@ def _short(op: Operation) -> str:
 
 def is_elementwise(op: Operation) -> bool:
     """Whether `op` has a scalar form (it can join an epilogue)."""
-    _registered()
-    return type(op) in _SCALARS
-
-
-def _expr(value: Value) -> te.Expr:
-    return value if isinstance(value, te.Expr) else te.const(float(value))
+    registered()
+    return type(op) in SCALARS
 
 
 def _scalar(op: Operation, args: list[Value]) -> te.Expr:
@@ -253,7 +129,7 @@ def _scalar(op: Operation, args: list[Value]) -> te.Expr:
         a.astype("float32") if isinstance(a, te.Expr) and a.dtype == "float16" else a
         for a in args
     ]
-    return _expr(_SCALARS[type(op)](op, args))
+    return as_expr(SCALARS[type(op)](op, args))
 
 
 def _exact(t: te.Tensor | te.Expr | float, value: SSAValue) -> Any:
@@ -391,7 +267,7 @@ def lower_group(
         if not target.is_gpu:
             raise StrategyError(f"no model strategies for target '{target}' yet")
         return _for_gpu(op, constant_of, target)
-    _registered()
+    registered()
     machine = Target.resolve(target)
     g = _group(op, constant_of)
     head, tail = g.ops[0], g.ops[1:]
@@ -401,7 +277,7 @@ def lower_group(
     for o in g.ops:
         _check_dtypes(g.label, o)
     with machine:
-        if type(head) in _ANCHORS:
+        if type(head) in ANCHORS:
             for t in tail:
                 if not is_elementwise(t):
                     raise StrategyError(
@@ -427,7 +303,6 @@ def _for_gpu(
     the generic GPU schedule (`topi.gpu`): the strategies' layouts are facts of
     the computation, their schedules facts of a CPU."""
     from ember.pass_context import PassContext
-    from ember.topi.gpu import schedule_gpu
 
     # algorithms that pay only under a CPU schedule (Winograd's transforms
     # would be inlined into every product) give way to the direct sums
@@ -443,7 +318,7 @@ def _for_gpu(
 
 
 def _is_injective(op: Operation) -> bool:
-    return type(op) in _TENSORS or type(op) in _SCALARS
+    return type(op) in TENSORS or type(op) in SCALARS
 
 
 def _epilogue(
@@ -451,8 +326,6 @@ def _epilogue(
 ) -> Epilogue | None:
     """The epilogue evaluating `tail` on the anchor's value per output element,
     reading the ops' other operands through `reads`; None without a tail."""
-    from ember.topi.elementwise import broadcast_read
-
     if not tail:
         return None
     out_shape = _shape(anchor.results[0])
@@ -478,7 +351,7 @@ def _epilogue(
                 for v in t.operands
             ]
             env[t.results[0]] = _scalar(t, args)
-        return _expr(env[tail[-1].results[0]])
+        return as_expr(env[tail[-1].results[0]])
 
     return epilogue
 
@@ -491,14 +364,14 @@ def _anchor_of(op: Operation) -> Operation | None:
     head = next(
         (o for o in op.body.block.ops if not isinstance(o, graph.ConstantOp)), None
     )
-    return head if head is not None and type(head) in _ANCHORS else None
+    return head if head is not None and type(head) in ANCHORS else None
 
 
 def _offered(head: Operation | None, target: Target):
     """The blocks `head`'s strategy offers (see `AnchorStrategy.blocks`)."""
-    if head is None or _ANCHORS[type(head)].blocks is None:
+    if head is None or ANCHORS[type(head)].blocks is None:
         return None
-    return _ANCHORS[type(head)].blocks(head, target)  # type: ignore[misc]
+    return ANCHORS[type(head)].blocks(head, target)  # type: ignore[misc]
 
 
 def plan_blocks(ops: Sequence[Operation], target: Target) -> dict[SSAValue, int]:
@@ -509,7 +382,7 @@ def plan_blocks(ops: Sequence[Operation], target: Target) -> dict[SSAValue, int]
     returned, viewed or read by any other kernel keeps its layout. No pass
     over memory then packs the data of the next convolution (ORT's NCHWc
     transformer, decided per value rather than per graph)."""
-    _registered()
+    registered()
     planned: dict[SSAValue, int] = {}
     for op in ops:
         offered = _offered(_anchor_of(op), target)
@@ -550,7 +423,7 @@ def _anchored(
     block_of: BlockOf = None,
     out_block: int | None = None,
 ) -> KernelSpec:
-    strategy = _ANCHORS[type(head)]
+    strategy = ANCHORS[type(head)]
     block_of = block_of or (lambda value: None)
     data_block = block_of(g.outside(head.operands[0]))
     layout = {}
@@ -595,11 +468,9 @@ def _is_weight(value: SSAValue) -> bool:
 def _tensor_form(op: Operation, args: list[te.Tensor | te.Expr | float]) -> te.Tensor:
     """An injective graph op as a te compute over `args`: its registered tensor
     form, or its scalar form mapped over the broadcast shape."""
-    from ember.topi.elementwise import broadcast_read, broadcast_shape
-
     name = _short(op)
-    if type(op) in _TENSORS:
-        return _TENSORS[type(op)](op, args, name)
+    if type(op) in TENSORS:
+        return TENSORS[type(op)](op, args, name)
     tensors = [a for a in args if isinstance(a, te.Tensor)]
     if not tensors:
         raise StrategyError(f"'{op.name}': expected a tensor operand, got {args}")
@@ -611,22 +482,11 @@ def _tensor_form(op: Operation, args: list[te.Tensor | te.Expr | float]) -> te.T
     return te.compute(shape, element, name=name)
 
 
-def tensor_operand(value: te.Tensor | te.Expr | float, op: Operation) -> te.Tensor:
-    """`value` as a tensor: an injective form's operand must not be a literal."""
-    if isinstance(value, te.Tensor):
-        return value
-    raise StrategyError(
-        f"'{op.name}': expected a tensor operand, got the constant {value}"
-    )
-
-
 def _injective(g: _Group, target: Target) -> KernelSpec:
-    from ember.topi import elementwise
-
     reads = _Reads(g.known, first=0)
     env: dict[SSAValue, te.Tensor | te.Expr | float] = {}
     for o in g.ops:
-        inline = type(o) not in _TENSORS  # tensor forms read their operands whole
+        inline = type(o) not in TENSORS  # tensor forms read their operands whole
         args = [
             env[v] if v in env else reads.operand(g.outside(v), inline)
             for v in o.operands
@@ -643,22 +503,6 @@ def _injective(g: _Group, target: Target) -> KernelSpec:
 def copy_kernel(shape: Sequence[int], dtype: str = "float32") -> Kernel:
     """A kernel copying a tensor (a model output that is an input, a param or
     another output)."""
-    from ember.topi import elementwise
-
     x = te.placeholder(tuple(shape), dtype=dtype, name="data0")
     out = te.compute(tuple(shape), lambda *i: x[i], name="copy")
     return elementwise.injective(out, [x])
-
-
-__all__ = [
-    "AnchorStrategy",
-    "KernelSpec",
-    "StrategyError",
-    "anchor_strategy",
-    "copy_kernel",
-    "injective_strategy",
-    "is_elementwise",
-    "lower_group",
-    "scalar_strategy",
-    "tensor_operand",
-]

@@ -1,0 +1,211 @@
+"""Strategies of the network ops: conv2d and conv2d_transpose, dense, matmul
+and batch_matmul, the poolings, softmax and layer_norm: anchors, whose
+elementwise consumers fuse as the epilogue (conv2d + bias + relu is one kernel).
+
+    graph.conv2d {strides, padding, ...}(x, w, b)
+        topi.conv2d(x, w's shape, strides=..., bias=True, epilogue=...)
+
+A convolution also offers channel blocks (`_blocks`): the kernels between two
+convolutions may then read and write blocked activations (`plan_blocks`).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import BlockArgument
+
+from ember import te
+from ember.backends.llvm.target import Target
+from ember.dialects import graph
+from ember.pass_context import PassContext
+from ember.strategy.registry import anchor_strategy
+from ember.topi import pool, spatial
+from ember.topi import reduce as topi_reduce
+from ember.topi.conv2d import Blocks, channel_block, conv2d, conv2d_shape
+from ember.topi.conv2d_winograd import winograd_applies
+from ember.topi.dense import batch_matmul, dense, matmul, matmul_weight
+from ember.topi.kernel import Kernel
+
+
+def _blocks(op, target: Target) -> Blocks:
+    """The channel blocks a convolution op reads and writes blocked
+    activations in (`AnchorStrategy.blocks`): those of the NCHWc and
+    depthwise kernels, where the block is at least half a vector (or 4) so
+    the next kernel's vectors stay wide; none for the direct kernel."""
+    _, c, _, _ = op.operands[0].type.get_shape()
+    o = op.weight.type.get_shape()[0]
+    groups = op.config["groups"]
+    if not (groups == 1 or groups == c == o):
+        return Blocks()
+    least = max(4, target.vector_lanes("float32") // 2)
+    data, out = channel_block(c, target), channel_block(o, target)
+    return Blocks(data if data >= least else None, out if out >= least else None)
+
+
+_NCHW = Blocks()
+
+
+@anchor_strategy(graph.Conv2DOp, data=(0,), weights=(1, 2), blocks=_blocks)
+def _conv2d_strategy(
+    op, data, epilogue, epilogue_inputs, target, layout: Blocks = _NCHW
+) -> Kernel:
+    cfg = op.config
+    algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
+    return conv2d(
+        data[0],
+        op.weight.type.get_shape(),
+        strides=cfg["strides"],
+        padding=cfg["padding"],
+        dilation=cfg["dilation"],
+        groups=cfg["groups"],
+        bias=len(op.operands) > 2,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name="conv2d",
+        target=target,
+        data_block=layout.data,
+        out_block=layout.out,
+        algorithm=algorithm if _computes(algorithm, op) else "direct",
+    )
+
+
+def _computes(algorithm: str, op) -> bool:
+    """Whether `algorithm`, asked of every convolution (`PassContext`'s
+    "conv2d.algorithm"), computes `op`'s shape: Winograd only 3x3 stride-1
+    convolutions; the others take the direct kernels."""
+    if not algorithm.startswith("winograd"):
+        return True
+    cfg = op.config
+    shape = conv2d_shape(
+        op.operands[0].type.get_shape(),
+        op.weight.type.get_shape(),
+        cfg["strides"],
+        cfg["padding"],
+        cfg["dilation"],
+        cfg["groups"],
+    )
+    return winograd_applies(shape)
+
+
+def _is_constant(value) -> bool:
+    """Whether a graph value (a block argument of a fused group: the group's
+    operand) is a param or constant, which a weight transform needs."""
+    if isinstance(value, BlockArgument):
+        parent = value.owner.parent_op()
+        if isinstance(parent, graph.FusedOp):
+            value = parent.inputs[value.index]
+    return isinstance(value.owner, graph.ParamOp | graph.ConstantOp)
+
+
+@anchor_strategy(graph.Conv2DTransposeOp, weights=(1, 2))
+def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    if _is_constant(op.weight):
+        return spatial.conv2d_transpose_as_conv2d(
+            data[0],
+            op.weight.type.get_shape(),
+            **op.config,
+            bias=len(op.operands) > 2,
+            epilogue=epilogue,
+            epilogue_inputs_=epilogue_inputs,
+            target=target,
+        )
+    return spatial.conv2d_transpose(
+        data[0],
+        op.weight.type.get_shape(),
+        **op.config,
+        bias=len(op.operands) > 2,
+        epilogue=epilogue,
+        epilogue_inputs_=epilogue_inputs,
+    )
+
+
+@anchor_strategy(graph.DenseOp, data=(0,), weights=(1, 2))
+def _dense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return dense(
+        data[0],
+        op.weight.type.get_shape(),
+        bias=len(op.operands) > 2,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name="dense",
+        target=target,
+    )
+
+
+@anchor_strategy(graph.MatmulOp, graph.BatchMatmulOp, data=(0, 1), packable=(1,))
+def _matmul_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    batched = isinstance(op, graph.BatchMatmulOp)
+    build = batch_matmul if batched else matmul
+    name = op.name.removeprefix("graph.")
+    a, b = data
+    if b is None:  # a param or literal right operand
+        weight_type = op.operands[1].type
+        assert isinstance(weight_type, TensorType)
+        shape = tuple(weight_type.get_shape())
+        if len(shape) == 2 and a.ndim >= 2 and not batched:
+            return matmul_weight(
+                a,
+                shape,
+                epilogue=epilogue,
+                epilogue_inputs=epilogue_inputs,
+                name=name,
+                target=target,
+            )
+        b = te.placeholder(shape, name="data1")
+    return build(
+        a,
+        b,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name=name,
+        target=target,
+    )
+
+
+POOLS = {
+    graph.MaxPool2DOp: pool.max_pool2d,
+    graph.AvgPool2DOp: pool.avg_pool2d,
+    graph.GlobalAvgPool2DOp: pool.global_avg_pool2d,
+}
+
+
+@anchor_strategy(graph.MaxPool2DOp, dtypes=("float32", *te.INT_DTYPES))
+@anchor_strategy(graph.AvgPool2DOp, graph.GlobalAvgPool2DOp)
+def _pool_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return POOLS[type(op)](
+        data[0],
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
+        name=op.name.removeprefix("graph."),
+    )
+
+
+@anchor_strategy(graph.SoftmaxOp, graph.LogSoftmaxOp)
+def _softmax_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return topi_reduce.softmax(
+        data[0],
+        log=isinstance(op, graph.LogSoftmaxOp),
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
+        name=op.name.removeprefix("graph."),
+        target=target,
+    )
+
+
+@anchor_strategy(graph.LayerNormOp, weights=(1, 2))
+def _layer_norm_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    gamma, beta, *_ = [
+        te.placeholder(tuple(v.type.get_shape()), name=f"layer_norm.{what}")
+        for v, what in zip(op.operands[1:], ("scale", "bias"), strict=False)
+    ] + [None, None]
+    return topi_reduce.layer_norm(
+        data[0],
+        gamma,
+        beta,
+        **op.config,
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
+        target=target,
+    )
