@@ -17,12 +17,13 @@ numpy array. The import runs in three steps:
    computed at run time are collected into one `UnsupportedOperatorError` before
    any IR is built;
 3. convert node by node in topological order (`frontends/onnx_ops.py`,
-   `frontends/onnx_fold.py`): shape
-   computations whose inputs are known at import time (Shape, Gather, Unsqueeze,
-   Concat, Cast, Constant, ...) fold to numpy arrays; everything else becomes graph
-   ops built with the dialect's shape-inferring builders. A zero-size tensor
-   that one of those ops would read or write is refused naming its node (ember's
-   kernels and buffers take positive extents); one only typed from is fine. So
+   `frontends/onnx_fold.py`): shape computations whose inputs are known at
+   import time (Shape, Gather, Unsqueeze, Concat, Cast, Constant, Mod, Where,
+   ...: numpy for the common ops, onnx's reference evaluator for the others)
+   fold to numpy arrays; everything else becomes graph ops built with the
+   dialect's shape-inferring builders. A zero-size tensor that one of those
+   ops would read or write is refused naming its node (ember's kernels and
+   buffers take positive extents); one only typed from is fine. So
    is a tensor of more than `MAX_RANK` dimensions, and an array made at import
    past `MAX_FOLDED_BYTES` (a 10^12-element ConstantOfShape), before numpy
    allocates it.
@@ -74,7 +75,7 @@ from ember.frontends import (
     onnx_tensor,
     unsupported_message,
 )
-from ember.frontends.onnx_fold import dtype_name, to_array
+from ember.frontends.onnx_fold import DEFAULT_DOMAINS, dtype_name, to_array
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
 
@@ -104,8 +105,6 @@ every change point so that a newer onnx package names what to read."""
 SUPPORTED_OPSETS = range(13, min(NEWEST_REVIEWED_OPSET, onnx_opset_version()) + 1)
 """Opsets whose semantics the converters follow; a model outside goes through
 `onnx.version_converter` to the nearest end first."""
-
-_DEFAULT_DOMAINS = ("", "ai.onnx")
 
 MAX_RANK = 64
 """The most dimensions a tensor may have: numpy's limit (NPY_MAXDIMS), which
@@ -201,13 +200,13 @@ def load_model(
 def _opset(model: onnx.ModelProto, label: str) -> tuple[onnx.ModelProto, int]:
     """The model at a supported opset, and that opset: one outside the range is
     converted by `onnx.version_converter` to the nearest supported one."""
-    versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
+    versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
         # a model of another domain only (ai.onnx.ml, ai.onnx.preview.training):
         # name its ops as _check_graph names them beside default-domain ones
         foreign: dict[str, list[str]] = {}
         for index, node in enumerate(model.graph.node):
-            if node.domain not in _DEFAULT_DOMAINS:
+            if node.domain not in DEFAULT_DOMAINS:
                 foreign.setdefault(_key(node), []).append(_node_name(node, index))
         if foreign:
             raise UnsupportedOperatorError(label, foreign)
@@ -231,7 +230,7 @@ def _opset(model: onnx.ModelProto, label: str) -> tuple[onnx.ModelProto, int]:
 
 
 def _key(node: onnx.NodeProto) -> str:
-    if node.domain in _DEFAULT_DOMAINS:
+    if node.domain in DEFAULT_DOMAINS:
         return node.op_type
     return f"{node.domain}.{node.op_type}"
 
@@ -282,15 +281,12 @@ def _check_graph(graph: onnx.GraphProto, opset: int, label: str) -> None:
     for index, node in enumerate(graph.node):
         key = _key(node)
         problems: list[str] = []
-        if key not in onnx_ops.CONVERTERS:
+        folds = onnx_fold.folds(node, known.__contains__)
+        if key not in onnx_ops.CONVERTERS and not folds:
             unsupported.setdefault(key, []).append(_node_name(node, index))
             continue
         problems += onnx_ops.unsupported_attributes(key, node, opset)
         inputs = list(node.input)
-        present = [name for name in inputs if name]
-        folds = node.op_type == "Shape" or (
-            key in onnx_fold.FOLDERS and all(name in known for name in present)
-        )
         if key == "Constant" or folds:
             known.update(node.output)
         elif key in onnx_fold.SHAPE_ONLY:
@@ -452,19 +448,25 @@ class _Importer:
             context = NodeContext(
                 node, self.opset, inputs, self.block, self.materialize
             )
-            folded = onnx_fold.fold(context)
+            convert = onnx_ops.CONVERTERS.get(_key(node))
+            folded = onnx_fold.fold(context, computed=convert is not None)
             last = self.block.last_op
             if folded is not None:
-                outputs = [folded]
+                outputs: Sequence = folded
+            elif convert is None:  # the check expected an input to fold
+                raise ConversionError(
+                    "expected inputs known at import time (ember folds it, never "
+                    "computes it), got a tensor computed by the model"
+                )
             else:
-                outputs = onnx_ops.CONVERTERS[_key(node)](context)
+                outputs = convert(context)
                 self.check_operands(node, inputs, outputs, last)
         except (ConversionError, VerifyException) as e:
             raise OnnxImportError(
                 f"{self.label}: {node.op_type} node '{_node_name(node, index)}': {e}"
             ) from None
         for name, value in zip(node.output, outputs, strict=False):
-            if name:
+            if name and value is not None:
                 self.env[name] = value
         if folded is None:
             self.locate(index, node, outputs, last)

@@ -1,19 +1,23 @@
-"""Folding at import time: numpy evaluators of ONNX ops whose inputs are all known
-when the model is imported (initializers, Constant nodes, earlier folds), and
-Shape, which static shapes always answer. They turn the shape computations
-exporters write (Shape, Gather, Unsqueeze, Concat, Cast, Slice, ...) into arrays
-the converters read as attributes.
+"""Folding at import time: ONNX ops whose inputs are all known when the model is
+imported (initializers, Constant nodes, earlier folds), and Shape and Size, which
+static shapes always answer. They turn the shape computations exporters write
+(Shape, Gather, Unsqueeze, Concat, Cast, Slice, Mod, Equal, Where, Expand, ...)
+into arrays the converters read as attributes. The common ops have numpy
+evaluators here; any other standard op is run by onnx's reference evaluator on
+a one-node model, when its inputs and its result (by onnx's shape inference)
+are small.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
@@ -23,8 +27,11 @@ if TYPE_CHECKING:
     from ember.frontends.onnx_ops import NodeContext
 
 # Float constants larger than this are not folded at import: the graph op is built
-# on params and graph-fold-constants decides.
+# on params and graph-fold-constants decides. Ops without a numpy evaluator fold
+# only when every input and output is at most this large.
 MAX_FOLDED_ELEMENTS = 4096
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 class ConversionError(Exception):
@@ -167,8 +174,6 @@ _BINARY_NUMPY = {
     "Add": np.add,
     "Sub": np.subtract,
     "Mul": np.multiply,
-    "Max": np.maximum,
-    "Min": np.minimum,
 }
 
 
@@ -208,7 +213,6 @@ FOLDERS: dict[str, Callable[..., np.ndarray]] = {
     "Slice": _fold_slice,
     "ConstantOfShape": _fold_constant_of_shape,
     "Range": _fold_range,
-    "Neg": lambda c, x: -x,
     "Div": _fold_div,
     **{op: _numpy_binary(f) for op, f in _BINARY_NUMPY.items()},
 }
@@ -218,27 +222,70 @@ SHAPE_ONLY = {"Shape", "ConstantOfShape", "Range"}
 """Ops converted only by folding: their inputs must be known at import time (Shape
 needs only its input's static shape)."""
 
+_NOT_FOLDED = {
+    *("Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike"),
+    *("RandomUniform", "RandomUniformLike", "ConcatFromSequence", "SplitToSequence"),
+    "Constant",
+}
+"""Standard ops never folded: random ones (one draw is not the op), those of
+sequences (not tensors), as every Sequence* and Optional* op, and Constant,
+whose converter reads its attribute."""
 
-def fold(c: NodeContext) -> np.ndarray | None:
-    """The node's value computed with numpy, or None when it is not folded: not
-    every input is known at import time, or a float computation is large enough
-    to leave to graph-fold-constants."""
+
+def folds(node: onnx.NodeProto, known: Callable[[str], bool]) -> bool:
+    """Whether `node` folds at import, `known` telling which tensors are known
+    then: Shape and Size always (static shapes), any other standard op without
+    subgraphs, randomness or sequences when every input is known (a folder or
+    the reference evaluator may still leave a large one to its converter)."""
+    op = node.op_type
+    if node.domain not in DEFAULT_DOMAINS:
+        return False
+    if op in ("Shape", "Size"):
+        return True
+    graphs = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    if (
+        op in _NOT_FOLDED
+        or op.startswith(("Sequence", "Optional"))
+        or any(a.type in graphs for a in node.attribute)
+    ):
+        return False
+    return all(known(name) for name in node.input if name)
+
+
+def fold(c: NodeContext, computed: bool = True) -> list[np.ndarray | None] | None:
+    """The node's outputs computed at import (None for an output the node does
+    not name), or None when it is not folded: not every input is known, a float
+    computation is large enough to leave to graph-fold-constants, or an op
+    without a numpy evaluator is too large for the reference evaluator or fails
+    in it. `computed`: whether a converter can build the node instead; if not,
+    why the reference evaluator did not fold it is raised."""
+    known = {
+        name
+        for name, x in zip(c.node.input, c.inputs, strict=False)
+        if isinstance(x, np.ndarray)
+    }
+    if not folds(c.node, lambda name: name in known):
+        return None
     op = c.node.op_type
-    if op not in FOLDERS or c.node.domain not in ("", "ai.onnx"):
-        return None
     present = [x for x in c.inputs if x is not None]
-    if op == "Shape":
-        return _fold_shape(c, present[0])
-    if not all(isinstance(x, np.ndarray) for x in present):
-        return None
+    if op in ("Shape", "Size"):
+        shape = _fold_shape(c, present[0])
+        return [shape if op == "Shape" else np.array(math.prod(shape), np.int64)]
     arrays: list[np.ndarray] = present  # type: ignore[assignment]
+    if op not in FOLDERS:
+        try:
+            return _fold_reference(c, arrays)
+        except ConversionError:
+            if computed:  # its converter builds it, or says better what is wrong
+                return None
+            raise
     big_float = any(
         a.dtype.kind == "f" and a.size > MAX_FOLDED_ELEMENTS for a in arrays
     )
     if big_float and op not in SHAPE_ONLY | {"Cast", "CastLike", "Identity", "Dropout"}:
         return None
     try:
-        return np.asarray(FOLDERS[op](c, *arrays))
+        return [np.asarray(FOLDERS[op](c, *arrays))]
     except (
         ValueError,
         IndexError,
@@ -248,3 +295,79 @@ def fold(c: NodeContext) -> np.ndarray | None:
         # numpy's complaint about the model's data: out-of-range indices,
         # shapes that do not reshape or broadcast
         raise ConversionError(f"cannot fold it with numpy: {e}") from None
+
+
+def _one_node_model(c: NodeContext, arrays: list[np.ndarray]) -> onnx.ModelProto:
+    """The node alone, its known inputs as initializers (so that shape
+    inference reads them), its outputs renamed o0, o1, ..."""
+    inputs = [f"i{k}" if c.has(k) else "" for k in range(len(c.inputs))]
+    outputs = [f"o{k}" if name else "" for k, name in enumerate(c.node.output)]
+    node = helper.make_node(c.node.op_type, inputs, outputs)
+    node.attribute.extend(c.node.attribute)
+    graph = helper.make_graph(
+        [node],
+        "fold",
+        [],
+        [helper.make_value_info(name, onnx.TypeProto()) for name in outputs if name],
+        [
+            numpy_helper.from_array(x, n)
+            for n, x in zip([n for n in inputs if n], arrays, strict=True)
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", c.opset)])
+
+
+def _output_sizes(model: onnx.ModelProto) -> list[int]:
+    """The outputs' sizes over the dims onnx's shape inference knows (those it
+    does not are data-dependent selections, NonZero's, no larger than an
+    input); raises when it gives an output no rank."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as e:  # onnx raises its C++ errors untyped
+        raise ConversionError(f"onnx's shape inference fails on it: {e}") from None
+    sizes = []
+    for output in inferred.graph.output:
+        tensor = output.type.tensor_type
+        if not tensor.HasField("shape"):
+            raise ConversionError("expected a result shape onnx infers, got none")
+        dims = tensor.shape.dim
+        sizes.append(math.prod(d.dim_value for d in dims if d.HasField("dim_value")))
+    return sizes
+
+
+def _small(sizes: list[int]) -> None:
+    if max(sizes, default=0) > MAX_FOLDED_ELEMENTS:
+        raise ConversionError(
+            f"expected inputs and results of at most {MAX_FOLDED_ELEMENTS} "
+            f"elements to fold it at import, got {max(sizes)}"
+        )
+
+
+def _fold_reference(
+    c: NodeContext, arrays: list[np.ndarray]
+) -> list[np.ndarray | None]:
+    """The node's outputs by onnx's reference evaluator, its inputs and results
+    at most MAX_FOLDED_ELEMENTS elements each (else a ConversionError)."""
+    _small([x.size for x in arrays])  # before a large one is written out
+    model = _one_node_model(c, arrays)
+    _small(_output_sizes(model))
+    # imported here: it adds 0.2 s to importing ember, for models that need it
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            results = iter(ReferenceEvaluator(model).run(None, {}))
+    except Exception as e:  # the evaluator raises whatever its numpy code does
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ConversionError(
+            f"cannot fold it with onnx's reference evaluator: {reason}"
+        ) from None
+    outputs = [np.asarray(next(results)) if name else None for name in c.node.output]
+    for x in outputs:
+        if x is not None and (x.dtype == object or x.size > MAX_FOLDED_ELEMENTS):
+            raise ConversionError(
+                f"expected results of at most {MAX_FOLDED_ELEMENTS} numbers to "
+                f"fold it at import, got {x.dtype} {list(x.shape)}"
+            )
+    return outputs
