@@ -25,6 +25,7 @@ and what the key does and does not protect, is in ``docs/rpc.md``.
 
 import argparse
 import ctypes
+import importlib.metadata
 import ipaddress
 import logging
 import os
@@ -518,14 +519,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="log only warnings and errors"
     )
-    from ember import __version__  # the package, not the compiler
-
     parser.add_argument(
-        "--version",
-        action="version",
-        version=f"ember-rpc-server (ember) {__version__}",
+        "--version", action="version", version=f"ember-rpc-server {_version()}"
     )
     return parser
+
+
+def _version() -> str:
+    """The distribution and its version: ember's, or ember-runtime's when only
+    the runtime is installed (``ember`` is then a namespace package without a
+    version)."""
+    try:
+        from ember import __version__  # the package, not the compiler
+    except ImportError:
+        return f"(ember-runtime) {importlib.metadata.version('ember-runtime')}"
+    return f"(ember) {__version__}"
 
 
 def _key(args: argparse.Namespace) -> str | None:
