@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     Signedness,
+    StringAttr,
     TensorType,
     f16,
     f32,
@@ -37,6 +38,9 @@ from ember.dialects.graph_shapes import (
     is_static,
     tensor_of,
 )
+from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import SymExpr
+from ember.runtime.shape_expr import parse as parse_dim
 
 REQUIRED = object()
 i1 = IntegerType(1)
@@ -79,6 +83,8 @@ def dtype_of(element: Attribute) -> str:
 
 _PROPERTY_TYPES: dict[str, Any] = {
     "ints": ArrayAttr[IntegerAttr],
+    # sizes that may be symbolic: an int, or an expression's text
+    "dims": ArrayAttr[IntegerAttr | StringAttr],
     "int": IntegerAttr,
     "float": FloatAttr,
     "bool": IntegerAttr,
@@ -89,6 +95,15 @@ _PROPERTY_TYPES: dict[str, Any] = {
 def _encode(kind: str, value: Any) -> Attribute:
     if kind == "ints":
         return ArrayAttr([IntegerAttr(int(v), i64) for v in value])
+    if kind == "dims":
+        return ArrayAttr(
+            [
+                StringAttr(str(v))
+                if isinstance(v, SymExpr)
+                else IntegerAttr(int(v), i64)
+                for v in value
+            ]
+        )
     if kind == "int":
         return IntegerAttr(int(value), i64)
     if kind == "float":
@@ -102,11 +117,24 @@ def _decode(kind: str, attr: Attribute) -> Any:
     if kind == "ints":
         assert isinstance(attr, ArrayAttr)
         return tuple(a.value.data for a in attr.data)  # type: ignore[union-attr]
+    if kind == "dims":
+        assert isinstance(attr, ArrayAttr)
+        return tuple(
+            _parse_dim(a.data) if isinstance(a, StringAttr) else a.value.data  # type: ignore[union-attr]
+            for a in attr.data
+        )
     if kind == "float":
         assert isinstance(attr, FloatAttr)
         return float(attr.value.data)
     assert isinstance(attr, IntegerAttr)
     return bool(attr.value.data) if kind == "bool" else int(attr.value.data)
+
+
+def _parse_dim(text: str) -> Any:
+    try:
+        return parse_dim(text)
+    except EmberValueError as e:
+        raise VerifyException(str(e)) from None
 
 
 def static_tensor(value: SSAValue, what: str) -> TensorType:
@@ -133,11 +161,17 @@ def _print_value(printer: Printer, attr: Attribute) -> None:
     if isinstance(attr, IntegerAttr) and attr.type == i64:
         printer.print_string(str(attr.value.data))
     elif isinstance(attr, ArrayAttr) and all(
-        isinstance(a, IntegerAttr) and a.type == i64 for a in attr.data
-    ):
-        printer.print_string(
-            "[" + ", ".join(str(a.value.data) for a in attr.data) + "]"  # type: ignore[union-attr]
-        )
+        isinstance(a, IntegerAttr) and a.type == i64 or isinstance(a, StringAttr)
+        for a in attr.data
+    ):  # `[2, "seq"]`: sizes, some symbolic
+        printer.print_string("[")
+        for i, a in enumerate(attr.data):
+            printer.print_string(", " if i else "")
+            if isinstance(a, StringAttr):
+                printer.print_string_literal(a.data)
+            else:
+                printer.print_string(str(a.value.data))  # type: ignore[union-attr]
+        printer.print_string("]")
     else:
         printer.print_attribute(attr)
 
@@ -207,7 +241,8 @@ class GraphOp(IRDLOperation):
             value = attrs.get(key, default)
             if value is REQUIRED:
                 raise ShapeError(f"expected attribute '{key}' of {cls.name}, got none")
-            cfg[key] = tuple(value) if kind == "ints" and value is not None else value
+            listed = kind in ("ints", "dims") and value is not None
+            cfg[key] = tuple(value) if listed else value
         return cfg
 
     @classmethod

@@ -47,6 +47,9 @@ def slice_ranges(
     ):
         if step == 0:
             raise ShapeError(f"expected non-zero steps, got 0 on axis {d}")
+        if not isinstance(n, int) or not isinstance(end, int):
+            out.append(_symbolic_range(d, n, start, end, step))
+            continue
         if not (0 <= start < n and -1 <= end <= n):
             raise ShapeError(
                 f"expected a start in [0, {n}) and an end in [-1, {n}] on axis "
@@ -57,6 +60,38 @@ def slice_ranges(
             raise ShapeError(f"expected a non-empty slice on axis {d}, got {indices}")
         out.append(indices)
     return out
+
+
+class _SymbolicRange:
+    """The indices of a slice of a symbolic axis: from a known start up to an
+    end that is the axis' extent (`end` == n) or a known index below it."""
+
+    def __init__(self, start: int, end: Any, step: int):
+        self.start, self.end, self.step = start, end, step
+
+    def __len__(self) -> Any:  # an expression: len() itself needs an int
+        raise TypeError("a symbolic range has no int length")
+
+    def count(self) -> Any:
+        return (self.end - self.start + self.step - 1) // self.step
+
+
+def _symbolic_range(d: int, n: Any, start: Any, end: Any, step: Any) -> _SymbolicRange:
+    if not (isinstance(start, int) and isinstance(step, int) and start >= 0 < step):
+        raise ShapeError(
+            f"expected a known start >= 0 and step > 0 on symbolic axis {d} ({n}), "
+            f"got {start} and {step}"
+        )
+    if isinstance(end, int) and end < 1 or not (isinstance(end, int) or end == n):
+        raise ShapeError(
+            f"expected an end that is the axis' extent {n} or a known index on "
+            f"axis {d}, got {end}"
+        )
+    return _SymbolicRange(start, end, step)
+
+
+def _extent(r: Any) -> Any:
+    return r.count() if isinstance(r, _SymbolicRange) else len(r)
 
 
 @irdl_op_definition
@@ -71,7 +106,7 @@ class SliceOp(_DataOp):
     name = "graph.slice"
     ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
         "starts": ("ints", REQUIRED),
-        "ends": ("ints", REQUIRED),
+        "ends": ("dims", REQUIRED),
         "steps": ("ints", REQUIRED),
     }
 
@@ -79,9 +114,8 @@ class SliceOp(_DataOp):
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         for key in ("starts", "ends", "steps"):
             _ranked(key, cfg[key], len(s[0]))
-        return tuple(
-            len(r) for r in slice_ranges(s[0], cfg["starts"], cfg["ends"], cfg["steps"])
-        )
+        ranges = slice_ranges(s[0], cfg["starts"], cfg["ends"], cfg["steps"])
+        return tuple(_extent(r) for r in ranges)
 
     def reference(self, inputs: list[Array]) -> Array:
         cfg = self.config
@@ -97,11 +131,11 @@ class BroadcastToOp(_DataOp):
     """
 
     name = "graph.broadcast_to"
-    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"shape": ("ints", REQUIRED)}
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"shape": ("dims", REQUIRED)}
 
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
-        if any(d < 1 for d in cfg["shape"]):
+        if any(isinstance(d, int) and d < 1 for d in cfg["shape"]):
             raise ShapeError(f"expected positive dims, got {list(cfg['shape'])}")
         return shapes.broadcast(s[0], cfg["shape"])
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -56,6 +57,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph as G
 from ember.dialects.graph_base import NUMPY_TYPES
+from ember.dialects.graph_shapes import Dim, dims_of, is_static, tensor_of
 from ember.frontends import (
     onnx_attention,
     onnx_data,
@@ -78,6 +80,7 @@ from ember.frontends import (
 from ember.frontends.onnx_fold import DEFAULT_DOMAINS, dtype_name, to_array
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
+from ember.runtime.shape_expr import Sym
 
 # imported for their converters (onnx_ops registers)
 del onnx_attention, onnx_data, onnx_dtype, onnx_grid, onnx_im2col, onnx_index
@@ -337,7 +340,8 @@ def _input_shapes(
     shape: Mapping[str, Sequence[int]] | None,
     dtype: str | Mapping[str, str] | None,
     label: str,
-) -> dict[str, tuple[tuple[int, ...], str]]:
+    symbolic: bool = False,
+) -> dict[str, tuple[tuple[Dim, ...], str]]:
     initializers = {t.name for t in graph.initializer}
     inputs = [v for v in graph.input if v.name not in initializers]
     names = [v.name for v in inputs]
@@ -367,6 +371,10 @@ def _input_shapes(
                     f"{label}: expected positive dims for input '{value.name}', "
                     f"got {list(dims)}"
                 )
+        elif symbolic and tensor.HasField("shape"):
+            dims = tuple(
+                _symbolic_dim(value.name, i, d) for i, d in enumerate(declared)
+            )
         else:
             problem = _open_shape(value.name, tensor)
             if problem is not None:
@@ -391,6 +399,16 @@ def _input_shapes(
     return result
 
 
+def _symbolic_dim(name: str, axis: int, dim: onnx.TensorShapeProto.Dimension) -> Dim:
+    """An input's dim: its value, else the symbol its `dim_param` names, else
+    one named after the input and axis (`input_ids.dim1`), made an identifier."""
+    if dim.HasField("dim_value"):
+        return dim.dim_value
+    text = dim.dim_param or f"{name}.dim{axis}"
+    text = re.sub(r"[^A-Za-z0-9_.]", "_", text)
+    return Sym(text if re.match(r"[A-Za-z_]", text) else f"d_{text}")
+
+
 def _open_shape(name: str, tensor: onnx.TypeProto.Tensor) -> str | None:
     """Why input `name` has no shape to compile for, or None."""
     if not tensor.HasField("shape"):
@@ -400,6 +418,14 @@ def _open_shape(name: str, tensor: onnx.TypeProto.Tensor) -> str | None:
             symbol = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
             return f"input '{name}' has a dynamic dimension {symbol} at axis {axis}"
     return None
+
+
+def _symbolic(value) -> bool:
+    """Whether an input of a node holds symbolic dims (in its type, or as
+    values of a shape computation)."""
+    if isinstance(value, np.ndarray):
+        return value.dtype == object
+    return isinstance(value, SSAValue) and not is_static(dims_of(value.type))
 
 
 class _Importer:
@@ -423,6 +449,7 @@ class _Importer:
         (initializers, and folded values past a few elements) or a literal."""
         if name in self.materialized:
             return self.materialized[name]
+        array = onnx_fold.concrete(array, f"'{name}'")
         _refuse_shape([name], [array], "tensor")
         if array.dtype.name not in NUMPY_TYPES:
             raise ConversionError(
@@ -461,6 +488,14 @@ class _Importer:
             else:
                 outputs = convert(context)
                 self.check_operands(node, inputs, outputs, last)
+        except TypeError as e:  # a converter that computes with sizes as ints
+            if not any(map(_symbolic, inputs)):
+                raise
+            raise OnnxImportError(
+                f"{self.label}: {node.op_type} node '{_node_name(node, index)}': "
+                f"does not take symbolic dimensions yet ({e}); give the inputs' "
+                "shapes (shape=...)"
+            ) from None
         except (ConversionError, VerifyException) as e:
             raise OnnxImportError(
                 f"{self.label}: {node.op_type} node '{_node_name(node, index)}': {e}"
@@ -565,6 +600,7 @@ def from_onnx(
     shape: Mapping[str, Sequence[int]] | None = None,
     dtype: str | Mapping[str, str] | None = None,
     freeze: Mapping[str, np.ndarray] | None = None,
+    symbolic: bool = False,
 ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """Import an ONNX model as graph IR and its params.
 
@@ -581,6 +617,11 @@ def from_onnx(
             constant, so an input giving a shape, axes, pads or scales folds
             like an initializer. Names that are not graph inputs are ignored
             here (`compile_model` applies them as params).
+        symbolic: keep the inputs' open dims as symbols (their `dim_param`,
+            else `<input>.dim<axis>`) instead of asking for `shape=`: the
+            graph's types carry them (`tensor<?x768xf32, ["seq"]>`) and shape
+            computations on them become expressions; a converter that needs a
+            known size refuses naming its node.
 
     Returns:
         (module, params): a builtin.module with `func.func @main`, and the
@@ -604,11 +645,11 @@ def from_onnx(
     if not graph.output:
         raise OnnxImportError(f"{label}: expected at least one graph output, got none")
     _check_graph(graph, opset, label)
-    shapes = _input_shapes(graph, shape, dtype, label)
+    shapes = _input_shapes(graph, shape, dtype, label, symbolic)
 
     importer = _Importer(graph, opset, label)
     args = [
-        importer.block.insert_arg(TensorType(NUMPY_TYPES[t], s), i)
+        importer.block.insert_arg(tensor_of(NUMPY_TYPES[t], s), i)
         for i, (s, t) in enumerate(shapes.values())
     ]
     for name, arg in zip(shapes, args, strict=True):

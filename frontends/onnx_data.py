@@ -132,13 +132,32 @@ def _slice(c: NodeContext, x: SSAValue, bounds: dict[int, tuple[int, int, int]])
     shape = shape_of(x)
     starts, ends, steps = [], [], []
     for d, n in enumerate(shape):
-        start, end, step = slice(*bounds.get(d, (0, n, 1))).indices(n)
+        if d not in bounds or not isinstance(n, int):
+            start, end, step = _symbolic_bounds(d, n, bounds.get(d))
+        else:
+            start, end, step = slice(*bounds[d]).indices(n)
         starts.append(start)
         ends.append(end)
         steps.append(step)
     if starts == [0] * len(shape) and ends == list(shape) and steps == [1] * len(shape):
         return x
     return c.emit(G.SliceOp, x, starts=starts, ends=ends, steps=steps)
+
+
+def _symbolic_bounds(d: int, n, bound) -> tuple:
+    """(start, end, step) of an axis kept whole (`bound` None) or sliced with
+    known non-negative bounds on a symbolic extent `n`: ONNX's clamping of a
+    huge end (INT64_MAX, `x[:, 2:]`) gives `n`; what needs n's value to
+    resolve (a negative index) is refused."""
+    if bound is None:
+        return 0, n, 1
+    start, end, step = bound
+    if not all(isinstance(v, int) for v in (start, end, step)) or start < 0 or step < 1:
+        raise ConversionError(
+            f"expected known non-negative slice bounds on axis {d} of symbolic "
+            f"extent {n}, got {start}:{end}:{step}"
+        )
+    return start, n if end >= 2**31 else end, step
 
 
 @converter("Slice")

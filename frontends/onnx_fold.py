@@ -22,6 +22,8 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from ember.dialects.graph_base import MAX_FOLDED_BYTES, NUMPY_TYPES
+from ember.dialects.graph_shapes import Dim, dims_of
+from ember.runtime.shape_expr import SymExpr, sym_eq
 
 if TYPE_CHECKING:
     from ember.frontends.onnx_ops import NodeContext
@@ -91,15 +93,40 @@ def checked_shape(shape: Iterable[Any], dtype: Any, what: str) -> list[int]:
     return dims
 
 
-def shape_of(value: SSAValue) -> tuple[int, ...]:
+def shape_of(value: SSAValue) -> tuple[Dim, ...]:
+    """A value's dims: ints, and expressions where they are symbolic."""
     assert isinstance(value.type, TensorType)
-    return tuple(value.type.get_shape())
+    return dims_of(value.type)
+
+
+def shape_array(dims) -> np.ndarray:
+    """Dims as a shape value: int64, or an object array where some are
+    symbolic (Shape of a symbolic tensor: what the shape computations on it
+    then compute with, as expressions)."""
+    dims = list(dims)
+    if any(isinstance(d, SymExpr) for d in dims):
+        return np.array(dims + [None], dtype=object)[:-1]  # 1-D, even of one
+    return np.array(dims, dtype=np.int64)
+
+
+def concrete(array: np.ndarray, what: str) -> np.ndarray:
+    """`array`, which must hold numbers: a shape value with symbolic dims is
+    refused where it would become a tensor of the model."""
+    if array.dtype != object:
+        return array
+    if all(isinstance(v, int) for v in array.flat):
+        return array.astype(np.int64)
+    symbolic = sorted({str(v) for v in array.flat if isinstance(v, SymExpr)})
+    raise ConversionError(
+        f"expected {what} known at import time, got one computed from symbolic "
+        f"dimensions ({', '.join(symbolic)}); give the inputs' shapes (shape=...)"
+    )
 
 
 def _fold_shape(c: NodeContext, data: Any) -> np.ndarray:
-    shape = np.array(shape_of(data) if isinstance(data, SSAValue) else data.shape)
+    dims = shape_of(data) if isinstance(data, SSAValue) else data.shape
     start, end = c.attr("start", 0), c.attr("end", None)
-    return shape[start:end].astype(np.int64)
+    return shape_array(dims)[start:end]
 
 
 def axes_of(c: NodeContext, i: int) -> list[int] | None:
@@ -122,7 +149,10 @@ def _fold_slice(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
 
 
 def _fold_cast(c: NodeContext, data: np.ndarray) -> np.ndarray:
-    return data.astype(onnx.helper.tensor_dtype_to_np_dtype(c.attr("to")))
+    to = onnx.helper.tensor_dtype_to_np_dtype(c.attr("to"))
+    if data.dtype == object and to.kind in "iu":  # symbolic sizes stay so
+        return data
+    return data.astype(to)
 
 
 def _fold_cast_like(_c: NodeContext, data: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -157,6 +187,12 @@ def _fold_range(
     _c: NodeContext, start: np.ndarray, limit: np.ndarray, delta: np.ndarray
 ) -> np.ndarray:
     first, last, step = start.item(), limit.item(), delta.item()
+    if any(isinstance(v, SymExpr) for v in (first, last, step)):
+        raise ConversionError(
+            f"expected a Range of known length, got one from {first} to {last} by "
+            f"{step}: a range of symbolic length is not supported yet; give the "
+            "inputs' shapes (shape=...)"
+        )
     if step == 0:
         raise ConversionError("expected a non-zero delta, got 0")
     checked_shape([max(0, math.ceil((last - first) / step))], start.dtype, "the range")
@@ -186,15 +222,50 @@ def _numpy_binary(f: Callable[[np.ndarray, np.ndarray], np.ndarray]):
     def fold(_c: NodeContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         dtype = np.result_type(a, b)
         checked_shape(np.broadcast_shapes(a.shape, b.shape), dtype, "the result")
-        return f(a, b).astype(dtype)
+        return _simplified(np.asarray(f(a, b)).astype(dtype))
 
     return fold
 
 
+def _simplified(array) -> np.ndarray:
+    """An object array whose values all became ints, as int64 (numpy gives a
+    0-d result as the scalar itself)."""
+    array = (
+        np.asarray(array, dtype=object) if not isinstance(array, np.ndarray) else array
+    )
+    if array.dtype == object and all(isinstance(v, int) for v in array.flat):
+        return array.astype(np.int64)
+    return array
+
+
 def _fold_div(_c: NodeContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.object_ in (a.dtype.type, b.dtype.type):
+        # sizes are never negative: ONNX's truncating Div is floor division
+        return _simplified(np.floor_divide(a, b))
     if a.dtype.kind in "iu":
         return np.trunc(a / b).astype(a.dtype)  # ONNX's integer Div truncates
     return a / b
+
+
+def _fold_symbolic(op: str, c: NodeContext, arrays: list[np.ndarray]) -> np.ndarray:
+    """Mod, Equal and Where on shape values with symbolic dims: floor modulo
+    (ONNX's for integers), and equality only where it is decided (`sym_eq`):
+    `seq == -1` is false, `seq == batch` unknown and refused."""
+    if op == "Mod":
+        return _simplified(np.mod(arrays[0], arrays[1]))
+    if op == "Where":
+        return _simplified(np.where(arrays[0], arrays[1], arrays[2]))
+    a, b = np.broadcast_arrays(arrays[0], arrays[1])
+    out = np.empty(a.shape, bool)
+    for index in np.ndindex(a.shape):
+        decided = sym_eq(a[index], b[index])
+        if decided is None:
+            raise ConversionError(
+                f"cannot decide {a[index]} == {b[index]} at import time; give the "
+                "inputs' shapes (shape=...)"
+            )
+        out[index] = decided
+    return out
 
 
 FOLDERS: dict[str, Callable[..., np.ndarray]] = {
@@ -272,6 +343,14 @@ def fold(c: NodeContext, computed: bool = True) -> list[np.ndarray | None] | Non
         shape = _fold_shape(c, present[0])
         return [shape if op == "Shape" else np.array(math.prod(shape), np.int64)]
     arrays: list[np.ndarray] = present  # type: ignore[assignment]
+    if op in ("Mod", "Equal", "Where") and any(a.dtype == object for a in arrays):
+        return [_fold_symbolic(op, c, arrays)]
+    if op not in FOLDERS and any(a.dtype == object for a in arrays):
+        # no evaluator of its own; the reference evaluator takes numbers only
+        raise ConversionError(
+            f"cannot compute {op} on shape values with symbolic dimensions yet; "
+            "give the inputs' shapes (shape=...)"
+        )
     if op not in FOLDERS:
         try:
             return _fold_reference(c, arrays)

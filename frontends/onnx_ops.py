@@ -22,6 +22,7 @@ from xdsl.ir import Block, SSAValue
 
 from ember.dialects import graph as G
 from ember.dialects.graph_base import dtype_of
+from ember.dialects.graph_shapes import is_static
 from ember.frontends.onnx_fold import (
     SHAPE_ONLY,
     ConversionError,
@@ -80,8 +81,11 @@ class NodeContext:
 
     def ints(self, i: int, what: str) -> list[int]:
         """Input `i`, a 1-D integer tensor known at import time (a shape, axes,
-        pads), as Python ints."""
+        pads), as Python ints; a shape computed from symbolic dims gives its
+        expressions (`onnx_fold.shape_array`)."""
         value = self.const(i, what)
+        if value.ndim == 1 and value.dtype == object:
+            return list(value)
         if value.ndim != 1 or value.dtype.kind not in "iu":
             raise ConversionError(
                 f"expected {what} (input {i}, '{self.node.input[i]}') as a 1-D "
@@ -552,13 +556,33 @@ def _concat(c: NodeContext):
 def _squeeze(c: NodeContext):
     # With static shapes both are reshapes; the result shape is numpy's rule.
     x = c.value(0)
-    probe = np.broadcast_to(np.False_, shape_of(x))  # a shape, no memory
+    dims = shape_of(x)
+    if not is_static(dims):
+        return [c.emit(G.ReshapeOp, x, shape=_squeezed(c, list(dims)))]
+    probe = np.broadcast_to(np.False_, dims)  # a shape, no memory
     fold = fold_unsqueeze if c.node.op_type == "Unsqueeze" else fold_squeeze
     try:
         shape = fold(c, probe).shape
     except ValueError as e:  # numpy's: an axis out of range, past 64 dimensions
         raise ConversionError(f"cannot apply it to {shape_of(x)}: {e}") from None
     return [c.emit(G.ReshapeOp, x, shape=list(shape))]
+
+
+def _squeezed(c: NodeContext, dims: list) -> list:
+    """Unsqueeze's or Squeeze's result dims for symbolic `dims` (numpy's rule
+    on a shape with expressions: a squeezed axis must be a known 1)."""
+    axes = axes_of(c, 1)
+    if c.node.op_type == "Unsqueeze":
+        rank = len(dims) + len(axes or [])
+        for a in sorted(set(a % rank for a in axes or [])):
+            dims.insert(a, 1)
+        return dims
+    if axes is None:
+        raise ConversionError(f"expected axes to squeeze {dims}, which is symbolic")
+    chosen = {a % len(dims) for a in axes}
+    if any(dims[a] != 1 for a in chosen):
+        raise ConversionError(f"cannot squeeze axes {sorted(chosen)} of {dims}")
+    return [d for i, d in enumerate(dims) if i not in chosen]
 
 
 _REDUCE = {

@@ -162,9 +162,27 @@ class ConvertGraphToTe(ModulePass):
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and is_graph_function(f)
         ]
+        for f in functions:
+            _refuse_symbolic(f)
         with target.host if isinstance(target, DeviceTarget) else target:
             for f in functions:
                 _Converter(op, f, target, bound.values if bound else None).run()
+
+
+def _refuse_symbolic(f: func.FuncOp) -> None:
+    """Kernels over symbolic sizes are not generated yet (issue 25's next
+    stage): a graph with symbolic dims stops here, naming one."""
+    from ember.dialects.graph_shapes import dims_of, is_static
+
+    for value in (*f.args, *(r for o in f.walk() for r in o.results)):
+        t = value.type
+        if isinstance(t, TensorType) and not is_static(dims_of(t)):
+            raise PassFailedException(
+                f"convert-graph-to-te: @{f.sym_name.data} has symbolic dimensions "
+                f"({t}); kernels over symbolic sizes are not generated yet: give "
+                "the inputs' shapes (compile_model(shape=...), ember-compile "
+                "--input-shapes)"
+            )
 
 
 class _Converter:

@@ -74,3 +74,22 @@ func.func @conv_channels(%x: tensor<1x?x8x8xf32, ["c"]>, %w: tensor<4x4x3x3xf32>
 }
 
 // CHECK: expected static channels and kernel sizes, got data 1x{c}x8x8 and weight 4x4x3x3
+
+// -----
+
+// A slice of a symbolic axis needs its end to be the extent or a known index.
+func.func @slice_end(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
+  %y = graph.slice %x {starts = [0], ends = ["m"], steps = [1]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+  func.return %y : tensor<?xf32, ["n"]>
+}
+
+// CHECK: expected an end that is the axis' extent n or a known index on axis 0, got m
+
+// -----
+
+func.func @slice_attr(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
+  %y = graph.slice %x {starts = [0], ends = ["n +"], steps = [1]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+  func.return %y : tensor<?xf32, ["n"]>
+}
+
+// CHECK: dimension expression 'n +': expected more, got the end

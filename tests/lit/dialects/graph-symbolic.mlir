@@ -39,3 +39,19 @@ func.func @expressions(%a: tensor<?x4xf32, ["n"]>, %b: tensor<?x4xf32, ["n + 1"]
   %p = graph.pad %c {pads = [1, 1, 1, 1]} : (tensor<?x4xf32, ["2 * n + 1"]>) -> tensor<?x6xf32, ["2 * n + 3"]>
   func.return %p : tensor<?x6xf32, ["2 * n + 3"]>
 }
+
+// Slices of a symbolic axis: an end that is the axis' extent (`"n"`, as the
+// importer resolves ONNX's INT64_MAX end) or a known index; the count is an
+// expression (1:n:2 keeps n // 2). Sizes that may be symbolic are written as
+// expression strings in the attribute (`shape = ["n", 32]`).
+// CHECK-LABEL: func.func @slices(
+// CHECK:         graph.slice %{{.*}} {starts = [0, 32], ends = ["n", 64], steps = [1, 1]} : (tensor<?x96xf32, ["n"]>) -> tensor<?x32xf32, ["n"]>
+// CHECK:         graph.slice %{{.*}} {starts = [1, 0], ends = ["n", 32], steps = [2, 1]} : (tensor<?x96xf32, ["n"]>) -> tensor<?x32xf32, ["n // 2"]>
+// CHECK:         graph.broadcast_to %{{.*}} {shape = ["n", 32]} : (tensor<?x1xf32, ["n"]>) -> tensor<?x32xf32, ["n"]>
+func.func @slices(%x: tensor<?x96xf32, ["n"]>, %m: tensor<?x1xf32, ["n"]>) -> tensor<?x32xf32, ["n"]> {
+  %a = graph.slice %x {starts = [0, 32], ends = ["n", 64], steps = [1, 1]} : (tensor<?x96xf32, ["n"]>) -> tensor<?x32xf32, ["n"]>
+  %b = graph.slice %x {starts = [1, 0], ends = ["n", 32], steps = [2, 1]} : (tensor<?x96xf32, ["n"]>) -> tensor<?x32xf32, ["n // 2"]>
+  %e = graph.broadcast_to %m {shape = ["n", 32]} : (tensor<?x1xf32, ["n"]>) -> tensor<?x32xf32, ["n"]>
+  %s = graph.add %a, %e : (tensor<?x32xf32, ["n"]>, tensor<?x32xf32, ["n"]>) -> tensor<?x32xf32, ["n"]>
+  func.return %s : tensor<?x32xf32, ["n"]>
+}
