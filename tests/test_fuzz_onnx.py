@@ -270,6 +270,8 @@ _ATTRS = {
 
 
 def mutate_attribute(r: random.Random, m: onnx.ModelProto) -> None:
+    if not m.graph.node:  # an earlier mutation removed every node
+        return
     node = r.choice(m.graph.node)
     roll = r.random()
     if node.attribute and roll < 0.65:
@@ -282,6 +284,8 @@ def mutate_attribute(r: random.Random, m: onnx.ModelProto) -> None:
 
 
 def mutate_names(r: random.Random, m: onnx.ModelProto) -> None:
+    if not m.graph.node:  # an earlier mutation removed every node
+        return
     node = r.choice(m.graph.node)
     field = node.input if (r.random() < 0.6 and node.input) else node.output
     roll = r.random()
@@ -293,11 +297,13 @@ def mutate_names(r: random.Random, m: onnx.ModelProto) -> None:
         field.append(r.choice(_NAMES) if r.random() < 0.5 else (field or ["x"])[0])
     elif field:
         del field[r.randrange(len(field))]
-    if r.random() < 0.15:  # a graph output nothing makes
+    if r.random() < 0.15 and m.graph.output:  # a graph output nothing makes
         r.choice(m.graph.output).name = r.choice(_NAMES)
 
 
 def mutate_op_type(r: random.Random, m: onnx.ModelProto) -> None:
+    if not m.graph.node:  # an earlier mutation removed every node
+        return
     node = r.choice(m.graph.node)
     if r.random() < 0.85:
         node.op_type = r.choice(_OPS)
