@@ -133,6 +133,9 @@ def test_the_wheel_holds_the_runtime_and_depends_on_numpy_alone(wheels):
         "ember/runtime/__init__.py",
         "ember/runtime/rpc/server.py",
         "ember/runtime/include/ember_runtime.h",
+        "ember/runtime/include/ember_crt.h",
+        "ember/runtime/c/model.c",
+        "ember/runtime/c/Makefile",
     } <= names
     # `ember` stays a namespace package: no ember/__init__.py, no compiler
     assert {n.split("/")[1] for n in names if n.startswith("ember/")} == {"runtime"}
