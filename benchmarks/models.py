@@ -101,7 +101,7 @@ def ember_impl(model, inputs, mcpu: str | None = None):
 
     def setup() -> Prepared:
         import ember
-        from ember.compile_cache import CompileCache
+        from ember.backends.kernel_cache import CompileCache
         from ember.runtime import GraphModule, cpu
 
         with tempfile.TemporaryDirectory() as cache_dir:

@@ -22,8 +22,8 @@ if (_checkout / "pyproject.toml").is_file() and (_checkout / "runtime").is_dir()
     __path__.append(str(_checkout))
 
 _LAZY = {
-    "build": ("ember.driver", "build"),
-    "lower": ("ember.driver", "lower"),
+    "build": ("ember.compiler.build", "build"),
+    "lower": ("ember.compiler.build", "lower"),
     "Target": ("ember.backends.llvm", "Target"),
     # TVM's top-level runtime names (`tvm.cpu(0)`, `tvm.get_global_func`); a
     # GPU's driver still loads only when its memory is asked for
@@ -33,8 +33,8 @@ _LAZY = {
     "device": ("ember.runtime", "device"),
     "register_func": ("ember.runtime", "register_func"),
     "get_global_func": ("ember.runtime", "get_global_func"),
-    "PassContext": ("ember.pass_context", "PassContext"),
-    "compile_model": ("ember.aot", "compile_model"),
+    "PassContext": ("ember.passes.pass_context", "PassContext"),
+    "compile_model": ("ember.compiler.model", "compile_model"),
     "auto_schedule": ("ember.tune.search", "auto_schedule"),
     "tune_model": ("ember.tune.model", "tune_model"),
 }

@@ -153,7 +153,7 @@ def compare(
 
     proto, _ = load_model(model)
     if library is None:
-        from ember.aot import compile_model
+        from ember.compiler.model import compile_model
 
         lib: Module = compile_model(proto, shape=shape, debug=True)
     elif isinstance(library, Module):

@@ -422,7 +422,7 @@ def compile(
         >>> m = compile(model, (torch.randn(1, 3, 224, 224),))  # doctest: +SKIP
         >>> y = m(x)  # doctest: +SKIP
     """
-    from ember.aot import compile_model
+    from ember.compiler.model import compile_model
 
     with torch.no_grad():
         ep = torch.export.export(model.eval(), tuple(example_inputs))
@@ -473,7 +473,7 @@ class _DynamoRunner:
             self._build(example_inputs)
 
     def _build(self, inputs: Sequence[Any]) -> _Compiled:
-        from ember.aot import compile_model
+        from ember.compiler.model import compile_model
 
         with torch.no_grad():
             ep = torch.export.export(self.gm, tuple(inputs), strict=False)

@@ -321,7 +321,7 @@ class _Converter:
         return call
 
     def _kernel_function(self, kernel, kind: str) -> tuple[str, func.FuncOp]:
-        from ember.kernel_build import HASHED_NAME
+        from ember.backends.kernels import HASHED_NAME
         from ember.lowering import lower
 
         te_module = lower(kernel.schedule(), kernel.args, HASHED_NAME)

@@ -12,7 +12,7 @@ and views becomes
 calling each kernel on `memref.view`s at planned offsets:
 
 - every intermediate gets an offset in the workspace, reused by liveness
-  (`ember.memory_plan`); a kernel's scratch buffers live during its call only;
+  (`ember.passes.memory_plan`); a kernel's scratch buffers live during its call only;
 - a result that is a model output is written straight into the output buffer
   (through any reshapes: views are free with bare pointers);
 - every param a kernel reads gets an offset in the params blob, in order of
@@ -58,9 +58,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import graph
-from ember.memory_plan import ALIGNMENT, TensorLife, plan_buffers, plan_memory
 from ember.passes.bound_params import bound_params
 from ember.passes.convert_graph_to_te import LAYOUT_ATTR
+from ember.passes.memory_plan import ALIGNMENT, TensorLife, plan_buffers, plan_memory
 from ember.runtime.abi import MODEL_ATTR, MODEL_ENTRY
 
 ENTRY = MODEL_ENTRY
@@ -434,6 +434,7 @@ class _Planner:
         if kind in ("input", "output"):
             where: dict[str, Any] = {"buffer": kind, "index": key, "offset": 0}
         elif kind == "param":
+            assert isinstance(key, str)  # a param's name
             where = {"buffer": "params", "offset": self.layout[key]["offset"]}
             where["name"] = key
         elif self.memory == "buffers":

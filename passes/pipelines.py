@@ -18,14 +18,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
+from ember.passes.pass_context import PassContext
 from ember.runtime.errors import EmberValueError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     import numpy as np
-
-    from ember.pass_context import PassContext
 
 GRAPH_PASSES: tuple[tuple[str, int], ...] = (
     # graph: inference batch norms fold into the preceding conv2d/dense, or become
@@ -45,10 +44,8 @@ GRAPH_PASSES: tuple[tuple[str, int], ...] = (
 """The graph passes with the opt_level each needs, in the order they run."""
 
 
-def graph_pipeline(ctx: "PassContext | None" = None) -> tuple[str, ...]:
+def graph_pipeline(ctx: PassContext | None = None) -> tuple[str, ...]:
     """The graph passes `ctx` (the current `PassContext` by default) runs, in order."""
-    from ember.pass_context import PassContext
-
     ctx = ctx or PassContext.current()
     return tuple(name for name, level in GRAPH_PASSES if ctx.is_enabled(name, level))
 
@@ -56,7 +53,7 @@ def graph_pipeline(ctx: "PassContext | None" = None) -> tuple[str, ...]:
 def optimize_graph(
     module: ModuleOp,
     params: "Mapping[str, np.ndarray]",
-    ctx: "PassContext | None" = None,
+    ctx: PassContext | None = None,
 ) -> "dict[str, np.ndarray]":
     """Run the graph passes of `ctx` on `module` in place, with `params` bound.
 
@@ -144,7 +141,7 @@ EMBER_CPU: tuple[str, ...] = (*TE_TO_LOOP, *LOOP_TO_LLVM)
 
 
 def model_segments(
-    ctx: "PassContext | None" = None,
+    ctx: PassContext | None = None,
     records: str = "auto",
     embed_params: bool = True,
     debug: bool = False,
@@ -192,7 +189,7 @@ def model_segments(
 
 
 def model_passes(
-    ctx: "PassContext | None" = None, until: str = "llvm", **options
+    ctx: PassContext | None = None, until: str = "llvm", **options
 ) -> tuple[str, ...]:
     """The passes of `ember-model` up to and including stage `until`
     (`options` as `model_segments` takes them)."""
@@ -237,8 +234,6 @@ class EmberGraphPipeline(ModulePass):
     opt_level: int = 2
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from ember.pass_context import PassContext
-
         _run(ctx, op, graph_pipeline(PassContext(opt_level=self.opt_level)))
 
 
@@ -257,7 +252,6 @@ class EmberModelPipeline(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.backends.source.target import target_kind, target_of
-        from ember.pass_context import PassContext
 
         context = PassContext(opt_level=self.opt_level)
         kind = target_kind(target_of(op))

@@ -20,7 +20,7 @@ from ember.passes.te_apply_records import TUNED_ATTR
 
 OBJECTS_ATTR = "ember.objects"
 """The module's compiled kernels: symbol → the key of its object in the kernel
-cache (`ember.compile_cache`), which the link step reads it from."""
+cache (`ember.backends.kernel_cache`), which the link step reads it from."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class TeCompileKernels(ModulePass):
     (`Backend.compile_kernel`: LLVM to a relocatable object for a CPU, a piece
     of a launch plan for a GPU), as MLIR's `gpu-module-to-binary` compiles
     device modules: in worker processes, once per distinct kernel, through the kernel
-    cache (`ember.kernel_build`). The function becomes a declaration with the
+    cache (`ember.backends.kernels`). The function becomes a declaration with the
     signature of its loop form (operands, result, then its scratch buffers);
     the module's `ember.objects` names its object by its key in the kernel
     cache, where the link step reads it (so the IR stays text of a readable
@@ -41,16 +41,20 @@ class TeCompileKernels(ModulePass):
           %y = te.compute ...                                       memref<4xf32> {ember.output, ...})
         }                                          // and ember.objects = {ember_relu_1f = "<key>"}
 
-    `ember.kernel_build.kernel_build` sets the cache, the workers and a
+    `ember.backends.kernels.kernel_build` sets the cache, the workers and a
     progress report for the pipelines run inside it.
     """
 
     name = "te-compile-kernels"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ember.backends.kernel_cache import default_cache
+        from ember.backends.kernels import (
+            compile_kernels,
+            current_build,
+            keep_te_source,
+        )
         from ember.backends.source.target import target_of
-        from ember.compile_cache import default_cache
-        from ember.kernel_build import compile_kernels, current_build, keep_te_source
 
         try:
             target = target_of(op)
@@ -92,7 +96,7 @@ def take_kernels(module: ModuleOp, target: str) -> list:
     """Each kernel function of `module` as a `KernelJob` compiled apart; the
     module keeps its declaration with the signature its loop form has
     (operands, the result, then scratch buffers)."""
-    from ember.kernel_build import HASHED_NAME, KernelJob, kernel_key
+    from ember.backends.kernels import HASHED_NAME, KernelJob, kernel_key
     from ember.passes.convert_graph_to_te import KERNEL_ATTR
     from ember.passes.convert_te_to_loop import scratch_buffers
     from ember.passes.graph_plan_memory import memref_of

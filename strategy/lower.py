@@ -302,7 +302,7 @@ def _for_gpu(
     """The group's computation as the host's strategy defines it, scheduled by
     the generic GPU schedule (`topi.gpu`): the strategies' layouts are facts of
     the computation, their schedules facts of a CPU."""
-    from ember.pass_context import PassContext
+    from ember.passes.pass_context import PassContext
 
     # algorithms that pay only under a CPU schedule (Winograd's transforms
     # would be inlined into every product) give way to the direct sums

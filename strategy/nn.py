@@ -17,7 +17,7 @@ from xdsl.ir import BlockArgument
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
-from ember.pass_context import PassContext
+from ember.passes.pass_context import PassContext
 from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
 from ember.topi import reduce as topi_reduce

@@ -14,8 +14,8 @@ from test_topi_conv import conv_reference
 import ember
 from ember import runtime as rt
 from ember import te, topi
-from ember.aot import lower_to_te
 from ember.backends.llvm import Target
+from ember.compiler.model import lower_to_te
 from ember.dialects import graph
 from ember.runtime.errors import EmberValueError
 from ember.topi.conv2d import channel_block

@@ -19,9 +19,8 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
-import ember.compile_cache as compile_cache
-from ember.backends.llvm import Target
-from ember.compile_cache import (
+import ember.backends.kernel_cache as compile_cache
+from ember.backends.kernel_cache import (
     CacheEntryWarning,
     CompileCache,
     cache_info,
@@ -31,7 +30,8 @@ from ember.compile_cache import (
     source_digest,
     target_fingerprint,
 )
-from ember.kernel_build import kernel_key
+from ember.backends.kernels import kernel_key
+from ember.backends.llvm import Target
 
 ROOT = Path(__file__).resolve().parents[1]
 ADD = """
@@ -291,7 +291,7 @@ def test_an_entry_without_read_permission_is_discarded(tmp_path):
 
 
 def test_a_model_with_damaged_entries_compiles_again(tmp_path):
-    from ember.aot import compile_model
+    from ember.compiler.model import compile_model
 
     a = np.arange(32, dtype="float32").reshape(4, 8)
     b = np.full((4, 8), 2, "float32")
@@ -330,7 +330,7 @@ def test_a_model_whose_cached_code_is_cut_short_compiles_again(tmp_path):
     """An entry whose checksum holds but whose object is truncated is found
     unusable, purged with a warning naming it, compiled afresh and re-stored:
     not an internal error on every compile."""
-    from ember.aot import compile_model
+    from ember.compiler.model import compile_model
 
     a = np.arange(32, dtype="float32").reshape(4, 8)
     b = np.full((4, 8), 2, "float32")
@@ -390,7 +390,7 @@ HAMMER = """
 import sys, time, warnings
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
-from ember.compile_cache import CacheEntryWarning, CompileCache
+from ember.backends.kernel_cache import CacheEntryWarning, CompileCache
 
 warnings.simplefilter("error", CacheEntryWarning)
 directory, start = Path(sys.argv[1]), float(sys.argv[2])
@@ -498,16 +498,16 @@ tree, cache_dir, pinned = sys.argv[1:4]
 sys.path.insert(0, tree)
 from pathlib import Path
 import numpy as np
-import ember, ember.compile_cache, ember.passes
+import ember, ember.backends.kernel_cache, ember.passes
 assert Path(ember.__file__).is_relative_to(tree), ember.__file__
 assert Path(ember.passes.__file__).is_relative_to(tree), ember.passes.__file__
-digest = ember.compile_cache.source_digest()
+digest = ember.backends.kernel_cache.source_digest()
 if pinned:  # a key that ignores ember's sources, as it once did
-    ember.compile_cache.source_digest = lambda: pinned
-from ember.aot import compile_model
+    ember.backends.kernel_cache.source_digest = lambda: pinned
+from ember.compiler.model import compile_model
 from ember.runtime import GraphModule, cpu
 mod = compile_model(sys.stdin.read(), {}, workers=1,
-                    cache=ember.compile_cache.CompileCache(Path(cache_dir)))
+                    cache=ember.backends.kernel_cache.CompileCache(Path(cache_dir)))
 gm = GraphModule(mod["default"](cpu()))
 gm.set_input("a", np.arange(32, dtype="float32").reshape(4, 8))
 gm.set_input("b", np.full((4, 8), 2, "float32"))

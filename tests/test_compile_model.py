@@ -11,9 +11,9 @@ import pytest
 from xdsl.parser import Parser
 
 import ember
-from ember.aot import ModelCompileError, compile_model
-from ember.compile_cache import CompileCache
-from ember.kernel_build import compile_kernel, object_symbols
+from ember.backends.kernel_cache import CompileCache
+from ember.backends.kernels import compile_kernel, object_symbols
+from ember.compiler.model import ModelCompileError, compile_model
 from ember.passes import get_context
 from ember.passes.graph_reference import run_graph
 from ember.runtime import GraphModule, cpu, save_param_dict
@@ -409,8 +409,8 @@ def test_the_pipeline_on_one_module_runs_as_compile_model(ir, cache):
     """`ember-model` run as one pass list (as `ember-opt -p ember-model` runs
     it), then linked, gives the library `compile_model` gives, and both the
     graph's numpy semantics."""
-    from ember.aot import link_model
     from ember.backends.llvm import Target
+    from ember.compiler.model import link_model
     from ember.passes import run
     from ember.passes.bound_params import bind_params
     from ember.passes.pipelines import model_passes

@@ -36,8 +36,8 @@ from cross_util import Machine, WasmModule, link_wasm, run_kernel
 
 import ember
 from ember import te, topi
+from ember.backends.kernel_cache import CompileCache
 from ember.backends.llvm.target import Target
-from ember.compile_cache import CompileCache
 from ember.topi.reduce import reduce as topi_reduce
 
 A72 = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"

@@ -13,7 +13,7 @@ import pytest
 
 import ember
 from ember import runtime as rt
-from ember.aot import ModelCompileError
+from ember.compiler.model import ModelCompileError
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -80,7 +80,7 @@ def test_an_opencl_model_exports_and_loads_in_a_process_without_the_compiler(
         "gm = rt.GraphModule(lib['default'](rt.opencl(0)))\n"
         f"np.save({str(tmp_path / 'y.npy')!r}, gm(input=np.load({str(tmp_path / 'x.npy')!r}))[0])\n"
         "compiler = [m for m in sys.modules if m.split('.')[0] in ('xdsl', 'llvmlite')"
-        " or m.startswith(('ember.passes', 'ember.backends', 'ember.aot'))]\n"
+        " or m.startswith(('ember.passes', 'ember.backends', 'ember.compiler.model'))]\n"
         "assert not compiler, compiler\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -123,9 +123,10 @@ def test_a_device_model_goes_through_graph_plan_memory_with_reused_slots(
     assert len(run["buffers"]) == len(slots)  # kernels allocate nothing
     assert len(slots) < len(info["calls"]) / 4
     assert sum(slots) < info["intermediate_bytes"] / 2
-    assert opencl_mobilenet.compile_stats.kernels == len(
-        opencl_mobilenet.plan["functions"]
-    ) - 1
+    assert (
+        opencl_mobilenet.compile_stats.kernels
+        == len(opencl_mobilenet.plan["functions"]) - 1
+    )
 
 
 @pytest.fixture(scope="module")

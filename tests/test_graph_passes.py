@@ -10,11 +10,11 @@ from xdsl.ir import Block, Region, SSAValue
 
 import ember
 from ember.dialects import graph
-from ember.pass_context import PassContext
 from ember.passes.graph_fold_batch_norm import fold_batch_norm, rewrite_batch_norms
 from ember.passes.graph_fold_constants import fold_constants
 from ember.passes.graph_fuse_ops import fuse_ops
 from ember.passes.graph_reference import run_graph
+from ember.passes.pass_context import PassContext
 from ember.passes.pipelines import graph_pipeline, optimize_graph
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ember.memory_plan import ALIGNMENT, TensorLife, plan_memory
+from ember.passes.memory_plan import ALIGNMENT, TensorLife, plan_memory
 
 
 def test_chain_reuses_dead_buffers():

@@ -23,7 +23,7 @@ from ember.frontends.onnx import OnnxImportError, from_onnx  # noqa: E402
 
 @pytest.fixture(scope="module")
 def kernel_cache(tmp_path_factory):
-    from ember.compile_cache import CompileCache
+    from ember.backends.kernel_cache import CompileCache
 
     return CompileCache(tmp_path_factory.mktemp("cache"))
 
@@ -31,7 +31,7 @@ def kernel_cache(tmp_path_factory):
 def compiled(model, feeds, cache, kernels=None, rtol=1e-5, atol=1e-5):
     """Compile `model`, run it on `feeds` and compare every output with
     onnxruntime's; `kernels`: how many kernels the model compiles to."""
-    from ember.aot import compile_model
+    from ember.compiler.model import compile_model
     from ember.runtime import GraphModule, cpu
 
     want = ort_session(model).run(None, feeds)

@@ -1328,14 +1328,14 @@ def _gelu_mix():
 
 @pytest.fixture(scope="module")
 def kernel_cache(tmp_path_factory):
-    from ember.compile_cache import CompileCache
+    from ember.backends.kernel_cache import CompileCache
 
     return CompileCache(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.mark.parametrize("build", [_conv_mix, _dense_mix, _shape_mix, _gelu_mix])
 def test_compiled_op_mixes_match_onnxruntime(build, kernel_cache):
-    from ember.aot import compile_model
+    from ember.compiler.model import compile_model
     from ember.runtime import GraphModule, cpu
 
     model = build()
@@ -1381,7 +1381,7 @@ def _conv_then(op, attrs, opset, slope=False):
 
 
 def _compiled_matches_onnxruntime(model, feeds, cache, kernels):
-    from ember.aot import compile_model
+    from ember.compiler.model import compile_model
     from ember.runtime import GraphModule, cpu
 
     (want,) = ort_session(model).run(None, feeds)

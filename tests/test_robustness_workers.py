@@ -46,8 +46,8 @@ def test_workers_die_when_the_compiler_is_killed(tmp_path):
     script = textwrap.dedent(
         f"""
         import numpy as np
-        from ember.aot import compile_model
-        from ember.compile_cache import CompileCache
+        from ember.compiler.model import compile_model
+        from ember.backends.kernel_cache import CompileCache
 
         rng = np.random.default_rng(0)
         shapes = {{"w1": (16, 8, 3, 3), "b1": (16,), "w2": (16, 16, 3, 3),

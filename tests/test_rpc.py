@@ -347,7 +347,7 @@ sys.modules["llvmlite"] = None
 from ember.rpc.server import main
 import ember.runtime.rpc.session  # what a session needs, loaded up front
 loaded = [m for m in sys.modules if m.startswith(("xdsl", "llvmlite", "ember.backends",
-          "ember.passes", "ember.dialects", "ember.te", "ember.driver")) and sys.modules[m]]
+          "ember.passes", "ember.dialects", "ember.te", "ember.compiler.build")) and sys.modules[m]]
 if loaded:
     raise SystemExit(f"the server imported the compiler: {loaded}")
 sys.exit(main(sys.argv[1:]))

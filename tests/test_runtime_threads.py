@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.compile_cache import CompileCache
+from ember.backends.kernel_cache import CompileCache
 from ember.runtime import EmberError, GraphModule, cpu, save_param_dict
 
 IR = """

@@ -10,9 +10,9 @@ from xdsl.ir import Block, Region
 from xdsl.irdl import irdl_op_definition
 
 from ember import te
-from ember.aot import ModelCompileError, compile_model
+from ember.backends.kernel_cache import CompileCache
 from ember.backends.llvm import Target
-from ember.compile_cache import CompileCache
+from ember.compiler.model import ModelCompileError, compile_model
 from ember.dialects import graph
 from ember.dialects.graph_tensor import _BinaryOp, _UnaryOp
 from ember.runtime import GraphModule, cpu

@@ -12,7 +12,7 @@ from xdsl.dialects import func
 
 import ember
 from ember import runtime as rt
-from ember.aot import lower_to_te
+from ember.compiler.model import lower_to_te
 from ember.dialects.te_schedule import ScheduleOp
 from ember.runtime.errors import EmberValueError
 from ember.tune.model import KnobSpace, extract_tasks, schedule_text, tune_model

@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from ember import te
-from ember.compile_cache import target_fingerprint
+from ember.backends.kernel_cache import target_fingerprint
 from ember.tune.records import (
     Record,
     TuningRecordWarning,

@@ -211,8 +211,8 @@ def test_models_take_the_pass_contexts_algorithm(algorithm):
     direct too); each gives onnxruntime's result."""
     from test_blocked_layouts import _check
 
-    from ember.aot import lower_to_te
-    from ember.pass_context import PassContext
+    from ember.compiler.model import lower_to_te
+    from ember.passes.pass_context import PassContext
 
     model = _three_convs()
     with PassContext(config={"conv2d.algorithm": algorithm}):

@@ -6,6 +6,7 @@
     ember debug model.onnx --inputs x.npz      # the first kernel that differs
     ember opt kernel.mlir -p ember-cpu         # = ember-opt
     ember rpc-server --port 9090               # = ember-rpc-server
+    ember build-runtime -o out/                # the C runtime and RPC server
     ember cache info | clear                   # the compile cache on disk
     ember --version
     python -m ember ...                        # the same
@@ -41,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "opt": ("ember.tools.ember_opt", "run passes over IR and print any stage"),
     "rpc-server": ("ember.runtime.rpc.server", "serve RPC sessions on a device"),
+    "build-runtime": (
+        "ember.tools.build_runtime",
+        "compile the C runtime and its RPC server for a device",
+    ),
     "cache": ("ember.tools.cli", "show or clear the compile cache on disk"),
 }
 """Command name -> (the module whose `main(argv)` runs it, its summary)."""
@@ -104,7 +109,7 @@ def cache_main(argv: Sequence[str] | None = None) -> int:
     def body() -> None:
         from pathlib import Path
 
-        from ember import compile_cache
+        from ember.backends import kernel_cache as compile_cache
 
         setup_logging("ember cache", log_level(opts.verbose, opts.quiet))
         directory = Path(opts.dir) if opts.dir else compile_cache.default_directory()

@@ -13,7 +13,7 @@ The onnx wheel ships the generators of its backend node tests
 cases (no network, a few seconds) into
 `<ember cache>/onnx-node-tests/<onnx version>/`, in onnx's own layout
 (`<case>/model.onnx`, `test_data_set_0/*.pb`), and later runs read them from
-there. The cache folder is `ember.compile_cache`'s: `$EMBER_CACHE_DIR`, else
+there. The cache folder is `ember.backends.kernel_cache`'s: `$EMBER_CACHE_DIR`, else
 `$XDG_CACHE_HOME/ember`, else `~/.cache/ember`. A case is single-op when its
 model has one node (the issue's measure); `--expanded` adds onnx's
 function-expanded twins (`*_expanded`: the op written as several nodes).
@@ -122,7 +122,7 @@ def cache_root() -> Path:
     is off)."""
     import onnx
 
-    from ember.compile_cache import default_directory
+    from ember.backends.kernel_cache import default_directory
 
     base = default_directory()
     if base is None:

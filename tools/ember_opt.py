@@ -508,7 +508,7 @@ class EmberOptMain(xDSLOptMain):
     def _emit_graph(
         self, module: ModuleOp, stage: str, run, timer: Timer
     ) -> list[str | bytes]:
-        from ember.pass_context import PassContext
+        from ember.passes.pass_context import PassContext
         from ember.passes.pipelines import model_passes
         from ember.tools import opt_stages as st
 
@@ -561,7 +561,7 @@ def expand_pipelines(spec: str, kind: str = "llvm") -> str:
     a pass list, replaced by their passes (`ember-model`'s for target kind
     `kind`) so that per-pass flags (`--print-ir-after-all`, `--time-passes`)
     see every stage."""
-    from ember.pass_context import PassContext
+    from ember.passes.pass_context import PassContext
     from ember.passes.pipelines import EMBER_CPU, graph_pipeline, model_passes
 
     spec = re.sub(r"(?<![\w-])ember-cpu(?![\w{-])", ",".join(EMBER_CPU), spec)

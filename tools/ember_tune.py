@@ -132,7 +132,7 @@ def _check(opts: argparse.Namespace) -> Path:
 def _outputs(opts: argparse.Namespace) -> list[Named]:
     """The files a run writes: the cache directory's log (first: an option
     naming it is what is wrong), the log and the plot."""
-    from ember.compile_cache import default_directory
+    from ember.backends.kernel_cache import default_directory
 
     directory = None if opts.no_cache_records else default_directory()
     cached = directory / "tuning.jsonl" if directory is not None else None

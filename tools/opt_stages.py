@@ -102,7 +102,7 @@ def codegen(module: ModuleOp, stage: str, target: str) -> str | bytes:
 def _model_codegen(module: ModuleOp, stage: str, target) -> str | bytes:
     import tempfile
 
-    from ember.aot import link_model
+    from ember.compiler.model import link_model
     from ember.passes.bound_params import bound_params
 
     bound = bound_params()
@@ -168,7 +168,7 @@ def _device_model_source(module: ModuleOp, target) -> str:
     compiled apart, joined) and `default_run`'s launches as comments."""
     import json
 
-    from ember.aot import model_kernels
+    from ember.compiler.model import model_kernels
     from ember.passes.graph_plan_memory import MODEL_ATTR
     from ember.runtime.abi import MODEL_ENTRY
 

@@ -120,7 +120,7 @@ def features_job(text: str) -> list[float] | None:
 
 
 def _fork_pool(workers: int) -> ProcessPoolExecutor:
-    from ember.kernel_build import _die_with_parent, _fork_context
+    from ember.backends.kernels import _die_with_parent, _fork_context
 
     return ProcessPoolExecutor(
         workers,

@@ -150,8 +150,8 @@ def extract_tasks(
     from xdsl.dialects import func
     from xdsl.dialects.builtin import ModuleOp
 
-    from ember.aot import lower_to_te
     from ember.backends.llvm import Target
+    from ember.compiler.model import lower_to_te
     from ember.dialects import graph
     from ember.passes.convert_graph_to_te import KERNEL_ATTR, observe_kernels
 
@@ -459,7 +459,7 @@ def save_to_cache(result: ModelTuneResult, tasks: Sequence[ModelTask]) -> str | 
     """Add each task's best record in `result`'s log to the log under ember's
     cache directory (what `compile_model` applies by default); the path, or
     None when there is no log or no cache directory."""
-    from ember.compile_cache import default_directory
+    from ember.backends.kernel_cache import default_directory
     from ember.tune.records import append_records, best_record, load_records
 
     directory = default_directory()

@@ -230,7 +230,7 @@ def history_best(module, records, target) -> dict:
 
     from xdsl.dialects import func
 
-    from ember.compile_cache import target_fingerprint
+    from ember.backends.kernel_cache import target_fingerprint
     from ember.tune.task import unscheduled_text
 
     if isinstance(records, str | os.PathLike):
@@ -255,7 +255,7 @@ def default_records() -> str | None:
     """The tuning log under ember's cache directory that models apply by
     default (`ember-tune` adds its best records there), if it exists; its
     records apply only to the target they were measured on."""
-    from ember.compile_cache import default_directory
+    from ember.backends.kernel_cache import default_directory
 
     directory = default_directory()
     path = directory / "tuning.jsonl" if directory is not None else None

@@ -114,8 +114,8 @@ class Task:
     """
 
     def __init__(self, text: str, target=None):
+        from ember.backends.kernel_cache import target_fingerprint
         from ember.backends.llvm import Target
-        from ember.compile_cache import target_fingerprint
         from ember.passes import get_context
 
         self.target = Target.resolve(target)

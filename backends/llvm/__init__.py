@@ -95,7 +95,7 @@ class LLVMBackend(Backend):
         return emit_object(compiled, tm)
 
     def kernel_problem(self, code, symbol):
-        from ember.kernel_build import object_problem
+        from ember.backends.kernels import object_problem
 
         return object_problem(code, symbol)
 

@@ -15,9 +15,9 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
+from ember.backends.kernels import KernelCode, object_symbols
 from ember.backends.llvm.module import LLVMModule, _resolve
 from ember.backends.llvm.target import Target
-from ember.kernel_build import KernelCode, object_symbols
 from ember.runtime import EmberError, Module
 from ember.runtime.abi import MODEL_ENTRY, PARAMS_SYMBOL
 from ember.runtime.cc import ObjectFile
@@ -125,7 +125,7 @@ def kernel_loop_source(te_source: str, symbol: str) -> str:
     function `@kernel`) as `te-compile-kernels` lowers it, named `symbol`."""
     from xdsl.parser import Parser
 
-    from ember.kernel_build import HASHED_NAME
+    from ember.backends.kernels import HASHED_NAME
     from ember.passes import get_context, run
     from ember.passes.pipelines import KERNELS_TO_LOOP
 

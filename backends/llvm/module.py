@@ -12,6 +12,7 @@ import numpy as np
 from llvmlite import ir
 from xdsl.dialects.builtin import ModuleOp
 
+from ember.backends.kernels import object_symbols
 from ember.backends.llvm.codegen import (
     embedded_metadata,
     emit_assembly,
@@ -23,7 +24,6 @@ from ember.backends.llvm.codegen import (
 )
 from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
-from ember.kernel_build import object_symbols
 from ember.runtime import EmberError, Module, callbacks, parallel
 from ember.runtime.abi import METADATA_FUNCTION
 from ember.runtime.cc import ObjectFile

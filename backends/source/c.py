@@ -17,7 +17,7 @@ extents, and compact strides; then that no output shares a byte with another
 argument. The user sees one ember whichever target built the function.
 
 `c` compiles the file with `cc -O2 -std=c99 -shared -fPIC` (`$CC`, else `cc`)
-when it is built, through the kernel compile cache (`ember.compile_cache`,
+when it is built, through the kernel compile cache (`ember.backends.kernel_cache`,
 keyed by the source and the compiler's path and version); parallel loops run
 serially. Micro mode
 (`c -mcpu=cortex-m4`, `target.micro`) writes code for a microcontroller: no
@@ -43,9 +43,9 @@ from math import prod
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
+from ember.backends.kernel_cache import default_cache
 from ember.backends.source.faces import MATH_FUNCTIONS, CFace
 from ember.backends.source.target import DeviceTarget
-from ember.compile_cache import default_cache
 from ember.passes.func_packed_abi import (
     DEVICE_CPU,
     DTYPES,

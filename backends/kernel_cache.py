@@ -76,6 +76,8 @@ _SUBPACKAGES = (
     "tools",
     "frontends",
     "topi",
+    "strategy",
+    "compiler",
 )
 
 

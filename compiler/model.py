@@ -23,7 +23,7 @@ own passes run: as MLIR runs a function pipeline per function, each kernel
 function is compiled apart by its target's backend (`te-compile-kernels`: an
 object for a CPU, a piece of a launch plan for a GPU; in a pool of processes,
 once per distinct kernel, cached by its te IR and target in
-`ember.compile_cache`), and the module keeps its declaration. `link_model`
+`ember.backends.kernel_cache`), and the module keeps its declaration. `link_model`
 then asks the backend for the runtime module (`Backend.link_model`): a CPU's
 entry JIT-compiled with the kernel objects (`export_library` writes one
 library), a GPU's launch plan (`backends/source/gpu_model.py`). The same
@@ -47,9 +47,9 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import PassFailedException
 
-from ember.compile_cache import CompileCache
+from ember.backends.kernel_cache import CompileCache
+from ember.backends.kernels import KernelBuild, KernelCode, kernel_build, te_source
 from ember.dialects import graph
-from ember.kernel_build import KernelBuild, KernelCode, kernel_build, te_source
 from ember.passes.pipelines import GRAPH_TO_TE
 from ember.passes.te_compile_kernels import OBJECTS_ATTR, object_keys
 from ember.runtime import EmberError, Module
@@ -262,7 +262,7 @@ def model_kernels(
     Raises:
         ModelCompileError: a kernel's code is missing or damaged.
     """
-    from ember.compile_cache import default_cache
+    from ember.backends.kernel_cache import default_cache
 
     cache = cache if cache is not None else default_cache()
     kernels = []
@@ -360,7 +360,7 @@ def lower_to_te(
 def _pass_context(opt_level: int | None, disabled: Sequence[str]):
     """The current `PassContext`, with `opt_level` and `disabled` (when given)
     taking precedence."""
-    from ember.pass_context import PassContext
+    from ember.passes.pass_context import PassContext
 
     current = PassContext.current()
     return PassContext(

@@ -8,7 +8,7 @@ has checked its own arguments and calls the kernels directly with views of its
 workspace and params. For a GPU it is a piece of a launch plan
 (`backends/source/gpu_model.py`). Kernels are cached by the sha256 of their te
 IR, the resolved target, the kernel's passes and ember's own sources (see
-`ember.compile_cache`), so identical layers compile once, and a warm cache
+`ember.backends.kernel_cache`), so identical layers compile once, and a warm cache
 compiles nothing.
 
 Every kernel first runs `KERNELS_TO_LOOP` (`ember.passes.pipelines`): its
@@ -39,7 +39,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ember.compile_cache import CompileCache
+from ember.backends.kernel_cache import CompileCache
 from ember.runtime.errors import EmberValueError
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class KernelBuild:
     the cache, the worker processes, and who is told of each kernel."""
 
     cache: CompileCache | None = None
-    """None: the process-wide cache (`ember.compile_cache.default_cache`)."""
+    """None: the process-wide cache (`ember.backends.kernel_cache.default_cache`)."""
     workers: int | None = None
     """Processes compiling misses; None: one per core."""
     report: Callable[[int, int, str, bool], None] | None = None
