@@ -30,8 +30,10 @@ def _fail(op: Operation, what: str) -> PassFailedException:
 
 
 def _lowered(op: Operation, types: tuple[Attribute, ...]) -> list[Attribute]:
+    # a symbolic buffer is a bare pointer too: its sizes are the function's
+    # symbol arguments (`ember.dims`, read where it is indexed)
     for t in types:
-        if isinstance(t, MemRefType) and (error := bare_pointer_error(t)):
+        if isinstance(t, MemRefType) and (error := bare_pointer_error(t, True)):
             raise _fail(op, error)
     return [llvm_type(t) for t in types]
 
@@ -43,7 +45,15 @@ def _result_type(op: Operation, types: tuple[Attribute, ...]) -> Attribute:
 
 
 def _func(op: func.FuncOp) -> None:
+    from ember.passes.func_packed_abi import buffer_dims
+
     ftype = op.function_type
+    for i, t in enumerate(ftype.inputs.data):
+        if isinstance(t, MemRefType) and not t.has_static_shape():
+            try:
+                buffer_dims(op, i)  # its sizes are named, so it can be indexed
+            except ValueError as e:
+                raise _fail(op, str(e)) from None
     signature = llvm.LLVMFunctionType(
         _lowered(op, ftype.inputs.data), _result_type(op, ftype.outputs.data)
     )

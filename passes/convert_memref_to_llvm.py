@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.dialects import arith, llvm, memref, vector
+from xdsl.dialects import arith, func, llvm, memref, vector
 from xdsl.dialects.builtin import (
     AnyFloat,
     BFloat16Type,
@@ -45,6 +45,7 @@ from ember.passes.to_llvm import (
     llvm_type,
     replace,
 )
+from ember.runtime.shape_expr import sym_prod
 
 BUFFER_ALIGNMENT = 64
 """Heap and stack buffers start on a cache line (and a full AVX-512 vector)."""
@@ -67,9 +68,10 @@ def element_bytes(t: Attribute) -> int | None:
     return _FLOAT_BYTES.get(type(t))
 
 
-def bare_pointer_error(t: MemRefType) -> str | None:
-    """Why `t` cannot lower to a bare pointer, or None if it can."""
-    if not t.has_static_shape():
+def bare_pointer_error(t: MemRefType, symbolic: bool = False) -> str | None:
+    """Why `t` cannot lower to a bare pointer, or None if it can (`symbolic`:
+    dynamic dims are allowed, their sizes given as the function's symbols)."""
+    if not symbolic and not t.has_static_shape():
         return f"expected a static shape, got {t}"
     if not isinstance(t.layout, NoneAttr):
         return f"expected the identity layout, got {t}"
@@ -82,7 +84,8 @@ def bare_pointer_error(t: MemRefType) -> str | None:
 
 def _buffer_type(op: Operation, value: SSAValue | Attribute) -> MemRefType:
     t = value.type if isinstance(value, SSAValue) else value
-    error = bare_pointer_error(t) if isinstance(t, MemRefType) else f"got {t}"
+    sized = isinstance(value, BlockArgument) and _function_of(value) is not None
+    error = bare_pointer_error(t, sized) if isinstance(t, MemRefType) else f"got {t}"
     if error is not None:
         raise cannot_lower("convert-memref-to-llvm", op, error)
     assert isinstance(t, MemRefType)
@@ -107,6 +110,7 @@ class _Accesses:
 
     def __init__(self) -> None:
         self.values: dict[SSAValue, SSAValue] = {}
+        self.dynamic: dict[SSAValue, list] = {}
         self.constants: dict[tuple[Block, int], SSAValue] = {}
         self.memory_props: dict[int, dict[str, Attribute]] = {}
 
@@ -144,12 +148,15 @@ class _Accesses:
         if not indices:
             return base
         shape = t.get_shape()
+        strides = self.strides(op, buffer) if not t.has_static_shape() else None
         ops: list[Operation] = []
         linear: SSAValue | None = None
         for dim, index in enumerate(indices):
             term = self.llvm_value(index)
-            if (stride := prod(shape[dim + 1 :])) != 1:
-                operands = [term, self.constant(stride, op)]
+            stride = prod(shape[dim + 1 :]) if strides is None else strides[dim]
+            if stride != 1:
+                value = stride if isinstance(stride, SSAValue) else None
+                operands = [term, value or self.constant(stride, op)]
                 ops.append(
                     llvm.MulOp.create(
                         operands=operands, result_types=[i64], properties=_NSW
@@ -174,6 +181,76 @@ class _Accesses:
         )
         Rewriter.insert_op(ops, InsertPoint.before(op))
         return ops[-1].results[0]
+
+    def strides(self, op: Operation, buffer: SSAValue) -> list:
+        """The row-major strides of a symbolic buffer argument (an int, or an
+        i64 value computed once at the function's entry from its symbol
+        arguments and `ember.dims`)."""
+        if (known := self.dynamic.get(buffer)) is not None:
+            return known
+        from ember.passes.func_packed_abi import buffer_dims, symbol_args
+
+        f = _function_of(buffer) if isinstance(buffer, BlockArgument) else None
+        if f is None:
+            raise cannot_lower(
+                "convert-memref-to-llvm", op, f"expected the sizes of {buffer.type}"
+            )
+        assert isinstance(buffer, BlockArgument)
+        try:
+            dims = buffer_dims(f, buffer.index)
+        except ValueError as e:
+            raise cannot_lower("convert-memref-to-llvm", op, str(e)) from None
+        names = symbol_args(f)
+        block = f.body.blocks.first
+        assert block is not None
+        symbols = {
+            name: self.llvm_value(block.args[len(block.args) - len(names) + k])
+            for k, name in enumerate(names)
+        }
+        ops: list[Operation] = []
+
+        def emit(value) -> SSAValue | int:
+            if isinstance(value, int):
+                return value
+            total: SSAValue | int = value.const
+            for monomial, coeff in value.terms:
+                term: SSAValue | int = coeff
+                for atom in monomial:
+                    x = atom_value(atom)
+                    term = x if term == 1 else _binary(llvm.MulOp, term, x, ops)
+                total = term if total == 0 else _binary(llvm.AddOp, total, term, ops)
+            return total
+
+        def atom_value(atom) -> SSAValue:
+            if atom.op is None:
+                if atom.name not in symbols:
+                    raise cannot_lower(
+                        "convert-memref-to-llvm",
+                        op,
+                        f"no symbol argument {atom.name} for {buffer.type}",
+                    )
+                return symbols[atom.name]
+            x, y = (_as_value(emit(a), ops) for a in atom.args)
+            kind = {"floordiv": llvm.SDivOp, "mod": llvm.SRemOp}.get(atom.op)
+            if kind is not None:
+                return _binary(kind, x, y, ops)
+            flag = llvm.ICmpPredicateFlag("slt" if atom.op == "min" else "sgt")
+            cmp = llvm.ICmpOp(x, y, IntegerAttr(flag.to_int(), i64))
+            ops.append(cmp)
+            ops.append(llvm.SelectOp(cmp.results[0], x, y))
+            return ops[-1].results[0]
+
+        strides = [emit(sym_prod(dims[k + 1 :])) for k in range(len(dims))]
+        # after the symbols' casts at the entry, before any use
+        anchor = max(
+            (v.owner for v in symbols.values() if isinstance(v, OpResult)),
+            key=lambda o: block.get_operation_index(o),
+            default=None,
+        )
+        where = InsertPoint.after(anchor) if anchor else InsertPoint.at_start(block)
+        Rewriter.insert_op(ops, where)
+        self.dynamic[buffer] = strides
+        return strides
 
     def view(self, op: memref.ViewOp) -> None:
         """A typed view of an i8 buffer at a byte offset: a GEP of i8 by the offset.
@@ -248,6 +325,28 @@ class _Accesses:
         operands = [self.llvm_value(value), ptr]
         store = llvm.StoreOp.create(operands=operands, properties=self.memory(t))
         replace(op, [store], [])
+
+
+def _function_of(arg: BlockArgument) -> func.FuncOp | None:
+    """The function whose entry block `arg` is an argument of, if any."""
+    owner = arg.block.parent_op()
+    if isinstance(owner, func.FuncOp) and arg.block is owner.body.blocks.first:
+        return owner
+    return None
+
+
+def _i64(value: int, ops: list[Operation]) -> SSAValue:
+    ops.append(llvm.ConstantOp(IntegerAttr(value, i64), i64))
+    return ops[-1].results[0]
+
+
+def _as_value(value: SSAValue | int, ops: list[Operation]) -> SSAValue:
+    return _i64(value, ops) if isinstance(value, int) else value
+
+
+def _binary(kind, a, b, ops: list[Operation]) -> SSAValue:
+    ops.append(kind(_as_value(a, ops), _as_value(b, ops)))
+    return ops[-1].results[0]
 
 
 def _buffer_alignment(op: memref.AllocOp | memref.AllocaOp) -> int:

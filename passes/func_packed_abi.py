@@ -18,8 +18,8 @@ The entry is llvm-dialect code except for its call of `@f_impl`: that is a
 """
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
@@ -57,6 +57,15 @@ from ember.passes.convert_memref_to_llvm import bare_pointer_error, element_byte
 from ember.passes.names import ssa_name
 from ember.runtime.abi import METADATA_FUNCTION, MODEL_ATTR, MODEL_ENTRY, TypeCode
 from ember.runtime.callbacks import CALLBACK_ERROR
+from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import SymExpr, sym_prod
+from ember.runtime.shape_expr import parse as parse_dim
+
+DIMS_ATTR = "ember.dims"
+"""A buffer argument's expressions for its dynamic dims, in order (`["n"]` for
+`memref<?x8xf32>`), as a graph tensor type's encoding names them."""
+SYMBOL_ATTR = "ember.symbol"
+"""A trailing `index` argument that is a size symbol (`ember.symbol = "n"`)."""
 
 FALLIBLE = "ember.fallible"
 """The unit attribute of a function that returns a failure message, null when it
@@ -124,19 +133,27 @@ class PackedArg:
     type: MemRefType
     dtype: str
     output: bool
+    dims: tuple = ()
+    """Its dims, symbolic ones as expressions (`ember.dims`); () when static."""
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.type.get_shape()
+    def shape(self) -> tuple:
+        return self.dims or self.type.get_shape()
 
     @property
-    def nbytes(self) -> int:
+    def symbolic(self) -> bool:
+        return any(isinstance(d, SymExpr) for d in self.shape)
+
+    @property
+    def nbytes(self):
+        """Its size in bytes: an int, or an expression over the symbols."""
         size = element_bytes(self.type.element_type)
         assert size is not None  # a bare pointer's element type has a size
-        return prod(self.shape) * size
+        return sym_prod(self.shape) * size
 
     def describe(self) -> str:
-        return f"{self.dtype} tensor of shape {self.shape}"
+        dims = ", ".join(map(str, self.shape))
+        return f"{self.dtype} tensor of shape ({dims}{',' if len(self.shape) == 1 else ''})"
 
 
 def _fail(f: func.FuncOp, what: str) -> PassFailedException:
@@ -156,12 +173,17 @@ def packed_args(f: func.FuncOp) -> list[PackedArg] | None:
         results.remove(PTR)  # the failure message convert-call-packed-to-llvm added
     if private or not f.body.blocks or results:
         return None
-    if not all(isinstance(t, MemRefType) for t in ftype.inputs.data):
+    n_buffers = len(ftype.inputs.data) - len(symbol_args(f))
+    if not all(isinstance(t, MemRefType) for t in ftype.inputs.data[:n_buffers]):
         return None
     args: list[PackedArg] = []
-    for i, t in enumerate(ftype.inputs.data):
+    for i, t in enumerate(ftype.inputs.data[:n_buffers]):
         assert isinstance(t, MemRefType)
-        if (error := bare_pointer_error(t)) is not None:
+        try:
+            dims = buffer_dims(f, i)
+        except EmberValueError as e:
+            raise _fail(f, f"argument {i}: {e}") from None
+        if (error := bare_pointer_error(t, symbolic=True)) is not None:
             raise _fail(f, f"argument {i}: {error}")
         attrs = f.arg_attrs.data[i].data if f.arg_attrs is not None else {}
         name = attrs.get("ember.name")
@@ -173,8 +195,76 @@ def packed_args(f: func.FuncOp) -> list[PackedArg] | None:
                 raise _fail(f, f"argument {i}: ember.dtype {override} does not fit {t}")
             dtype = override.data
         label = name.data if isinstance(name, StringAttr) and name.data else f"arg{i}"
-        args.append(PackedArg(label, t, dtype, "ember.output" in attrs))
+        symbolic = dims if any(isinstance(d, SymExpr) for d in dims) else ()
+        args.append(PackedArg(label, t, dtype, "ember.output" in attrs, symbolic))
+    _check_symbols(f, args)
     return args
+
+
+def symbol_args(f: func.FuncOp) -> list[str]:
+    """The names of `f`'s trailing `index` arguments marked `ember.symbol`: the
+    sizes its symbolic buffers are of, which the packed entry binds from the
+    buffers' shapes."""
+    names: list[str] = []
+    inputs = f.function_type.inputs.data
+    attrs = f.arg_attrs.data if f.arg_attrs is not None else [None] * len(inputs)
+    for t, d in reversed(list(zip(inputs, attrs, strict=True))):
+        symbol = d.data.get(SYMBOL_ATTR) if d is not None else None
+        if not isinstance(t, IndexType) or not isinstance(symbol, StringAttr):
+            break
+        names.insert(0, symbol.data)
+    return names
+
+
+def buffer_dims(f: func.FuncOp, i: int) -> tuple:
+    """The dims of `f`'s buffer argument `i`: its static ones, and for each `?`
+    the expression its `ember.dims` names (as a tensor type's encoding)."""
+    t = f.function_type.inputs.data[i]
+    assert isinstance(t, MemRefType)
+    shape = t.get_shape()
+    dynamic = [k for k, d in enumerate(shape) if d < 0]
+    if not dynamic:
+        return tuple(shape)
+    attrs = f.arg_attrs.data[i].data if f.arg_attrs is not None else {}
+    names = attrs.get(DIMS_ATTR)
+    if not isinstance(names, ArrayAttr) or len(names.data) != len(dynamic):
+        raise EmberValueError(
+            f"expected a static shape, or {DIMS_ATTR} naming each dynamic dim "
+            f'of {t} (as ["n"] for memref<?x8xf32>), got '
+            + ("none" if names is None else str(names))
+        )
+    dims = list(shape)
+    for k, name in zip(dynamic, names.data, strict=True):
+        if not isinstance(name, StringAttr):
+            raise EmberValueError(f"expected dimension expression strings, got {name}")
+        dims[k] = parse_dim(name.data)
+    return tuple(dims)
+
+
+def _check_symbols(f: func.FuncOp, args: list[PackedArg]) -> None:
+    """Every symbol a buffer's dims read is one of `f`'s symbol arguments, and
+    each is some buffer's dim by itself, so the entry can bind it."""
+    declared = symbol_args(f)
+    used: set[str] = set()
+    plain: set[str] = set()
+    for arg in args:
+        for d in arg.shape:
+            if isinstance(d, SymExpr):
+                used |= d.symbols()
+                if d.is_symbol():
+                    plain |= d.symbols()
+    if unknown := sorted(used - set(declared)):
+        raise _fail(
+            f,
+            f"dims read {', '.join(unknown)}, which no index argument "
+            f"marked {SYMBOL_ATTR} gives",
+        )
+    if unbound := [s for s in declared if s not in plain]:
+        raise _fail(
+            f,
+            f"symbol {unbound[0]} is no buffer's dim by itself, so no "
+            "shape gives its value",
+        )
 
 
 def _fallible(f: func.FuncOp) -> bool:
@@ -264,6 +354,8 @@ class _Entry:
         self.failed.name_hint = "fail"
         self.failed.args[0].name_hint = "message"
         self.failed.args[1].name_hint = "code"
+        self.sizes: dict[str, SSAValue] = {}
+        """Each symbol's value (i64), bound from the first buffer it is a dim of."""
 
     def message(self, key: str, text: str) -> str:
         symbol = f"__ember_err.{self.name}.{key}"
@@ -292,7 +384,7 @@ class _Entry:
         prefix = f"argument {i} ({arg.name}): expected"
         # Strides matter only for extents other than 1, and not at all when empty.
         strided_dims = [k for k, n in enumerate(arg.shape) if n != 1]
-        if prod(arg.shape) == 0:
+        if sym_prod(arg.shape) == 0:
             strided_dims = []
 
         type_code = b.load(self.codes, i32, i)
@@ -327,7 +419,18 @@ class _Entry:
         if arg.shape:  # the shape array is read only once ndim is known to match
             b = self.b
             shape = b.field(tensor, SHAPE)
-            extents = [b.eq(b.load(shape, i64, k), n) for k, n in enumerate(arg.shape)]
+            extents = []
+            for k, n in enumerate(arg.shape):
+                given = b.load(shape, i64, k)
+                if (
+                    isinstance(n, SymExpr)
+                    and n.is_symbol()
+                    and str(n) not in self.sizes
+                ):
+                    self.sizes[str(n)] = given  # bound by its first buffer
+                    extents.append(b.cmp("sge", given, b.const(0, i64)))
+                else:
+                    extents.append(b.cmp("eq", given, self.size(n)))
             self.check(
                 b.all(extents),
                 message,
@@ -341,7 +444,15 @@ class _Entry:
             b.add(llvm.CondBrOp(b.is_null(given), compact, [], strided, []))
             self.b = b = _Builder(strided)
             expected = compact_strides(arg.shape)
-            ok = b.all([b.eq(b.load(given, i64, k), expected[k]) for k in strided_dims])
+            ok = b.all(
+                [
+                    b.cmp("eq", b.load(given, i64, k), self.size(expected[k]))
+                    for k in strided_dims
+                ]
+            )
+            if arg.symbolic:  # an empty tensor's strides are anything
+                empty = b.cmp("eq", self.size(sym_prod(arg.shape)), b.const(0, i64))
+                ok = b.add(llvm.OrOp(ok, empty))
             message = self.message(
                 f"{i}.strides", f"{prefix} compact row-major strides"
             )
@@ -360,7 +471,7 @@ class _Entry:
         bounds: dict[int, tuple[SSAValue, SSAValue]] = {}
         for k in sorted({k for pair in pairs for k in pair}):
             first = b.add(llvm.PtrToIntOp(starts[k], i64))
-            bounds[k] = first, b.add(llvm.AddOp(first, b.const(args[k].nbytes, i64)))
+            bounds[k] = first, b.add(llvm.AddOp(first, self.size(args[k].nbytes)))
         after = [f"arg{i}_vs{j}" for i, j in pairs[1:]] + ["call"]
         for (i, j), then in zip(pairs, after, strict=True):
             b = self.b
@@ -374,7 +485,44 @@ class _Entry:
             )
             self.check(apart, self.message(f"{i}.overlaps.{j}", text), -2 - i, then)
 
-    def build(self, args: list[PackedArg], impl: str, fallible: bool) -> llvm.FuncOp:
+    def size(self, value) -> SSAValue:
+        """An int or an expression over the bound symbols, as i64 (sizes are
+        never negative: floor division is LLVM's signed one)."""
+        b = self.b
+        if isinstance(value, int):
+            return b.const(value, i64)
+        total: SSAValue | None = None
+        for monomial, coeff in value.terms:
+            term: SSAValue | None = None if coeff == 1 else b.const(coeff, i64)
+            for atom in monomial:
+                x = self._atom(atom)
+                term = x if term is None else b.add(llvm.MulOp(term, x))
+            assert term is not None
+            total = term if total is None else b.add(llvm.AddOp(total, term))
+        assert total is not None  # an expression has a term
+        if value.const:
+            total = b.add(llvm.AddOp(total, b.const(value.const, i64)))
+        return total
+
+    def _atom(self, atom) -> SSAValue:
+        b = self.b
+        if atom.op is None:
+            return self.sizes[atom.name]
+        x, y = (self.size(a) for a in atom.args)
+        if atom.op == "floordiv":
+            return b.add(llvm.SDivOp(x, y))
+        if atom.op == "mod":
+            return b.add(llvm.SRemOp(x, y))
+        pick = b.cmp("slt" if atom.op == "min" else "sgt", x, y)
+        return b.add(llvm.SelectOp(pick, x, y))
+
+    def build(
+        self,
+        args: list[PackedArg],
+        impl: str,
+        fallible: bool,
+        symbols: Sequence[str] = (),
+    ) -> llvm.FuncOp:
         names = ", ".join(a.name for a in args)
         plural = "" if len(args) == 1 else "s"
         expected = f"expected {len(args)} argument{plural} ({names})"
@@ -399,6 +547,10 @@ class _Entry:
         pointers = [
             b.add(UnrealizedConversionCastOp.get([start], [arg.type]))
             for start, arg in zip(starts, args, strict=True)
+        ]
+        pointers += [  # the symbols, bound from the buffers' shapes
+            b.add(UnrealizedConversionCastOp.get([self.sizes[name]], [IndexType()]))
+            for name in symbols
         ]
         if fallible:  # a host function it called failed: its message, -100
             message = b.add(func.CallOp(impl, pointers, [PTR]))
@@ -428,17 +580,21 @@ def overlap_pairs(args: list[PackedArg]) -> list[tuple[int, int]]:
     """The (output, other argument) pairs whose bytes must be disjoint: each output
     against every other argument, each pair of outputs once; empty buffers overlap
     nothing."""
+
+    def sized(arg: PackedArg) -> bool:  # a symbolic size may be 0 or not
+        return isinstance(arg.nbytes, SymExpr) or arg.nbytes > 0
+
     return [
         (i, j)
         for i, out in enumerate(args)
-        if out.output and out.nbytes
+        if out.output and sized(out)
         for j, other in enumerate(args)
-        if j != i and other.nbytes and not (other.output and j < i)
+        if j != i and sized(other) and not (other.output and j < i)
     ]
 
 
-def compact_strides(shape: tuple[int, ...]) -> list[int]:
-    return [prod(shape[k + 1 :]) for k in range(len(shape))]
+def compact_strides(shape: tuple) -> list:
+    return [sym_prod(shape[k + 1 :]) for k in range(len(shape))]
 
 
 def packed_function(name: str, body: Region) -> llvm.FuncOp:
@@ -462,7 +618,7 @@ def metadata_document(
                 "args": [
                     {
                         "name": a.name,
-                        "shape": list(a.shape),
+                        "shape": [d if isinstance(d, int) else str(d) for d in a.shape],
                         "dtype": a.dtype,
                         "output": a.output,
                     }
@@ -541,7 +697,7 @@ class FuncPackedABIPass(ModulePass):
             f.sym_name = StringAttr(impl)
             f.sym_visibility = StringAttr("private")
             entry = _Entry(name)
-            wrapper = entry.build(args, impl, _fallible(f))
+            wrapper = entry.build(args, impl, _fallible(f), symbol_args(f))
             Rewriter.insert_op([*entry.globals, wrapper], InsertPoint.after(f))
             entries[name] = args
         called: set[str] = set()
@@ -583,7 +739,12 @@ def _mark_noalias(module: ModuleOp, impl: str) -> None:
         else [DictionaryAttr({})] * len(f.args)
     )
     f.arg_attrs = ArrayAttr(
-        [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
+        [
+            DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()})
+            if isinstance(t, MemRefType)
+            else d  # a symbol: a size, not a pointer
+            for d, t in zip(old, f.function_type.inputs.data, strict=True)
+        ]
     )
 
 

@@ -144,6 +144,11 @@ def _entries(module: ModuleOp) -> dict[str, list[PackedArg]]:
         if args is None:
             continue
         name = f.sym_name.data
+        if any(a.symbolic for a in args):
+            raise EmberValueError(
+                f"c: @{name} has buffers of symbolic sizes, which the C entry does "
+                "not bind yet; build it for 'llvm', or with static shapes"
+            )
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             why = "it is not a C identifier"
         elif name in _reserved_names() or name.endswith("_t"):

@@ -10,7 +10,7 @@ func.func @dynamic(%A: memref<?x4xf32>) {
   func.return
 }
 
-// CHECK: convert-func-to-llvm: cannot lower 'func.func' @dynamic: expected a static shape, got memref<?x4xf32>
+// CHECK: convert-func-to-llvm: cannot lower 'func.func' @dynamic: expected a static shape, or ember.dims naming each dynamic dim of memref<?x4xf32> (as ["n"] for memref<?x8xf32>), got none
 
 // -----
 

@@ -8,7 +8,7 @@ func.func @dynamic(%A: memref<?xf32>, %i: index) {
   func.return
 }
 
-// CHECK: convert-memref-to-llvm: cannot lower 'memref.load' in @dynamic: expected a static shape, got memref<?xf32>
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.load' in @dynamic: expected a static shape, or ember.dims naming each dynamic dim of memref<?xf32> (as ["n"] for memref<?x8xf32>), got none
 
 // -----
 

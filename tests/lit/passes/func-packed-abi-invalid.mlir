@@ -6,7 +6,7 @@ func.func @dynamic(%A: memref<?xf32>) {
   func.return
 }
 
-// CHECK: func-packed-abi: @dynamic: argument 0: expected a static shape, got memref<?xf32>
+// CHECK: func-packed-abi: @dynamic: argument 0: expected a static shape, or ember.dims naming each dynamic dim of memref<?xf32> (as ["n"] for memref<?x8xf32>), got none
 
 // -----
 
