@@ -24,12 +24,13 @@ from ember.runtime import (
     pack_params,
     save_param_dict,
 )
+from ember.tools import build_runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 CRT = ROOT / "runtime" / "c"
 INCLUDE = ROOT / "runtime" / "include"
 HOST = ROOT / "examples" / "deploy_c" / "run_model_crt.c"
-SOURCES = sorted(CRT.glob("*.c"))
+SOURCES = [CRT / name for name in build_runtime.LIBRARY_SOURCES]
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", f"-I{INCLUDE}"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
 CODE_BUDGET = 50 * 1024  # the goal for the runtime and its RPC server
