@@ -7,7 +7,6 @@
     ember opt kernel.mlir -p ember-cpu         # = ember-opt
     ember rpc-server --port 9090               # = ember-rpc-server
     ember build-runtime -o out/                # the C runtime and RPC server
-    ember build-runtime -o out/                # the C runtime and RPC server
     ember cache info | clear                   # the compile cache on disk
     ember --version
     python -m ember ...                        # the same
@@ -43,10 +42,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "opt": ("ember.tools.ember_opt", "run passes over IR and print any stage"),
     "rpc-server": ("ember.runtime.rpc.server", "serve RPC sessions on a device"),
-    "build-runtime": (
-        "ember.tools.build_runtime",
-        "compile the C runtime and its RPC server for a device",
-    ),
     "build-runtime": (
         "ember.tools.build_runtime",
         "compile the C runtime and its RPC server for a device",
