@@ -76,6 +76,7 @@ _SUBPACKAGES = (
     "tools",
     "frontends",
     "topi",
+    "te",
     "strategy",
     "compiler",
 )

@@ -16,10 +16,11 @@ from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from ember import lowering, te
+from ember import te
 from ember.passes import get_context, run
 from ember.passes.pipelines import TE_TO_LOOP
 from ember.runtime.errors import EmberTypeError, EmberValueError
+from ember.te import lowering
 
 CHECKED_TE_TO_LOOP = "convert-te-to-loop{bounds-check=true}"
 LOWER_STAGES = ("te", "loop")
@@ -185,7 +186,7 @@ def _parse_verified(text: str) -> ModuleOp:
 def _refuse_binds(module: ModuleOp, target: str) -> None:
     """A CPU has no thread hierarchy: a bound loop needs a GPU target."""
     from ember.dialects.te_schedule import BindOp
-    from ember.schedule import ScheduleError
+    from ember.te.schedule import ScheduleError
 
     for op in module.walk():
         if isinstance(op, BindOp):

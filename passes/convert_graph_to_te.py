@@ -322,7 +322,7 @@ class _Converter:
 
     def _kernel_function(self, kernel, kind: str) -> tuple[str, func.FuncOp]:
         from ember.backends.kernels import HASHED_NAME
-        from ember.lowering import lower
+        from ember.te.lowering import lower
 
         te_module = lower(kernel.schedule(), kernel.args, HASHED_NAME)
         digest = hashlib.sha256(str(te_module).encode()).hexdigest()[:16]
@@ -366,7 +366,7 @@ class _Converter:
         name = f"{base}.packed.{symbol.rsplit('_', 1)[-1][:8]}"
         if name in self.params:
             return self.params[name]
-        from ember.lowering import tensor_type
+        from ember.te.lowering import tensor_type
 
         if self.values is not None:
             array = self.constant_of(value)

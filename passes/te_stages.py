@@ -20,7 +20,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ember.dialects import te
 from ember.dialects import te_schedule as sch
 from ember.passes.names import ssa_name
-from ember.schedule import ScheduleError
+from ember.te.schedule import ScheduleError
 
 
 @dataclass(eq=False)

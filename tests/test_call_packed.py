@@ -21,7 +21,7 @@ from ember.runtime import (
     register_func,
     remove_global_func,
 )
-from ember.schedule import ScheduleError
+from ember.te.schedule import ScheduleError
 
 N = 64
 RNG = np.random.default_rng(4)

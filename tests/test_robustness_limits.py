@@ -9,10 +9,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 import ember
 from ember import te
-from ember.lowering import MAX_BRANCH_DEPTH
 from ember.passes import get_context, run
 from ember.passes.convert_loop_to_scf import MAX_UNROLL_COPIES
 from ember.runtime import EmberError
+from ember.te.lowering import MAX_BRANCH_DEPTH
 
 
 def test_deep_expression_compiles_and_runs():

@@ -21,7 +21,7 @@ from xdsl.utils.exceptions import PassFailedException
 import ember
 from ember import te
 from ember.passes import get_context
-from ember.schedule import ScheduleError
+from ember.te.schedule import ScheduleError
 
 RNG = np.random.default_rng(7)
 

@@ -23,7 +23,7 @@ from ember.backends.source.gpu import build_plan
 from ember.backends.source.printer import SourceError
 from ember.backends.source.target import DeviceTarget
 from ember.passes import get_context
-from ember.schedule import ScheduleError
+from ember.te.schedule import ScheduleError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -391,7 +391,7 @@ def test_untranslatable_tensor_fails():
 def test_python_te_api_program():
     """te IR built by `ember.te` (a shifted reduce_axis, two stages) lowers and runs."""
     from ember import te
-    from ember.lowering import lower as lower_te
+    from ember.te.lowering import lower as lower_te
 
     X = te.placeholder((4, 6), name="X")
     k = te.reduce_axis((2, 6), name="k")

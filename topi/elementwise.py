@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberTypeError, EmberValueError
-from ember.schedule import Schedule, Stage
 from ember.te import Expr
+from ember.te.schedule import Schedule, Stage
 from ember.topi import fastmath
 from ember.topi.kernel import Kernel
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ember import te
-from ember.schedule import Schedule
+from ember.te.schedule import Schedule
 
 if TYPE_CHECKING:
     from ember.backends.source import DeviceTarget

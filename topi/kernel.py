@@ -23,7 +23,7 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
-from ember.schedule import Schedule
+from ember.te.schedule import Schedule
 
 # epilogue(value, indices) -> expr: applied to every output element of an anchor op;
 # `indices` are the op's logical output indices in the graph layout ((n, c, h, w)

@@ -31,9 +31,9 @@ from collections.abc import Sequence
 
 from ember import te
 from ember.runtime.errors import EmberValueError
-from ember.schedule import Schedule
 from ember.te import Expr
-from ember.te_expr import int_range
+from ember.te.expr import int_range
+from ember.te.schedule import Schedule
 from ember.topi.elementwise import (
     MAX_REDUCER,
     PARALLEL_MIN_WORK,

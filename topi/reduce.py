@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
-from ember.schedule import Schedule
 from ember.te import Expr
+from ember.te.schedule import Schedule
 from ember.topi import fastmath
 from ember.topi.elementwise import (
     MAX_REDUCER,

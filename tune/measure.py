@@ -91,16 +91,15 @@ def build_candidate(text: str, target: str, path: str) -> BuildResult:
     library `path`; also the features of its loop nest. A builder job."""
     from xdsl.parser import Parser
 
-    import ember
+    from ember.compiler.build import build
     from ember.passes import get_context
     from ember.tune.features import extract
 
     start = time.perf_counter()
     try:
-        mod = ember.build(text, target=target, name=KERNEL)
+        mod = build(text, target=target, name=KERNEL)
         mod.export_library(path)
-        assert mod.loop_source is not None
-        loop_ir = Parser(get_context(), mod.loop_source, "<loop>").parse_module()
+        loop_ir = Parser(get_context(), mod.get_source("loop"), "<loop>").parse_module()
         features = extract(loop_ir)
     except Exception as e:  # the candidate's failure, recorded
         return BuildResult(

@@ -94,7 +94,7 @@ def schedule_text(kernel, config: dict | None = None) -> str:
     from xdsl.dialects import func
 
     from ember.dialects.te_schedule import ScheduleOp
-    from ember.lowering import lower
+    from ember.te.lowering import lower
 
     module = lower(kernel.schedule(config=config), kernel.args, KERNEL)
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))

@@ -20,14 +20,14 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from ember import te
 from ember.dialects import te as te_ir
 from ember.dialects import te_schedule as ir
-from ember.schedule import ScheduleError, thread_axis
+from ember.te.schedule import ScheduleError, thread_axis
 from ember.tune.task import KERNEL, parse_schedule
 
 
 def schedule_from_text(args: Sequence[te.Tensor], text: str) -> te.Schedule:
     """A `te.Schedule` of the computation of `args` (inputs, then outputs)
     that does what the `te.schedule` op `text` says."""
-    from ember.lowering import lower
+    from ember.te.lowering import lower
 
     outputs = [t.op for t in args if not isinstance(t.op, te.PlaceholderOp)]
     s = te.create_schedule(outputs)

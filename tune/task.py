@@ -136,7 +136,7 @@ class Task:
     def from_tensors(cls, args: Sequence, target=None) -> Task:
         """The task of the te tensors `args` (inputs, then outputs)."""
         from ember import te
-        from ember.lowering import lower
+        from ember.te.lowering import lower
 
         outputs = [t.op for t in args if not isinstance(t.op, te.PlaceholderOp)]
         return cls(str(lower(te.create_schedule(outputs), args, KERNEL)), target)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ember.runtime.errors import EmberTypeError, EmberValueError
 
 if TYPE_CHECKING:
-    from ember.te import CommReducer, Tensor
+    from ember.te.operation import CommReducer, Tensor
 
 
 SIGNED_DTYPES = ("int8", "int16", "int32", "int64")

@@ -14,10 +14,10 @@ import builtins
 import numbers
 from collections.abc import Callable, Sequence
 
-from ember import te_expr as _x
 from ember.runtime.errors import EmberTypeError, EmberValueError
-from ember.te import Operation, Tensor, _shape
-from ember.te_expr import FLOAT_DTYPES, Const, ExprLike
+from ember.te import expr as _x
+from ember.te.expr import FLOAT_DTYPES, Const, ExprLike
+from ember.te.operation import Operation, Tensor, _shape
 
 
 class ExternBuffer:

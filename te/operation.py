@@ -1,15 +1,6 @@
-"""Tensor expressions in Python, TVM's TE: `placeholder`, `compute`, `reduce_axis`.
-
-    A = te.placeholder((n,), name="A")
-    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
-    P = te.compute((n + 2,), lambda i: te.if_then_else(
-        te.all(i >= 1, i < n + 1), A[i - 1], 0.0), name="P")
-    s = te.create_schedule(B.op)
-
-Expressions are small Python trees (`ember.te_expr`); `ember.lower` turns them
-into te IR (`te.compute` ops in a `func.func`), the first text stage of every
-compilation.
-"""
+"""The operations of the TE language: `placeholder`, `compute`, `reduce_axis`,
+the reducers and the scalar functions on expressions; `ember.te` re-exports
+them."""
 
 from __future__ import annotations
 
@@ -20,18 +11,13 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ember import te_expr as _x
 from ember.runtime.errors import EmberTypeError, EmberValueError
-from ember.te_expr import (
-    DTYPES,
+from ember.te import expr as _x
+from ember.te.expr import (
     FLOAT_DTYPES,
-    INT_DTYPES,
-    SIGNED_DTYPES,
-    UNSIGNED_DTYPES,
     Binary,
     Call,
     Cast,
-    Compare,
     Const,
     Expr,
     ExprLike,
@@ -44,84 +30,8 @@ from ember.te_expr import (
 )
 
 if TYPE_CHECKING:
-    from ember.schedule import Schedule
-    from ember.te_extern import (
-        ExternBuffer,
-        ExternOp,
-        PackedCall,
-        call_packed,
-        extern,
-    )
+    from ember.te.schedule import Schedule
 
-
-__all__ = [  # the API, the expression nodes included
-    "placeholder",
-    "compute",
-    "reduce_axis",
-    "Tensor",
-    "Operation",
-    "PlaceholderOp",
-    "ComputeOp",
-    "sum",
-    "max",
-    "min",
-    "comm_reducer",
-    "CommReducer",
-    "BUILTIN_COMBINERS",
-    "const",
-    "equal",
-    "not_equal",
-    "all",
-    "any",
-    "logical_not",
-    "if_then_else",
-    "select",
-    "exp",
-    "log",
-    "sqrt",
-    "tanh",
-    "abs",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "floor",
-    "ceil",
-    "roundeven",
-    "reinterpret",
-    "extern",
-    "call_packed",
-    "ExternOp",
-    "ExternBuffer",
-    "PackedCall",
-    "create_schedule",
-    "thread_axis",
-    "DTYPES",
-    "FLOAT_DTYPES",
-    "INT_DTYPES",
-    "SIGNED_DTYPES",
-    "UNSIGNED_DTYPES",
-    "Binary",
-    "Call",
-    "Cast",
-    "Compare",
-    "Const",
-    "Expr",
-    "ExprLike",
-    "Param",
-    "Read",
-    "Reduce",
-    "Select",
-    "Var",
-    "walk",
-]
 
 BUILTIN_COMBINERS = ("sum", "max", "min")
 
@@ -597,32 +507,14 @@ def reinterpret(dtype: str, value: ExprLike) -> Expr:
 
 
 def create_schedule(ops: Operation | Sequence[Operation]) -> Schedule:
-    """A schedule for the stages computing `ops` (see `ember.schedule`)."""
-    from ember.schedule import create_schedule as create
+    """A schedule for the stages computing `ops` (see `ember.te.schedule`)."""
+    from ember.te.schedule import create_schedule as create
 
     return create(ops)
 
 
 def thread_axis(tag: str) -> Var:
     """A GPU thread axis such as "threadIdx.x", for `Stage.bind`."""
-    from ember.schedule import thread_axis as axis
+    from ember.te.schedule import thread_axis as axis
 
     return axis(tag)
-
-
-_EXTERN_NAMES = ("extern", "call_packed", "ExternOp", "ExternBuffer", "PackedCall")
-"""Names of `ember.te_extern`, which builds on Tensor and Operation: imported on
-first use, so either module may be imported first."""
-
-
-def __getattr__(name: str):
-    if name == "Schedule":
-        from ember.schedule import Schedule
-
-        return Schedule
-    if name in _EXTERN_NAMES:
-        from ember import te_extern
-
-        globals().update({n: getattr(te_extern, n) for n in _EXTERN_NAMES})
-        return globals()[name]
-    raise AttributeError(f"module 'ember.te' has no attribute '{name}'")

@@ -32,7 +32,7 @@ from ember import te
 from ember.dialects import loop
 from ember.dialects import te as te_ir
 from ember.runtime.errors import EmberTypeError, EmberValueError
-from ember.te_expr import int_range
+from ember.te.expr import int_range
 
 _TYPES: dict[str, Attribute] = {
     "float16": Float16Type(),
@@ -166,7 +166,7 @@ def lower(
         body.add_op(op)
         values[id(t)] = op.result
     if sched.steps:
-        from ember.schedule import schedule_ir
+        from ember.te.schedule import schedule_ir
 
         body.add_op(schedule_ir(sched, axis_names.names))
     body.add_op(func.ReturnOp(*[values[id(t)] for t in outputs]))
