@@ -264,9 +264,9 @@ def lower_group(
     from ember.backends.source import DeviceTarget
 
     if isinstance(target, DeviceTarget):
-        if not target.is_gpu:
-            raise StrategyError(f"no model strategies for target '{target}' yet")
-        return _for_gpu(op, constant_of, target)
+        if target.is_gpu:
+            return _for_gpu(op, constant_of, target)
+        target = None  # the c kind: the host's CPU schedules, printed as C
     registered()
     machine = Target.resolve(target)
     g = _group(op, constant_of)
