@@ -13,7 +13,6 @@ import pytest
 
 import ember
 from ember import runtime as rt
-from ember.compiler.model import ModelCompileError
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -171,11 +170,6 @@ def test_mobilenet_v2_on_cuda_matches_onnxruntime(mobilenet):
     y = rt.empty(expected.shape, device=dev)
     mod["default_run"](rt.array(x, device=dev), y)
     _close(y.numpy(), expected)
-
-
-def test_whole_models_for_c_are_refused_with_the_way_out(mobilenet):
-    with pytest.raises(ModelCompileError, match="target 'c'.*ember.build"):
-        ember.compile_model(mobilenet[0], target="c")
 
 
 @needs_opencl
