@@ -242,7 +242,7 @@ class GraphOp(IRDLOperation):
             if value is REQUIRED:
                 raise ShapeError(f"expected attribute '{key}' of {cls.name}, got none")
             listed = kind in ("ints", "dims") and value is not None
-            cfg[key] = tuple(value) if listed else value
+            cfg[key] = tuple(value) if listed else value  # type: ignore[arg-type]
         return cfg
 
     @classmethod

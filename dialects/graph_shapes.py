@@ -31,7 +31,11 @@ from ember.runtime.errors import EmberValueError
 from ember.runtime.shape_expr import SymExpr, parse, sym_eq, sym_prod
 
 Dim = int | SymExpr
-Shape = tuple[Dim, ...]
+"""A dimension: a known size or an expression."""
+Shape = tuple[int, ...]
+"""A shape as the rules see it. In a symbolic graph some dims are `SymExpr`s,
+which compute as ints do (`+ - * // %`) and refuse to be compared as ints
+(`sym_eq` decides), so the rules are typed for ints, the common case."""
 
 
 class ShapeError(VerifyException, EmberValueError):
@@ -58,7 +62,7 @@ def dims_of(t: Attribute) -> Shape:
             'tensor<?x768xf32, ["seq"]>), got '
             + ("none" if names is None or isinstance(names, NoneAttr) else str(names))
         )
-    dims: list[Dim] = list(shape)
+    dims: list = list(shape)
     for i, name in zip(dynamic, names.data, strict=True):
         if not isinstance(name, StringAttr):
             raise ShapeError(f"expected a dimension expression string, got {name}")
@@ -78,7 +82,7 @@ def tensor_of(element: Attribute, dims: Sequence[Dim]) -> TensorType:
     """The tensor type of `element`s with `dims` (see the module docstring)."""
     symbolic = [str(d) for d in dims if isinstance(d, SymExpr)]
     if not symbolic:
-        return TensorType(element, list(dims))
+        return TensorType(element, [d for d in dims if isinstance(d, int)])
     shape = [DYNAMIC_INDEX if isinstance(d, SymExpr) else d for d in dims]
     return TensorType(element, shape, ArrayAttr([StringAttr(n) for n in symbolic]))
 
@@ -322,7 +326,7 @@ def reshape(x: Shape, shape: Sequence[Dim]) -> Shape:
         raise ShapeError(
             f"expected a shape of {total} elements, got {_fmt(dims)} ({prod(dims)})"
         )
-    return tuple(dims)
+    return tuple(dims)  # type: ignore[return-value]  # dims: see Shape
 
 
 def flatten(x: Shape, axis: int) -> Shape:
@@ -330,7 +334,7 @@ def flatten(x: Shape, axis: int) -> Shape:
         raise ShapeError(f"expected axis in [{-len(x)}, {len(x)}], got {axis}")
     if axis < 0:
         axis += len(x)
-    return (prod(x[:axis]), prod(x[axis:]))
+    return (prod(x[:axis]), prod(x[axis:]))  # type: ignore[return-value]
 
 
 def transpose(x: Shape, perm: Sequence[int]) -> Shape:

@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from ember.dialects.graph_base import MAX_FOLDED_BYTES, NUMPY_TYPES
-from ember.dialects.graph_shapes import Dim, dims_of
+from ember.dialects.graph_shapes import dims_of
 from ember.runtime.shape_expr import SymExpr, sym_eq
 
 if TYPE_CHECKING:
@@ -93,8 +93,9 @@ def checked_shape(shape: Iterable[Any], dtype: Any, what: str) -> list[int]:
     return dims
 
 
-def shape_of(value: SSAValue) -> tuple[Dim, ...]:
-    """A value's dims: ints, and expressions where they are symbolic."""
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    """A value's dims: ints, and expressions where they are symbolic (typed as
+    ints: see `graph_shapes.Shape`)."""
     assert isinstance(value.type, TensorType)
     return dims_of(value.type)
 

@@ -155,8 +155,9 @@ class _Accesses:
             term = self.llvm_value(index)
             stride = prod(shape[dim + 1 :]) if strides is None else strides[dim]
             if stride != 1:
-                value = stride if isinstance(stride, SSAValue) else None
-                operands = [term, value or self.constant(stride, op)]
+                if not isinstance(stride, SSAValue):
+                    stride = self.constant(stride, op)
+                operands = [term, stride]
                 ops.append(
                     llvm.MulOp.create(
                         operands=operands, result_types=[i64], properties=_NSW

@@ -233,7 +233,7 @@ def buffer_dims(f: func.FuncOp, i: int) -> tuple:
             f'of {t} (as ["n"] for memref<?x8xf32>), got '
             + ("none" if names is None else str(names))
         )
-    dims = list(shape)
+    dims: list = list(shape)
     for k, name in zip(dynamic, names.data, strict=True):
         if not isinstance(name, StringAttr):
             raise EmberValueError(f"expected dimension expression strings, got {name}")

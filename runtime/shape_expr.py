@@ -127,7 +127,7 @@ class SymExpr:
     # --- arithmetic ---------------------------------------------------------------
 
     def __add__(self, other) -> int | SymExpr:
-        a, b = _poly(self), _poly(other)
+        a, b = _own_poly(self), _poly(other)
         if b is None:
             return NotImplemented
         coeffs = dict(a[0])
@@ -151,7 +151,7 @@ class SymExpr:
         return (-self) + other
 
     def __mul__(self, other) -> int | SymExpr:
-        a, b = _poly(self), _poly(other)
+        a, b = _own_poly(self), _poly(other)
         if b is None:
             return NotImplemented
         coeffs: dict[tuple, int] = {}
@@ -248,6 +248,10 @@ def _poly(value) -> tuple[dict, int] | None:
     if isinstance(value, SymExpr):
         return dict(value.terms), value.const
     return None
+
+
+def _own_poly(value: SymExpr) -> tuple[dict, int]:
+    return dict(value.terms), value.const
 
 
 def _atom(op: str, a, b) -> SymExpr:
