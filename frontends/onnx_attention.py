@@ -78,7 +78,7 @@ def _scalar(c: NodeContext, value: float, dtype: str) -> SSAValue:
 def _op(c: NodeContext, op: type[G.GraphOp], *operands: SSAValue) -> SSAValue:
     """`op` rounded to its operands' dtype, as numpy rounds each op: a kernel
     computes a float16 chain in float32 and rounds only where it writes
-    (ember/strategy.py), so a float16 op is built as a float32 one and a cast."""
+    (strategy/lower.py), so a float16 op is built as a float32 one and a cast."""
     if _dtype(operands[0]) != "float16":
         return c.emit(op, *operands)
     wide = [c.emit(G.CastOp, x, to="float32") for x in operands]
