@@ -5,7 +5,7 @@ checked by HMAC; bad frames and bad requests get the Python server's kinds of
 refusal (an ERROR, then the connection closed for a frame that cannot be read,
 the session going on for a bad message); a library that crashes ends only its
 session, whose workspace the listener removes. Built for aarch64 it serves the
-same under qemu-user."""
+same under qemu-user, and so does the riscv64 build."""
 
 import os
 import shutil
@@ -352,22 +352,33 @@ def test_a_crashing_library_ends_only_its_session(server, libs):
 
 
 QEMU = {
-    "aarch64": ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", "cortex-a72"]
+    "aarch64": ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", "cortex-a72"],
+    "riscv64": ["qemu-riscv64", "-L", "/usr/riscv64-linux-gnu", "-cpu", "rv64"],
+}
+CROSS = {
+    "aarch64": "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72",
+    "riscv64": "llvm -mtriple=riscv64-linux-gnu -mattr=+m,+a,+f,+d,+c",
 }
 
 
-@pytest.mark.skipif(
-    shutil.which("aarch64-linux-gnu-gcc") is None
-    or shutil.which("qemu-aarch64") is None,
-    reason="needs gcc-aarch64-linux-gnu and qemu-user (make system-deps)",
-)
-def test_the_server_built_for_aarch64_serves_under_qemu(libs, tmp_path):
-    out = tmp_path / "aarch64"
-    assert (
-        build_runtime.main(["-o", str(out), "--target", "aarch64-linux-gnu", "-q"]) == 0
-    )
-    target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
-    cc = "aarch64-linux-gnu-gcc"
+def _cross_tools_or_skip(arch: str) -> None:
+    tools = (f"{arch}-linux-gnu-gcc", f"qemu-{arch}")
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing or not os.path.exists(f"/usr/{arch}-linux-gnu/lib/crti.o"):
+        pytest.skip(
+            f"needs {', '.join(missing) or f'/usr/{arch}-linux-gnu/lib/crti.o'}:"
+            " gcc-ARCH-linux-gnu, libc6-dev-ARCH-cross and qemu-user"
+            " (make system-deps)".replace("ARCH", arch)
+        )
+
+
+@pytest.mark.parametrize("arch", ["aarch64", "riscv64"])
+def test_the_server_built_for_another_machine_serves_under_qemu(libs, tmp_path, arch):
+    _cross_tools_or_skip(arch)
+    out = tmp_path / arch
+    triple = f"{arch}-linux-gnu"
+    assert build_runtime.main(["-o", str(out), "--target", triple, "-q"]) == 0
+    target, cc = CROSS[arch], f"{triple}-gcc"
     A = te.placeholder((N,), name="A")
     C = te.compute((N,), lambda i: A[i] * 2.0, name="C")
     kernel = ember.build(te.create_schedule(C.op), [A, C], target=target, name="double")
@@ -377,11 +388,9 @@ def test_the_server_built_for_aarch64_serves_under_qemu(libs, tmp_path):
     )
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    with c_server(
-        out / "ember-rpc-server", workspace, "-q", prefix=QEMU["aarch64"]
-    ) as port:
+    with c_server(out / "ember-rpc-server", workspace, "-q", prefix=QEMU[arch]) as port:
         with connect("127.0.0.1", port, key=KEY) as remote:
-            assert remote.info["machine"] == "aarch64"
+            assert remote.info["machine"] == arch
             remote.upload(tmp_path / "double.so")
             lib = remote.load_module("double.so")
             a = array(np.arange(N, dtype="float32"), device=remote.cpu())
@@ -395,6 +404,7 @@ def test_the_server_built_for_aarch64_serves_under_qemu(libs, tmp_path):
             np.testing.assert_allclose(
                 m.get_output(0).numpy(), libs["y"], rtol=1e-5, atol=1e-5
             )
+            assert m.benchmark(number=2, repeat=2).mean > 0
 
 
 def test_the_tuner_measures_through_it(server, tmp_path):

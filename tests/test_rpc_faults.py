@@ -8,10 +8,21 @@ checked against numpy after each one; nothing is written outside the session
 workspaces; and at the end a fresh session does a whole normal run. Faults of
 sessions (libraries, clients leaving, remote errors, limits) are in
 test_rpc_faults_session.py, the shared tools in rpc_faults.py.
+
+Every test here runs against both servers: the Python one and the C one
+(runtime/c/rpc_*.c, built by `ember build-runtime`), which must give the same
+refusals. What differs by design is left to the Python server: its log lines,
+and its handshake running in the listener (the C server forks on accept).
 """
 
+import contextlib
 import os
+import resource
+import shutil
+import signal
 import socket
+import subprocess
+import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +30,8 @@ from hypothesis import strategies as st
 from rpc_faults import (
     KEY,
     MAX_FRAME,
+    MAX_MEMORY,
+    MAX_WORKSPACE,
     Raw,
     build_libs,
     check_a_normal_session,
@@ -30,10 +43,12 @@ from rpc_faults import (
     tree,
     wait_for,
 )
+from rpc_util import RunningServer
 
 from ember.runtime import rpc
 from ember.runtime.rpc import protocol as p
 from ember.runtime.rpc.protocol import HEADER, MAGIC, VERSION, MsgType, RPCError
+from ember.tools import build_runtime
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +61,54 @@ def cwd(tmp_path_factory) -> str:
     return str(tmp_path_factory.mktemp("server-cwd"))
 
 
-@pytest.fixture(scope="module")
-def server(cwd):
-    with fault_server(cwd) as s:
+@contextlib.contextmanager
+def c_fault_server(binary: str, cwd: str):
+    """The C server, keyed and with fault_server's limits, as a RunningServer."""
+    env = {k: v for k, v in os.environ.items() if k != "EMBER_RPC_KEY"}
+    env["EMBER_RPC_KEY"] = KEY
+    limits = ("--max-frame-bytes", MAX_FRAME, "--max-workspace-bytes", MAX_WORKSPACE)
+    limits += ("--max-memory-bytes", MAX_MEMORY)
+    core = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, core[1]))
+    with tempfile.TemporaryDirectory(prefix="ember-c-rpc-test-") as tmp:
+        log_path, workspace = os.path.join(tmp, "server.log"), os.path.join(tmp, "ws")
+        os.mkdir(workspace)
+        with open(log_path, "w") as log:
+            process = subprocess.Popen(
+                [binary, "--port", "0", "--workspace", workspace, *map(str, limits)],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                cwd=cwd,
+                env=env,
+            )
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            assert "listening on" in line, (line, open(log_path).read())
+            port = int(line.rsplit(":", 1)[1])
+            yield RunningServer(process, port, log_path, workspace)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)
+            process.stdout.close()
+            resource.setrlimit(resource.RLIMIT_CORE, core)
+            assert "ERROR" not in open(log_path).read()
+
+
+@pytest.fixture(scope="module", params=["python", "c"])
+def server(request, cwd, tmp_path_factory):
+    if request.param == "python":
+        with fault_server(cwd) as s:
+            s.kind = "python"
+            yield s
+        return
+    if shutil.which("cc") is None:
+        pytest.skip("the C server needs a C compiler")
+    out = tmp_path_factory.mktemp("c_runtime")
+    assert build_runtime.main(["-o", str(out), "-q"]) == 0
+    with c_fault_server(str(out / "ember-rpc-server"), cwd) as s:
+        s.kind = "c"
         yield s
 
 
@@ -99,7 +159,8 @@ def test_unreadable_frame_gets_an_error_and_a_closed_connection(server, healthy,
     assert message in header["message"]
     raw.closed()
     raw.gone()
-    assert message in server.log()
+    if server.kind == "python":
+        assert message in server.log()
     healthy.check()
 
 
@@ -391,9 +452,10 @@ def test_bad_handshake_is_refused_before_anything_else(server, healthy, case):
     make, message, logged = HANDSHAKES[case]
     sessions, children = server.sessions(), server.children()
     raw = Raw(server, auth=False)
-    # Before AUTH a connection has no workspace and no process.
+    # Before AUTH a connection has no workspace, and in Python no process.
     assert set(server.sessions()) <= set(sessions)
-    assert set(server.children()) <= set(children)
+    if server.kind == "python":
+        assert set(server.children()) <= set(children)
     # A request right behind the bad AUTH must not be served.
     upload = p.frame_head(
         MsgType.UPLOAD, {"name": "x.so", "offset": 0, "last": True}, 3
@@ -404,6 +466,10 @@ def test_bad_handshake_is_refused_before_anything_else(server, healthy, case):
     assert message in header["message"]
     raw.closed()
     raw.gone()
+    if server.kind != "python":
+        assert set(server.sessions()) <= set(sessions)
+        healthy.check()
+        return
     lines = wait_for(
         lambda: [x for x in raw.log_lines() if logged in x] and raw.log_lines(),
         "the refusal in the log",
@@ -467,10 +533,12 @@ def test_bad_upload_names_write_nothing_outside(server, healthy, cwd, tmp_path, 
         assert header["error"] == "ValueError"
         assert message in header["message"]
     assert raw.ok(MsgType.LISTDIR) == {"files": []}
-    assert tree(raw.workspace) == {
-        os.path.join(raw.workspace, "files"),
-        os.path.join(raw.workspace, "tmp"),
-    }
+    # The C session's workspace holds its files itself.
+    assert tree(raw.workspace) == (
+        {os.path.join(raw.workspace, d) for d in ("files", "tmp")}
+        if server.kind == "python"
+        else set()
+    )
     raw.close()
     raw.gone()
     assert outside_sessions(server, cwd) == before

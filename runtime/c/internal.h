@@ -32,6 +32,8 @@ typedef struct Json {
 /* Parses `len` bytes of JSON text; NULL (and the last error) if it is not
  * one JSON value or nests deeper than 64. */
 Json* json_parse(const char* text, size_t len);
+/* 1 if `len` bytes are well-formed UTF-8 (no surrogates), as Python decodes. */
+int json_utf8_valid(const char* s, size_t len);
 void json_free(Json* value);
 /* The member `key` of an object (NULL if absent or not an object). */
 const Json* json_get(const Json* object, const char* key);

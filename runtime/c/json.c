@@ -122,9 +122,11 @@ static int string(Parser* p, char** out, size_t* len) {
     if (c != 'u' || hex4(p, &u)) break;
     if (u >= 0xd800 && u < 0xdc00 && p->at + 1 < stop && p->at[0] == '\\' &&
         p->at[1] == 'u') {
+      const char* back = p->at;
       p->at += 2;
-      if (hex4(p, &low) || low < 0xdc00 || low > 0xdfff) break;
-      u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
+      if (hex4(p, &low)) break;
+      if (low >= 0xdc00 && low <= 0xdfff) u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
+      else p->at = back; /* a lone surrogate, as Python's json keeps it */
     }
     put_utf8(&o, u);
   }
@@ -137,6 +139,29 @@ static int string(Parser* p, char** out, size_t* len) {
   *out = s;
   *len = (size_t)(o - s);
   return 0;
+}
+
+/* 1 if the `len` bytes at `s` are well-formed UTF-8 (no surrogates, no
+ * overlong forms), as Python's decoder demands. */
+int json_utf8_valid(const char* s, size_t len) {
+  const unsigned char* u = (const unsigned char*)s;
+  for (size_t i = 0; i < len;) {
+    unsigned c = u[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    unsigned n = c >= 0xc2 && c < 0xe0 ? 1 : c >= 0xe0 && c < 0xf0 ? 2
+               : c >= 0xf0 && c < 0xf5 ? 3 : 0;
+    if (n == 0 || len - i <= n) return 0;
+    for (unsigned k = 1; k <= n; ++k)
+      if ((u[i + k] & 0xc0) != 0x80) return 0;
+    if ((c == 0xe0 && u[i + 1] < 0xa0) || (c == 0xed && u[i + 1] >= 0xa0) ||
+        (c == 0xf0 && u[i + 1] < 0x90) || (c == 0xf4 && u[i + 1] >= 0x90))
+      return 0;
+    i += n + 1;
+  }
+  return 1;
 }
 
 static int number(Parser* p, Json* v) {

@@ -81,6 +81,10 @@ int rpc_fail(Session* s, const char* type, const char* format, ...)
 /* Fails with the last error (the runtime's message); -1. */
 int rpc_failed(Session* s, const char* type);
 
+/* Appends Python's repr of a JSON value (of a str, a list, ...) to `b`, so
+ * that messages quote what they got as the Python server's do. */
+void rpc_repr(Buf* b, const Json* v);
+
 /* Field `name` of kind `kind`: JSON_NUMBER is a non-negative integer,
  * MILLISECONDS any non-negative number. */
 #define MILLISECONDS (-1)

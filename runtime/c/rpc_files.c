@@ -10,16 +10,32 @@
 
 #include "rpc.h"
 
+/* The checks and messages of protocol.check_name, in its order. */
 static const char* file_name(Session* s, const Json* h) {
-  const char* name = json_str(h, "name");
-  if (name == NULL) {
+  const Json* v = json_get(h, "name");
+  if (v == NULL) {
     rpc_fail(s, "MessageError", "the message lacks the field 'name'");
-  } else if (!*name || strchr(name, '/') || strchr(name, '\\') ||
-             *name == '.' || strlen(name) > 240) {
-    rpc_fail(s, "ValueError", "file name '%.80s' must be a plain name", name);
-    name = NULL;
+    return NULL;
   }
-  return name;
+  Buf r = {0};
+  rpc_repr(&r, v);
+  const char* name = v->kind == JSON_STRING ? v->str : NULL;
+  const char* got = r.failed ? "?" : r.data;
+  int bad = 1;
+  if (name == NULL || !*name)
+    rpc_fail(s, "ValueError", "a file name must be a non-empty string, got %s", got);
+  else if (strlen(name) != v->len || strchr(name, '/') || strchr(name, '\\'))
+    rpc_fail(s, "ValueError", "file name %s must be a plain name without a directory",
+             got);
+  else if (*name == '.')
+    rpc_fail(s, "ValueError", "file name %s must not start with '.'", got);
+  else if (!json_utf8_valid(name, v->len))
+    rpc_fail(s, "ValueError", "file name %s is not valid UTF-8", got);
+  else if (v->len > 240)
+    rpc_fail(s, "ValueError", "file name of %zu bytes exceeds the limit of 240", v->len);
+  else bad = 0;
+  free(r.data);
+  return bad ? NULL : name;
 }
 
 const char* rpc_existing(Session* s, const Json* h, struct stat* st) {

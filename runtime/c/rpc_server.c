@@ -46,14 +46,32 @@
 /* u32 JSON length, JSON, raw data (all little-endian).                     */
 /* ------------------------------------------------------------------------ */
 
-static int read_all(int fd, void* p, size_t n, size_t got) {
-  while (got < n) {
-    ssize_t r = recv(fd, (char*)p + got, n - got, 0);
+static int read_all(int fd, void* p, size_t n, size_t* got) {
+  while (*got < n) {
+    ssize_t r = recv(fd, (char*)p + *got, n - *got, 0);
     if (r <= 0) return r == 0 ? 0 : -1;
-    got += (size_t)r;
+    *got += (size_t)r;
   }
   return 1;
 }
+
+/* Python's repr of 4 bytes: b'HTTP', b'\\x00ga'. */
+static void bytes_repr(const unsigned char* p, size_t n, char* out) {
+  int dq = memchr(p, '\'', n) && !memchr(p, '"', n);
+  char q = dq ? '"' : '\'';
+  out += sprintf(out, "b%c", q);
+  for (size_t i = 0; i < n; ++i) {
+    unsigned c = p[i];
+    const char* esc = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
+                    : c == '\\' ? "\\\\" : c == (unsigned)q ? (dq ? "\"" : "\\'") : NULL;
+    if (esc) out += sprintf(out, "%s", esc);
+    else if (c < 0x20 || c >= 0x7f) out += sprintf(out, "\\x%02x", c);
+    else *out++ = (char)c;
+  }
+  sprintf(out, "%c", q);
+}
+
+static const char* PY_TYPES[] = {"NoneType", "bool", "float", "str", "list", "dict"};
 
 static uint64_t le64(const unsigned char* p, int n) {
   uint64_t v = 0;
@@ -66,15 +84,20 @@ int rpc_receive(int fd, uint64_t max_bytes, Msg* m) {
   memset(m, 0, sizeof *m);
   ssize_t first = recv(fd, head, sizeof head, 0);
   if (first <= 0) return RPC_CLOSED;
-  if (read_all(fd, head, sizeof head, (size_t)first) != 1) {
-    ember_error("connection closed in a frame header");
+  size_t got = (size_t)first;
+  if (read_all(fd, head, sizeof head, &got) != 1) {
+    ember_error("connection closed after %zu of 16 bytes of a frame header", got);
     return RPC_BAD_FRAME;
   }
   uint64_t length = le64(head + 8, 8);
-  if (memcmp(head, "EMRP", 4) != 0 || head[4] != 1) {
-    ember_error(memcmp(head, "EMRP", 4) ? "not an ember RPC frame"
-                                        : "protocol version %d is not supported; "
-                                          "this side speaks 1", head[4]);
+  if (memcmp(head, "EMRP", 4) != 0) {
+    char magic[40];
+    bytes_repr(head, 4, magic);
+    ember_error("not an ember RPC frame (magic %s)", magic);
+    return RPC_BAD_FRAME;
+  }
+  if (head[4] != 1) {
+    ember_error("protocol version %d is not supported; this side speaks 1", head[4]);
     return RPC_BAD_FRAME;
   }
   if (length > max_bytes) {
@@ -84,21 +107,39 @@ int rpc_receive(int fd, uint64_t max_bytes, Msg* m) {
   }
   m->type = head[5];
   m->payload = malloc(length ? (size_t)length : 1);
-  if (m->payload == NULL || read_all(fd, m->payload, (size_t)length, 0) != 1) {
+  got = 0;
+  if (m->payload == NULL || read_all(fd, m->payload, (size_t)length, &got) != 1) {
     rpc_msg_free(m);
-    ember_error("connection closed in a frame");
+    ember_error("connection closed after %zu of %llu bytes of a frame", got,
+                (unsigned long long)length);
     return RPC_BAD_FRAME;
   }
-  uint64_t json = length >= 4 ? le64(m->payload, 4) : 0;
-  if (length < 4 || json > length - 4) {
+  if (length < 4) {
     rpc_msg_free(m);
-    ember_error("the JSON header's length is past the payload's end");
+    ember_error("a payload of %llu bytes has no header length",
+                (unsigned long long)length);
     return RPC_BAD_MESSAGE;
   }
-  m->header = json_parse((const char*)m->payload + 4, (size_t)json);
-  if (m->header == NULL || m->header->kind != JSON_OBJECT) {
+  uint64_t json = le64(m->payload, 4);
+  if (json > length - 4) {
     rpc_msg_free(m);
-    ember_error("the message header must be a JSON object");
+    ember_error("the JSON header claims %llu bytes, the payload has %llu",
+                (unsigned long long)json, (unsigned long long)(length - 4));
+    return RPC_BAD_MESSAGE;
+  }
+  const char* text = (const char*)m->payload + 4;
+  m->header = json_utf8_valid(text, (size_t)json) ? json_parse(text, (size_t)json)
+                                                  : NULL;
+  if (m->header == NULL || m->header->kind != JSON_OBJECT) {
+    char why[200];
+    snprintf(why, sizeof why, "%s", json_utf8_valid(text, (size_t)json)
+                                        ? EmberGetLastError() : "invalid UTF-8");
+    int kind = m->header ? m->header->kind : -1;
+    int is_int = m->header && m->header->is_int;
+    rpc_msg_free(m);
+    if (kind < 0) ember_error("the message header is not valid JSON: %s", why);
+    else ember_error("the message header must be a JSON object, got %s",
+                     kind == JSON_NUMBER && is_int ? "int" : PY_TYPES[kind]);
     return RPC_BAD_MESSAGE;
   }
   m->data = m->payload + 4 + json;
@@ -197,7 +238,9 @@ static int handshake(int fd) {
   int got = rpc_receive(fd, 4096, &m);
   if (got != RPC_OK) {
     if (got != RPC_CLOSED) {
-      ember_error("expected an AUTH frame: %s", EmberGetLastError());
+      char why[300];
+      snprintf(why, sizeof why, "%s", EmberGetLastError());
+      ember_error("expected an AUTH frame: %s", why);
       rpc_send_error(fd, "RPCError");
     }
     return -1;
@@ -207,6 +250,7 @@ static int handshake(int fd) {
     rpc_msg_free(&m);
     return rpc_send_error(fd, "RPCError"), -1;
   }
+  const Json* sent = json_get(m.header, "digest");
   const char* given = json_str(m.header, "digest");
   unsigned diff = 1;
   if (server.key != NULL && given != NULL && strlen(given) == 64) {
@@ -218,7 +262,7 @@ static int handshake(int fd) {
   }
   if (server.key != NULL && diff) {
     ember_error("refused: the server requires a key and the client sent %s",
-                given ? "a wrong key" : "no key");
+                sent && sent->kind != JSON_NULL ? "a wrong key" : "no key");
     logf_("%s", EmberGetLastError());
     rpc_msg_free(&m);
     return rpc_send_error(fd, "RPCError"), -1;

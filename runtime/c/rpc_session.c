@@ -28,21 +28,73 @@ int rpc_failed(Session* s, const char* type) {
   return -1;
 }
 
+static const char* py_type(const Json* v) {
+  static const char* const names[] = {"NoneType", "bool", "float", "str", "list", "dict"};
+  return v->kind == JSON_NUMBER && v->is_int ? "int" : names[v->kind];
+}
+
+void rpc_repr(Buf* b, const Json* v) {
+  const unsigned char* u;
+  switch (v->kind) {
+    case JSON_NULL: buf_printf(b, "None"); return;
+    case JSON_BOOL: buf_printf(b, v->i ? "True" : "False"); return;
+    case JSON_NUMBER:
+      if (v->is_int) buf_printf(b, "%lld", (long long)v->i);
+      else buf_printf(b, "%.17g", v->d);
+      return;
+    case JSON_STRING:
+      buf_printf(b, "'");
+      for (u = (const unsigned char*)v->str; u < (const unsigned char*)v->str + v->len; ++u) {
+        if (*u == 0xed && u[1] >= 0xa0) { /* a lone surrogate, as \ud800 */
+          buf_printf(b, "\\u%04x", 0xd000 | (u[1] & 0x3f) << 6 | (u[2] & 0x3f));
+          u += 2;
+        } else if (*u == '\\' || *u == '\'') buf_printf(b, "\\%c", *u);
+        else if (*u < 0x20 || *u == 0x7f) buf_printf(b, "\\x%02x", *u);
+        else buf_printf(b, "%c", *u);
+      }
+      buf_printf(b, "'");
+      return;
+    case JSON_ARRAY:
+      buf_printf(b, "[");
+      for (const Json* c = v->child; c != NULL; c = c->next) {
+        rpc_repr(b, c);
+        if (c->next) buf_printf(b, ", ");
+      }
+      buf_printf(b, "]");
+      return;
+    default: buf_printf(b, "{...}");
+  }
+}
+
 const Json* rpc_need(Session* s, const Json* h, const char* name, int kind) {
+  static const char* const names[] = {"NoneType", "bool", "int", "str", "list", "dict"};
   const Json* v = json_get(h, name);
   int number = kind == JSON_NUMBER || kind == MILLISECONDS;
   if (v == NULL) {
     rpc_fail(s, "MessageError", "the message lacks the field '%s'", name);
-  } else if (number ? v->kind != JSON_NUMBER || v->d < 0 ||
-                          (kind == JSON_NUMBER && !v->is_int)
+  } else if (number ? v->kind != JSON_NUMBER || (kind == JSON_NUMBER && !v->is_int)
                     : v->kind != kind) {
-    rpc_fail(s, "MessageError", "field '%s': expected %s", name,
-         kind == JSON_NUMBER    ? "a non-negative integer"
-         : kind == MILLISECONDS ? "a non-negative number"
-                                : "another type");
+    rpc_fail(s, "MessageError", "field '%s': expected %s, got %s", name,
+             kind == MILLISECONDS ? "int or float" : names[kind], py_type(v));
+    return NULL;
+  } else if (number && v->d < 0) {
+    Buf got = {0};
+    rpc_repr(&got, v);
+    rpc_fail(s, "MessageError", "field '%s': expected a non-negative %s, got %s", name,
+             kind == JSON_NUMBER ? "integer" : "number", got.failed ? "?" : got.data);
+    free(got.data);
     return NULL;
   }
   return v;
+}
+
+static int bad_shape(Session* s, const Json* dims) {
+  Buf got = {0};
+  rpc_repr(&got, dims);
+  rpc_fail(s, "MessageError", "field 'shape': expected a list of extents, got %s",
+           got.failed ? "?" : got.data);
+  free(got.data);
+  return -1;
 }
 
 static int64_t add(Session* s, int kind, void* ptr, size_t owned) {
@@ -393,7 +445,7 @@ static int alloc(Session* s, const Msg* m) {
                 (long long)device->child->i);
   for (const Json* d = dims->child; d != NULL; d = d->next) {
     if (ndim == 32 || d->kind != JSON_NUMBER || !d->is_int || d->i < 0)
-      return rpc_fail(s, "MessageError", "field 'shape': expected a list of extents");
+      return bad_shape(s, dims);
     shape[ndim++] = d->i;
   }
   if (EmberArrayEmpty(shape, ndim, dtype, &t)) return rpc_failed(s, "MemoryError");
