@@ -65,6 +65,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ember.dialects import graph as G
 from ember.dialects.graph_base import NUMPY_TYPES
+from ember.dialects.graph_shapes import tensor_of
 from ember.frontends import torch_data, torch_ops, unsupported_message
 from ember.frontends.torch_ops import DTYPES, ConversionError, literal
 from ember.runtime.errors import EmberError
@@ -155,7 +156,13 @@ def _pure(node: Any) -> bool:
     return all(isinstance(v, torch.Tensor) for v in values)
 
 
-def _static_shape(node: Any, what: str, label: str) -> tuple[int, ...]:
+def _input_shape(
+    node: Any, what: str, label: str, symbols: dict[str, str]
+) -> tuple[int, ...]:
+    """An input's dims: ints, and for a dim `torch.export` made symbolic
+    (`Dim`, `dynamic_shapes`) the expression over ember symbols, each of
+    torch's symbols named after the first input and axis it is the size of
+    (`x.dim0`), recorded in `symbols`."""
     val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
         raise TorchImportError(f"{label}: expected a tensor for {what}, got {val!r}")
@@ -164,12 +171,21 @@ def _static_shape(node: Any, what: str, label: str) -> tuple[int, ...]:
             f"{label}: expected a {what} of {', '.join(sorted(DTYPES))}, got "
             f"{_dtype_name(val)}"
         )
-    if not all(isinstance(d, int) for d in val.shape):
-        raise TorchImportError(
-            f"{label}: {what} has a dynamic shape {list(val.shape)}; export "
-            "with static shapes (no dynamic_shapes, torch.compile(dynamic=False))"
-        )
-    return tuple(val.shape)
+    for axis, d in enumerate(val.shape):
+        expr = getattr(getattr(d, "node", None), "expr", None)
+        if expr is not None and expr.is_Symbol and str(expr) not in symbols:
+            symbols[str(expr)] = f"{node.name}.dim{axis}"
+    return tuple(torch_ops.size_of(d, symbols, f"{label}: {what}") for d in val.shape)
+
+
+def _is_size(node: Any) -> bool:
+    """Whether `node` computes a size (a `torch.SymInt`: `sym_size`, and
+    arithmetic on sizes), which the import computes as an expression."""
+    return isinstance(node.meta.get("val"), torch.SymInt)
+
+
+def _size(node: Any, symbols: dict[str, str], label: str) -> Any:
+    return torch_ops.size_of(node.meta["val"], symbols, f"{label}: node '{node.name}'")
 
 
 class _Importer:
@@ -181,6 +197,7 @@ class _Importer:
         self.names: dict[int, str] = {}  # id of an import-time array -> its name
         # by id(); the arrays are kept so that no id is reused
         self.materialized: dict[int, tuple[np.ndarray, SSAValue]] = {}
+        self.symbols: dict[str, str] = {}  # torch's symbol -> ember's name
 
     def materialize(self, array: np.ndarray, name: str | None) -> SSAValue:
         """An import-time array as an operand: a graph.param under its
@@ -220,7 +237,7 @@ class _Importer:
 
     def convert(self, node: Any) -> None:
         args, kwargs = map_arg((node.args, node.kwargs), self.env.get)
-        context = torch_ops.OpContext(node, self.block, self.materialize)
+        context = torch_ops.OpContext(node, self.block, self.materialize, self.symbols)
         try:
             convert = torch_ops.CONVERTERS[torch_ops.op_name(node.target)]
             self.env[node] = convert(context, *args, **kwargs)
@@ -264,7 +281,8 @@ def _import(
     users = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
     constant = [n for n in placeholders if specs[n.name].kind in _CONSTANT_KINDS]
     folded = _folded(graph, constant)
-    _check_graph(graph, label, folded)
+    sizes = {n for n in graph.nodes if n.op == "call_function" and _is_size(n)}
+    _check_graph(graph, label, folded | sizes)
     importer = _Importer(label)
     for node in placeholders:
         spec = specs[node.name]
@@ -286,13 +304,15 @@ def _import(
             importer.env[node] = value
     args = []
     for i, (name, node) in enumerate(inputs):
-        shape = _static_shape(node, f"input '{name}'", label)
+        shape = _input_shape(node, f"input '{name}'", label, importer.symbols)
         element = NUMPY_TYPES[_dtype_name(node.meta["val"]) or "float32"]
-        args.append(importer.block.insert_arg(TensorType(element, shape), i))
+        args.append(importer.block.insert_arg(tensor_of(element, shape), i))
     for (_, node), arg in zip(inputs, args, strict=True):
         importer.env[node] = arg
     for node in graph.nodes:
-        if node in folded:
+        if node in sizes:
+            importer.env[node] = _size(node, importer.symbols, label)
+        elif node in folded:
             importer.fold(node)
         elif node.op == "call_function":
             importer.convert(node)

@@ -14,6 +14,7 @@ node (`node.meta["val"]`).
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,15 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Block, SSAValue
 
 from ember.dialects import graph as G
+from ember.dialects.graph_shapes import dims_of
+from ember.runtime.shape_expr import (
+    Sym,
+    sym_floordiv,
+    sym_max,
+    sym_min,
+    sym_mod,
+    sym_prod,
+)
 
 Value = SSAValue | np.ndarray | tuple
 
@@ -55,8 +65,10 @@ class OpContext:
         node: Any,
         block: Block,
         materialize: Callable[[np.ndarray, str | None], SSAValue],
+        symbols: dict[str, str] | None = None,
     ):
         self.node = node
+        self.symbols = symbols or {}
         self.op = op_name(node.target)
         self.block = block
         self._materialize = materialize
@@ -91,15 +103,59 @@ class OpContext:
         """The shape torch recorded for the node's (first) result."""
         val = self.node.meta["val"]
         val = val[0] if isinstance(val, list | tuple) else val
-        return tuple(int(d) for d in val.shape)
+        where = f"the result of '{self.node.name}'"
+        return tuple(size_of(d, self.symbols, where) for d in val.shape)
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
+    """A value's dims (symbolic ones as expressions, typed as ints: see
+    `graph_shapes.Shape`)."""
     if isinstance(x, np.ndarray):
         return x.shape
     if isinstance(x, SSAValue) and isinstance(x.type, TensorType):
-        return tuple(x.type.get_shape())
+        return dims_of(x.type)
     return ()
+
+
+def size_of(value: Any, symbols: dict[str, str], where: str) -> Any:
+    """A size torch recorded (an int or a `torch.SymInt`) as an int or a
+    `SymExpr` over ember's names of its symbols (`symbols`: torch's symbol ->
+    ember's name); never the example value a SymInt's `int()` gives."""
+    if isinstance(value, int):
+        return value
+    expr = getattr(getattr(value, "node", None), "expr", None)
+    if expr is None:
+        raise ConversionError(f"{where}: expected a size, got {value!r}")
+    try:
+        return _from_sympy(expr, symbols)
+    except (KeyError, TypeError) as e:
+        raise ConversionError(
+            f"{where}: the size {expr} is not an expression ember computes ({e})"
+        ) from None
+
+
+def _from_sympy(expr: Any, symbols: dict[str, str]) -> Any:
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Symbol:
+        return Sym(symbols[str(expr)])
+    args = [_from_sympy(a, symbols) for a in expr.args]
+    if isinstance(expr, sympy.Add):
+        return sum(args[1:], args[0])
+    if isinstance(expr, sympy.Mul):
+        return sym_prod(args)
+    if isinstance(expr, FloorDiv):
+        return sym_floordiv(args[0], args[1])
+    if isinstance(expr, Mod | PythonMod):
+        return sym_mod(args[0], args[1])
+    if isinstance(expr, sympy.Max):
+        return functools.reduce(sym_max, args)
+    if isinstance(expr, sympy.Min):
+        return functools.reduce(sym_min, args)
+    raise TypeError(f"{type(expr).__name__} is not +, *, //, %, min or max")
 
 
 def _pair(v: int | Sequence[int], default: Sequence[int] = ()) -> list[int]:
