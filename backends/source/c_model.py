@@ -130,9 +130,7 @@ def link(
     document["model"] = info
     unit = SourceUnit(_face(target))
     for piece in pieces:
-        unit.features.update(piece["features"])
-        for name, lines in piece["helpers"].items():
-            unit.helpers.setdefault(name, lines)
+        unit.join(piece)
     impls = {p["symbol"]: p["impl"] for p in pieces}
     mode = "microcontroller C99 (no heap, no threads)" if target.micro else "C99"
     parts = [

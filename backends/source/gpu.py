@@ -241,9 +241,7 @@ def join_pieces(pieces: list[dict], target: DeviceTarget) -> dict:
     kernels: list[str] = []
     functions: dict[str, dict] = {}
     for piece in pieces:
-        unit.features.update(piece["features"])
-        for name, lines in piece["helpers"].items():
-            unit.helpers.setdefault(name, lines)
+        unit.join(piece)
         kernels += piece["kernels"]
         functions.update(piece["functions"])
     return {

@@ -97,6 +97,14 @@ class SourceUnit:
             self.helpers[name] += list(lines)[1:]
         return name
 
+    def join(self, piece: dict) -> None:
+        """Take in the features and helpers a piece printed apart used (a
+        kernel compiled on its own: `gpu.kernel_piece`, `c_model`), each
+        helper once."""
+        self.features.update(piece["features"])
+        for name, lines in piece["helpers"].items():
+            self.helpers.setdefault(name, lines)
+
     def text(self, functions: Iterable[str]) -> str:
         parts = ["\n".join(self.face.prelude(self.features))]
         parts += ["\n".join(lines) for lines in self.helpers.values()]
