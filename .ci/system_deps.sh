@@ -3,7 +3,8 @@
 # qemu-user (qemu-aarch64, qemu-riscv64), the aarch64 and riscv64 cross gcc with
 # their C libraries (libgomp comes with the gcc), and lld (wasm-ld); and for
 # tests/test_target_c.py the Cortex-M toolchain and newlib (its headers; micro-mode
-# C source compiled for a Cortex-M4); and the OpenCL ICD loader with PoCL, a CPU
+# C source compiled for a Cortex-M4) with qemu-system-arm, the MPS2-AN386 board
+# tests/test_mcu.py runs a model on; and the OpenCL ICD loader with PoCL, a CPU
 # OpenCL platform that tests/test_runtime_opencl.py runs kernels on; and for
 # tests/test_target_vulkan.py glslangValidator (GLSL to SPIR-V), the Vulkan loader
 # and Mesa's lavapipe, a CPU Vulkan driver.
@@ -23,6 +24,7 @@ riscv64-linux-gnu-gcc:gcc-riscv64-linux-gnu
 wasm-ld:lld
 arm-none-eabi-gcc:gcc-arm-none-eabi
 /usr/lib/arm-none-eabi/newlib/libc.a:libnewlib-arm-none-eabi
+qemu-system-arm:qemu-system-arm
 /usr/lib/x86_64-linux-gnu/libOpenCL.so.1:ocl-icd-libopencl1
 /etc/OpenCL/vendors/pocl.icd:pocl-opencl-icd
 glslangValidator:glslang-tools
