@@ -180,8 +180,8 @@ def _refuse_symbolic(f: func.FuncOp) -> None:
             raise PassFailedException(
                 f"convert-graph-to-te: @{f.sym_name.data} has symbolic dimensions "
                 f"({t}); kernels over symbolic sizes are not generated yet: give "
-                "the inputs' shapes (compile_model(shape=...), ember-compile "
-                "--input-shapes)"
+                "the inputs' shapes (compile_model(shape=...), or --input-shapes "
+                "to ember-compile and ember-opt)"
             )
 
 

@@ -205,3 +205,34 @@ def test_a_range_of_symbolic_length_is_refused_naming_it():
         OnnxImportError, match="a range of symbolic length is not supported yet"
     ):
         from_onnx(_graph(nodes, [x], [y], consts), symbolic=True)
+
+
+def test_ember_opt_shows_a_dynamic_model_symbolically(tmp_path):
+    """ember-opt prints a model's open dims as symbols; --input-shapes fixes
+    them; the pipeline stops where it needs them, naming the flag."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = _export(
+        torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()),
+        (torch.randn(2, 3, 8, 8),),
+        ["x"],
+        {"x": {0: "batch"}, "y": {0: "batch"}},
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    opt = str(Path(sys.executable).parent / "ember-opt")
+
+    def run(*args):
+        return subprocess.run([opt, str(path), *args], capture_output=True, text=True)
+
+    shown = run()
+    assert shown.returncode == 0, shown.stderr
+    assert 'tensor<?x3x8x8xf32, ["batch"]>' in shown.stdout
+    fixed = run("--input-shapes", "x:2,3,8,8")
+    assert "tensor<2x4x6x6xf32>" in fixed.stdout
+    stopped = run("-p", "ember-model")
+    assert stopped.returncode == 1
+    assert "--input-shapes to ember-compile and ember-opt" in stopped.stderr
+    assert "Traceback" not in stopped.stderr

@@ -183,6 +183,14 @@ class EmberOptMain(xDSLOptMain):
         )
         arg_parser.add_argument("--mcpu", help="the CPU LLVM compiles for")
         arg_parser.add_argument(
+            "--input-shapes",
+            action="append",
+            default=[],
+            metavar='"NAME:[D0,...] NAME:D0,D1"',
+            help="ONNX input: shapes for inputs with symbolic dims (ember-compile's "
+            "spelling); dims not given stay symbolic in the graph IR",
+        )
+        arg_parser.add_argument(
             "--list-pipelines",
             action="store_true",
             help="list the named pipelines and --emit stages, then exit",
@@ -394,7 +402,12 @@ class EmberOptMain(xDSLOptMain):
             raise EmberValueError(
                 f"{self.get_input_name()}: not an ONNX model ({type(e).__name__}: {e})"
             ) from None
-        module, params = from_onnx(model)
+        from ember.tools.ember_compile import parse_shapes
+
+        shapes = parse_shapes(self.args.input_shapes)
+        # open dims stay symbols: the graph IR shows them, and the pipeline
+        # says where it needs them fixed
+        module, params = from_onnx(model, shape=shapes or None, symbolic=True)
         self._set_target(module)
         with bind_params(params):
             self.instr.current = None
