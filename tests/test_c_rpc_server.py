@@ -437,3 +437,73 @@ def test_the_tuner_measures_through_it(server, tmp_path):
     assert result.best_cost < float("inf")
     records = load_records(log)
     assert sum(r.error_kind is None for r in records) >= 2, records
+
+
+def test_ember_tune_tunes_through_the_c_server_under_qemu(tmp_path, monkeypatch):
+    """`ember-tune --rpc` against the C server built for aarch64 and run
+    under qemu-aarch64: candidates compiled for aarch64 are linked by the
+    cross compiler (`--cc`), uploaded, timed there and logged."""
+    from ember.tools import ember_tune
+    from ember.tune.records import load_records
+
+    _cross_tools_or_skip("aarch64")
+    out = tmp_path / "rt"
+    assert (
+        build_runtime.main(["-o", str(out), "--target", "aarch64-linux-gnu", "-q"]) == 0
+    )
+    model = tmp_path / "cnn.onnx"
+    model.write_bytes(small_cnn.model().SerializeToString())
+    log = tmp_path / "log.jsonl"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.setenv("EMBER_RPC_KEY", KEY)
+    with c_server(
+        out / "ember-rpc-server", workspace, "-q", prefix=QEMU["aarch64"]
+    ) as port:
+        code = ember_tune.main(
+            [
+                str(model),
+                "-o",
+                str(log),
+                "--trials",
+                "2",
+                "--rpc",
+                f"127.0.0.1:{port}",
+                "--cc",
+                "aarch64-linux-gnu-gcc",
+                "--target",
+                CROSS["aarch64"],
+                "--no-cache-records",
+                "-q",
+            ]
+        )
+    assert code == 0
+    records = load_records(log)
+    assert any(r.error_kind is None for r in records), records
+
+
+def test_a_library_replaced_under_its_name_loads_anew(server, tmp_path):
+    """dlopen hands back a library already loaded under the same name, even
+    when the file was replaced since: a tuner uploads candidate after
+    candidate as one name, so each load goes through a name of its own."""
+    N2 = 8
+    A = te.placeholder((N2,), name="A")
+    first = te.compute((N2,), lambda i: A[i] + 1.0, name="B")
+    second = te.compute((N2,), lambda i: A[i] * 3.0, name="B")
+    for tag, out in (("one", first), ("two", second)):
+        ember.build(te.create_schedule(out.op), [A, out], name=tag).export_library(
+            tmp_path / f"{tag}.so"
+        )
+    with connect("127.0.0.1", server["port"], key=KEY) as remote:
+        dev = remote.cpu()
+        a = array(np.arange(N2, dtype="float32"), device=dev)
+        for tag, expected in (
+            ("one", np.arange(N2) + 1.0),
+            ("two", np.arange(N2) * 3.0),
+        ):
+            remote.upload(tmp_path / f"{tag}.so", "kernel.so")
+            lib = remote.load_module("kernel.so")
+            remote.remove("kernel.so")
+            b = empty((N2,), "float32", device=dev)
+            lib[tag](a, b)
+            np.testing.assert_array_equal(b.numpy(), expected.astype("float32"))

@@ -76,6 +76,12 @@ def _parser(prog: str = "ember-tune") -> argparse.ArgumentParser:
         help="time candidates on the ember RPC server there ($EMBER_RPC_KEY: its key)",
     )
     parser.add_argument(
+        "--cc",
+        metavar="COMPILER",
+        help="the C compiler that links candidates for another machine's target "
+        "(e.g. aarch64-linux-gnu-gcc with --rpc to an aarch64 board)",
+    )
+    parser.add_argument(
         "--dask-scheduler",
         metavar="ADDRESS",
         help="build on this Dask cluster's workers and time on those holding "
@@ -152,7 +158,7 @@ def _measurers(opts: argparse.Namespace):
 
         host, port = _address(opts.rpc)
         key = os.environ.get("EMBER_RPC_KEY")
-        return None, RPCRunner(host, port, key=key)
+        return _builder(opts), RPCRunner(host, port, key=key)
     if opts.dask_scheduler:
         from ember.tune import DaskBuilder, DaskRunner
 
@@ -165,7 +171,16 @@ def _measurers(opts: argparse.Namespace):
             ) from None
         client = Client(opts.dask_scheduler, timeout="20s")
         return DaskBuilder(client), DaskRunner(client)
-    return None, None
+    return _builder(opts), None
+
+
+def _builder(opts: argparse.Namespace):
+    """A builder linking with `--cc`, or None for the default one."""
+    if not opts.cc:
+        return None
+    from ember.tune.measure import LocalBuilder
+
+    return LocalBuilder(cc=opts.cc)
 
 
 def run(opts: argparse.Namespace) -> None:

@@ -17,6 +17,7 @@ has it killed and restarted. Every failure is a result, never an exception:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -86,9 +87,13 @@ class MeasureResult:
         return min(self.costs) if self.ok and self.costs else math.inf
 
 
-def build_candidate(text: str, target: str, path: str) -> BuildResult:
+def build_candidate(
+    text: str, target: str, path: str, cc: str | None = None
+) -> BuildResult:
     """Compile te IR `text` (function `@kernel`) for `target` into the shared
-    library `path`; also the features of its loop nest. A builder job."""
+    library `path` (linked by `cc`, a cross compiler for another machine's
+    target; by default the host's); also the features of its loop nest. A
+    builder job."""
     from xdsl.parser import Parser
 
     from ember.compiler.build import build
@@ -98,7 +103,10 @@ def build_candidate(text: str, target: str, path: str) -> BuildResult:
     start = time.perf_counter()
     try:
         mod = build(text, target=target, name=KERNEL)
-        mod.export_library(path)
+        if cc is None:
+            mod.export_library(path)
+        else:
+            mod.export_library(path, cc=cc)
         loop_ir = Parser(get_context(), mod.get_source("loop"), "<loop>").parse_module()
         features = extract(loop_ir)
     except Exception as e:  # the candidate's failure, recorded
@@ -138,6 +146,9 @@ class LocalBuilder:
         timeout_s: seconds a build may take; a pool whose build outlives it
             is replaced (its workers killed).
         workers: processes of the default pool.
+        cc: the C compiler that links a candidate's library, for a target
+            another machine runs ("aarch64-linux-gnu-gcc", as TVM's
+            `cc.cross_compiler`); None: the host's.
     """
 
     def __init__(
@@ -145,7 +156,9 @@ class LocalBuilder:
         executor: Executor | None = None,
         timeout_s: float = 120.0,
         workers: int | None = None,
+        cc: str | None = None,
     ):
+        self.cc = cc
         self._own = executor is None
         self._executor = executor
         self.timeout_s = timeout_s
@@ -193,7 +206,7 @@ class LocalBuilder:
     def build(self, jobs: list[tuple[str, str, str]]) -> list[BuildResult]:
         """Build (text, target, path) jobs."""
         out = []
-        for r in self.map(build_candidate, jobs):
+        for r in self.map(functools.partial(build_candidate, cc=self.cc), jobs):
             if isinstance(r, Exception):
                 r = BuildResult(None, f"{type(r).__name__}: {r}")
             out.append(r)

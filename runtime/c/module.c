@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -70,7 +71,20 @@ int EmberModuleLoad(const char* path, EmberModule** out) {
   /* a name without a slash would be searched for on the library path */
   char local[4096];
   snprintf(local, sizeof local, "%s%s", strchr(path, '/') ? "" : "./", path);
-  m->handle = dlopen(local, RTLD_NOW | RTLD_LOCAL);
+  /* dlopen returns the library already loaded under the same name, even
+     when the file was replaced since (a tuner uploading candidate after
+     candidate as "kernel.so"): load through a name of this load's own, a hard
+     link removed once the library is mapped */
+  static unsigned long loads;
+  char unique[4200];
+  snprintf(unique, sizeof unique, "%s.ember-load-%ld-%lu", local, (long)getpid(),
+           loads++);
+  if (link(local, unique) == 0) {
+    m->handle = dlopen(unique, RTLD_NOW | RTLD_LOCAL);
+    unlink(unique);
+  } else {
+    m->handle = dlopen(local, RTLD_NOW | RTLD_LOCAL);
+  }
   if (m->handle == NULL) {
     free(m);
     return ember_error("cannot load %s: %s", path, dlerror());
