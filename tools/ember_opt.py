@@ -402,12 +402,14 @@ class EmberOptMain(xDSLOptMain):
             raise EmberValueError(
                 f"{self.get_input_name()}: not an ONNX model ({type(e).__name__}: {e})"
             ) from None
-        from ember.tools.ember_compile import parse_shapes
+        from ember.tools.ember_compile import parse_shapes, shapes_as_flags
 
         shapes = parse_shapes(self.args.input_shapes)
         # open dims stay symbols: the graph IR shows them, and the pipeline
-        # says where it needs them fixed
-        module, params = from_onnx(model, shape=shapes or None, symbolic=True)
+        # says where it needs them fixed; an input without any shape is asked
+        # for in this tool's spelling
+        with shapes_as_flags():
+            module, params = from_onnx(model, shape=shapes or None, symbolic=True)
         self._set_target(module)
         with bind_params(params):
             self.instr.current = None
