@@ -140,10 +140,102 @@ class _Heap:
         return start
 
     def free(self, address: int) -> None:
-        self.live.pop(address, None)
+        if address:
+            del self.live[address]  # a KeyError: a free of what was not allocated
 
 
-class WasmModule:
+class WasmInstance:
+    """A linked wasm32 module in wasmtime, with the host's side of the packed
+    ABI: its ``env`` imports (``aligned_alloc``, ``malloc``, ``free`` over
+    ``heap``, and libm's functions computed by numpy), its memory, wasm32
+    DLTensors over copies of arrays (``tensor``) and packed calls
+    (``call_packed``). ``WasmModule`` runs a model on it; tests call kernels.
+
+    Args:
+        code: the module's bytes.
+    """
+
+    def __init__(self, code: bytes):
+        wasmtime = _wasmtime()
+        engine = wasmtime.Engine()
+        self._store = wasmtime.Store(engine)
+        module = wasmtime.Module(engine, code)
+        imports = [self._import(wasmtime, i) for i in module.imports]
+        instance = wasmtime.Instance(self._store, module, imports)
+        # Any: an export's kind (function, memory, global) is known by its name.
+        self._exports: Any = instance.exports(self._store)
+        self._memory: Any = self._exports["memory"]
+        base = self._exports["__heap_base"].value(self._store)
+        self.heap = _Heap(self._store, self._memory, base)
+
+    def _import(self, wasmtime, item):
+        heap_calls: dict[str, Callable] = {
+            "aligned_alloc": lambda align, size: self.heap.alloc(size, align),
+            "malloc": lambda size: self.heap.alloc(size, 16),
+            "free": lambda address: self.heap.free(address),
+        }
+        if item.module == "env" and item.name in heap_calls:
+            return wasmtime.Func(self._store, item.type, heap_calls[item.name])
+        base, f32 = item.name.removesuffix("f"), item.name.endswith("f")
+        if item.module != "env" or base not in _LIBM:
+            raise InvalidLibraryError(
+                f"the module imports {item.module}.{item.name}, which this host "
+                "does not provide (it gives aligned_alloc, malloc, free and "
+                f"libm's {', '.join(sorted(_LIBM))})"
+            )
+        dtype, fn = (np.float32 if f32 else np.float64), _LIBM[base]
+        return wasmtime.Func(
+            self._store, item.type, lambda *xs: float(fn(*(dtype(x) for x in xs)))
+        )
+
+    def write(self, address: int, data: bytes) -> None:
+        self._memory.write(self._store, data, address)
+
+    def read(self, address: int, size: int) -> bytes:
+        return bytes(self._memory.read(self._store, address, address + size))
+
+    def c_string(self, address: int) -> str:
+        data = self._memory.read(
+            self._store, address, self._memory.data_len(self._store)
+        )
+        return bytes(data[: bytes(data).index(0)]).decode()
+
+    def tensor(self, array: np.ndarray) -> tuple[int, int]:
+        """Write ``array`` and its wasm32 DLTensor; ``(tensor, data)`` addresses."""
+        data = self.heap.alloc(array.nbytes)
+        shape = self.heap.alloc(8 * array.ndim, 8)
+        tensor = self.heap.alloc(DLTENSOR_WASM32.size, 8)
+        self.write(data, np.ascontiguousarray(array).tobytes())
+        self.write(shape, struct.pack(f"<{array.ndim}q", *array.shape))
+        code, bits = DTYPE_CODES[array.dtype.kind], 8 * array.dtype.itemsize
+        self.write(
+            tensor,
+            DLTENSOR_WASM32.pack(data, 1, 0, array.ndim, code, bits, 1, shape, 0, 0),
+        )
+        return tensor, data
+
+    def call_packed(
+        self, name: str, tensors: list[int], count: int | None = None
+    ) -> tuple[int, int, int]:
+        """Call packed ``name`` with DLTensor handles (``count`` of them in
+        ``num_args``: by default all); ``(rc, ret, ret_code)``, ``ret`` the
+        returned handle's address (a message when ``rc`` is not 0)."""
+        n = len(tensors)
+        args, codes = self.heap.alloc(8 * n + 8, 8), self.heap.alloc(4 * n + 4, 4)
+        ret, ret_code = self.heap.alloc(8, 8), self.heap.alloc(4, 4)
+        try:
+            self.write(args, struct.pack(f"<{n}Q", *tensors))
+            self.write(codes, struct.pack(f"<{n}i", *[TypeCode.DLTENSOR_HANDLE] * n))
+            count = n if count is None else count
+            rc = self._exports[name](self._store, args, codes, count, ret, ret_code)
+            value = struct.unpack("<I", self.read(ret, 4))[0]
+            return rc, value, struct.unpack("<i", self.read(ret_code, 4))[0]
+        finally:
+            for block in (args, codes, ret, ret_code):
+                self.heap.free(block)
+
+
+class WasmModule(WasmInstance):
     """A wasm32 model library in wasmtime, run with numpy arrays.
 
     Args:
@@ -160,98 +252,29 @@ class WasmModule:
     """
 
     def __init__(self, path: str, params=None, wasm_ld: str | None = None):
-        wasmtime = _wasmtime()
-        code = _read_code(str(path), wasm_ld)
-        engine = wasmtime.Engine()
-        self._store = wasmtime.Store(engine)
-        module = wasmtime.Module(engine, code)
-        imports = [self._import(wasmtime, i) for i in module.imports]
-        instance = wasmtime.Instance(self._store, module, imports)
-        # Any: an export's kind (function, memory, global) is known by its name.
-        self._exports: Any = instance.exports(self._store)
-        self._memory: Any = self._exports["memory"]
-        base = self._exports["__heap_base"].value(self._store)
-        self._heap = _Heap(self._store, self._memory, base)
+        _wasmtime()  # missing: say so before reading or linking anything
+        super().__init__(_read_code(str(path), wasm_ld))
         self.metadata: dict = json.loads(self._call(METADATA_FUNCTION, [], STR=True))
         model = self.metadata.get("model")
         if model is None:
             raise InvalidLibraryError(f"{path}: not a model library (no 'model')")
         self.model: dict = model
-        self._workspace = self._tensor(np.zeros(model["workspace_bytes"], np.uint8))
+        self._workspace = self.tensor(np.zeros(model["workspace_bytes"], np.uint8))
         self._params: int | None = None
         if params is not None:
             self.load_params(params)
 
-    def _import(self, wasmtime, item):
-        heap_calls: dict[str, Callable] = {
-            "aligned_alloc": lambda align, size: self._heap.alloc(size, align),
-            "malloc": lambda size: self._heap.alloc(size, 16),
-            "free": lambda address: self._heap.free(address),
-        }
-        if item.module == "env" and item.name in heap_calls:
-            return wasmtime.Func(self._store, item.type, heap_calls[item.name])
-        base, f32 = item.name.removesuffix("f"), item.name.endswith("f")
-        if item.module != "env" or base not in _LIBM:
-            raise InvalidLibraryError(
-                f"the module imports {item.module}.{item.name}, which this host "
-                "does not provide (it gives aligned_alloc, malloc, free and "
-                f"libm's {', '.join(sorted(_LIBM))})"
-            )
-        dtype, fn = (np.float32 if f32 else np.float64), _LIBM[base]
-        return wasmtime.Func(
-            self._store, item.type, lambda *xs: float(fn(*(dtype(x) for x in xs)))
-        )
-
-    def _write(self, address: int, data: bytes) -> None:
-        self._memory.write(self._store, data, address)
-
-    def _read(self, address: int, size: int) -> bytes:
-        return bytes(self._memory.read(self._store, address, address + size))
-
-    def _c_string(self, address: int) -> str:
-        data = self._memory.read(
-            self._store, address, self._memory.data_len(self._store)
-        )
-        return bytes(data[: bytes(data).index(0)]).decode()
-
-    def _tensor(self, array: np.ndarray) -> tuple[int, int]:
-        """Write ``array`` and its wasm32 DLTensor; ``(tensor, data)`` addresses."""
-        data = self._heap.alloc(array.nbytes)
-        shape = self._heap.alloc(8 * array.ndim, 8)
-        tensor = self._heap.alloc(DLTENSOR_WASM32.size, 8)
-        self._write(data, np.ascontiguousarray(array).tobytes())
-        self._write(shape, struct.pack(f"<{array.ndim}q", *array.shape))
-        code, bits = DTYPE_CODES[array.dtype.kind], 8 * array.dtype.itemsize
-        self._write(
-            tensor,
-            DLTENSOR_WASM32.pack(data, 1, 0, array.ndim, code, bits, 1, shape, 0, 0),
-        )
-        return tensor, data
-
     def _call(self, name: str, tensors: list[int], STR: bool = False) -> str:
-        """Call packed ``name`` with DLTensor handles; its string result if
-        ``STR``. A failure is an ``EmberError`` with the function's message."""
-        n = len(tensors)
-        args, codes = self._heap.alloc(8 * n + 8, 8), self._heap.alloc(4 * n + 4, 4)
-        ret, ret_code = self._heap.alloc(8, 8), self._heap.alloc(4, 4)
-        try:
-            self._write(args, struct.pack(f"<{n}Q", *tensors))
-            self._write(codes, struct.pack(f"<{n}i", *[TypeCode.DLTENSOR_HANDLE] * n))
-            rc = self._exports[name](self._store, args, codes, n, ret, ret_code)
-            value = struct.unpack("<I", self._read(ret, 4))[0]
-            if rc != 0:
-                raise EmberError(f"{name}: {self._c_string(value)}")
-            if STR:
-                got = struct.unpack("<i", self._read(ret_code, 4))[0]
-                if got != TypeCode.STR:
-                    raise EmberError(
-                        f"{name}: returned type code {got}, expected a string"
-                    )
-                return self._c_string(value)
+        """Call packed ``name``; its string result if ``STR``. A failure is
+        an ``EmberError`` with the function's message."""
+        rc, value, got = self.call_packed(name, tensors)
+        if rc != 0:
+            raise EmberError(f"{name}: {self.c_string(value)}")
+        if not STR:
             return ""
-        finally:
-            for block in (args, codes, ret, ret_code):
-                self._heap.free(block)
+        if got != TypeCode.STR:
+            raise EmberError(f"{name}: returned type code {got}, expected a string")
+        return self.c_string(value)
 
     def load_params(self, params) -> None:
         """Set the model's params.
@@ -271,8 +294,8 @@ class WasmModule:
             params = pack_params(params, self.model["params"], nbytes)
         blob = np.frombuffer(bytes(params), np.uint8)
         if self._params is not None:
-            self._heap.free(self._params)
-        self._params = self._tensor(blob)[0]
+            self.heap.free(self._params)
+        self._params = self.tensor(blob)[0]
 
     def run(self, **inputs: np.ndarray) -> list[np.ndarray]:
         """Run the model on ``inputs`` (by name).
@@ -299,23 +322,23 @@ class WasmModule:
             raise EmberValueError(
                 f"run: expected inputs {names}, got unknown {unknown}, missing {missing}"
             )
-        mark = dict(self._heap.live)
+        mark = dict(self.heap.live)
         try:
             handles = [
                 self._input(info, inputs[info["name"]]) for info in self.model["inputs"]
             ]
             outputs = [np.zeros(o["shape"], o["dtype"]) for o in self.model["outputs"]]
-            written = [self._tensor(o) for o in outputs]
-            params = self._params or self._tensor(np.zeros(0, np.uint8))[0]
+            written = [self.tensor(o) for o in outputs]
+            params = self._params or self.tensor(np.zeros(0, np.uint8))[0]
             tensors = handles + [t for t, _ in written] + [self._workspace[0], params]
             self._call(MODEL_ENTRY, tensors)
             for out, (_, data) in zip(outputs, written, strict=True):
                 out[...] = np.frombuffer(
-                    self._read(data, out.nbytes), out.dtype
+                    self.read(data, out.nbytes), out.dtype
                 ).reshape(out.shape)
             return outputs
         finally:
-            self._heap.live = mark
+            self.heap.live = mark
 
     def _input(self, info: dict, value) -> int:
         array = np.asarray(value)
@@ -325,7 +348,7 @@ class WasmModule:
                 f"run: input {info['name']!r}: expected shape {shape} {dtype}, "
                 f"got {array.shape} {array.dtype}"
             )
-        return self._tensor(array)[0]
+        return self.tensor(array)[0]
 
 
-__all__ = ["WasmModule", "link_wasm"]
+__all__ = ["WasmInstance", "WasmModule", "link_wasm"]

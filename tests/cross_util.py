@@ -18,12 +18,10 @@ program and the package that brings it.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
-import struct
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,24 +143,6 @@ def run_kernel(
 
 # -- wasm32 ------------------------------------------------------------------------
 
-WASM_PAGE = 65536
-DLTENSOR_WASM32 = struct.Struct("<IiiiBBHII4xQ")  # 40 bytes: 4-byte pointers
-assert DLTENSOR_WASM32.size == 40
-DTYPE_CODES = {"i": 0, "u": 1, "f": 2}
-
-# The libm functions a wasm32 kernel may import, as numpy computes them in the
-# import's precision (f32 for `expf`, f64 for `exp`).
-LIBM: dict[str, Callable[..., np.ndarray]] = {
-    "exp": np.exp,
-    "log": np.log,
-    "sqrt": np.sqrt,
-    "tanh": np.tanh,
-    "sin": np.sin,
-    "cos": np.cos,
-    "pow": np.power,
-    "erf": np.vectorize(math.erf),
-}
-
 
 def wasm_ld() -> str:
     """The wasm-ld program, or a skip saying how to get it."""
@@ -174,94 +154,28 @@ def wasm_ld() -> str:
 
 def link_wasm(objects: Sequence[Path], output: Path) -> Path:
     """Link wasm32 objects into a module exporting every function, its memory
-    and `__heap_base`; undefined functions become imports from "env"."""
-    command = [wasm_ld(), "--no-entry", "--export-all", "--export=__heap_base"]
-    command += ["--allow-undefined", "-o", str(output), *map(str, objects)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
-    return output
+    and `__heap_base` (`ember.runtime.wasm.link_wasm`, with wasm-ld or a skip)."""
+    from ember.runtime.wasm import link_wasm as link
 
-
-class _Heap:
-    """`aligned_alloc` and `free` over the linear memory above `__heap_base`:
-    a bump pointer that falls back to the end of the highest live block, so
-    memory is reused whenever the top blocks are freed."""
-
-    def __init__(self, store, memory, base: int):
-        self.store, self.memory, self.base = store, memory, base
-        self.live: dict[int, int] = {}  # address: end
-
-    def alloc(self, size: int, align: int = 64) -> int:
-        if align <= 0 or align & (align - 1):
-            return 0  # C11: an alignment that is not a power of two fails
-        top = max(self.live.values(), default=self.base)
-        start = -(-top // align) * align
-        end = start + max(size, 1)
-        have = self.memory.data_len(self.store)
-        if end > have:
-            self.memory.grow(self.store, -(-(end - have) // WASM_PAGE))
-        self.live[start] = end
-        return start
-
-    def free(self, address: int) -> None:
-        if address:
-            del self.live[address]  # a KeyError: a free of what was not allocated
+    return Path(link([str(o) for o in objects], str(output), wasm_ld()))
 
 
 class WasmModule:
-    """A linked wasm32 module in wasmtime whose packed functions take numpy
-    arrays.
+    """A linked wasm32 module in wasmtime (the runtime's `WasmInstance`) whose
+    packed functions take numpy arrays.
 
         m = WasmModule(Path("k.wasm").read_bytes())
         rc, message = m.call("vecadd", [a, b, c])   # c is written in place
     """
 
     def __init__(self, code: bytes):
-        wasmtime = pytest.importorskip(
+        pytest.importorskip(
             "wasmtime", reason="wasmtime not installed: pip install -e '.[dev]'"
         )
-        engine = wasmtime.Engine()
-        self.store = wasmtime.Store(engine)
-        module = wasmtime.Module(engine, code)
-        self.imported = [i.name for i in module.imports]
-        imports = [self._import(wasmtime, i) for i in module.imports]
-        self.instance = wasmtime.Instance(self.store, module, imports)
-        self.exports = self.instance.exports(self.store)
-        self.memory = self.exports["memory"]
-        base = self.exports["__heap_base"].value(self.store)
-        self.heap = _Heap(self.store, self.memory, base)
+        from ember.runtime.wasm import WasmInstance
 
-    def _import(self, wasmtime, item):
-        heap_calls: dict[str, Callable] = {
-            "aligned_alloc": lambda align, size: self.heap.alloc(size, align),
-            "malloc": lambda size: self.heap.alloc(size, 16),
-            "free": lambda address: self.heap.free(address),
-        }
-        if item.module == "env" and item.name in heap_calls:
-            return wasmtime.Func(self.store, item.type, heap_calls[item.name])
-        base, f32 = item.name.removesuffix("f"), item.name.endswith("f")
-        if item.module != "env" or base not in LIBM:
-            raise ValueError(
-                f"the module imports {item.module}.{item.name}, which this host "
-                "does not provide"
-            )
-        dtype = np.float32 if f32 else np.float64
-        fn = LIBM[base]
-        return wasmtime.Func(
-            self.store, item.type, lambda *xs: float(fn(*(dtype(x) for x in xs)))
-        )
-
-    def write(self, address: int, data: bytes) -> None:
-        self.memory.write(self.store, data, address)
-
-    def read(self, address: int, size: int) -> bytes:
-        return bytes(self.memory.read(self.store, address, address + size))
-
-    def c_string(self, address: int) -> str:
-        end = address
-        while self.read(end, 1) != b"\0":
-            end += 1
-        return self.read(address, end - address).decode()
+        self.instance = WasmInstance(code)
+        self.heap = self.instance.heap
 
     def call(
         self, name: str, arrays: Sequence[np.ndarray], count: int | None = None
@@ -272,37 +186,18 @@ class WasmModule:
         Returns:
             The return code and, when it is not 0, the function's message.
         """
-        blocks = []
-        handles = []
+        w = self.instance
+        handles, blocks = [], []
         for array in arrays:
-            data = self.heap.alloc(array.nbytes)
-            shape = self.heap.alloc(8 * array.ndim, 8)
-            tensor = self.heap.alloc(DLTENSOR_WASM32.size, 8)
-            blocks += [data, shape, tensor]
-            self.write(data, np.ascontiguousarray(array).tobytes())
-            self.write(shape, struct.pack(f"<{array.ndim}q", *array.shape))
-            code = DTYPE_CODES[array.dtype.kind]
-            bits = 8 * array.dtype.itemsize
-            dl = DLTENSOR_WASM32.pack(
-                data, 1, 0, array.ndim, code, bits, 1, shape, 0, 0
-            )
-            self.write(tensor, dl)
-            handles.append((tensor, data))
-        args = self.heap.alloc(8 * len(arrays), 8)
-        codes = self.heap.alloc(4 * len(arrays), 4)
-        ret, ret_code = self.heap.alloc(8, 8), self.heap.alloc(4, 4)
-        blocks += [args, codes, ret, ret_code]
-        self.write(args, struct.pack(f"<{len(arrays)}Q", *(t for t, _ in handles)))
-        self.write(codes, struct.pack(f"<{len(arrays)}i", *[7] * len(arrays)))
-        count = len(arrays) if count is None else count
-        rc = self.exports[name](self.store, args, codes, count, ret, ret_code)
-        message = None
-        if rc != 0:
-            message = self.c_string(struct.unpack("<I", self.read(ret, 4))[0])
+            before = set(w.heap.live)
+            handles.append(w.tensor(array))
+            blocks += set(w.heap.live) - before  # its data, shape and header
+        rc, ret, _ = w.call_packed(name, [t for t, _ in handles], count)
+        message = w.c_string(ret) if rc != 0 else None
         for array, (_, data) in zip(arrays, handles, strict=True):
-            array[...] = np.frombuffer(
-                self.read(data, array.nbytes), array.dtype
-            ).reshape(array.shape)
+            array[...] = np.frombuffer(w.read(data, array.nbytes), array.dtype).reshape(
+                array.shape
+            )
         for block in blocks:
-            self.heap.free(block)
+            w.heap.free(block)
         return rc, message

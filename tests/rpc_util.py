@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,8 +64,10 @@ def rpc_server(
     cwd: str | None = None,
     prelude: str = "",
     workspace: str | None = None,
+    command: Sequence[str] = (),
 ) -> Iterator[RunningServer]:
-    """Run ``python -m ember.rpc.server --port 0 *args`` until the block ends.
+    """Run ``python -m ember.rpc.server --port 0 *args`` (or ``command``, another
+    server such as the C one, with the same options) until the block ends.
 
     ``key`` goes to the server in ``$EMBER_RPC_KEY`` (which is unset when
     there is none); without a key, a loopback server warns that it has none
@@ -88,11 +90,11 @@ def rpc_server(
             if prelude
             else ("-m", "ember.rpc.server")
         )
+        program = list(command) or [sys.executable, *launch]
         with open(log_path, "w") as log:
             process = subprocess.Popen(
                 [
-                    sys.executable,
-                    *launch,
+                    *program,
                     "--port",
                     "0",
                     "--workspace",

@@ -19,10 +19,7 @@ import contextlib
 import os
 import resource
 import shutil
-import signal
 import socket
-import subprocess
-import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -43,7 +40,7 @@ from rpc_faults import (
     tree,
     wait_for,
 )
-from rpc_util import RunningServer
+from rpc_util import rpc_server
 
 from ember.runtime import rpc
 from ember.runtime.rpc import protocol as p
@@ -64,36 +61,18 @@ def cwd(tmp_path_factory) -> str:
 @contextlib.contextmanager
 def c_fault_server(binary: str, cwd: str):
     """The C server, keyed and with fault_server's limits, as a RunningServer."""
-    env = {k: v for k, v in os.environ.items() if k != "EMBER_RPC_KEY"}
-    env["EMBER_RPC_KEY"] = KEY
     limits = ("--max-frame-bytes", MAX_FRAME, "--max-workspace-bytes", MAX_WORKSPACE)
     limits += ("--max-memory-bytes", MAX_MEMORY)
     core = resource.getrlimit(resource.RLIMIT_CORE)
     resource.setrlimit(resource.RLIMIT_CORE, (0, core[1]))
-    with tempfile.TemporaryDirectory(prefix="ember-c-rpc-test-") as tmp:
-        log_path, workspace = os.path.join(tmp, "server.log"), os.path.join(tmp, "ws")
-        os.mkdir(workspace)
-        with open(log_path, "w") as log:
-            process = subprocess.Popen(
-                [binary, "--port", "0", "--workspace", workspace, *map(str, limits)],
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                cwd=cwd,
-                env=env,
-            )
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            assert "listening on" in line, (line, open(log_path).read())
-            port = int(line.rsplit(":", 1)[1])
-            yield RunningServer(process, port, log_path, workspace)
-        finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(30)
-            process.stdout.close()
-            resource.setrlimit(resource.RLIMIT_CORE, core)
-            assert "ERROR" not in open(log_path).read()
+    try:
+        with rpc_server(*map(str, limits), key=KEY, cwd=cwd, command=[binary]) as s:
+            try:
+                yield s
+            finally:
+                assert "ERROR" not in s.log()
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, core)
 
 
 @pytest.fixture(scope="module", params=["python", "c"])
