@@ -13,9 +13,10 @@ as MLIR's dynamic dims plus an encoding naming each, in order:
     tensor<?x?x768xf32, ["batch", "seq + 1"]>      # dims_of: (batch, seq + 1, 768)
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from math import ceil
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -24,7 +25,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ember.runtime.errors import EmberValueError
@@ -85,6 +86,43 @@ def tensor_of(element: Attribute, dims: Sequence[Dim]) -> TensorType:
         return TensorType(element, [d for d in dims if isinstance(d, int)])
     shape = [DYNAMIC_INDEX if isinstance(d, SymExpr) else d for d in dims]
     return TensorType(element, shape, ArrayAttr([StringAttr(n) for n in symbolic]))
+
+
+def emit_dim(
+    value: Dim,
+    symbol: Callable[[str], SSAValue],
+    constant: Callable[[int], SSAValue],
+    add: Callable[[Operation], SSAValue],
+) -> SSAValue:
+    """`value` as an `index` value computed by `arith` ops: `symbol(name)`
+    gives a size symbol's value, `constant(k)` an index constant, `add(op)`
+    places an op and gives its result. Sizes are never negative, so `//` and
+    `%` are the signed ops."""
+    if isinstance(value, int):
+        return constant(value)
+    total: SSAValue | None = None
+    for monomial, coeff in value.terms:
+        term = None if coeff == 1 else constant(coeff)
+        for atom in monomial:
+            if atom.op is None:
+                x = symbol(atom.name)
+            else:
+                a, b = (emit_dim(v, symbol, constant, add) for v in atom.args)
+                if atom.op in ("min", "max"):
+                    less = add(arith.CmpiOp(a, b, "slt"))
+                    x = add(
+                        arith.SelectOp(less, *((a, b) if atom.op == "min" else (b, a)))
+                    )
+                else:
+                    kind = arith.DivSIOp if atom.op == "floordiv" else arith.RemSIOp
+                    x = add(kind(a, b))
+            term = x if term is None else add(arith.MuliOp(term, x))
+        assert term is not None
+        total = term if total is None else add(arith.AddiOp(total, term))
+    assert total is not None  # an expression has a term
+    if value.const:
+        total = add(arith.AddiOp(total, constant(value.const)))
+    return total
 
 
 def is_static(shape: Sequence[Dim]) -> bool:

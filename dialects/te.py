@@ -1,6 +1,7 @@
 """The `te` dialect: tensor expressions, TVM's TE level.
 
-A te program is a `func.func` over ranked, statically shaped tensors. Each
+A te program is a `func.func` over ranked tensors, static or with symbolic
+dims (see `ComputeOp`). Each
 `te.compute` defines one tensor by a scalar expression of its indices; the body reads
 other tensors with `te.read` and does scalar work in `arith`/`math` (and `scf.if`
 where a side of a condition must not run). A compute with `reduce` folds its body
@@ -15,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseArrayBase,
     FloatAttr,
     IndexType,
@@ -51,7 +53,11 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from ember.dialects.graph_shapes import dims_of
 from ember.dialects.te_schedule import SCHEDULE_OPS
+from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import SymExpr
+from ember.runtime.shape_expr import parse as parse_dim
 
 COMBINERS = ("sum", "max", "min")
 
@@ -85,7 +91,11 @@ class ComputeOp(IRDLOperation):
         %S = te.compute "S" (%i) reduce sum (%k : 8) -> tensor<4xf32> { ... }
 
     The body's block arguments are the output indices, then the reduction indices;
-    reduction axis `k` runs over `[0, reduce_extents[k])`. `reduce` names the
+    reduction axis `k` runs over `[0, reduce_extents[k])`. An extent may be
+    symbolic: a dynamic dim of the result type named by its encoding
+    (`tensor<?x8xf32, ["n"]>`), a reduction extent given as an expression
+    string (`(%k : "n")`) over the function's size symbols (its trailing
+    `index` arguments marked `ember.symbol`), which the body may also read. `reduce` names the
     combiner: sum, max and min are built in; any other name is a custom combiner,
     given after the body as a `combine` region over (accumulated, next) values of
     the element type, with the `identity` it starts from:
@@ -104,6 +114,8 @@ class ComputeOp(IRDLOperation):
     tensor_name = prop_def(StringAttr, prop_name="name")
     reduce = opt_prop_def(StringAttr)
     reduce_extents = opt_prop_def(DenseArrayBase[IntegerType])
+    reduce_dims = opt_prop_def(ArrayAttr[StringAttr])
+    """The expression of each symbolic (-1) reduction extent, in order."""
     identity = opt_prop_def(FloatAttr | IntegerAttr)
     result = result_def(TensorType)
     body = region_def("single_block")
@@ -117,7 +129,7 @@ class ComputeOp(IRDLOperation):
         result_type: TensorType,
         body: Region | Block,
         reduce: str | None = None,
-        reduce_extents: Sequence[int] = (),
+        reduce_extents: Sequence[int | SymExpr] = (),
         combiner: Region | Block | None = None,
         identity: Attribute | None = None,
     ):
@@ -125,8 +137,11 @@ class ComputeOp(IRDLOperation):
         if reduce is not None:
             props["reduce"] = StringAttr(reduce)
             props["reduce_extents"] = DenseArrayBase.from_list(
-                i64, list(reduce_extents)
+                i64, [e if isinstance(e, int) else -1 for e in reduce_extents]
             )
+            symbolic = [str(e) for e in reduce_extents if isinstance(e, SymExpr)]
+            if symbolic:
+                props["reduce_dims"] = ArrayAttr([StringAttr(e) for e in symbolic])
         if identity is not None:
             props["identity"] = identity
         regions: list[Region] = [body if isinstance(body, Region) else Region(body)]
@@ -141,11 +156,21 @@ class ComputeOp(IRDLOperation):
         )
 
     @property
-    def extents(self) -> tuple[int, ...]:
-        """The reduction extents, () for a plain compute."""
+    def extents(self) -> tuple[int | SymExpr, ...]:
+        """The reduction extents (ints, or expressions over the size symbols),
+        () for a plain compute."""
         if self.reduce_extents is None:
             return ()
-        return tuple(int(v) for v in self.reduce_extents.get_values())
+        names = iter(self.reduce_dims.data if self.reduce_dims is not None else ())
+        extents: list[int | SymExpr] = []
+        for v in self.reduce_extents.get_values():
+            extents.append(int(v) if v >= 0 else parse_dim(next(names).data))
+        return tuple(extents)
+
+    @property
+    def shape(self) -> tuple[int | SymExpr, ...]:
+        """The result's dims, symbolic ones as the encoding names them."""
+        return tuple(dims_of(self.output_type))
 
     @property
     def output_type(self) -> TensorType:
@@ -159,17 +184,13 @@ class ComputeOp(IRDLOperation):
 
     def verify_(self) -> None:
         shape = self.output_type.get_shape()
-        if any(d < 0 for d in shape):
-            raise VerifyException(f"expected a static shape, got {self.result.type}")
+        dims_of(self.output_type)  # a dynamic dim must be named
         if (self.reduce is None) != (self.reduce_extents is None):
             raise VerifyException(
                 "expected 'reduce' and 'reduce_extents' together, got only one"
             )
         self._verify_combiner()
-        if any(e <= 0 for e in self.extents):
-            raise VerifyException(
-                f"expected positive reduction extents, got {list(self.extents)}"
-            )
+        self._verify_extents()
         args = self.body.block.args
         expected = len(shape) + len(self.extents)
         if len(args) != expected:
@@ -181,6 +202,30 @@ class ComputeOp(IRDLOperation):
                 raise VerifyException(f"expected index block arguments, got {arg.type}")
         element = self.output_type.element_type
         _verify_yield(self.body.block, element, "the body")
+
+    def _verify_extents(self) -> None:
+        if self.reduce_extents is None:
+            if self.reduce_dims is not None:
+                raise VerifyException("expected 'reduce_dims' only on a reduction")
+            return
+        values = self.reduce_extents.get_values()
+        names = self.reduce_dims.data if self.reduce_dims is not None else ()
+        dynamic = sum(1 for v in values if v == -1)
+        if any(v == 0 or v < -1 for v in values) or dynamic != len(names):
+            symbolic = f", or -1 for each of the {len(names)} in 'reduce_dims'"
+            raise VerifyException(
+                f"expected positive reduction extents{symbolic if names else ''}, "
+                f"got {list(values)}"
+            )
+        for name in names:
+            try:
+                extent = parse_dim(name.data)
+            except EmberValueError as e:
+                raise VerifyException(f"reduction extent: {e}") from None
+            if isinstance(extent, int):
+                raise VerifyException(
+                    f"expected a symbolic reduction extent, got '{name.data}'"
+                )
 
     def _verify_combiner(self) -> None:
         custom = self.combiner is not None
@@ -243,7 +288,10 @@ class ComputeOp(IRDLOperation):
                 zip(block.args[rank:], self.extents, strict=True),
                 lambda pair: (
                     printer.print_ssa_value(pair[0]),
-                    printer.print_string(f" : {pair[1]}"),
+                    printer.print_string(" : "),
+                    printer.print_string_literal(str(pair[1]))
+                    if isinstance(pair[1], SymExpr)
+                    else printer.print_string(str(pair[1])),
                 ),
             )
             printer.print_string(")")
@@ -269,7 +317,7 @@ class ComputeOp(IRDLOperation):
 
         indices = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, index_arg)
         reduce: str | None = None
-        extents: list[int] = []
+        extents: list[int | SymExpr] = []
         reduce_args: list[Parser.Argument] = []
         if parser.parse_optional_keyword("reduce"):
             reduce = parser.parse_identifier(
@@ -279,7 +327,14 @@ class ComputeOp(IRDLOperation):
             def reduce_axis() -> None:
                 reduce_args.append(index_arg())
                 parser.parse_punctuation(":")
-                extents.append(parser.parse_integer(allow_boolean=False))
+                text = parser.parse_optional_str_literal()
+                if text is None:
+                    extents.append(parser.parse_integer(allow_boolean=False))
+                    return
+                try:
+                    extents.append(parse_dim(text))
+                except EmberValueError as e:
+                    parser.raise_error(f"reduction extent: {e}")
 
             parser.parse_comma_separated_list(Parser.Delimiter.PAREN, reduce_axis)
         parser.parse_punctuation("->")

@@ -2,7 +2,9 @@
 
 A `Form` is `sum(coef * atom) + const` over atoms with known integer ranges: loop
 variables, or a floor division / modulo of a form by a positive constant that
-could not be simplified away. Schedules make indices such as `(32*no + ni) // 32`
+could not be simplified away. A loop over a symbolic extent (`n`, `(n + 7) // 8`)
+and a size symbol itself are variables too, of range `[0, SYMBOLIC_RANGE)`:
+what the ranges prove then holds for every size the symbol may take. Schedules make indices such as `(32*no + ni) // 32`
 with `0 <= ni < 32`; `floordiv` and `mod` simplify them to `no` and `ni` using the
 ranges, so bound inference sees exact regions and the vectorizer sees unit strides.
 """
@@ -16,18 +18,35 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from ember.dialects.graph_shapes import emit_dim
+from ember.runtime.shape_expr import SymExpr
+
+SYMBOLIC_RANGE = 2**40
+"""The range assumed of a symbolic size: every dim a compiled kernel runs at
+is below it (a tensor of 2**40 elements is a terabyte or more)."""
+
+Extent = int | SymExpr
+"""A loop's trip count: an int, or an expression over the size symbols."""
+
 
 @dataclass(eq=False)
 class Var:
-    """A loop variable over `[0, extent)`; `value` is its SSA value once emitted."""
+    """A loop variable over `[0, extent)`, or a size symbol (`extent` then
+    the symbol plus one); `value` is its SSA value once emitted."""
 
     name: str
-    extent: int
+    extent: Extent
     value: SSAValue | None = None
 
     @property
     def range(self) -> tuple[int, int]:
+        if isinstance(self.extent, SymExpr):
+            return 0, SYMBOLIC_RANGE - 1
         return 0, self.extent - 1
+
+    @property
+    def symbolic(self) -> bool:
+        return isinstance(self.extent, SymExpr)
 
 
 @dataclass(eq=False)
@@ -174,6 +193,12 @@ class Emitter:
     def _op(op, at: InsertPoint) -> SSAValue:
         Rewriter.insert_op(op, at)
         return op.results[0]
+
+
+def emit_size(value: Extent, symbol, constant, at: InsertPoint) -> SSAValue:
+    """`value` (an int, or an expression over size symbols) as an index value
+    at `at` (`graph_shapes.emit_dim`)."""
+    return emit_dim(value, symbol, constant, lambda op: Emitter._op(op, at))
 
 
 def constant_value(value: SSAValue) -> int | None:

@@ -34,15 +34,18 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import loop, te
+from ember.dialects.graph_shapes import ShapeError, dims_of
 from ember.dialects.llvm import SelectOp
 from ember.dialects.te_schedule import ScheduleOp
+from ember.passes.affine import Extent, emit_size
 from ember.passes.convert_cf_to_llvm import define_string
 from ember.passes.convert_memref_to_llvm import element_bytes
-from ember.passes.func_packed_abi import FALLIBLE
+from ember.passes.func_packed_abi import DIMS_ATTR, FALLIBLE, SYMBOL_ATTR
 from ember.passes.names import ssa_name
 from ember.passes.te_nests import BoundsChecks, NestEmitter, out_of_bounds
 from ember.passes.te_reductions import ReductionError
 from ember.passes.te_stages import Schedule, ScheduleError, Stage
+from ember.runtime.shape_expr import SymExpr
 
 PTR = llvm.LLVMPointerType()
 MAX_BYTES = 2**63 - 1
@@ -121,7 +124,19 @@ class ConvertTeToLoopPass(ModulePass):
     function returns a message naming the read (its result becomes
     `!llvm.ptr`, marked `ember.fallible`: func-packed-abi turns the message
     into an error the caller sees). Reads proven out of range are refused in
-    either mode."""
+    either mode.
+
+    Symbolic shapes: a tensor type with dynamic dims named by its encoding
+    (`tensor<?x64xf32, ["n"]>`) becomes `memref<?x64xf32>` with the argument
+    attribute `ember.dims = ["n"]`, and every size symbol the function's types
+    or bodies name is a trailing `index` argument marked `ember.symbol`, after
+    the buffers (the te function's own, or added): the loop-level convention
+    func-packed-abi binds from the buffers' shapes. Loops over symbolic
+    extents run to values computed once at the entry from the symbols; a
+    split of one is guarded where it does not divide. A symbolic buffer is a
+    function argument, never a `loop.alloc`: without `scratch-args` a
+    symbolic intermediate at the root is refused.
+    """
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _lower_block(op.body.block, self.scratch_args, self.bounds_check)
@@ -219,6 +234,9 @@ class _FunctionLowering:
     last_alloc: Operation | None = None
     last_const: Operation | None = None
     error_cell: SSAValue | None = None
+    symbols: dict[str, SSAValue] = field(default_factory=dict[str, SSAValue])
+    """The function's size symbols, by name."""
+    sizes: dict[Extent, SSAValue] = field(default_factory=dict[Extent, SSAValue])
 
     def __post_init__(self):
         self.where = f"@{self.function.sym_name.data}"
@@ -254,6 +272,7 @@ class _FunctionLowering:
             schedule = self._apply_schedule(ret)
         except ScheduleError as error:
             _fail(self.where, str(error))
+        self._find_symbols()
         copies = self._convert_signature(ret)
         for op in list(self.block.ops):
             if not isinstance(op, te.ComputeOp | te.ExternOp) and op is not ret:
@@ -270,6 +289,9 @@ class _FunctionLowering:
                 self._index,
                 self._const_attr,
                 checks,
+                self._size,
+                {value: name for name, value in self.symbols.items()},
+                self._dims,
             )
             for stage in stages:
                 if stage.attach is None:
@@ -293,6 +315,106 @@ class _FunctionLowering:
             self.function.function_type = FunctionType.from_lists(
                 self.block.arg_types, self.function.function_type.outputs.data
             )
+        self._symbols_last()
+
+    def _find_symbols(self) -> None:
+        """The function's size symbols: its `index` arguments marked
+        `ember.symbol`, and one added for each other symbol its tensor types
+        name."""
+        attrs = self.function.arg_attrs
+        for arg in self.block.args:
+            own = attrs.data[arg.index].data if attrs is not None else {}
+            name = own.get(SYMBOL_ATTR)
+            if isinstance(name, StringAttr) and isinstance(arg.type, IndexType):
+                self.symbols[name.data] = arg
+        named: list[str] = []
+        types = [*self.block.arg_types, *self.function.function_type.outputs.data]
+        types += [
+            op.result.type for op in self.block.ops if isinstance(op, te.ComputeOp)
+        ]
+        for op in self.block.ops:
+            if isinstance(op, te.ComputeOp):
+                for e in op.extents:
+                    named += sorted(e.symbols()) if isinstance(e, SymExpr) else []
+        for t in types:
+            if isinstance(t, TensorType):
+                try:
+                    dims = dims_of(t)
+                except ShapeError as e:
+                    _fail(self.where, str(e))
+                for d in dims:
+                    named += sorted(d.symbols()) if isinstance(d, SymExpr) else []
+        added = [n for n in dict.fromkeys(named) if n not in self.symbols]
+        for name in added:
+            arg = self.block.insert_arg(IndexType(), len(self.block.args))
+            arg.name_hint = ssa_name(name)
+            self.symbols[name] = arg
+        if added:
+            old = list(attrs.data) if attrs is not None else []
+            old += [
+                DictionaryAttr({})
+                for _ in range(len(self.block.args) - len(old) - len(added))
+            ]
+            old += [DictionaryAttr({SYMBOL_ATTR: StringAttr(n)}) for n in added]
+            self.function.arg_attrs = ArrayAttr(old)
+            self.function.function_type = FunctionType.from_lists(
+                self.block.arg_types, self.function.function_type.outputs.data
+            )
+
+    def _symbols_last(self) -> None:
+        """Move the symbol arguments after every buffer, in name order of first
+        appearance (the loop-level convention)."""
+        if not self.symbols:
+            return
+        attrs = self.function.arg_attrs
+        assert attrs is not None
+        keep = [a for a in self.block.args if a not in self.symbols.values()]
+        moved = [a for a in self.block.args if a in self.symbols.values()]
+        new_attrs = [attrs.data[a.index] for a in keep + moved]
+        for arg in moved:
+            new = self.block.insert_arg(IndexType(), len(self.block.args))
+            new.name_hint = arg.name_hint
+            arg.replace_all_uses_with(new)
+            self.block.erase_arg(arg)
+        self.function.arg_attrs = ArrayAttr(new_attrs)
+        self.function.function_type = FunctionType.from_lists(
+            self.block.arg_types, self.function.function_type.outputs.data
+        )
+
+    def _size(self, value: Extent) -> SSAValue:
+        """A symbolic extent's value, computed once at the function's entry."""
+        if isinstance(value, int):
+            return self._index(value)
+        if value not in self.sizes:
+            # after the constants (which the sizes' own constants join)
+            start = self.last_const or self.last_alloc
+            at = (
+                InsertPoint.after(start)
+                if start is not None
+                else InsertPoint.at_start(self.block)
+            )
+            marker = arith.ConstantOp(IntegerAttr(0, IndexType()))
+            Rewriter.insert_op(marker, at)
+            result = emit_size(
+                value, self._symbol, self._index, InsertPoint.before(marker)
+            )
+            Rewriter.erase_op(marker)
+            self.sizes[value] = result
+        return self.sizes[value]
+
+    def _dims(self, value: SSAValue) -> tuple[Extent, ...]:
+        """The dims of a tensor value or of the buffer argument it became."""
+        t = value.type
+        if isinstance(value, BlockArgument) and isinstance(t, MemRefType):
+            attrs = self.function.arg_attrs
+            names = attrs.data[value.index].data.get(DIMS_ATTR) if attrs else None
+            return _memref_dims(t, names)
+        return tuple(dims_of(t))
+
+    def _symbol(self, name: str) -> SSAValue:
+        if name not in self.symbols:
+            _fail(self.where, f"size symbol {name} is not an argument")
+        return self.symbols[name]
 
     def _tensor_name(self, tensor: SSAValue) -> str:
         owner = tensor.owner
@@ -377,10 +499,18 @@ class _FunctionLowering:
                         "ember.name": StringAttr(stage.name),
                         "ember.output": UnitAttr(),
                         "ember.scratch": UnitAttr(),
+                        **self._dims_attr(stage.op.output_type),
                     }
                 )
             )
             return arg
+        if self._dims_attr(stage.op.output_type):
+            raise ScheduleError(
+                f"stage '{stage.name}' is an intermediate of symbolic shape "
+                f"{stage.op.output_type}: inline it (te.compute_inline), attach it "
+                "inside the symbolic loops (te.compute_at), or lower with "
+                "scratch-args=true so that the caller provides it"
+            )
         alloc = loop.AllocOp(
             self._buffer_type(stage.op.output_type, stage.name), stage.scope
         )
@@ -395,10 +525,14 @@ class _FunctionLowering:
         attrs: list[DictionaryAttr] = []
         for i, arg in enumerate(list(self.block.args)):
             own = dict(old_attrs.data[i].data) if old_attrs is not None else {}
+            if arg in self.symbols.values():
+                attrs.append(DictionaryAttr(own))
+                continue
             name = own.get("ember.name")
             if not isinstance(name, StringAttr):
                 name = StringAttr(arg.name_hint or f"arg{i}")
-            attrs.append(DictionaryAttr({**own, "ember.name": name}))
+            dims = self._dims_attr(arg.type)
+            attrs.append(DictionaryAttr({**own, "ember.name": name, **dims}))
             if isinstance(arg.type, TensorType | UnrankedTensorType):
                 new = Rewriter.replace_value_with_new_type(
                     arg, self._buffer_type(arg.type, f"argument {i}")
@@ -429,6 +563,7 @@ class _FunctionLowering:
             out.name_hint = ssa_name(name.data)
             own = dict(res_attrs.data[j].data) if res_attrs is not None else {}
             output = {"ember.name": name, "ember.output": UnitAttr()}
+            output |= self._dims_attr(t)
             attrs.append(DictionaryAttr({**own, **output}))
         self.function.function_type = FunctionType.from_lists(self.block.arg_types, [])
         self.function.arg_attrs = ArrayAttr(attrs)
@@ -440,7 +575,11 @@ class _FunctionLowering:
             _fail(self.where, f"expected a ranked tensor for {what}, got {t}")
         shape = t.get_shape()
         if any(d < 0 for d in shape):
-            _fail(self.where, f"expected a static shape for {what}, got {t}")
+            try:
+                dims_of(t)
+            except ShapeError as e:
+                _fail(self.where, f"{what}: {e}")
+            return MemRefType(t.element_type, shape)
         size = prod(shape) * (element_bytes(t.element_type) or 1)
         if size > MAX_BYTES:
             _fail(
@@ -449,6 +588,16 @@ class _FunctionLowering:
                 f"limit is {MAX_BYTES} bytes (2**63 - 1: sizes and indices are int64)",
             )
         return MemRefType(t.element_type, shape)
+
+    @staticmethod
+    def _dims_attr(t: Attribute) -> dict[str, Attribute]:
+        """`ember.dims` for a buffer of symbolic tensor type `t`, else nothing."""
+        names = getattr(t, "encoding", None)
+        if not isinstance(t, TensorType) or not isinstance(names, ArrayAttr):
+            return {}
+        if all(d >= 0 for d in t.get_shape()):
+            return {}
+        return {DIMS_ATTR: names}
 
     def _check_scalar(self, op: Operation) -> None:
         """Ops other than te.compute may stay if no tensor reaches them."""
@@ -491,7 +640,7 @@ class _FunctionLowering:
 
     def _nest(
         self,
-        extents: tuple[int, ...],
+        extents: tuple[Extent, ...],
         names: list[str | None],
         at: InsertPoint,
     ) -> tuple[list[SSAValue], InsertPoint]:
@@ -503,7 +652,7 @@ class _FunctionLowering:
             body = Block([end], arg_types=[IndexType()])
             body.args[0].name_hint = name
             for_op = loop.ForOp(
-                self._index(0), self._index(extent), self._index(1), body
+                self._index(0), self._size(extent), self._index(1), body
             )
             Rewriter.insert_op(for_op, at)
             ivs.append(body.args[0])
@@ -522,8 +671,10 @@ class _FunctionLowering:
             self._check_tensors(inner, "in a te.compute body")
 
     def _copy(self, src: SSAValue, dst: SSAValue, before: Operation) -> None:
-        assert isinstance(dst.type, MemRefType)
-        shape = tuple(dst.type.get_shape())
+        assert isinstance(dst, BlockArgument) and isinstance(dst.type, MemRefType)
+        attrs = self.function.arg_attrs
+        dims = attrs.data[dst.index].data.get(DIMS_ATTR) if attrs is not None else None
+        shape = _memref_dims(dst.type, dims)
         names: list[str | None] = [f"i{d}" for d in range(len(shape))]
         ivs, at = self._nest(shape, names, InsertPoint.before(before))
         load = memref.LoadOp.get(src, ivs)
@@ -536,3 +687,10 @@ def _origin(value: SSAValue) -> str:
     else:
         where = f"'{value.owner.name}'"  # type: ignore[union-attr]
     return f"defined by {where}; expected a function argument or a te.compute result"
+
+
+def _memref_dims(t: MemRefType, names: Attribute | None) -> tuple[Extent, ...]:
+    """The dims of a buffer argument of type `t` and `ember.dims` `names`."""
+    if not isinstance(names, ArrayAttr):
+        return tuple(t.get_shape())
+    return tuple(dims_of(TensorType(t.element_type, t.get_shape(), names)))

@@ -30,8 +30,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import loop
 from ember.passes.convert_memref_to_llvm import bare_pointer_error
+from ember.passes.func_packed_abi import DIMS_ATTR, SYMBOL_ATTR, symbol_args
 from ember.passes.to_llvm import llvm_type
 from ember.runtime.parallel import NUM_THREADS_SYMBOL
+from ember.runtime.shape_expr import parse as parse_dim
 
 PTR = llvm.LLVMPointerType()
 SERIAL_REASON = "nested in a parallel loop: libgomp runs one level of parallelism"
@@ -164,7 +166,7 @@ def _used_from_outside(par: loop.ForOp) -> list[SSAValue]:
 def _field_type(t: Attribute) -> Attribute | None:
     """The llvm type a value of type `t` is captured as, or None if it cannot be."""
     if isinstance(t, MemRefType):
-        return PTR if bare_pointer_error(t) is None else None
+        return PTR if bare_pointer_error(t, symbolic=True) is None else None
     element = t.element_type if isinstance(t, VectorType) else t
     if isinstance(element, IndexType | IntegerType | AnyFloat):
         return llvm_type(t)
@@ -214,9 +216,10 @@ class _Outliner:
             if _field_type(value.type) is None:
                 raise self.fail(
                     f"cannot capture a value of type {value.type}: expected "
-                    "static-shape memrefs, index, integers, floats or vectors of them"
+                    "memrefs, index, integers, floats or vectors of them"
                 )
             captures.append(value)
+        captures = self.symbols_last(captures)
         fields = list(captures)
         fields += [
             v
@@ -230,6 +233,50 @@ class _Outliner:
         Rewriter.insert_op([typed, worker], InsertPoint.after(self.last))
         self.last = worker
         self.call_site(par, fields, f"{name}_worker")
+
+    def arg_attrs(self, value: SSAValue) -> dict[str, Attribute]:
+        """The attributes of `@f`'s argument `value` that say what it is to
+        the outlined function: a symbolic buffer's dims, a size symbol."""
+        owner = value.owner
+        attrs = self.f.arg_attrs
+        if not isinstance(owner, Block) or owner is not self.f.body.blocks.first:
+            return {}
+        own = attrs.data[owner.args.index(value)].data if attrs is not None else {}
+        return {k: v for k, v in own.items() if k in (DIMS_ATTR, SYMBOL_ATTR)}
+
+    def symbols_last(self, captures: list[SSAValue]) -> list[SSAValue]:
+        """`captures` with the size symbols that symbolic buffers among them
+        need after everything else (the loop-level convention: the outlined
+        function computes those buffers' strides from them)."""
+        symbolic = [
+            v
+            for v in captures
+            if isinstance(v.type, MemRefType) and not v.type.has_static_shape()
+        ]
+        if not symbolic:
+            return captures
+        sizes = {
+            name: arg
+            for name, arg in zip(
+                reversed(symbol_args(self.f)),
+                reversed(self.f.body.block.args),
+                strict=False,
+            )
+        }
+        needed: dict[SSAValue, None] = {}
+        for v in symbolic:
+            dims = self.arg_attrs(v).get(DIMS_ATTR)
+            if not isinstance(dims, ArrayAttr):
+                raise self.fail(
+                    f"cannot capture {v.type}: a symbolic buffer must be an "
+                    f"argument of @{self.f.sym_name.data} with ember.dims"
+                )
+            for name in dims.data:
+                for symbol in sorted(parse_dim(name.data).symbols()):  # type: ignore[union-attr]
+                    if symbol not in sizes:
+                        raise self.fail(f"no size symbol argument {symbol}")
+                    needed[sizes[symbol]] = None
+        return [v for v in captures if v not in needed] + list(needed)
 
     def typed_function(
         self,
@@ -255,9 +302,12 @@ class _Outliner:
         body.operands = (lo, hi, body.step)
         body.kind = StringAttr("serial")
         block.add_ops([body, func.ReturnOp()])
-        noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
+        noalias: dict[str, Attribute] = {"llvm.noalias": UnitAttr()}
         attrs = [DictionaryAttr({})] * 2 + [
-            noalias if self.distinct_buffer(v) else DictionaryAttr({}) for v in captures
+            DictionaryAttr(
+                (noalias if self.distinct_buffer(v) else {}) | self.arg_attrs(v)
+            )
+            for v in captures
         ]
         return func.FuncOp(
             name,

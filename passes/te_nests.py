@@ -22,7 +22,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     StringAttr,
-    TensorType,
     i1,
     i32,
 )
@@ -30,8 +29,9 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ember.dialects import loop, te
+from ember.dialects.graph_shapes import dims_of
 from ember.passes import affine
-from ember.passes.affine import Form
+from ember.passes.affine import SYMBOLIC_RANGE, Extent, Form
 from ember.passes.convert_loop_to_scf import MAX_UNROLL_COPIES
 from ember.passes.te_reductions import combine, identity
 from ember.passes.te_stages import (
@@ -43,6 +43,7 @@ from ember.passes.te_stages import (
     extern_reader,
     split_extents,
 )
+from ember.runtime.shape_expr import Sym, SymExpr, sym_eq
 
 
 @dataclass(eq=False)
@@ -50,12 +51,12 @@ class Domain:
     """Where a stage's buffer sits in its tensor, and its loops' variables."""
 
     offsets: list[Form]
-    extents: list[int]
+    extents: list[Extent]
     vars: dict[IterVar, affine.Var] = field(default_factory=dict[IterVar, affine.Var])
     roots: list[Form] = field(default_factory=list[Form])
     """Each root axis (data, then reduction) in tensor coordinates."""
-    guards: list[tuple[Form, int, int]] = field(
-        default_factory=list[tuple[Form, int, int]]
+    guards: list[tuple[Form, int, Extent]] = field(
+        default_factory=list[tuple[Form, int, Extent]]
     )
     """(form, low, high): the body runs only where low <= form < high."""
 
@@ -90,8 +91,21 @@ class NestEmitter:
         constant: Callable[[int], SSAValue],
         constant_attr: Callable[[Attribute, str], SSAValue],
         checks: BoundsChecks | None = None,
+        size: Callable[[Extent], SSAValue] | None = None,
+        symbols: dict[SSAValue, str] | None = None,
+        dims: Callable[[SSAValue], tuple[Extent, ...]] | None = None,
     ):
+        """`size` gives a symbolic extent's value (computed once, at the
+        function's entry); `symbols` names the function's size symbol
+        arguments, which bodies may read; `dims` gives a tensor's dims
+        (its buffer's type may no longer name them)."""
         self.stages = stages
+        self.size = size or constant
+        self.dims = dims or (lambda value: tuple(dims_of(value.type)))
+        self.symbols = {
+            value: affine.Var(name, Sym(name) + 1, value)
+            for value, name in (symbols or {}).items()
+        }
         self.checks = checks
         self.buffer_of = buffer_of
         self.tensor_buffer = tensor_buffer
@@ -110,7 +124,7 @@ class NestEmitter:
     # --- bound inference ---------------------------------------------------------
 
     def _infer(self, stage: Stage) -> Domain:
-        shape = list(stage.op.output_type.get_shape())
+        shape = list(dims_of(stage.op.output_type))
         if stage.extern:  # opaque: it writes its whole buffer
             return Domain([Form() for _ in shape], shape)
         if stage.attach is None:
@@ -160,7 +174,7 @@ class NestEmitter:
         for s in readers[1:]:
             free |= set(self.domains[s].vars.values())
         offsets: list[Form] = []
-        extents: list[int] = []
+        extents: list[Extent] = []
         regions = self._read_regions(stage, readers, free)
         for d, size in enumerate(shape):
             region = regions[d]
@@ -169,7 +183,13 @@ class NestEmitter:
                 extents.append(size)
                 continue
             offset, extent = region
-            if extent >= size:
+            if extent >= SYMBOLIC_RANGE // 2:
+                raise ScheduleError(
+                    f"te.compute_at: stage '{stage.name}' attached to '{target.name}' "
+                    f"at loop '{var.name}' covers a symbolic extent in dim {d}; "
+                    "attach it inside the loops over that extent"
+                )
+            if isinstance(size, int) and extent >= size:
                 offset, extent = Form(), size
             offsets.append(offset)
             extents.append(extent)
@@ -228,44 +248,50 @@ class NestEmitter:
             regions.append((entries[0][0] + low, high - low + 1))
         return regions
 
-    def _domain(self, stage: Stage, offsets: list[Form], extents: list[int]) -> Domain:
+    def _domain(
+        self, stage: Stage, offsets: list[Form], extents: list[Extent]
+    ) -> Domain:
         domain = Domain(offsets, extents)
-        extent: dict[IterVar, int] = dict(zip(stage.axes, extents, strict=True))
+        extent: dict[IterVar, Extent] = dict(zip(stage.axes, extents, strict=True))
         for v, e in zip(stage.reduce_axes, stage.compute.extents, strict=True):
             extent[v] = e
-        guards: list[tuple[IterVar, int]] = []
+        guards: list[tuple[IterVar, Extent]] = []
         for r in stage.relations:
             if isinstance(r, Split):
                 outer, inner = split_extents(r, extent[r.parent])
                 extent[r.outer], extent[r.inner] = outer, inner
-                if outer * inner != extent[r.parent]:
+                if sym_eq(outer * inner, extent[r.parent]) is not True:
                     guards.append((r.parent, extent[r.parent]))
             else:
-                total = 1
+                total: Extent = 1
                 for v in r.axes:
-                    total *= extent[v]
+                    total = total * extent[v]
                 extent[r.fused] = total
         domain.vars = {v: affine.Var(v.name, extent[v]) for v in stage.leaves}
         form: dict[IterVar, Form] = {v: Form.of(x) for v, x in domain.vars.items()}
         for r in reversed(stage.relations):
             if isinstance(r, Split):
-                form[r.parent] = form[r.outer] * extent[r.inner] + form[r.inner]
+                step = _constant(
+                    stage, extent[r.inner], f"te.split of '{r.parent.name}'"
+                )
+                form[r.parent] = form[r.outer] * step + form[r.inner]
             else:
                 rest = form[r.fused]
                 for v in reversed(r.axes[1:]):
-                    form[v] = affine.mod(rest, extent[v])
-                    rest = affine.floordiv(rest, extent[v])
+                    size = _constant(stage, extent[v], f"te.fuse of '{v.name}'")
+                    form[v] = affine.mod(rest, size)
+                    rest = affine.floordiv(rest, size)
                 form[r.axes[0]] = rest
         for v, bound in guards:
-            if form[v].range()[1] >= bound:
+            if isinstance(bound, SymExpr) or form[v].range()[1] >= bound:
                 domain.guards.append((form[v], 0, bound))
-        shape = stage.op.output_type.get_shape()
+        shape = dims_of(stage.op.output_type)
         for d, v in enumerate(stage.axes):
             domain.roots.append(offsets[d] + form[v])
             if offsets[d].is_const() and not offsets[d].const:
                 continue  # the split guards keep it inside the tensor
             low, high = domain.roots[-1].range()
-            if low < 0 or high >= shape[d]:
+            if low < 0 or isinstance(shape[d], SymExpr) or high >= shape[d]:
                 domain.guards.append((domain.roots[-1], 0, shape[d]))
         domain.roots += [form[v] for v in stage.reduce_axes]
         return domain
@@ -273,9 +299,10 @@ class NestEmitter:
     def _index_forms(self, stage: Stage) -> dict[SSAValue, Form]:
         """The affine form of every index value of `stage`'s body that has one."""
         domain = self.domains[stage]
-        forms: dict[SSAValue, Form] = dict(
-            zip(stage.op.body.block.args, domain.roots, strict=True)
-        )
+        forms: dict[SSAValue, Form] = {
+            value: Form.of(var) for value, var in self.symbols.items()
+        }
+        forms.update(zip(stage.op.body.block.args, domain.roots, strict=True))
         consts: dict[SSAValue, int] = {}
         for op in stage.op.body.walk():
             if op is not stage.op:
@@ -310,7 +337,14 @@ class NestEmitter:
         domain = self.domains[stage]
         t = stage.op.output_type
         scope = "shared" if stage.scope == "shared" else "local"
-        alloc = loop.AllocOp(MemRefType(t.element_type, domain.extents), scope)
+        extents = domain.extents
+        if not all(isinstance(e, int) for e in extents):
+            raise ScheduleError(
+                f"te.compute_at: stage '{stage.name}' would need a buffer of "
+                f"symbolic shape {list(map(str, extents))} in every iteration; "
+                "attach it inside the loops over the symbolic extents"
+            )
+        alloc = loop.AllocOp(MemRefType(t.element_type, extents), scope)  # type: ignore[arg-type]
         alloc.buffer.name_hint = stage.op.result.name_hint
         Rewriter.insert_op(alloc, at)
         self.buffers[stage.op.result] = (alloc.buffer, domain)
@@ -348,7 +382,7 @@ class NestEmitter:
             if kind == "serial" and unroll_limits.get(v, False):
                 kind = "unrolled"
             for_op = loop.ForOp(
-                self.constant(0), self.constant(x.extent), self.constant(1), body, kind
+                self.constant(0), self.size(x.extent), self.constant(1), body, kind
             )
             if v.thread is not None:
                 for_op.attributes["ember.thread"] = StringAttr(v.thread)
@@ -374,8 +408,8 @@ class NestEmitter:
             checks = []
             if lowest < low:
                 checks.append(arith.CmpiOp(value, self.constant(low), "sge"))
-            if highest >= high:
-                checks.append(arith.CmpiOp(value, self.constant(high), "slt"))
+            if isinstance(high, SymExpr) or highest >= high:
+                checks.append(arith.CmpiOp(value, self.size(high), "slt"))
             for check in checks:
                 Rewriter.insert_op(check, at)
                 conditions.append(check.result)
@@ -451,7 +485,7 @@ class NestEmitter:
             buffer, domain = self.tensor_buffer(tensor), None
             assert buffer is not None
         indices: list[SSAValue] = []
-        shape = _shape(read.tensor)
+        shape = self.dims(read.tensor)
         for d, index in enumerate(read.indices):
             offset = domain.offsets[d] if domain is not None else Form()
             form = forms.get(index)
@@ -477,7 +511,7 @@ class NestEmitter:
         return load.res
 
     def _checked(
-        self, read: te.ReadOp, d: int, size: int, value: SSAValue, at: InsertPoint
+        self, read: te.ReadOp, d: int, size: Extent, value: SSAValue, at: InsertPoint
     ) -> SSAValue:
         """`value` where `0 <= value < size`, else 0 with the failure recorded."""
         checks = self.checks
@@ -493,7 +527,7 @@ class NestEmitter:
         site = self.constant_attr(IntegerAttr(len(checks.messages), i32), "site")
         cell = checks.cell()
         zero = self.constant(0)
-        ok = arith.CmpiOp(value, self.constant(size), "ult")  # negatives too
+        ok = arith.CmpiOp(value, self.size(size), "ult")  # negatives too
         safe = arith.SelectOp(ok, value, zero)
         # Only a failed check writes the cell: iterations that pass must not
         # write back an older value over another thread's failure.
@@ -503,8 +537,18 @@ class NestEmitter:
         return safe.result
 
 
-def within(form: Form, size: int) -> bool:
-    """Whether bound inference proves `0 <= form < size`."""
+def within(form: Form, size: Extent) -> bool:
+    """Whether bound inference proves `0 <= form < size`: over a symbolic
+    size, only a loop variable over exactly that extent is."""
+    if isinstance(size, SymExpr):
+        atoms = list(form.terms.items())
+        return (
+            not form.const
+            and len(atoms) == 1
+            and atoms[0][1] == 1
+            and isinstance(atoms[0][0], affine.Var)
+            and sym_eq(atoms[0][0].extent, size) is True
+        )
     low, high = form.range()
     return 0 <= low and high < size
 
@@ -518,7 +562,7 @@ def out_of_bounds(compute: te.ComputeOp, name_of: Callable[[SSAValue], str]) -> 
     an affine form of distinct loop variables, so its range over the domain
     (the output's extents, then the reduction extents) is exact.
     """
-    shape = list(compute.output_type.get_shape())
+    shape = list(dims_of(compute.output_type))
     extents = shape + list(compute.extents)
     block = compute.body.block
     forms: dict[SSAValue, Form] = {
@@ -531,13 +575,15 @@ def out_of_bounds(compute: te.ComputeOp, name_of: Callable[[SSAValue], str]) -> 
         if not isinstance(op, te.ReadOp):
             continue
         for d, (index, size) in enumerate(
-            zip(op.indices, _shape(op.tensor), strict=True)
+            zip(op.indices, dims_of(op.tensor.type), strict=True)
         ):
             form = forms.get(index)
             if form is None or within(form, size):
                 continue
-            if not all(isinstance(a, affine.Var) for a in form.terms):
-                continue  # divisions and remainders: ranges are bounds only
+            if not all(
+                isinstance(a, affine.Var) and not a.symbolic for a in form.terms
+            ) or isinstance(size, SymExpr):
+                continue  # divisions, remainders, symbols: ranges are bounds only
             low, high = form.range()
             return (
                 f"te.read of '{name_of(op.tensor)}' index {d} ranges over "
@@ -547,10 +593,16 @@ def out_of_bounds(compute: te.ComputeOp, name_of: Callable[[SSAValue], str]) -> 
     return ""
 
 
-def _shape(tensor: SSAValue) -> tuple[int, ...]:
-    t = tensor.type
-    assert isinstance(t, TensorType | MemRefType)
-    return tuple(t.get_shape())
+def _constant(stage: Stage, extent: Extent, what: str) -> int:
+    """`extent` where the schedule needs a constant (an inner split, an inner
+    fused loop): loops step by it."""
+    if isinstance(extent, SymExpr):
+        raise ScheduleError(
+            f"{what} of stage '{stage.name}' makes a loop of symbolic extent "
+            f"{extent} that others step by; split by a factor, and fuse a "
+            "symbolic loop only as the outermost of the fused ones"
+        )
+    return extent
 
 
 def _reads(stage: Stage) -> list[te.ReadOp]:
@@ -577,7 +629,10 @@ def _unroll_limits(stage: Stage, domain: Domain) -> dict[IterVar, bool]:
         limit = min(limit, MAX_UNROLL_COPIES)
         steps = 1
         for inner in reversed(stage.leaves[n + 1 :]):
-            steps *= domain.vars[inner].extent
+            extent = domain.vars[inner].extent
+            if isinstance(extent, SymExpr):
+                break
+            steps *= extent
             if steps <= limit:
                 result[inner] = True
     return result
@@ -589,7 +644,14 @@ def _check_unroll(stage: Stage, domain: Domain, auto: dict[IterVar, bool]) -> No
     unrolled = [v for v in stage.leaves if v.kind == "unrolled" or auto.get(v)]
     copies = 1
     for v in unrolled:
-        copies *= domain.vars[v].extent
+        extent = domain.vars[v].extent
+        if isinstance(extent, SymExpr):
+            raise ScheduleError(
+                f"te.unroll: loop '{v.name}' of stage '{stage.name}' has the "
+                f"symbolic extent {extent}; split it by a factor and unroll the "
+                "inner loop"
+            )
+        copies *= extent
     if copies > MAX_UNROLL_COPIES:
         loops = (
             f"loop '{unrolled[0].name}'"

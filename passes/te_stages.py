@@ -19,7 +19,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ember.dialects import te
 from ember.dialects import te_schedule as sch
+from ember.passes.affine import Extent
 from ember.passes.names import ssa_name
+from ember.runtime.shape_expr import SymExpr, sym_floordiv
 from ember.te.schedule import ScheduleError
 
 
@@ -496,8 +498,19 @@ class Schedule:
         raise ScheduleError(f"{primitive}: no tensor named '{name}'")
 
 
-def split_extents(split: Split, parent_extent: int) -> tuple[int, int]:
-    """(outer, inner) extents of `split` over a parent of `parent_extent`."""
+def split_extents(split: Split, parent_extent: Extent) -> tuple[Extent, Extent]:
+    """(outer, inner) extents of `split` over a parent of `parent_extent`; a
+    symbolic parent splits by a factor into `ceil(n / factor)` outer steps (a
+    guard keeps the last one inside), by parts into parts of a symbolic size."""
+    if isinstance(parent_extent, SymExpr):
+        if split.factor is not None:
+            return sym_floordiv(parent_extent + split.factor - 1, split.factor), (
+                split.factor
+            )
+        assert split.nparts is not None
+        return split.nparts, sym_floordiv(
+            parent_extent + split.nparts - 1, split.nparts
+        )
     if split.factor is not None:
         inner = min(split.factor, parent_extent)
         return -(-parent_extent // inner), inner

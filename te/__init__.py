@@ -33,6 +33,7 @@ from ember.te.expr import (
     Read,
     Reduce,
     Select,
+    Size,
     Var,
     walk,
 )
@@ -81,10 +82,13 @@ from ember.te.operation import (
     tan,
     tanh,
     thread_axis,
+    var,
 )
 
 __all__ = [  # the API, the expression nodes included
     "placeholder",
+    "var",
+    "Size",
     "compute",
     "reduce_axis",
     "Tensor",

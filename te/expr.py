@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ember.runtime.errors import EmberTypeError, EmberValueError
+from ember.runtime.shape_expr import SymExpr
 
 if TYPE_CHECKING:
     from ember.te.operation import CommReducer, Tensor
@@ -163,7 +164,7 @@ class Expr:
         )
 
 
-ExprLike = Expr | int | float
+ExprLike = Expr | int | float | SymExpr
 
 
 class Const(Expr):
@@ -172,15 +173,29 @@ class Const(Expr):
 
 
 class Var(Expr):
-    """A loop index: an axis of a compute or a reduction axis."""
+    """A loop index: an axis of a compute or a reduction axis; its extent is
+    an int or a symbolic size (`te.var`)."""
 
-    def __init__(self, name: str, lower: int, extent: int, reduce: bool = False):
+    def __init__(
+        self, name: str, lower: int, extent: int | SymExpr, reduce: bool = False
+    ):
         self.name, self.dtype = name, "index"
         self.lower, self.extent, self.reduce = lower, extent, reduce
 
     def __repr__(self) -> str:
         kind = "reduce_axis" if self.reduce else "axis"
         return f"{kind}({self.name}, [{self.lower}, {self.lower + self.extent}))"
+
+
+class Size(Expr):
+    """A symbolic size (`te.var("n")`, `n + 1`) used as a value: an index known
+    when the function is called."""
+
+    def __init__(self, value: SymExpr):
+        self.value, self.dtype = value, "index"
+
+    def __repr__(self) -> str:
+        return f"Size({self.value})"
 
 
 class Param(Expr):
@@ -326,12 +341,14 @@ def is_number(value: object) -> bool:
 
 
 def is_operand(value: object) -> bool:
-    return isinstance(value, Expr) or is_number(value)
+    return isinstance(value, Expr | SymExpr) or is_number(value)
 
 
 def as_expr(value: ExprLike, like: str) -> Expr:
     if isinstance(value, Expr):
         return value
+    if isinstance(value, SymExpr):
+        return Size(value)
     if isinstance(value, numbers.Integral):
         return make_const(int(value), like)
     if isinstance(value, numbers.Real):
@@ -342,8 +359,9 @@ def as_expr(value: ExprLike, like: str) -> Expr:
 def unify(what: str, lhs: ExprLike, rhs: ExprLike) -> tuple[Expr, Expr]:
     """Both operands as expressions of one dtype: a number takes the other side's
     type, an index used with data takes the data's type (as in TVM)."""
-    if not isinstance(lhs, Expr):
+    if not isinstance(lhs, Expr | SymExpr):
         lhs = as_expr(lhs, as_expr(rhs, "float32").dtype)
+    lhs = as_expr(lhs, "index")
     rhs = as_expr(rhs, lhs.dtype)
     if lhs.dtype != rhs.dtype:
         if lhs.dtype == "index":

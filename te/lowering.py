@@ -31,7 +31,9 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from ember import te
 from ember.dialects import loop
 from ember.dialects import te as te_ir
+from ember.dialects.graph_shapes import emit_dim, tensor_of
 from ember.runtime.errors import EmberTypeError, EmberValueError
+from ember.runtime.shape_expr import SymExpr
 from ember.te.expr import int_range
 
 _TYPES: dict[str, Attribute] = {
@@ -116,7 +118,33 @@ def ir_type(dtype: str) -> Attribute:
 
 
 def tensor_type(t: te.Tensor) -> TensorType:
-    return TensorType(ir_type(t.dtype), t.shape)
+    """`t`'s type; symbolic dims are dynamic, named by the encoding."""
+    return tensor_of(ir_type(t.dtype), t.shape)
+
+
+SYMBOL_ATTR = "ember.symbol"
+"""The attribute marking a trailing `index` argument as a size symbol."""
+
+
+def _symbols(inputs: list[te.Tensor], stages: list[te.Tensor]) -> list[str]:
+    """The size symbols the function's shapes, extents and bodies read, in
+    order of first appearance."""
+    found: dict[str, None] = {}
+
+    def note(value: object) -> None:
+        if isinstance(value, SymExpr):
+            found.update((name, None) for name in sorted(value.symbols()))
+
+    for t in [*inputs, *stages]:
+        for d in t.shape:
+            note(d)
+        if isinstance(t.op, te.ComputeOp):
+            for v in t.op.reduce_axis:
+                note(v.extent)
+            for e in te.walk(t.op.body):
+                if isinstance(e, te.Size):
+                    note(e.value)
+    return list(found)
 
 
 def lower(
@@ -145,23 +173,29 @@ def lower(
                 f"{name}: the schedule's output '{op.name}' is not among the arguments"
             )
     stages = _topological(outputs, inputs, name)
+    symbols = _symbols(inputs, stages)
     arg_attrs = ArrayAttr(
         [
             DictionaryAttr({"ember.name": StringAttr(t.name), **_dtype_attr(t)})
             for t in inputs
         ]
+        + [DictionaryAttr({SYMBOL_ATTR: StringAttr(n)}) for n in symbols]
     )
-    body = Block(arg_types=[tensor_type(t) for t in inputs])
+    arg_types = [tensor_type(t) for t in inputs] + [IndexType()] * len(symbols)
+    body = Block(arg_types=arg_types)
     values: dict[int, SSAValue] = {}
-    for t, arg in zip(inputs, body.args, strict=True):
+    for t, arg in zip(inputs, body.args, strict=False):
         arg.name_hint = _ssa_name(t.name)
         values[id(t)] = arg
+    sizes = dict(zip(symbols, body.args[len(inputs) :], strict=True))
+    for n, arg in sizes.items():
+        arg.name_hint = _ssa_name(n)
     axis_names = _AxisNames()
     for t in stages:
         if isinstance(t.op, te.ExternOp):
             op = _emit_extern(t, values)
         else:
-            op = _emit_compute(t, values, axis_names)
+            op = _emit_compute(t, values, axis_names, sizes)
         op.result.name_hint = _ssa_name(t.name)
         body.add_op(op)
         values[id(t)] = op.result
@@ -172,7 +206,7 @@ def lower(
     body.add_op(func.ReturnOp(*[values[id(t)] for t in outputs]))
     fn = func.FuncOp(
         name,
-        ([tensor_type(t) for t in inputs], [tensor_type(t) for t in outputs]),
+        (arg_types, [tensor_type(t) for t in outputs]),
         Region(body),
         arg_attrs=arg_attrs,
     )
@@ -273,13 +307,16 @@ class _AxisNames:
 
 
 def _emit_compute(
-    t: te.Tensor, values: dict[int, SSAValue], axis_names: _AxisNames
+    t: te.Tensor,
+    values: dict[int, SSAValue],
+    axis_names: _AxisNames,
+    sizes: dict[str, SSAValue],
 ) -> te_ir.ComputeOp:
     op = t.op
     assert isinstance(op, te.ComputeOp)
     axes = [*op.axis, *op.reduce_axis]
     block = Block(arg_types=[IndexType()] * len(axes))
-    emitter = _BodyEmitter(block, values, t.name)
+    emitter = _BodyEmitter(block, values, t.name, sizes)
     axis_names.start_compute()
     for var, arg in zip(axes, block.args, strict=True):
         arg.name_hint = axis_names.name(var)
@@ -414,8 +451,15 @@ class _BodyEmitter:
     a region of its own (an `scf.if` branch): what is emitted there is visible only
     there."""
 
-    def __init__(self, block: Block, tensors: dict[int, SSAValue], name: str = ""):
+    def __init__(
+        self,
+        block: Block,
+        tensors: dict[int, SSAValue],
+        name: str = "",
+        sizes: dict[str, SSAValue] | None = None,
+    ):
         self.block, self.tensors, self.name = block, tensors, name
+        self.sizes = sizes or {}
         # Keyed by id(); holding the expression keeps the id from being reused.
         # One dictionary per open scope, innermost last.
         self.scopes: list[dict[int, tuple[te.Expr, SSAValue]]] = [{}]
@@ -475,6 +519,13 @@ class _BodyEmitter:
             )
         if isinstance(e, te.Const):
             return self.add(arith.ConstantOp(_const_attr(e)))
+        if isinstance(e, te.Size):
+            return emit_dim(
+                e.value,
+                self.sizes.__getitem__,
+                lambda k: self.emit(te.Const(k, "index")),
+                self.add,
+            )
         if isinstance(e, te.Read):
             if id(e.tensor) not in self.tensors:
                 raise EmberValueError(f"tensor '{e.tensor.name}' is not available here")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ember.runtime.errors import EmberTypeError, EmberValueError
+from ember.runtime.shape_expr import Sym, SymExpr
 from ember.te import expr as _x
 from ember.te.expr import (
     FLOAT_DTYPES,
@@ -34,6 +35,26 @@ if TYPE_CHECKING:
 
 
 BUILTIN_COMBINERS = ("sum", "max", "min")
+
+
+Dim = int | SymExpr
+"""A tensor's extent: an int, or a symbolic size over `te.var`s."""
+
+
+def var(name: str) -> SymExpr:
+    """A size known only when the function is called (TVM's `te.var` and
+    `te.size_var`), for shapes and extents: `n + 1`, `n * 4`, `(n + 7) // 8`.
+
+        n = te.var("n")
+        A = te.placeholder((n, 64), name="A")
+        B = te.compute((n, 64), lambda i, j: A[i, j] * 2.0, name="B")
+
+    The compiled function takes no argument for it: it reads `n` from the
+    shapes of the tensors it is given (some argument must have `n` alone as a
+    dim), checks every other dim against it, and a body may use it as a value
+    (`A[n - 1 - i]`).
+    """
+    return Sym(name)
 
 
 def const(value: int | float | bool, dtype: str = "float32") -> Expr:
@@ -149,7 +170,7 @@ class ComputeOp(Operation):
 class Tensor:
     """The result of a placeholder or a compute; index it to read an element."""
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, op: Operation):
+    def __init__(self, shape: tuple[Dim, ...], dtype: str, op: Operation):
         check_size(op.name, shape, dtype)
         self.shape, self.dtype, self.op = shape, dtype, op
         op.output = self
@@ -184,14 +205,17 @@ indices in int64 (the packed ABI's overlap check, byte offsets, loop bounds)."""
 _ITEM_BYTES = {"bool": 1, "int8": 1, "uint8": 1, "float16": 2, "int16": 2, "uint16": 2}
 
 
-def check_size(name: str, shape: Sequence[int], dtype: str) -> None:
-    """Refuse a tensor whose byte size does not fit in int64.
+def check_size(name: str, shape: Sequence[Dim], dtype: str) -> None:
+    """Refuse a tensor whose byte size does not fit in int64 (a symbolic one
+    is checked when called).
 
     Raises:
         EmberValueError: naming the tensor, its size and the limit.
     """
     count = 1
     for d in shape:
+        if isinstance(d, SymExpr):
+            return
         count *= d
     size = count * _ITEM_BYTES.get(dtype, 8 if dtype.endswith("64") else 4)
     if size > MAX_BYTES:
@@ -207,26 +231,33 @@ def _index(value: ExprLike, tensor: str) -> Expr:
         return Const(int(value), "index")
     if isinstance(value, Expr) and value.dtype == "index":
         return value
+    if isinstance(value, SymExpr):
+        return _x.Size(value)
     raise EmberTypeError(
         f"indices of '{tensor}' must be loop indices or ints, got {value}"
     )
 
 
-def _shape(shape: int | Sequence[int], what: str) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+def _shape(shape: Dim | Sequence[Dim], what: str) -> tuple[Dim, ...]:
+    dims = (shape,) if isinstance(shape, int | SymExpr) else tuple(shape)
     for d in dims:
+        if isinstance(d, SymExpr):
+            continue
         if not isinstance(d, int) or isinstance(d, bool) or d <= 0:
-            raise EmberValueError(f"{what}: expected positive int extents, got {dims}")
+            raise EmberValueError(
+                f"{what}: expected positive int extents or te.var sizes, got "
+                f"{tuple(map(str, dims))}"
+            )
     return dims
 
 
 def placeholder(
-    shape: int | Sequence[int], dtype: str = "float32", name: str = "placeholder"
+    shape: Dim | Sequence[Dim], dtype: str = "float32", name: str = "placeholder"
 ) -> Tensor:
     """An input tensor of the computation.
 
     Args:
-        shape: static extents.
+        shape: extents: ints, or sizes from `te.var` and expressions over them.
         dtype: element type name, e.g. "float32".
         name: the argument's name, used in error messages of compiled functions.
 
@@ -237,10 +268,16 @@ def placeholder(
     return Tensor(dims, _x.check_dtype(dtype), PlaceholderOp(name))
 
 
-def reduce_axis(dom: tuple[int, int], name: str = "rv") -> Var:
+def reduce_axis(dom: tuple[int, Dim], name: str = "rv") -> Var:
     """A reduction axis over `[dom[0], dom[1])`, for `te.sum`, `te.max`, `te.min`
-    and reducers made by `te.comm_reducer`."""
+    and reducers made by `te.comm_reducer`; the end may be symbolic (`(0, n)`)."""
     lower, upper = dom
+    if isinstance(upper, SymExpr):
+        if not isinstance(lower, int) or isinstance(lower, bool):
+            raise EmberValueError(
+                f"reduce_axis '{name}': expected an int start, got {lower!r}"
+            )
+        return Var(name, lower, upper - lower, reduce=True)
     if upper <= lower:
         raise EmberValueError(f"reduce_axis '{name}': empty range [{lower}, {upper})")
     if not -(2**63) <= lower < upper <= MAX_BYTES:
@@ -266,7 +303,7 @@ def _check_arity(fcompute: Callable[..., object], ndim: int, name: str) -> None:
 
 
 def compute(
-    shape: int | Sequence[int],
+    shape: Dim | Sequence[Dim],
     fcompute: Callable[..., ExprLike],
     name: str = "compute",
     dtype: str | None = None,
@@ -274,7 +311,7 @@ def compute(
     """A tensor defined by `fcompute(*indices)` at every point of `shape`.
 
     Args:
-        shape: static extents of the result.
+        shape: extents of the result: ints, or sizes from `te.var`.
         fcompute: takes one loop index per dimension, returns its element.
         name: the tensor's name.
         dtype: element type when `fcompute` returns a plain number.

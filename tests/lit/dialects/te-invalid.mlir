@@ -106,7 +106,19 @@ func.func @dynamic_shape() -> tensor<?xf32> {
   func.return %C : tensor<?xf32>
 }
 
-// CHECK: Operation does not verify: expected a static shape, got tensor<?xf32>
+// CHECK: Operation does not verify: expected a name for each dynamic dim of tensor<?xf32> (as in tensor<?x768xf32, ["seq"]>), got none
+
+// -----
+
+func.func @reduce_dims_text(%A: tensor<4x8xf32>) -> tensor<4xf32> {
+  %C = te.compute "C" (%i) reduce sum (%k : "n +") -> tensor<4xf32> {
+    %a = te.read %A[%i, %k] : tensor<4x8xf32>
+    te.yield %a : f32
+  }
+  func.return %C : tensor<4xf32>
+}
+
+// CHECK: reduction extent:
 
 // -----
 

@@ -104,7 +104,7 @@ func.func @dynamic(%A: tensor<?xf32>) -> tensor<?xf32> {
   func.return %A : tensor<?xf32>
 }
 
-// CHECK: convert-te-to-loop: @dynamic: expected a static shape for argument 0, got tensor<?xf32>
+// CHECK: convert-te-to-loop: @dynamic: expected a name for each dynamic dim of tensor<?xf32> (as in tensor<?x768xf32, ["seq"]>), got none
 
 // -----
 

@@ -1,7 +1,8 @@
 // RUN: ember-opt %s --split-input-file --verify-diagnostics -p loop-outline-parallel | filecheck %s
 
 // A value the outlined loop cannot take through its struct is a diagnostic naming
-// the function and the type.
+// the function and the type: a symbolic buffer must say its dims (an argument
+// with ember.dims), which the outlined function computes its strides from.
 
 func.func @dynamic(%A: memref<?xf32>, %n: index, %x: f32) {
   %c0 = arith.constant 0 : index
@@ -12,7 +13,7 @@ func.func @dynamic(%A: memref<?xf32>, %n: index, %x: f32) {
   func.return
 }
 
-// CHECK: loop-outline-parallel: parallel loop in @dynamic: cannot capture a value of type memref<?xf32>: expected static-shape memrefs, index, integers, floats or vectors of them
+// CHECK: loop-outline-parallel: parallel loop in @dynamic: cannot capture memref<?xf32>: a symbolic buffer must be an argument of @dynamic with ember.dims
 
 // -----
 
