@@ -50,6 +50,7 @@ from .graph_executor import (
     BaseGraphExecutor,
     _as_numpy,
     _describe,
+    _shape_text,
     check_param_names,
     check_param_type,
 )
@@ -319,6 +320,12 @@ def _model(module: DeviceModule) -> dict:
     args = module.plan["functions"][RUN_FUNCTION]["args"]
     model: dict[str, list[dict]] = {"inputs": [], "outputs": []}
     for i, arg in enumerate(args):
+        if not all(type(dim) is int for dim in arg["shape"]):
+            raise EmberError(
+                f"{module._describe()}: {RUN_FUNCTION} argument {i} "
+                f"({arg['name']!r}) has the symbolic shape {_shape_text(arg['shape'])}; "
+                "symbolic shapes run on CPU libraries only for now"
+            )
         key = "outputs" if arg["output"] else "inputs"
         if key == "inputs" and model["outputs"]:
             raise EmberError(

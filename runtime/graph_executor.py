@@ -7,7 +7,7 @@ defines one packed function ``default_run(inputs..., outputs..., workspace,
 params)`` and describes the model under ``"model"`` in its metadata::
 
     {"inputs": [{"name", "shape", "dtype"}], "outputs": [...],
-     "workspace_bytes": N, "params_bytes": M,
+     "workspace_bytes": N, "params_bytes": M, "bounds": {symbol: max},
      "params": {"name": {"offset", "shape", "dtype"}}, "params_embedded": bool}
 
 ``lib["default"]`` is then a factory: ``lib["default"](dev)`` returns a
@@ -17,6 +17,28 @@ intermediates the compiler's static memory plan placed) and the params blob:
 the library's ``__ember_params`` viewed in place when the params are embedded,
 else zeros that ``load_params`` fills (running before every param is loaded is
 an error, not garbage).
+
+**Symbolic shapes** (one library for every batch size and sequence length).
+A dim in ``"shape"`` is an int or a ``shape_expr`` expression text over
+symbols (``"batch"``, ``"seq + 1"``, ``"batch * 12"``); ``"workspace_bytes"``
+may be one too, and ``"bounds": {"seq": 512}`` gives symbols inclusive upper
+bounds (a symbol without one is unbounded)::
+
+    {"inputs": [{"name": "ids", "shape": ["batch", "seq"], "dtype": "int64"}],
+     "outputs": [{"name": "y", "shape": ["batch", "seq + 1", 768], ...}],
+     "workspace_bytes": "3072 * batch * seq", "bounds": {"seq": 512}, ...}
+
+An input's dim that is one symbol alone binds it; every symbol must be bound
+so (``check_model`` refuses the metadata otherwise, naming the symbol). Each
+call binds the symbols from its inputs' shapes (``ember.runtime.model_dims``)
+and refuses one that contradicts another input or its bound, naming both
+inputs or the bound; it then allocates the outputs at their derived shapes
+and passes a workspace of exactly the derived size (the head of a pooled
+buffer that only grows), since ``default_run`` binds the symbols from the
+same DLTensors and checks every dim. ``set_input`` of a new shape replaces
+the input's array; ``get_output`` after ``run`` has the derived shape (and
+raises before the first ``run``, as ``get_input`` does before ``set_input``).
+A model whose dims are all ints does none of this work.
 
 **Threads.** ``invoke(*inputs)`` (``GraphModule``'s ``m(**inputs)``) takes the
 inputs and returns new outputs, as onnxruntime's ``session.run`` does: each
@@ -52,6 +74,7 @@ from . import params as _params
 from .abi import MODEL_ENTRY
 from .abi import PARAMS_SYMBOL as _PARAMS_SYMBOL
 from .errors import EmberError, EmberTypeError, EmberValueError, FunctionNotFoundError
+from .model_dims import ModelDims
 from .module import Module
 from .ndarray import Device, NDArray, cpu, empty
 from .packed_func import PackedFunc
@@ -70,7 +93,8 @@ _ONE_THREAD = (
 
 def check_model(model: object) -> None:
     """Raise ValueError unless ``model`` has the shape of the metadata's
-    "model" object (see the module docstring)."""
+    "model" object (see the module docstring): its symbolic dims parse, every
+    symbol is bound by an input and ``"bounds"`` are positive ints."""
     if not isinstance(model, dict):
         raise EmberValueError(f'"model" must be an object, got {type(model).__name__}')
     for key in ("inputs", "outputs"):
@@ -82,25 +106,27 @@ def check_model(model: object) -> None:
             where = f"model: {key}[{i}]"
             if not isinstance(t, dict) or not isinstance(t.get("name"), str):
                 raise EmberValueError(f'{where} must be an object with a "name" string')
-            shape = t.get("shape")
-            if not isinstance(shape, list) or not all(
-                type(n) is int and n >= 0 for n in shape
-            ):
+            if not isinstance(t.get("shape"), list):
                 raise EmberValueError(f'{where}: "shape" must be a list of extents')
             if not isinstance(t.get("dtype"), str) or t["dtype"] not in _params.DTYPES:
                 raise EmberValueError(f"{where}: unknown dtype {t.get('dtype')!r}")
             if t["name"] in names:
                 raise EmberValueError(f"{where}: name {t['name']!r} appears twice")
             names.add(t["name"])
-    for key in ("workspace_bytes", "params_bytes"):
-        value = model.get(key)
-        if type(value) is not int or value < 0:
-            raise EmberValueError(
-                f'model: "{key}" must be a non-negative integer, got {value!r}'
-            )
+    workspace, params_bytes = model.get("workspace_bytes"), model.get("params_bytes")
+    if not isinstance(workspace, str) and (type(workspace) is not int or workspace < 0):
+        raise EmberValueError(
+            'model: "workspace_bytes" must be a non-negative integer or an '
+            f"expression text, got {workspace!r}"
+        )
+    if type(params_bytes) is not int or params_bytes < 0:
+        raise EmberValueError(
+            f'model: "params_bytes" must be a non-negative integer, got {params_bytes!r}'
+        )
     if not isinstance(model.get("params_embedded"), bool):
         raise EmberValueError('model: "params_embedded" must be true or false')
     _params.check_layout(model.get("params"), model["params_bytes"])
+    ModelDims(model)
 
 
 def factory(lib: Module) -> PackedFunc:
@@ -112,8 +138,14 @@ def factory(lib: Module) -> PackedFunc:
     return PackedFunc(create, name="default")
 
 
+def _shape_text(shape) -> str:
+    if any(isinstance(dim, str) for dim in shape):  # symbolic: (batch, seq + 1)
+        return f"({', '.join(map(str, shape))})"
+    return str(tuple(shape))
+
+
 def _describe(shape, dtype) -> str:
-    return f"{dtype} {tuple(shape)}"
+    return f"{dtype} {_shape_text(shape)}"
 
 
 def _output_array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -209,6 +241,9 @@ class BaseGraphExecutor(Module):
         self._output_types = [(tuple(t["shape"]), t["dtype"]) for t in model["outputs"]]
         self._inputs: list = []
         self._outputs: list = []
+        # A symbolic model's dims (GraphExecutor); None keeps static models'
+        # calls free of symbol work.
+        self._dims: ModelDims | None = None
         # Guards the fields below (see the module docstring, "Threads").
         self._lock = threading.Lock()
         self._owner: int | None = None  # the thread the stateful API is for
@@ -266,10 +301,16 @@ class BaseGraphExecutor(Module):
         """Refuse a value of ``shape`` and ``dtype`` for input ``i``."""
         expected_shape, expected_dtype = self._input_types[i]
         if tuple(shape) != expected_shape or dtype != expected_dtype:
-            raise EmberError(
-                f"{what}: expected {_describe(expected_shape, expected_dtype)}, "
-                f"got {_describe(shape, dtype)}"
-            )
+            # a symbolic shape's dims are checked when its symbols are bound
+            if (
+                self._dims is None
+                or dtype != expected_dtype
+                or len(shape) != len(expected_shape)
+            ):
+                raise EmberError(
+                    f"{what}: expected {_describe(expected_shape, expected_dtype)}, "
+                    f"got {_describe(shape, dtype)}"
+                )
 
     def _check_count(self, inputs: tuple) -> None:
         names = self._input_names
@@ -313,7 +354,14 @@ class BaseGraphExecutor(Module):
         """The executor's own NDArray of input ``key`` (a name or an index)."""
         i = self._index(key, self._input_names, "input")
         self._claim("get_input")
-        return self._inputs[i]
+        array = self._inputs[i]
+        if array is None:
+            raise EmberError(
+                f"get_input {self._input_names[i]!r}: its shape "
+                f"{_shape_text(self._input_types[i][0])} is symbolic and it is "
+                "not set yet: set_input it first"
+            )
+        return array
 
     def get_num_outputs(self) -> int:
         return len(self._outputs)
@@ -406,7 +454,8 @@ class GraphExecutor(BaseGraphExecutor):
 
     Attributes:
         lib: the model library.
-        model: its metadata's "model" object.
+        model: its metadata's "model" object, dims that are constant texts
+            (``"768"``) as ints.
     """
 
     def __init__(self, lib: Module, dev: Device):
@@ -415,7 +464,8 @@ class GraphExecutor(BaseGraphExecutor):
         if dev.device_type != cpu().device_type:
             raise EmberError(f"compiled models run on the cpu; got {dev}")
         self.lib = lib
-        model = lib.metadata["model"]
+        dims = ModelDims(lib.metadata["model"])
+        model = dims.normalized(lib.metadata["model"])
         super().__init__(model)
         self.device = dev
         try:
@@ -424,9 +474,12 @@ class GraphExecutor(BaseGraphExecutor):
             raise EmberError(
                 f"{lib._describe()} describes a model but defines no {RUN_FUNCTION}"
             ) from None
+        if dims.symbolic:
+            self._dims = dims
         self._inputs = [self._zeros(t) for t in model["inputs"]]
         self._outputs = self._new_outputs()
-        self._workspace = self._new_workspace()
+        # a symbolic model's grows to the size its first run needs
+        self._workspace = self._new_workspace(0 if dims.symbolic else None)
         # Workspaces of invoke() calls that have returned, for the next ones.
         self._free_workspaces: list[NDArray] = []
         self._layout: dict[str, dict] = model["params"]
@@ -454,16 +507,22 @@ class GraphExecutor(BaseGraphExecutor):
                 f"({_describe(shape, dtype)}): {e}"
             ) from None
 
-    def _zeros(self, tensor: dict) -> NDArray:
+    def _zeros(self, tensor: dict) -> NDArray | None:
+        """A zeroed array for ``tensor``; None where its shape is symbolic
+        (sized by ``set_input`` or ``run``)."""
+        if any(isinstance(dim, str) for dim in tensor["shape"]):
+            return None
         array = self._allocate(tensor["shape"], tensor["dtype"], repr(tensor["name"]))
         np.asarray(array)[...] = 0
         return array
 
-    def _new_outputs(self) -> list[NDArray]:
+    def _new_outputs(self) -> list[NDArray | None]:
         return [self._zeros(t) for t in self.model["outputs"]]
 
-    def _new_workspace(self) -> NDArray:
-        size = self.model["workspace_bytes"]
+    def _new_workspace(self, size: int | None = None) -> NDArray:
+        """A workspace of ``size`` bytes (default: the static model's)."""
+        if size is None:
+            size = self.model["workspace_bytes"]
         return self._allocate((size,), "uint8", "the workspace")
 
     def _describe(self) -> str:
@@ -479,8 +538,18 @@ class GraphExecutor(BaseGraphExecutor):
         i = self._index(key, self._input_names, "input")
         what = f"set_input {self._input_names[i]!r}"
         source = self._checked_input(i, value, what)
+        resized = None
+        if self._dims is not None:
+            shapes: list = [None] * len(self._inputs)
+            shapes[i] = source.shape
+            self._dims.bind(shapes, "set_input: ")
+            array = self._inputs[i]
+            if array is None or array.shape != source.shape:
+                resized = self._allocate(source.shape, source.dtype.name, what)
         with self._lock:  # a copy after another thread's claim would be theirs
             self._claim_input_locked(i)
+            if resized is not None:
+                self._inputs[i] = resized
             np.copyto(np.asarray(self._inputs[i]), source)
 
     def _checked_input(self, i: int, value, what: str) -> np.ndarray:
@@ -496,9 +565,15 @@ class GraphExecutor(BaseGraphExecutor):
         i = self._index(index, self._output_names, "output")
         self._claim("get_output")
         output = self._outputs[i]
+        what = f"get_output {self._output_names[i]!r}"
+        if output is None:
+            shape = self.model["outputs"][i]["shape"]
+            raise EmberError(
+                f"{what}: its shape {_shape_text(shape)} is symbolic: run the "
+                "model first"
+            )
         if out is None:
             return output
-        what = f"get_output {self._output_names[i]!r}"
         target = _as_numpy(out, what)
         if target.shape != output.shape or target.dtype.name != output.dtype:
             raise EmberError(
@@ -509,7 +584,35 @@ class GraphExecutor(BaseGraphExecutor):
         return out
 
     def _run_model(self, inputs: list, outputs: list) -> None:
-        self._run(*inputs, *outputs, self._workspace, self._params)
+        if self._dims is None:
+            self._run(*inputs, *outputs, self._workspace, self._params)
+            return
+        unset = [n for n, a in zip(self._input_names, inputs, strict=True) if a is None]
+        if unset:
+            raise EmberError(
+                f"run: input {unset[0]!r} has a symbolic shape and is not set: "
+                "set_input it first"
+            )
+        env = self._dims.bind([a.shape for a in inputs], "run: ")
+        outputs = [
+            output
+            if output is not None and output.shape == shape
+            else self._allocate(shape, dtype, f"output {name!r}")
+            for output, shape, name, (_, dtype) in zip(
+                outputs,
+                self._dims.output_shapes(env),
+                self._output_names,
+                self._output_types,
+                strict=True,
+            )
+        ]
+        # this thread is running, so no other reads or replaces them meanwhile
+        self._outputs = outputs
+        size = self._dims.workspace_bytes(env)
+        if self._workspace.shape[0] < size:
+            self._workspace = self._new_workspace(size)
+        workspace = np.asarray(self._workspace)[:size]
+        self._run(*inputs, *outputs, workspace, self._params)
 
     def invoke(self, *inputs) -> list[np.ndarray]:
         """Run the model on ``inputs`` (one per model input, in order) and
@@ -530,15 +633,31 @@ class GraphExecutor(BaseGraphExecutor):
             if not (flags.c_contiguous and flags.aligned and array.dtype.isnative):
                 array = np.ascontiguousarray(array, array.dtype.newbyteorder("="))
             arrays.append(array)
-        outputs = [_output_array(shape, dtype) for shape, dtype in self._output_types]
+        dims, size = self._dims, None
+        if dims is None:
+            outputs = [_output_array(s, dtype) for s, dtype in self._output_types]
+        else:
+            env = dims.bind([a.shape for a in arrays])
+            shapes = dims.output_shapes(env)
+            outputs = [
+                _output_array(shape, dtype)
+                for shape, (_, dtype) in zip(shapes, self._output_types, strict=True)
+            ]
+            size = dims.workspace_bytes(env)
         # load_params waits for the calls counted, so the params stay as read
         with self._counting("invoke"):
             try:
                 workspace = self._free_workspaces.pop()  # atomic under the GIL
             except IndexError:
-                workspace = self._new_workspace()
+                workspace = self._new_workspace(size)
             try:
-                self._run(*arrays, *outputs, workspace, self._params)
+                if size is None:
+                    self._run(*arrays, *outputs, workspace, self._params)
+                else:
+                    if workspace.shape[0] < size:  # kept instead of the smaller
+                        workspace = self._new_workspace(size)
+                    view = np.asarray(workspace)[:size]
+                    self._run(*arrays, *outputs, view, self._params)
             finally:
                 self._free_workspaces.append(workspace)
         return outputs

@@ -13,6 +13,11 @@ A model compiled for a GPU (``compile_model(..., target="opencl")``, a
 its inputs and outputs in device memory (``ember.runtime.device_graph``):
 ``get_output`` returns a device array, ``m(**inputs)`` numpy arrays.
 
+A model compiled with symbolic dims (``batch``, ``seq``) runs at any size its
+bounds allow: each call binds the symbols from the inputs' shapes and returns
+outputs of the shapes they give; ``get_input_info()`` shows such a dim as its
+text (``('batch', 'seq')``).
+
 ``m(**inputs)`` may be called from any number of threads at once;
 ``set_input``/``run``/``get_output`` are one thread's at a time (another
 thread's use is an ``EmberError``, never its result). See
@@ -128,7 +133,8 @@ class GraphModule:
 
         Raises:
             EmberError: an input missing, given twice or unknown, or of
-                another shape or dtype than the model's.
+                another shape or dtype than the model's (for a symbolic
+                model: sizes that contradict one another or a bound).
 
         Example:
             >>> (y,) = m(input=x)  # doctest: +SKIP
@@ -198,11 +204,20 @@ class GraphModule:
         )
 
     def get_input_info(self) -> tuple[dict[str, tuple], dict[str, str]]:
-        """``(shapes, dtypes)`` of the inputs by name, as TVM returns them."""
+        """``(shapes, dtypes)`` of the inputs by name, as TVM returns them.
+
+        A symbolic dim is its expression's text, as the metadata writes it.
+
+        Example:
+            >>> m.get_input_info()  # doctest: +SKIP
+            ({'ids': ('batch', 'seq')}, {'ids': 'int64'})
+        """
         return self._info("inputs")
 
     def get_output_info(self) -> tuple[dict[str, tuple], dict[str, str]]:
-        """``(shapes, dtypes)`` of the outputs by name."""
+        """``(shapes, dtypes)`` of the outputs by name; a symbolic dim is its
+        text (``('batch', 'seq + 1', 768)``), its value known after a run
+        from ``get_output(i).shape``."""
         return self._info("outputs")
 
     def load_params(self, params) -> None:
@@ -223,8 +238,8 @@ class GraphModule:
             a Chrome trace that Perfetto opens.
 
         Raises:
-            EmberError: a remote or GPU executor, or a library without a call
-                plan; and as ``run``.
+            EmberError: a remote or GPU executor, a model with symbolic
+                shapes, or a library without a call plan; and as ``run``.
 
         Example:
             >>> print(m.profile(repeat=20, input=x))  # doctest: +SKIP
@@ -240,6 +255,11 @@ class GraphModule:
             raise EmberError(
                 f"{what}: runs kernel by kernel only in a local CPU graph executor, "
                 f"not a {type(self.module).__name__}"
+            )
+        if self.module._dims is not None:
+            raise EmberError(
+                f"{what}: runs kernel by kernel only a model whose shapes are "
+                "static; this model's are symbolic"
             )
         return self.module
 
