@@ -96,8 +96,7 @@ def emit_dim(
 ) -> SSAValue:
     """`value` as an `index` value computed by `arith` ops: `symbol(name)`
     gives a size symbol's value, `constant(k)` an index constant, `add(op)`
-    places an op and gives its result. Sizes are never negative, so `//` and
-    `%` are the signed ops."""
+    places an op and gives its result. `//` and `%` floor, as in Python."""
     if isinstance(value, int):
         return constant(value)
     total: SSAValue | None = None
@@ -113,9 +112,10 @@ def emit_dim(
                     x = add(
                         arith.SelectOp(less, *((a, b) if atom.op == "min" else (b, a)))
                     )
-                else:
-                    kind = arith.DivSIOp if atom.op == "floordiv" else arith.RemSIOp
-                    x = add(kind(a, b))
+                else:  # floor semantics, as Python's: `-(-n // 8)` rounds up
+                    x = add(arith.FloorDivSIOp(a, b))
+                    if atom.op == "mod":
+                        x = add(arith.SubiOp(a, add(arith.MuliOp(x, b))))
             term = x if term is None else add(arith.MuliOp(term, x))
         assert term is not None
         total = term if total is None else add(arith.AddiOp(total, term))

@@ -158,21 +158,32 @@ class AllocOp(IRDLOperation):
         %t = loop.alloc : memref<64x64xf32>
         %r = loop.alloc local : memref<16xf32>
         %s = loop.alloc shared : memref<16x16xf32>
+        %d = loop.alloc(%n) : memref<?x64xf32>
 
     `global` buffers come from the heap (device memory on a GPU), `local` ones
     from the stack (one per thread on a GPU); `shared` ones are shared by the
-    threads of a GPU block (a CPU keeps them on the stack).
+    threads of a GPU block (a CPU keeps them on the stack). A `global` or
+    `local` buffer may have dynamic dims, as MLIR's `memref.alloc`: one
+    `index` size operand for each `?`, in order (a CPU takes a dynamic local
+    buffer from the heap once per function, `convert-loop-to-scf`).
     """
 
     name = "loop.alloc"
 
     scope = opt_prop_def(StringAttr)
+    sizes = var_operand_def(IndexType)
     buffer = result_def(MemRefType)
 
     traits = traits_def(MemoryAllocEffect())
 
-    def __init__(self, buffer_type: MemRefType, scope: str = "global"):
+    def __init__(
+        self,
+        buffer_type: MemRefType,
+        scope: str = "global",
+        sizes: Sequence[SSAValue] = (),
+    ):
         super().__init__(
+            operands=[list(sizes)],
             result_types=[buffer_type],
             properties={"scope": StringAttr(scope)} if scope != "global" else {},
         )
@@ -188,12 +199,25 @@ class AllocOp(IRDLOperation):
             )
         buffer_type = self.buffer.type
         assert isinstance(buffer_type, MemRefType)
-        if any(d < 0 for d in buffer_type.get_shape()):
-            raise VerifyException(f"expected a static shape, got {buffer_type}")
+        dynamic = sum(1 for d in buffer_type.get_shape() if d < 0)
+        if dynamic and self.scope_name == "shared":
+            raise VerifyException(
+                f"expected a static shape for a {self.scope_name} buffer, got "
+                f"{buffer_type}"
+            )
+        if len(self.sizes) != dynamic:
+            raise VerifyException(
+                f"expected {dynamic} size operands (one per dynamic dim of "
+                f"{buffer_type}), got {len(self.sizes)}"
+            )
 
     def print(self, printer: Printer) -> None:
         if self.scope_name != "global":
             printer.print_string(f" {self.scope_name}")
+        if self.sizes:
+            printer.print_string("(")
+            printer.print_list(self.sizes, printer.print_operand)
+            printer.print_string(")")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.buffer.type)
@@ -205,12 +229,18 @@ class AllocOp(IRDLOperation):
             if parser.parse_optional_keyword(candidate):
                 scope = candidate
                 break
+        sizes = parser.parse_optional_comma_separated_list(
+            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         buffer_type = parser.parse_type()
         if not isinstance(buffer_type, MemRefType):
             parser.raise_error(f"expected a memref type, got {buffer_type}")
-        op = cls(buffer_type, scope)
+        operands = parser.resolve_operands(
+            sizes or [], [IndexType()] * len(sizes or []), parser.pos
+        )
+        op = cls(buffer_type, scope, operands)
         op.attributes.update(attrs)
         return op
 

@@ -51,10 +51,11 @@ class Var:
 
 @dataclass(eq=False)
 class DivMod:
-    """`form // divisor` or `form % divisor` (floor semantics), kept opaque."""
+    """`form // divisor` or `form % divisor` (floor semantics), kept opaque; a
+    symbolic divisor (a fused loop's inner extent) is a positive size."""
 
     form: Form
-    divisor: int
+    divisor: Extent
     op: str  # "div" or "mod"
     range: tuple[int, int] = (0, 0)
 
@@ -127,12 +128,16 @@ def _is_fixed(atom: Atom, fixed: set[Var]) -> bool:
     return (atom in fixed) if isinstance(atom, Var) else atom.vars() <= fixed
 
 
-def floordiv(form: Form, c: int) -> Form:
-    """`form // c` for c > 0, exact where the ranges allow.
+def floordiv(form: Form, c: Extent) -> Form:
+    """`form // c` for c > 0, exact where the ranges allow; opaque over a
+    symbolic `c`.
 
     The terms whose coefficients c divides come out of the division
     (`(4*io + ii) // 2` is `2*io + ii // 2`), so what stays opaque ranges only
     over the rest."""
+    if isinstance(c, SymExpr):
+        low, high = form.range()
+        return Form.of(DivMod(form, c, "div", (min(low, 0), max(high, 0))))
     if c == 1:
         return form
     whole = Form({a: k // c for a, k in form.terms.items() if k % c == 0})
@@ -144,8 +149,10 @@ def floordiv(form: Form, c: int) -> Form:
     return whole + Form.of(DivMod(rest, c, "div", (low // c, high // c)))
 
 
-def mod(form: Form, c: int) -> Form:
+def mod(form: Form, c: Extent) -> Form:
     """`form % c` (floor semantics) for c > 0; terms that c divides drop out."""
+    if isinstance(c, SymExpr):
+        return Form.of(DivMod(form, c, "mod", (0, SYMBOLIC_RANGE - 1)))
     if c == 1:
         return Form()
     rest = Form({a: k for a, k in form.terms.items() if k % c}, form.const % c)
@@ -159,8 +166,9 @@ def mod(form: Form, c: int) -> Form:
 class Emitter:
     """Emits forms as `arith` index ops at an insertion point, one op per step."""
 
-    def __init__(self, constant):
+    def __init__(self, constant, size=None):
         self.constant = constant  # int -> SSAValue of an index constant
+        self.size = size or constant  # an extent -> its SSAValue
 
     def emit(self, form: Form, at: InsertPoint) -> SSAValue:
         value: SSAValue | None = None
@@ -180,7 +188,7 @@ class Emitter:
             assert atom.value is not None, f"loop '{atom.name}' used before its loop"
             return atom.value
         inner = self.emit(atom.form, at)
-        divisor = self.constant(atom.divisor)
+        divisor = self.size(atom.divisor)
         if atom.op == "mod" and atom.form.range()[0] >= 0:
             return self._op(arith.RemSIOp(inner, divisor), at)
         quotient = self._op(arith.FloorDivSIOp(inner, divisor), at)

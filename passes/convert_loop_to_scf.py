@@ -61,7 +61,8 @@ class ConvertLoopToScfPass(ModulePass):
     loop whose bounds and step are `arith.constant`s (step > 0) is replaced by one
     copy of its body per iteration, the induction variable turned into an index
     constant; with other bounds it becomes an `scf.for` marked `unrolled`. A global
-    `loop.alloc` becomes a 64-byte aligned `memref.alloc` freed by a `memref.dealloc`
+    `loop.alloc` becomes a 64-byte aligned `memref.alloc` (with its dynamic sizes,
+    `loop.alloc(%n)` → `memref.alloc(%n)`) freed by a `memref.dealloc`
     just before the terminator of its block (the end of the block if it has none); a
     local one becomes an aligned `memref.alloca`. The walk is post-order, so an
     unrolled body is copied after its inner loops are already lowered. Unrolling
@@ -211,8 +212,13 @@ def _unrolled_copies(op: loop.ForOp) -> int:
 def _lower_alloc(op: loop.AllocOp) -> None:
     t = op.buffer.type
     assert isinstance(t, MemRefType)
-    cls = memref.AllocaOp if op.scope_name != "global" else memref.AllocOp
-    new = cls.get(t.element_type, ALIGNMENT, t.shape, None, t.layout, t.memory_space)
+    local = op.scope_name != "global"
+    if local and op.sizes:
+        _hoist_dynamic_local(op)
+        return
+    cls = memref.AllocaOp if local else memref.AllocOp
+    sizes = list(op.sizes) if cls is memref.AllocOp else None
+    new = cls.get(t.element_type, ALIGNMENT, t.shape, sizes, t.layout, t.memory_space)
     if isinstance(new, memref.AllocOp):
         block = op.parent_block()
         assert block is not None
@@ -225,3 +231,38 @@ def _lower_alloc(op: loop.AllocOp) -> None:
             Rewriter.insert_op(free, InsertPoint.at_end(block))
     new.attributes.update(op.attributes)
     Rewriter.replace_op(op, new)
+
+
+def _hoist_dynamic_local(op: loop.AllocOp) -> None:
+    """A local buffer of symbolic size (a row of a symbolic length that a
+    stage computes per iteration): one heap buffer for the whole function,
+    allocated at its entry once its sizes are known and freed before it
+    returns, reused by every iteration (no iteration's buffer outlives it,
+    as with a local buffer's stack slot). On the heap, not the stack: its
+    size is known only at run time. A parallel loop's outlined function
+    allocates one per thread."""
+    t = op.buffer.type
+    assert isinstance(t, MemRefType)
+    function = op.parent_op()
+    while function is not None and not isinstance(function, func.FuncOp):
+        function = function.parent_op()
+    assert function is not None, "loop.alloc outside a function"
+    entry = function.body.block
+    defined = []  # the top-level ops its sizes are computed by
+    for size in op.sizes:
+        owner = size.owner
+        while isinstance(owner, Operation) and owner.parent_block() is not entry:
+            owner = owner.parent_op()
+        if isinstance(owner, Operation):
+            defined.append(owner)
+    last = max(defined, key=entry.get_operation_index, default=None)
+    at = InsertPoint.after(last) if last else InsertPoint.at_start(entry)
+    new = memref.AllocOp.get(
+        t.element_type, ALIGNMENT, t.shape, list(op.sizes), t.layout, t.memory_space
+    )
+    new.attributes.update(op.attributes)
+    Rewriter.insert_op(new, at)
+    for ret in [o for o in function.walk() if isinstance(o, func.ReturnOp)]:
+        Rewriter.insert_op(memref.DeallocOp.get(new), InsertPoint.before(ret))
+    op.buffer.replace_all_uses_with(new.memref)
+    Rewriter.erase_op(op)

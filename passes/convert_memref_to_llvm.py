@@ -2,9 +2,11 @@
 
 ember's bare-pointer convention: a memref with a static shape and the identity layout
 is one `!llvm.ptr` to its first element. An access is a `getelementptr` on the
-row-major linearized index, so inner loops carry no descriptor arithmetic. Anything
-the convention cannot express (dynamic shapes, other layouts, memory spaces) is a
-diagnostic naming the op.
+row-major linearized index, so inner loops carry no descriptor arithmetic. A
+dynamic dim is allowed where its size is known: a function argument's from
+`ember.dims` and the symbol arguments, a `memref.alloc`'s from its size operands.
+Anything else the convention cannot express (other dynamic shapes, layouts,
+memory spaces) is a diagnostic naming the op.
 """
 
 from collections.abc import Sequence
@@ -39,9 +41,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ember.passes.to_llvm import (
     ConvertToLLVMPass,
     Handler,
-    as_llvm,
     cannot_lower,
     declare_function,
+    floor_size,
     llvm_type,
     replace,
 )
@@ -82,9 +84,13 @@ def bare_pointer_error(t: MemRefType, symbolic: bool = False) -> str | None:
     return None
 
 
-def _buffer_type(op: Operation, value: SSAValue | Attribute) -> MemRefType:
+def _buffer_type(
+    op: Operation, value: SSAValue | Attribute, sized: bool = False
+) -> MemRefType:
+    """`value`'s memref type, or a diagnostic if it is no bare pointer (`sized`:
+    its dynamic sizes are known, as those of a dynamic allocation)."""
     t = value.type if isinstance(value, SSAValue) else value
-    sized = isinstance(value, BlockArgument) and _function_of(value) is not None
+    sized |= isinstance(value, BlockArgument) and _function_of(value) is not None
     error = bare_pointer_error(t, sized) if isinstance(t, MemRefType) else f"got {t}"
     if error is not None:
         raise cannot_lower("convert-memref-to-llvm", op, error)
@@ -232,9 +238,13 @@ class _Accesses:
                     )
                 return symbols[atom.name]
             x, y = (_as_value(emit(a), ops) for a in atom.args)
-            kind = {"floordiv": llvm.SDivOp, "mod": llvm.SRemOp}.get(atom.op)
-            if kind is not None:
-                return _binary(kind, x, y, ops)
+            if atom.op in ("floordiv", "mod"):
+
+                def add(new: Operation) -> SSAValue:
+                    ops.append(new)
+                    return new.results[0]
+
+                return floor_size(atom.op, x, y, add)
             flag = llvm.ICmpPredicateFlag("slt" if atom.op == "min" else "sgt")
             cmp = llvm.ICmpOp(x, y, IntegerAttr(flag.to_int(), i64))
             ops.append(cmp)
@@ -253,6 +263,54 @@ class _Accesses:
         self.dynamic[buffer] = strides
         return strides
 
+    def alloc(self, op: memref.AllocOp) -> None:
+        """A heap buffer; one with dynamic dims takes `round_up(bytes)` bytes
+        computed from its size operands, and its strides (row-major, from the
+        same sizes) are computed once, where it is allocated."""
+        if not op.dynamic_sizes:
+            return _alloc(op)
+        t = _buffer_type(op, op.memref, sized=True)
+        align = _buffer_alignment(op)
+        ops: list[Operation] = []
+        sizes = [self.llvm_value(v) for v in op.dynamic_sizes]
+        given = iter(sizes)
+        extents = [next(given) if d < 0 else d for d in t.get_shape()]
+        strides: list[SSAValue | int] = []
+        stride: SSAValue | int = 1
+        for extent in reversed(extents[1:]):
+            strides.insert(0, stride)
+            stride = _product(stride, extent, ops)
+        strides.insert(0, stride)
+        item = element_bytes(t.element_type)
+        assert item is not None
+        nbytes: SSAValue | int = prod(d for d in extents if isinstance(d, int)) * item
+        for size in sizes:
+            nbytes = _product(nbytes, size, ops)
+        # aligned_alloc wants a multiple of the alignment (C11), and at least
+        # one line, as a static buffer gets.
+        nbytes = _binary(llvm.AddOp, nbytes, align - 1, ops)
+        nbytes = _binary(llvm.AndOp, nbytes, -align, ops)
+        flag = llvm.ICmpPredicateFlag("ult")
+        align_value = _i64(align, ops)
+        ops.append(llvm.ICmpOp(nbytes, align_value, IntegerAttr(flag.to_int(), i64)))
+        ops.append(llvm.SelectOp(ops[-1].results[0], align_value, nbytes))
+        nbytes = ops[-1].results[0]
+        declare_function(op, "aligned_alloc", [i64, i64], _PTR)
+        call = llvm.CallOp("aligned_alloc", align_value, nbytes, return_type=_PTR)
+        buffer = call.results[0]
+        buffer.name_hint = op.memref.name_hint
+        back = UnrealizedConversionCastOp.get([buffer], [t])
+        Rewriter.insert_op([*ops, call, back], InsertPoint.before(op))
+        op.memref.replace_all_uses_with(back.results[0])
+        self.values[back.results[0]] = buffer
+        self.dynamic[back.results[0]] = strides
+        Rewriter.erase_op(op)
+
+    def dealloc(self, op: memref.DeallocOp) -> None:
+        _buffer_type(op, op.memref, op.memref in self.dynamic)
+        declare_function(op, "free", [_PTR], llvm.LLVMVoidType())
+        replace(op, [llvm.CallOp("free", self.llvm_value(op.memref))], [])
+
     def view(self, op: memref.ViewOp) -> None:
         """A typed view of an i8 buffer at a byte offset: a GEP of i8 by the offset.
 
@@ -262,9 +320,10 @@ class _Accesses:
         that overflows its workspace is a compiler bug, caught here rather than as
         memory corruption at run time)."""
         source = _buffer_type(op, op.source)
-        result = _buffer_type(op, op.result)
+        result = _buffer_type(op, op.result, sized=True)  # its sizes are operands
         offset = _constant_index(op.byte_shift)
-        if offset is not None:
+        static = source.has_static_shape() and result.has_static_shape()
+        if offset is not None and static:
             end = offset + _byte_size(result)
             if offset < 0 or end > _byte_size(source):
                 raise cannot_lower(
@@ -307,7 +366,7 @@ class _Accesses:
             if isinstance(op, memref.LoadOp)
             else (op.base, op.result)
         )
-        t = _buffer_type(op, buffer)
+        t = _buffer_type(op, buffer, buffer in self.dynamic)
         ptr = self.address(op, t, buffer, op.indices)
         result_type = llvm_type(result.type)
         load = llvm.LoadOp.create(
@@ -321,7 +380,7 @@ class _Accesses:
             if isinstance(op, memref.StoreOp)
             else (op.base, op.vector)
         )
-        t = _buffer_type(op, buffer)
+        t = _buffer_type(op, buffer, buffer in self.dynamic)
         ptr = self.address(op, t, buffer, op.indices)
         operands = [self.llvm_value(value), ptr]
         store = llvm.StoreOp.create(operands=operands, properties=self.memory(t))
@@ -350,6 +409,21 @@ def _binary(kind, a, b, ops: list[Operation]) -> SSAValue:
     return ops[-1].results[0]
 
 
+def _product(
+    a: SSAValue | int, b: SSAValue | int, ops: list[Operation]
+) -> SSAValue | int:
+    """`a * b`, folded where both are ints, else an `llvm.mul nsw`."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if a == 1 or b == 1:
+        return b if a == 1 else a
+    operands = [_as_value(a, ops), _as_value(b, ops)]
+    ops.append(
+        llvm.MulOp.create(operands=operands, result_types=[i64], properties=_NSW)
+    )
+    return ops[-1].results[0]
+
+
 def _buffer_alignment(op: memref.AllocOp | memref.AllocaOp) -> int:
     requested = op.alignment.value.data if op.alignment is not None else 0
     return max(BUFFER_ALIGNMENT, requested)
@@ -371,12 +445,6 @@ def _alloc(op: memref.AllocOp) -> None:
     consts = [llvm.ConstantOp(IntegerAttr(v, i64), i64) for v in (align, nbytes)]
     call = llvm.CallOp("aligned_alloc", *consts, return_type=ptr)
     replace(op, [*consts, call], [call.returned])  # type: ignore[list-item]
-
-
-def _dealloc(op: memref.DeallocOp) -> None:
-    _buffer_type(op, op.memref)
-    declare_function(op, "free", [llvm.LLVMPointerType()], llvm.LLVMVoidType())
-    replace(op, [llvm.CallOp("free", as_llvm(op.memref, op))], [])
 
 
 def _alloca(op: memref.AllocaOp) -> None:
@@ -478,6 +546,13 @@ class ConvertMemRefToLLVMPass(ConvertToLLVMPass):
         %v = memref.view %ws[%c128][] : memref<1024xi8> to memref<4x8xf32>
         →  %v = llvm.getelementptr inbounds %ws[%c128] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 
+    A `memref.alloc` with dynamic sizes allocates the bytes they make, rounded
+    up to the alignment; accesses to it stride by the same sizes:
+
+        %T = memref.alloc(%n) : memref<?x8xf32>
+        →  %b = llvm.mul %c32, %n overflow<nsw> : i64    // then round_up(%b, 64)
+           %T = llvm.call @aligned_alloc(%c64, %b') : (i64, i64) -> !llvm.ptr
+
     `memref.alloca` becomes an `llvm.alloca` aligned to 64 bytes at the top of the
     function's entry block, also when it was in a loop; `memref.global` /
     `memref.get_global` become `llvm.mlir.global` (a flat array) / `addressof`.
@@ -495,8 +570,8 @@ class ConvertMemRefToLLVMPass(ConvertToLLVMPass):
             memref.StoreOp: accesses.store,
             vector.LoadOp: accesses.load,
             vector.StoreOp: accesses.store,
-            memref.AllocOp: _alloc,
-            memref.DeallocOp: _dealloc,
+            memref.AllocOp: accesses.alloc,
+            memref.DeallocOp: accesses.dealloc,
             memref.AllocaOp: _alloca,
             memref.GlobalOp: _global,
             memref.GetGlobalOp: _get_global,

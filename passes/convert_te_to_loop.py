@@ -133,18 +133,23 @@ class ConvertTeToLoopPass(ModulePass):
     the buffers (the te function's own, or added): the loop-level convention
     func-packed-abi binds from the buffers' shapes. Loops over symbolic
     extents run to values computed once at the entry from the symbols; a
-    split of one is guarded where it does not divide. A symbolic buffer is a
-    function argument, never a `loop.alloc`: without `scratch-args` a
-    symbolic intermediate at the root is refused.
+    split of one is guarded where it does not divide. A symbolic intermediate
+    at the root is a heap `loop.alloc(%sizes)` placed after its sizes (marked
+    `ember.dims` as an argument is), or with `scratch-args` an argument the
+    caller provides; one attached inside loops must have a static region
+    there.
     """
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _lower_block(op.body.block, self.scratch_args, self.bounds_check)
 
 
-def scratch_buffers(function: func.FuncOp) -> list[tuple[str, MemRefType]]:
+def scratch_buffers(
+    function: func.FuncOp,
+) -> list[tuple[str, MemRefType, dict[str, Attribute]]]:
     """The buffers `convert-te-to-loop{scratch-args=true}` makes out-parameters
-    of te function `function`, in argument order: (stage name, type) each.
+    of te function `function`, in argument order: (stage name, type, its
+    `ember.dims` where symbolic) each.
 
     The schedule is applied to a copy; `function` is left as it is.
 
@@ -162,7 +167,11 @@ def scratch_buffers(function: func.FuncOp) -> list[tuple[str, MemRefType]]:
         _fail(lowering.where, str(error))
     outputs = set(ret.arguments)
     return [
-        (stage.name, lowering._buffer_type(stage.op.output_type, stage.name))
+        (
+            stage.name,
+            lowering._buffer_type(stage.op.output_type, stage.name),
+            dims_attr(stage.op.output_type),
+        )
         for stage in schedule.ordered()
         if stage.attach is None
         and stage.op.result not in outputs
@@ -499,23 +508,43 @@ class _FunctionLowering:
                         "ember.name": StringAttr(stage.name),
                         "ember.output": UnitAttr(),
                         "ember.scratch": UnitAttr(),
-                        **self._dims_attr(stage.op.output_type),
+                        **dims_attr(stage.op.output_type),
                     }
                 )
             )
             return arg
-        if self._dims_attr(stage.op.output_type):
-            raise ScheduleError(
-                f"stage '{stage.name}' is an intermediate of symbolic shape "
-                f"{stage.op.output_type}: inline it (te.compute_inline), attach it "
-                "inside the symbolic loops (te.compute_at), or lower with "
-                "scratch-args=true so that the caller provides it"
-            )
-        alloc = loop.AllocOp(
-            self._buffer_type(stage.op.output_type, stage.name), stage.scope
-        )
+        t = stage.op.output_type
+        if dims_attr(t):
+            return self._dynamic_alloc(stage)
+        alloc = loop.AllocOp(self._buffer_type(t, stage.name), stage.scope)
         alloc.buffer.name_hint = stage.op.result.name_hint
         self._prologue(alloc)
+        return alloc.buffer
+
+    def _dynamic_alloc(self, stage: Stage) -> SSAValue:
+        """A heap buffer of a symbolic intermediate at the root: its sizes are
+        computed at the entry from the symbols, and it follows them (after the
+        allocations and constants of the prologue). `ember.dims` names its
+        dims, as a symbolic argument's does, for the passes that outline its
+        users."""
+        t = stage.op.output_type
+        if stage.scope != "global":
+            raise ScheduleError(
+                f"stage '{stage.name}' of symbolic shape {t} cannot be a "
+                f"{stage.scope} buffer: only a global (heap) one has dynamic dims"
+            )
+        dims = dims_of(t)
+        sizes = [self._size(d) for d in dims if isinstance(d, SymExpr)]
+        alloc = loop.AllocOp(self._buffer_type(t, stage.name), sizes=sizes)
+        alloc.buffer.name_hint = stage.op.result.name_hint
+        alloc.attributes.update(dims_attr(t))
+        defined = [v.owner for v in sizes if isinstance(v.owner, Operation)]
+        last = max(defined, key=self.block.get_operation_index, default=None)
+        last = last or self.last_const or self.last_alloc
+        Rewriter.insert_op(
+            alloc,
+            InsertPoint.after(last) if last else InsertPoint.at_start(self.block),
+        )
         return alloc.buffer
 
     def _convert_signature(self, ret: func.ReturnOp) -> list[tuple[SSAValue, SSAValue]]:
@@ -531,7 +560,7 @@ class _FunctionLowering:
             name = own.get("ember.name")
             if not isinstance(name, StringAttr):
                 name = StringAttr(arg.name_hint or f"arg{i}")
-            dims = self._dims_attr(arg.type)
+            dims = dims_attr(arg.type)
             attrs.append(DictionaryAttr({**own, "ember.name": name, **dims}))
             if isinstance(arg.type, TensorType | UnrankedTensorType):
                 new = Rewriter.replace_value_with_new_type(
@@ -563,7 +592,7 @@ class _FunctionLowering:
             out.name_hint = ssa_name(name.data)
             own = dict(res_attrs.data[j].data) if res_attrs is not None else {}
             output = {"ember.name": name, "ember.output": UnitAttr()}
-            output |= self._dims_attr(t)
+            output |= dims_attr(t)
             attrs.append(DictionaryAttr({**own, **output}))
         self.function.function_type = FunctionType.from_lists(self.block.arg_types, [])
         self.function.arg_attrs = ArrayAttr(attrs)
@@ -588,16 +617,6 @@ class _FunctionLowering:
                 f"limit is {MAX_BYTES} bytes (2**63 - 1: sizes and indices are int64)",
             )
         return MemRefType(t.element_type, shape)
-
-    @staticmethod
-    def _dims_attr(t: Attribute) -> dict[str, Attribute]:
-        """`ember.dims` for a buffer of symbolic tensor type `t`, else nothing."""
-        names = getattr(t, "encoding", None)
-        if not isinstance(t, TensorType) or not isinstance(names, ArrayAttr):
-            return {}
-        if all(d >= 0 for d in t.get_shape()):
-            return {}
-        return {DIMS_ATTR: names}
 
     def _check_scalar(self, op: Operation) -> None:
         """Ops other than te.compute may stay if no tensor reaches them."""
@@ -687,6 +706,16 @@ def _origin(value: SSAValue) -> str:
     else:
         where = f"'{value.owner.name}'"  # type: ignore[union-attr]
     return f"defined by {where}; expected a function argument or a te.compute result"
+
+
+def dims_attr(t: Attribute) -> dict[str, Attribute]:
+    """`ember.dims` for a buffer of symbolic tensor type `t`, else nothing."""
+    names = getattr(t, "encoding", None)
+    if not isinstance(t, TensorType) or not isinstance(names, ArrayAttr):
+        return {}
+    if all(d >= 0 for d in t.get_shape()):
+        return {}
+    return {DIMS_ATTR: names}
 
 
 def _memref_dims(t: MemRefType, names: Attribute | None) -> tuple[Extent, ...]:

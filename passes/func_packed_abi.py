@@ -55,6 +55,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.passes.convert_memref_to_llvm import bare_pointer_error, element_bytes
 from ember.passes.names import ssa_name
+from ember.passes.to_llvm import floor_size
 from ember.runtime.abi import METADATA_FUNCTION, MODEL_ATTR, MODEL_ENTRY, TypeCode
 from ember.runtime.callbacks import CALLBACK_ERROR
 from ember.runtime.errors import EmberValueError
@@ -509,10 +510,8 @@ class _Entry:
         if atom.op is None:
             return self.sizes[atom.name]
         x, y = (self.size(a) for a in atom.args)
-        if atom.op == "floordiv":
-            return b.add(llvm.SDivOp(x, y))
-        if atom.op == "mod":
-            return b.add(llvm.SRemOp(x, y))
+        if atom.op in ("floordiv", "mod"):
+            return floor_size(atom.op, x, y, b.add)
         pick = b.cmp("slt" if atom.op == "min" else "sgt", x, y)
         return b.add(llvm.SelectOp(pick, x, y))
 
@@ -779,7 +778,7 @@ def _model(module: ModuleOp) -> dict | None:
             isinstance(t, dict)
             and isinstance(t.get("name"), str)
             and isinstance(t.get("shape"), list)
-            and all(type(n) is int and n >= 0 for n in t["shape"])
+            and all(_is_dim(n) for n in t["shape"])
             and t.get("dtype") in DTYPES
             for t in tensors
         ):
@@ -789,7 +788,7 @@ def _model(module: ModuleOp) -> dict | None:
             )
     for key in MODEL_GLOBALS:
         value = model.get(key)
-        if type(value) is not int or value < 0:
+        if not _is_dim(value) or (key == "params_bytes" and type(value) is not int):
             raise PassFailedException(
                 f'{where}: expected "{key}" to be a non-negative integer, got {value!r}'
             )
@@ -798,6 +797,18 @@ def _model(module: ModuleOp) -> dict | None:
     if not isinstance(model.get("params_embedded", False), bool):
         raise PassFailedException(f'{where}: expected "params_embedded" to be a bool')
     return model
+
+
+def _is_dim(value: object) -> bool:
+    """A size in the model's metadata: a non-negative int, or an expression's
+    text over the size symbols."""
+    if isinstance(value, str):
+        try:
+            parse_dim(value)
+        except EmberValueError:
+            return False
+        return True
+    return type(value) is int and value >= 0
 
 
 def _model_args(f: func.FuncOp, args: list[PackedArg], model: dict) -> list[PackedArg]:
@@ -826,10 +837,11 @@ def _model_args(f: func.FuncOp, args: list[PackedArg], model: dict) -> list[Pack
                 raise _fail(
                     f, f"argument {i} ({what}): expected an i8 buffer, got {arg.type}"
                 )
-            arg = PackedArg(arg.name, arg.type, "uint8", arg.output)
+            arg = PackedArg(arg.name, arg.type, "uint8", arg.output, arg.dims)
         elif dtype != arg.dtype:
             raise _fail(f, f"argument {i} ({what}): expected {dtype}, got {arg.dtype}")
-        if list(arg.shape) != list(tensor["shape"]):
+        shape = [parse_dim(d) if isinstance(d, str) else d for d in tensor["shape"]]
+        if list(arg.shape) != shape:
             raise _fail(
                 f,
                 f"argument {i} ({what}): expected shape {tuple(tensor['shape'])} "
@@ -842,20 +854,26 @@ def _model_args(f: func.FuncOp, args: list[PackedArg], model: dict) -> list[Pack
     return checked
 
 
+def _known(size: int | str) -> int:
+    """A size for a C host: its value, or -1 where it is symbolic (known
+    only from the inputs' shapes)."""
+    return size if isinstance(size, int) else -1
+
+
 def _model_globals(module: ModuleOp, model: dict) -> list[llvm.GlobalOp]:
     """The int64 constants a C host reads: the workspace and params sizes and
     the inputs' and outputs' dtypes and shapes (`MODEL_IO`)."""
     io = [len(model["inputs"]), len(model["outputs"])]
     for tensor in (*model["inputs"], *model["outputs"]):
         code, bits = DTYPES[tensor["dtype"]]
-        io += [code, bits, len(tensor["shape"]), *tensor["shape"]]
+        io += [code, bits, len(tensor["shape"]), *map(_known, tensor["shape"])]
     globals_: list[llvm.GlobalOp] = [
         llvm.GlobalOp(
             i64,
             symbol,
             "external",
             constant=True,
-            value=IntegerAttr(model[key], i64),
+            value=IntegerAttr(_known(model[key]), i64),
             alignment=8,
         )
         for key, symbol in MODEL_GLOBALS.items()

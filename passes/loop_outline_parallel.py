@@ -236,9 +236,12 @@ class _Outliner:
 
     def arg_attrs(self, value: SSAValue) -> dict[str, Attribute]:
         """The attributes of `@f`'s argument `value` that say what it is to
-        the outlined function: a symbolic buffer's dims, a size symbol."""
+        the outlined function: a symbolic buffer's dims (also those of a
+        `loop.alloc` marked `ember.dims`), a size symbol."""
         owner = value.owner
         attrs = self.f.arg_attrs
+        if isinstance(owner, loop.AllocOp) and DIMS_ATTR in owner.attributes:
+            return {DIMS_ATTR: owner.attributes[DIMS_ATTR]}
         if not isinstance(owner, Block) or owner is not self.f.body.blocks.first:
             return {}
         own = attrs.data[owner.args.index(value)].data if attrs is not None else {}
@@ -269,7 +272,8 @@ class _Outliner:
             if not isinstance(dims, ArrayAttr):
                 raise self.fail(
                     f"cannot capture {v.type}: a symbolic buffer must be an "
-                    f"argument of @{self.f.sym_name.data} with ember.dims"
+                    f"argument of @{self.f.sym_name.data} or a loop.alloc, with "
+                    "ember.dims"
                 )
             for name in dims.data:
                 for symbol in sorted(parse_dim(name.data).symbols()):  # type: ignore[union-attr]

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -33,6 +35,7 @@ from ember.dialects.graph_shapes import dims_of
 from ember.passes import affine
 from ember.passes.affine import SYMBOLIC_RANGE, Extent, Form
 from ember.passes.convert_loop_to_scf import MAX_UNROLL_COPIES
+from ember.passes.func_packed_abi import DIMS_ATTR
 from ember.passes.te_reductions import combine, identity
 from ember.passes.te_stages import (
     IterVar,
@@ -43,7 +46,14 @@ from ember.passes.te_stages import (
     extern_reader,
     split_extents,
 )
-from ember.runtime.shape_expr import Sym, SymExpr, sym_eq
+from ember.runtime.shape_expr import (
+    Sym,
+    SymExpr,
+    sym_eq,
+    sym_floordiv,
+    sym_le,
+    sym_max,
+)
 
 
 @dataclass(eq=False)
@@ -100,7 +110,12 @@ class NestEmitter:
         arguments, which bodies may read; `dims` gives a tensor's dims
         (its buffer's type may no longer name them)."""
         self.stages = stages
-        self.size = size or constant
+
+        def static(extent: Extent) -> SSAValue:
+            assert isinstance(extent, int), f"no size for the extent {extent}"
+            return constant(extent)
+
+        self.size = size or static
         self.dims = dims or (lambda value: tuple(dims_of(value.type)))
         self.symbols = {
             value: affine.Var(name, Sym(name) + 1, value)
@@ -111,7 +126,7 @@ class NestEmitter:
         self.tensor_buffer = tensor_buffer
         self.constant = constant
         self.constant_attr = constant_attr
-        self.index = affine.Emitter(constant)
+        self.index = affine.Emitter(constant, self.size)
         self.domains: dict[Stage, Domain] = {}
         self.buffers: dict[SSAValue, tuple[SSAValue, Domain | None]] = {}
         self.attached: dict[IterVar, list[Stage]] = {}
@@ -124,7 +139,7 @@ class NestEmitter:
     # --- bound inference ---------------------------------------------------------
 
     def _infer(self, stage: Stage) -> Domain:
-        shape = list(dims_of(stage.op.output_type))
+        shape: list[Extent] = list(dims_of(stage.op.output_type))
         if stage.extern:  # opaque: it writes its whole buffer
             return Domain([Form() for _ in shape], shape)
         if stage.attach is None:
@@ -183,13 +198,7 @@ class NestEmitter:
                 extents.append(size)
                 continue
             offset, extent = region
-            if extent >= SYMBOLIC_RANGE // 2:
-                raise ScheduleError(
-                    f"te.compute_at: stage '{stage.name}' attached to '{target.name}' "
-                    f"at loop '{var.name}' covers a symbolic extent in dim {d}; "
-                    "attach it inside the loops over that extent"
-                )
-            if isinstance(size, int) and extent >= size:
+            if sym_le(size, extent):  # the whole dim (a padded row too)
                 offset, extent = Form(), size
             offsets.append(offset)
             extents.append(extent)
@@ -217,11 +226,13 @@ class NestEmitter:
 
     def _read_regions(
         self, stage: Stage, readers: list[Stage], free: set[affine.Var]
-    ) -> list[tuple[Form, int] | None]:
+    ) -> list[tuple[Form, Extent] | None]:
         """Per dimension of `stage`'s tensor: (offset, extent) covering every read
-        of it by `readers` while the `free` loops run, or None if unknown."""
+        of it by `readers` while the `free` loops run, or None if unknown; the
+        extent is symbolic where a free loop runs over a symbolic extent (a
+        row of symbolic length)."""
         rank = stage.op.output_type.get_num_dims()
-        found: list[list[tuple[Form, int, int]] | None] = [[] for _ in range(rank)]
+        found: list[list[tuple[Form, int, Extent]] | None] = [[] for _ in range(rank)]
         for reader in readers:
             forms = self._index_forms(reader)
             for read in reader.op.walk():
@@ -237,14 +248,22 @@ class NestEmitter:
                     fixed_vars = form.vars() - free
                     fixed, rest = form.split(fixed_vars)
                     low, high = rest.range()
-                    found[d].append((fixed, low, high))  # type: ignore[union-attr]
-        regions: list[tuple[Form, int] | None] = []
+                    top: Extent | None = high
+                    if high >= SYMBOLIC_RANGE // 2:
+                        top = highest(rest)
+                        if top is None:
+                            found[d] = None
+                            continue
+                    found[d].append((fixed, low, top))  # type: ignore[union-attr]
+        regions: list[tuple[Form, Extent] | None] = []
         for entries in found:
             if not entries or any(e[0] != entries[0][0] for e in entries):
                 regions.append(None)
                 continue
             low = min(e[1] for e in entries)
-            high = max(e[2] for e in entries)
+            high: Extent = entries[0][2]
+            for e in entries[1:]:
+                high = sym_max(high, e[2])
             regions.append((entries[0][0] + low, high - low + 1))
         return regions
 
@@ -278,20 +297,18 @@ class NestEmitter:
             else:
                 rest = form[r.fused]
                 for v in reversed(r.axes[1:]):
-                    size = _constant(stage, extent[v], f"te.fuse of '{v.name}'")
-                    form[v] = affine.mod(rest, size)
-                    rest = affine.floordiv(rest, size)
+                    form[v] = affine.mod(rest, extent[v])
+                    rest = affine.floordiv(rest, extent[v])
                 form[r.axes[0]] = rest
         for v, bound in guards:
-            if isinstance(bound, SymExpr) or form[v].range()[1] >= bound:
+            if not below(form[v], bound):
                 domain.guards.append((form[v], 0, bound))
         shape = dims_of(stage.op.output_type)
         for d, v in enumerate(stage.axes):
             domain.roots.append(offsets[d] + form[v])
             if offsets[d].is_const() and not offsets[d].const:
                 continue  # the split guards keep it inside the tensor
-            low, high = domain.roots[-1].range()
-            if low < 0 or isinstance(shape[d], SymExpr) or high >= shape[d]:
+            if domain.roots[-1].range()[0] < 0 or not below(domain.roots[-1], shape[d]):
                 domain.guards.append((domain.roots[-1], 0, shape[d]))
         domain.roots += [form[v] for v in stage.reduce_axes]
         return domain
@@ -338,13 +355,19 @@ class NestEmitter:
         t = stage.op.output_type
         scope = "shared" if stage.scope == "shared" else "local"
         extents = domain.extents
-        if not all(isinstance(e, int) for e in extents):
+        symbolic = [e for e in extents if isinstance(e, SymExpr)]
+        if symbolic and scope == "shared":
             raise ScheduleError(
-                f"te.compute_at: stage '{stage.name}' would need a buffer of "
-                f"symbolic shape {list(map(str, extents))} in every iteration; "
-                "attach it inside the loops over the symbolic extents"
+                f"te.compute_at: shared stage '{stage.name}' would need a buffer "
+                f"of symbolic shape {list(map(str, extents))}; attach it inside "
+                "the loops over the symbolic extents"
             )
-        alloc = loop.AllocOp(MemRefType(t.element_type, extents), scope)  # type: ignore[arg-type]
+        shape = [DYNAMIC_INDEX if isinstance(e, SymExpr) else e for e in extents]
+        sizes = [self.size(e) for e in symbolic]
+        alloc = loop.AllocOp(MemRefType(t.element_type, shape), scope, sizes)
+        if symbolic:  # a row of symbolic length, computed each iteration
+            names = ArrayAttr([StringAttr(str(e)) for e in symbolic])
+            alloc.attributes[DIMS_ATTR] = names
         alloc.buffer.name_hint = stage.op.result.name_hint
         Rewriter.insert_op(alloc, at)
         self.buffers[stage.op.result] = (alloc.buffer, domain)
@@ -537,6 +560,43 @@ class NestEmitter:
         return safe.result
 
 
+def below(form: Form, bound: Extent) -> bool:
+    """Whether bound inference proves `form < bound` (over symbolic extents
+    too: `6 * jo + ji` with `jo < (n + 5) // 6`, `ji < 6` is below
+    `6 * ((n + 5) // 6)`)."""
+    if isinstance(bound, int) and not any(v.symbolic for v in form.vars()):
+        return form.range()[1] < bound
+    high = highest(form)
+    return high is not None and sym_le(high, bound - 1)
+
+
+def highest(form: Form) -> Extent | None:
+    """The largest value of `form` as an expression over the size symbols
+    (loops over symbolic extents reach their extent less one), or None
+    where a division or remainder hides it."""
+    total: Extent = form.const
+    for atom, coef in form.terms.items():
+        if isinstance(atom, affine.Var):
+            top = atom.extent - 1
+        elif atom.op == "mod":
+            top = atom.divisor - 1
+        else:
+            inner = highest(atom.form)
+            if inner is None or atom.form.range()[0] < 0:
+                return None
+            # (x * d - 1) // d is x - 1: the last row of a fused loop
+            quotient = sym_floordiv(inner + 1, atom.divisor)
+            if sym_eq(quotient * atom.divisor, inner + 1) is not True:
+                return None
+            top = quotient - 1
+        if coef < 0:
+            if atom.range[0] < 0 if isinstance(atom, affine.DivMod) else False:
+                return None
+            continue  # at most 0, the atom being at least 0
+        total = total + coef * top
+    return total
+
+
 def within(form: Form, size: Extent) -> bool:
     """Whether bound inference proves `0 <= form < size`: over a symbolic
     size, only a loop variable over exactly that extent is."""
@@ -599,8 +659,7 @@ def _constant(stage: Stage, extent: Extent, what: str) -> int:
     if isinstance(extent, SymExpr):
         raise ScheduleError(
             f"{what} of stage '{stage.name}' makes a loop of symbolic extent "
-            f"{extent} that others step by; split by a factor, and fuse a "
-            "symbolic loop only as the outermost of the fused ones"
+            f"{extent} that others step by; split a symbolic loop by a factor"
         )
     return extent
 

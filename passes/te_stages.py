@@ -416,7 +416,7 @@ class Schedule:
             arg.name_hint = n
         read = te.ReadOp(source, block.args)
         block.add_ops([read, te.YieldOp(read.result)])
-        op = te.ComputeOp(name, TensorType(t.element_type, t.get_shape()), block)
+        op = te.ComputeOp(name, t, block)  # symbolic dims keep their names
         op.result.name_hint = ssa_name(name)
         Rewriter.insert_op(op, at)
         return op

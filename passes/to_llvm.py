@@ -490,6 +490,25 @@ def floordiv_signed(e: Builder, a: SSAValue, b: SSAValue) -> SSAValue:
     return _adjusted(e, q, e.op(llvm.AndOp, inexact, signs_differ), -1)
 
 
+def floor_size(op: str, x: SSAValue, y: SSAValue, add) -> SSAValue:
+    """`x // y` or `x % y` ("floordiv", "mod") on i64 with Python's floor
+    semantics, for size expressions (`-((-n) // 32)` rounds up); `add(op)`
+    places an op and gives its result."""
+
+    def flag(name: str):
+        return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
+
+    q = add(llvm.SDivOp(x, y))
+    r = add(llvm.SRemOp(x, y))
+    zero = add(llvm.ConstantOp(IntegerAttr(0, i64), i64))
+    inexact = add(llvm.ICmpOp(r, zero, flag("ne")))
+    differ = add(llvm.ICmpOp(add(llvm.XOrOp(r, y)), zero, flag("slt")))
+    adjust = add(llvm.AndOp(inexact, differ))
+    if op == "floordiv":
+        return add(llvm.SubOp(q, add(llvm.ZExtOp(adjust, i64))))
+    return add(llvm.AddOp(r, add(llvm.SelectOp(adjust, y, zero))))
+
+
 def ceildiv_signed(e: Builder, a: SSAValue, b: SSAValue) -> SSAValue:
     """a / b rounded toward positive infinity: the truncated quotient, plus one when
     the remainder is not zero and has the divisor's sign."""

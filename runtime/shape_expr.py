@@ -28,7 +28,9 @@ by a constant (``max(n + 1, n)`` is ``n + 1``); the rest stays an atom.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import total_ordering
 
 from .errors import EmberValueError
@@ -181,6 +183,29 @@ class SymExpr:
     def __rmod__(self, other) -> int | SymExpr:
         return sym_mod(other, self)
 
+    # --- planning ---------------------------------------------------------------------
+
+    def _planned(self, other, op: str) -> bool:
+        sizes = _PLAN.get()
+        if sizes is None or _poly(other) is None:
+            raise TypeError(
+                f"'{op}' of symbolic {self} is unknown at compile time; compare "
+                "with sym_eq, or plan at representative sizes (shape_expr.planning)"
+            )
+        return _COMPARE[op](evaluate(self, sizes), evaluate(other, sizes))
+
+    def __lt__(self, other) -> bool:
+        return self._planned(other, "<")
+
+    def __le__(self, other) -> bool:
+        return self._planned(other, "<=")
+
+    def __gt__(self, other) -> bool:
+        return self._planned(other, ">")
+
+    def __ge__(self, other) -> bool:
+        return self._planned(other, ">=")
+
     # --- reading --------------------------------------------------------------------
 
     def symbols(self) -> set[str]:
@@ -276,16 +301,31 @@ def is_symbolic(value) -> bool:
     return isinstance(value, SymExpr)
 
 
-def _split(value, divisor: int) -> tuple[int | SymExpr, int] | None:
-    """``value // divisor`` and ``value % divisor`` where ``divisor`` divides
-    every coefficient: ``(d * q + c) // d = q + c // d`` for any integer q."""
+def _split(value, divisor: int) -> tuple[int | SymExpr, int | SymExpr]:
+    """``value`` as ``divisor * q + rest``: the terms whose coefficients the
+    divisor divides go to ``q`` (with the constant's floor quotient), the
+    others and the constant's remainder (in ``[0, divisor)``) stay in
+    ``rest``; then ``value // divisor`` is ``q + rest // divisor``."""
     poly = _poly(value)
     assert poly is not None
     coeffs, const = poly
-    if any(c % divisor for c in coeffs.values()):
-        return None
-    quotient = SymExpr._make({m: c // divisor for m, c in coeffs.items()}, 0)
-    return quotient + const // divisor, const % divisor
+    whole = {m: c // divisor for m, c in coeffs.items() if c % divisor == 0}
+    rest = {m: c for m, c in coeffs.items() if c % divisor}
+    q = SymExpr._make(whole, const // divisor)
+    return q, SymExpr._make(rest, const % divisor)
+
+
+def _floor_rest(rest, divisor: int) -> int | SymExpr:
+    """``rest // divisor`` for a ``rest`` of `_split`: an int, or an atom
+    over non-negative coefficients (a sum of negative terms ``-t + r`` is
+    ``-((t + divisor - 1 - r) // divisor)``, a ceiling), so that one
+    quotient prints one way however it was written."""
+    if isinstance(rest, int):
+        return rest // divisor
+    if all(c < 0 for _, c in rest.terms):
+        flipped = -rest + divisor - 1  # -t - r + d - 1: positive coefficients
+        return -_atom("floordiv", flipped, divisor)
+    return _atom("floordiv", rest, divisor)
 
 
 def sym_floordiv(a, b) -> int | SymExpr:
@@ -297,8 +337,9 @@ def sym_floordiv(a, b) -> int | SymExpr:
             raise ZeroDivisionError(f"{a} // 0")
         if b == 1:
             return a
-        if b > 0 and (parts := _split(a, b)) is not None:
-            return parts[0]
+        if b > 0:
+            q, rest = _split(a, b)
+            return q + _floor_rest(rest, b)
     elif (quotient := _exact_quotient(a, b)) is not None:
         return quotient
     return _atom("floordiv", a, b)
@@ -338,31 +379,59 @@ def sym_mod(a, b) -> int | SymExpr:
             raise ZeroDivisionError(f"{a} % 0")
         if b == 1:
             return 0
-        if b > 0 and (parts := _split(a, b)) is not None:
-            return parts[1]
+        if b > 0:
+            _, rest = _split(a, b)
+            if isinstance(rest, int) or all(c < 0 for _, c in rest.terms):
+                return rest - b * _floor_rest(rest, b)
+            return _atom("mod", rest, b)
     elif _exact_quotient(a, b) is not None:
         return 0
     return _atom("mod", a, b)
 
 
 def sym_min(a, b) -> int | SymExpr:
-    """``min(a, b)``; decided where the two differ by a constant."""
+    """``min(a, b)``; decided where one side is known to be the smaller
+    (``sym_le``)."""
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
-    difference = a - b
-    if isinstance(difference, int):
-        return b if difference > 0 else a
+    if sym_le(a, b):
+        return a
+    if sym_le(b, a):
+        return b
     return _atom("min", a, b)
 
 
 def sym_max(a, b) -> int | SymExpr:
-    """``max(a, b)``; decided where the two differ by a constant."""
+    """``max(a, b)``; decided where one side is known to be the larger
+    (``sym_le``): ``max(4 * n, 12 * n)`` is ``12 * n``, sizes being >= 0."""
     if isinstance(a, int) and isinstance(b, int):
         return max(a, b)
-    difference = a - b
-    if isinstance(difference, int):
-        return a if difference > 0 else b
+    if sym_le(a, b):
+        return b
+    if sym_le(b, a):
+        return a
     return _atom("max", a, b)
+
+
+def sym_le(a, b) -> bool:
+    """Whether ``a <= b`` holds for every value of the symbols (sizes, never
+    negative): ``b - a`` is a sum of non-negative terms. False where unknown."""
+    difference = b - a
+    if isinstance(difference, int):
+        return difference >= 0
+    return difference.const >= 0 and all(
+        c > 0 and all(_nonneg(atom) for atom in m) for m, c in difference.terms
+    )
+
+
+def _nonneg(atom: _Atom) -> bool:
+    """Whether ``atom`` is never negative: a symbol, or ``//``, ``%``, ``min``
+    and ``max`` of values that are not."""
+    if atom.op is None:
+        return True
+    if atom.op == "mod":
+        return isinstance(atom.args[1], int) and atom.args[1] > 0
+    return all((x >= 0) if isinstance(x, int) else sym_le(0, x) for x in atom.args)
 
 
 def sym_eq(a, b) -> bool | None:
@@ -383,6 +452,63 @@ def sym_prod(values: Iterable) -> int | SymExpr:
 
 
 # --- evaluating and binding ---------------------------------------------------------
+
+
+_COMPARE = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+class _Sizes(dict):
+    """Representative sizes: the given ones, else the default for any symbol."""
+
+    def __init__(self, sizes: Mapping[str, int], default: int):
+        super().__init__(sizes)
+        self.default = default
+
+    def __missing__(self, name: str) -> int:
+        return self.default
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+_PLAN: ContextVar[Mapping[str, int] | None] = ContextVar("_PLAN", default=None)
+
+
+@contextmanager
+def planning(sizes: Mapping[str, int], default: int) -> Iterator[None]:
+    """Within the block, ``<``, ``<=``, ``>`` and ``>=`` on expressions compare
+    their values at representative sizes: ``sizes`` by symbol, else
+    ``default``. A schedule written for ints then plans a symbolic kernel as
+    for those sizes (how much work there is, whether a split pays); what it
+    computes stays exact at every size, since loops over symbolic extents are
+    bounded and guarded by the symbols themselves. Equality stays structural
+    (``sym_eq``), so no decision about *what* is computed is taken on a guess.
+    """
+    token = _PLAN.set(_Sizes(sizes, default))
+    try:
+        yield
+    finally:
+        _PLAN.reset(token)
+
+
+def planned(value) -> int:
+    """``value`` (an int or expression) at the representative sizes of the
+    enclosing ``planning`` block: for estimates (work, flops), never results.
+
+    Raises:
+        TypeError: an expression outside a ``planning`` block.
+    """
+    if isinstance(value, int):
+        return value
+    sizes = _PLAN.get()
+    if sizes is None:
+        raise TypeError(f"{value} is symbolic; plan it inside shape_expr.planning")
+    return evaluate(value, sizes)
 
 
 def evaluate(value, env: Mapping[str, int]) -> int:

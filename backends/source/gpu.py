@@ -223,6 +223,7 @@ def kernel_piece(module: ModuleOp, target: DeviceTarget) -> dict:
     for function in module.ops:
         if not isinstance(function, func.FuncOp) or function.is_declaration:
             continue
+        _refuse_symbolic(function, target)
         entry, texts = _function_plan(function, target, unit)
         functions[function.sym_name.data] = entry
         kernels_text += texts
@@ -257,6 +258,21 @@ def join_pieces(pieces: list[dict], target: DeviceTarget) -> dict:
 INDEX32_LIMIT = 1 << 30
 """Kernels whose buffers all have fewer elements index in 32 bits (TVM's int32
 default); the margin keeps the offsets of guarded-off iterations in range."""
+
+
+def _refuse_symbolic(function: func.FuncOp, target: DeviceTarget) -> None:
+    """A launch plan's grid and buffers are fixed when it is built: a buffer
+    of symbolic size (an argument, or a `loop.alloc(%n)`) has no place in it."""
+    values = [*function.args]
+    values += [op.buffer for op in function.walk() if isinstance(op, loop.AllocOp)]
+    for value in values:
+        t = value.type
+        if isinstance(t, MemRefType) and not t.has_static_shape():
+            raise SourceError(
+                f"{target.kind}: @{function.sym_name.data} has buffers of symbolic "
+                f"sizes ({t}), which GPU kernels do not take yet; build it for "
+                "'llvm', or with static shapes"
+            )
 
 
 def _largest_buffer(module: ModuleOp) -> int:

@@ -87,7 +87,10 @@ def memref_shape(t: Attribute, what: str) -> list[int]:
         raise SourceError(f"{what}: expected a row-major memref, got {t}")
     shape = list(t.get_shape())
     if any(d < 0 for d in shape):
-        raise SourceError(f"{what}: expected a static shape, got {t}")
+        raise SourceError(
+            f"{what}: expected a static shape, got {t} (symbolic sizes need the "
+            "'llvm' target)"
+        )
     return shape
 
 

@@ -82,7 +82,52 @@ func.func @dynamic_alloc() {
   func.return
 }
 
-// CHECK: Operation does not verify: expected a static shape, got memref<?x16xf32>
+// CHECK: Operation does not verify: expected 1 size operands (one per dynamic dim of memref<?x16xf32>), got 0
+
+// -----
+
+func.func @extra_size(%n: index) {
+  %b = loop.alloc(%n, %n) : memref<?x16xf32>
+  func.return
+}
+
+// CHECK: Operation does not verify: expected 1 size operands (one per dynamic dim of memref<?x16xf32>), got 2
+
+// -----
+
+func.func @size_of_static(%n: index) {
+  %b = "loop.alloc"(%n) : (index) -> memref<4x16xf32>
+  func.return
+}
+
+// CHECK: Operation does not verify: expected 0 size operands (one per dynamic dim of memref<4x16xf32>), got 1
+
+// -----
+
+func.func @dynamic_shared(%n: index) {
+  %b = "loop.alloc"(%n) <{scope = "shared"}> : (index) -> memref<?xf32>
+  func.return
+}
+
+// CHECK: Operation does not verify: expected a static shape for a shared buffer, got memref<?xf32>
+
+// -----
+
+func.func @dynamic_shared(%n: index) {
+  %b = loop.alloc shared(%n) : memref<?xf32>
+  func.return
+}
+
+// CHECK: Operation does not verify: expected a static shape for a shared buffer, got memref<?xf32>
+
+// -----
+
+func.func @size_not_index(%n: i64) {
+  %b = "loop.alloc"(%n) : (i64) -> memref<?xf32>
+  func.return
+}
+
+// CHECK: Operation does not verify: operand 'sizes' at position 0 does not verify
 
 // -----
 

@@ -79,3 +79,18 @@ func.func @alloc() {
   %t = loop.alloc shared : memref<16x16xf32>
   func.return
 }
+
+// A global buffer with dynamic dims takes one index size per `?`, in order.
+// CHECK-LABEL: func.func @alloc_dynamic(
+// CHECK-SAME:      %[[N:.*]]: index, %[[M:.*]]: index)
+// CHECK:         %{{.*}} = loop.alloc(%[[N]]) : memref<?x64xf32>
+// CHECK-NEXT:    %{{.*}} = loop.alloc(%[[N]], %[[M]]) {ember.dims = ["n", "m + 1"]} : memref<?x4x?xf32>
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "alloc_dynamic"
+// GENERIC:         "loop.alloc"(%{{.*}}) : (index) -> memref<?x64xf32>
+// GENERIC-NEXT:    "loop.alloc"(%{{.*}}, %{{.*}}) {ember.dims = ["n", "m + 1"]} : (index, index) -> memref<?x4x?xf32>
+func.func @alloc_dynamic(%n: index, %m: index) {
+  %a = loop.alloc(%n) : memref<?x64xf32>
+  %b = loop.alloc global(%n, %m) {ember.dims = ["n", "m + 1"]} : memref<?x4x?xf32>
+  func.return
+}

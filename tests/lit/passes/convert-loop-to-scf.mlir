@@ -156,6 +156,24 @@ func.func @buffers(%n: index) {
 
 // -----
 
+// A buffer with dynamic dims keeps its sizes (and its attributes).
+
+// CHECK-LABEL: func.func @dynamic_buffer(
+// CHECK-SAME:      %[[N:.*]]: index, %[[M:.*]]: index)
+// CHECK:         %[[D:.*]] = memref.alloc(%[[N]], %[[M]]) {alignment = 64 : i64, ember.dims = ["n", "m"]} : memref<?x8x?xf32>
+// CHECK:         memref.store %{{.*}}, %[[D]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x8x?xf32>
+// CHECK-NEXT:    memref.dealloc %[[D]] : memref<?x8x?xf32>
+// CHECK-NEXT:    func.return
+func.func @dynamic_buffer(%n: index, %m: index) {
+  %d = loop.alloc(%n, %m) {ember.dims = ["n", "m"]} : memref<?x8x?xf32>
+  %c0 = arith.constant 0 : index
+  %x = arith.constant 1.0 : f32
+  memref.store %x, %d[%c0, %c0, %c0] : memref<?x8x?xf32>
+  func.return
+}
+
+// -----
+
 // A buffer in an unrolled body is allocated and freed in every copy.
 
 // CHECK-LABEL: func.func @alloc_in_unrolled(

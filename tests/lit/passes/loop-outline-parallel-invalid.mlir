@@ -2,7 +2,8 @@
 
 // A value the outlined loop cannot take through its struct is a diagnostic naming
 // the function and the type: a symbolic buffer must say its dims (an argument
-// with ember.dims), which the outlined function computes its strides from.
+// or a loop.alloc with ember.dims), which the outlined function computes its
+// strides from.
 
 func.func @dynamic(%A: memref<?xf32>, %n: index, %x: f32) {
   %c0 = arith.constant 0 : index
@@ -13,7 +14,21 @@ func.func @dynamic(%A: memref<?xf32>, %n: index, %x: f32) {
   func.return
 }
 
-// CHECK: loop-outline-parallel: parallel loop in @dynamic: cannot capture memref<?xf32>: a symbolic buffer must be an argument of @dynamic with ember.dims
+// CHECK: loop-outline-parallel: parallel loop in @dynamic: cannot capture memref<?xf32>: a symbolic buffer must be an argument of @dynamic or a loop.alloc, with ember.dims
+
+// -----
+
+func.func @dynamic_alloc(%n: index {ember.symbol = "n"}, %x: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %T = loop.alloc(%n) : memref<?xf32>
+  loop.for %i = %c0 to %n step %c1 parallel {
+    memref.store %x, %T[%i] : memref<?xf32>
+  }
+  func.return
+}
+
+// CHECK: loop-outline-parallel: parallel loop in @dynamic_alloc: cannot capture memref<?xf32>: a symbolic buffer must be an argument of @dynamic_alloc or a loop.alloc, with ember.dims
 
 // -----
 
