@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import PassFailedException
 
@@ -76,7 +76,9 @@ class CompileStats:
     calls: int = 0
     cache_hits: int = 0
     compiled: int = 0
-    workspace_bytes: int = 0
+    workspace_bytes: int | str = 0
+    """In bytes; for a model with symbolic shapes and no bounds, the
+    expression over its symbols (text)."""
     intermediate_bytes: int = 0
     params_bytes: int = 0
     tuned: int = 0
@@ -89,6 +91,7 @@ def compile_model(
     params: Mapping[str, np.ndarray] | None = None,
     target: str | dict | Target | DeviceTarget = "llvm",
     shape: Mapping[str, Sequence[int]] | None = None,
+    bounds: Mapping[str, int] | None = None,
     opt_level: int | None = None,
     embed_params: bool = True,
     disabled_pass: Sequence[str] = (),
@@ -110,7 +113,12 @@ def compile_model(
         target: where the code runs ("llvm" is this machine; a GPU kind,
             "cuda", "opencl" or "vulkan", gives a `DeviceModule`, see
             `ember.backends.source.gpu_model`).
-        shape: input shapes by name, for ONNX models with symbolic dimensions.
+        shape: input shapes by name: fixes an ONNX model's symbolic
+            dimensions (`dim_param` and unnamed ones), which otherwise stay
+            symbols: one library runs every consistent shape.
+        bounds: upper bounds of size symbols by name (`{"seq": 512}`): the
+            library refuses larger ones, plans its workspace once for them,
+            and schedules plan for them.
         opt_level: the graph passes' level (0: none, 1: fold constants and
             fuse, 2+: everything); by default the current `PassContext`'s.
         embed_params: put the params blob into the library (`__ember_params`);
@@ -159,6 +167,7 @@ def compile_model(
     timings: dict[str, float] = {}
     start = time.perf_counter()
     module, params = _load(model, params, shape)
+    _set_bounds(module, bounds)
     _check_params(_main(module), params)
     _check_computes(_main(module))
     set_target(module, tgt)
@@ -423,9 +432,45 @@ def _load(
     from ember.frontends.onnx import from_onnx
 
     module, onnx_params = from_onnx(
-        str(model) if isinstance(model, Path) else model, shape=shape, freeze=params
+        str(model) if isinstance(model, Path) else model,
+        shape=shape,
+        freeze=params,
+        symbolic=True,
     )
     return module, {**onnx_params, **(params or {})}
+
+
+def _set_bounds(module: ModuleOp, bounds: Mapping[str, int] | None) -> None:
+    """Record `bounds` on the module (`ember.bounds`), refusing a bound that
+    is not a positive int or names no symbol of the model."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
+
+    from ember.dialects.graph_shapes import dims_of
+    from ember.passes.convert_graph_to_te import BOUNDS_ATTR, module_bounds
+
+    if not bounds:
+        return
+    symbols: set[str] = set()
+    for arg in _main(module).args:
+        for d in dims_of(arg.type) if isinstance(arg.type, TensorType) else ():
+            symbols |= d.symbols() if not isinstance(d, int) else set()
+    for name, value in bounds.items():
+        if type(value) is not int or value <= 0:
+            raise ModelCompileError(
+                f"bounds: expected a positive int for {name!r}, got {value!r}"
+            )
+        if name not in symbols:
+            known = ", ".join(sorted(symbols)) or "none (its shapes are static)"
+            raise ModelCompileError(
+                f"bounds: the model has no size symbol {name!r}; its symbols: {known}"
+            )
+    # the model's own bounds (a buffer sliced to a symbol) stay when smaller
+    merged = module_bounds(module)
+    for name, value in bounds.items():
+        merged[name] = min(value, merged.get(name, value))
+    module.attributes[BOUNDS_ATTR] = DictionaryAttr(
+        {name: IntegerAttr(value, i64) for name, value in merged.items()}
+    )
 
 
 def _check_params(main: func.FuncOp, params: Mapping[str, np.ndarray]) -> None:

@@ -37,7 +37,9 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    DictionaryAttr,
     FusedLoc,
+    IntegerAttr,
     LocationAttr,
     ModuleOp,
     NameLoc,
@@ -51,6 +53,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import graph
+from ember.runtime.shape_expr import planning
 
 ALIASES = (graph.ReshapeOp, graph.FlattenOp)
 """Graph ops that are views of their operand's bytes, never kernels."""
@@ -128,6 +131,29 @@ def provenance(op: Operation) -> LocationAttr:
     return locs[0] if len(locs) == 1 else FusedLoc(tuple(locs), NoneAttr())
 
 
+BOUNDS_ATTR = "ember.bounds"
+"""The module's upper bounds of its size symbols (`{seq = 512 : i64}`), from
+`compile_model(bounds=...)`."""
+
+PLANNING_SIZE = 128
+"""The size a schedule plans a symbolic extent for when the symbol has no
+bound (`shape_expr.planning`): how many threads a loop pays for, whether a
+long axis is split into chunks. It decides speed only, never results: loops
+over symbolic extents run to the symbols' values, guarded."""
+
+
+def module_bounds(module: ModuleOp) -> dict[str, int]:
+    """The module's symbol bounds (`ember.bounds`), by name."""
+    attr = module.attributes.get(BOUNDS_ATTR)
+    if not isinstance(attr, DictionaryAttr):
+        return {}
+    return {
+        name: value.value.data
+        for name, value in attr.data.items()
+        if isinstance(value, IntegerAttr)
+    }
+
+
 def is_alias(op: Operation) -> bool:
     """Whether `op` (or the one op of a fusion group) is a view of its operand."""
     if isinstance(op, graph.FusedOp):
@@ -162,27 +188,12 @@ class ConvertGraphToTe(ModulePass):
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and is_graph_function(f)
         ]
-        for f in functions:
-            _refuse_symbolic(f)
-        with target.host if isinstance(target, DeviceTarget) else target:
+        with (
+            target.host if isinstance(target, DeviceTarget) else target,
+            planning(module_bounds(op), PLANNING_SIZE),
+        ):
             for f in functions:
                 _Converter(op, f, target, bound.values if bound else None).run()
-
-
-def _refuse_symbolic(f: func.FuncOp) -> None:
-    """Kernels over symbolic sizes are not generated yet (issue 25's next
-    stage): a graph with symbolic dims stops here, naming one."""
-    from ember.dialects.graph_shapes import dims_of, is_static
-
-    for value in (*f.args, *(r for o in f.walk() for r in o.results)):
-        t = value.type
-        if isinstance(t, TensorType) and not is_static(dims_of(t)):
-            raise PassFailedException(
-                f"convert-graph-to-te: @{f.sym_name.data} has symbolic dimensions "
-                f"({t}); kernels over symbolic sizes are not generated yet: give "
-                "the inputs' shapes (compile_model(shape=...), or --input-shapes "
-                "to ember-compile and ember-opt)"
-            )
 
 
 class _Converter:

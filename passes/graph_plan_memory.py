@@ -31,6 +31,7 @@ gives a call overlapping buffers.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
@@ -58,10 +60,24 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import graph
+from ember.dialects.graph_shapes import dims_of, emit_dim
 from ember.passes.bound_params import bound_params
-from ember.passes.convert_graph_to_te import LAYOUT_ATTR
-from ember.passes.memory_plan import ALIGNMENT, TensorLife, plan_buffers, plan_memory
+from ember.passes.convert_graph_to_te import (
+    LAYOUT_ATTR,
+    PLANNING_SIZE,
+    module_bounds,
+)
+from ember.passes.convert_te_to_loop import dims_attr
+from ember.passes.func_packed_abi import DIMS_ATTR, SYMBOL_ATTR
+from ember.passes.memory_plan import (
+    ALIGNMENT,
+    TensorLife,
+    plan_buffers,
+    plan_memory,
+    plan_symbolic,
+)
 from ember.runtime.abi import MODEL_ATTR, MODEL_ENTRY
+from ember.runtime.shape_expr import SymExpr, evaluate, sym_max
 
 ENTRY = MODEL_ENTRY
 
@@ -125,13 +141,25 @@ def memref_of(t: Attribute) -> MemRefType:
     return MemRefType(t.element_type, t.get_shape())
 
 
-def nbytes(t: MemRefType) -> int:
-    """The bytes a buffer of type `t` takes."""
+def nbytes(t: MemRefType, dims: tuple | None = None) -> int:
+    """The bytes a buffer of type `t` takes (of `dims`, where symbolic: then
+    an expression over the size symbols)."""
     from ember.passes.convert_memref_to_llvm import element_bytes
 
     size = element_bytes(t.element_type)
     assert size is not None
+    if dims is not None and any(isinstance(d, SymExpr) for d in dims):
+        return math.prod(dims) * size  # type: ignore[return-value]
     return int(np.prod(t.get_shape(), dtype=np.int64)) * size
+
+
+def _buffer_dims(t: MemRefType, attrs: dict) -> tuple:
+    """A kernel argument's dims: its type's, symbolic ones as `ember.dims`
+    names them."""
+    names = attrs.get(DIMS_ATTR)
+    if not isinstance(names, ArrayAttr):
+        return tuple(t.get_shape())
+    return tuple(dims_of(TensorType(t.element_type, t.get_shape(), names)))
 
 
 def dtype_name(t: Attribute) -> str:
@@ -157,6 +185,10 @@ class _Call:
     callee: str
     args: list[tuple[SSAValue | _Scratch, MemRefType]]
     op: graph.CallKernelOp
+    dims: list[tuple] = field(default_factory=list)
+    """Each argument's dims (expressions where symbolic)."""
+    symbols: list[str] = field(default_factory=list)
+    """The kernel's size symbols, passed after its buffers."""
 
 
 @dataclass
@@ -239,11 +271,12 @@ class _Planner:
                 f"kernel @{symbol} is still a te function: run "
                 "convert-te-to-loop{scratch-args=true} first"
             )
+        symbols = [a[SYMBOL_ATTR].data for a in attrs if SYMBOL_ATTR in a]
         scratch = [
             t for t, a in zip(inputs, attrs, strict=True) if "ember.scratch" in a
         ]
         n = len(op.args)
-        if len(inputs) != n + 1 + len(scratch):
+        if len(inputs) != n + 1 + len(scratch) + len(symbols):
             _fail(
                 f"kernel @{symbol}: expected {n} operands, the result and "
                 f"{len(scratch)} scratch buffers, got {len(inputs)} arguments"
@@ -257,7 +290,8 @@ class _Planner:
             (_Scratch(step, i), t)  # type: ignore[misc]
             for i, t in enumerate(scratch)
         ]
-        self.calls.append(_Call(symbol, args, op))
+        dims = [_buffer_dims(t, a) for (_, t), a in zip(args, attrs, strict=False)]
+        self.calls.append(_Call(symbol, args, op, dims, symbols))
 
     def _kind(self, value: SSAValue) -> tuple[str, Any]:
         root = self.root(value)
@@ -269,19 +303,19 @@ class _Planner:
 
     def _plan(self) -> None:
         lives: dict[SSAValue | _Scratch, list[int]] = {}
-        sizes: dict[SSAValue | _Scratch, int] = {}
+        sizes: dict[SSAValue | _Scratch, Any] = {}
         self.layout: dict[str, dict] = {}
         offset = 0
         for step, call in enumerate(self.calls):
-            for value, t in call.args:
+            for (value, t), dims in zip(call.args, call.dims, strict=True):
                 if isinstance(value, _Scratch):
-                    lives[value], sizes[value] = [step, step], nbytes(t)
+                    lives[value], sizes[value] = [step, step], nbytes(t, dims)
                     continue
                 kind, key = self._kind(value)
                 if kind == "work":
                     span = lives.setdefault(key, [step, step])
                     span[0], span[1] = min(span[0], step), max(span[1], step)
-                    sizes[key] = max(sizes.get(key, 0), nbytes(t))
+                    sizes[key] = sym_max(sizes.get(key, 0), nbytes(t, dims))
                 elif kind == "param" and key not in self.layout:
                     root_type = self.root(value).type
                     assert isinstance(root_type, TensorType)
@@ -294,6 +328,13 @@ class _Planner:
                     offset += -(-size // ALIGNMENT) * ALIGNMENT
         self.params_bytes = max(offset, ALIGNMENT)
         names = {key: f"t{i}" for i, key in enumerate(lives)}
+        self.symbolic = any(isinstance(size, SymExpr) for size in sizes.values())
+        self.symbolic |= any(
+            isinstance(d, SymExpr) for a in self.main.args for d in dims_of(a.type)
+        )
+        if self.symbolic:
+            self._plan_symbolic(lives, sizes, names)
+            return
         tensors = [
             TensorLife(names[k], sizes[k], lives[k][0], lives[k][1]) for k in lives
         ]
@@ -312,30 +353,96 @@ class _Planner:
         self.slot_bytes = [self.workspace_bytes]
         self.intermediate_bytes = plan.total_bytes
 
+    def _plan_symbolic(self, lives: dict, sizes: dict, names: dict) -> None:
+        """The workspace over symbolic sizes: planned once at the bounds when
+        every symbol has one (offsets and size then ints), else offsets and
+        size as expressions (`plan_symbolic`)."""
+        if self.memory != "workspace":
+            _fail(
+                "a model with symbolic shapes plans one workspace; this "
+                "target's memory rule (buffers) needs fixed sizes: give the "
+                "inputs' shapes"
+            )
+        bounds = module_bounds(self.module)
+        used = set().union(
+            *(s.symbols() for s in sizes.values() if isinstance(s, SymExpr))
+        )
+        self.slot_of = dict.fromkeys(lives, 0)
+        if used and used <= bounds.keys():
+            tensors = [
+                TensorLife(names[k], evaluate(sizes[k], bounds), *lives[k])
+                for k in lives
+            ]
+            plan = plan_memory(tensors)
+            self.offsets = {k: plan.offsets[names[k]] for k in lives}
+            self.workspace_bytes = max(plan.workspace_bytes, ALIGNMENT)
+            self.intermediate_bytes = plan.total_bytes
+        else:
+            representative = {n: bounds.get(n, PLANNING_SIZE) for n in used}
+            symbolic = plan_symbolic(
+                [(names[k], sizes[k], *lives[k]) for k in lives], representative
+            )
+            self.offsets = {k: symbolic.offsets[names[k]] for k in lives}
+            self.workspace_bytes = symbolic.workspace_bytes
+            self.intermediate_bytes = symbolic.total_bytes
+        self.slot_bytes = [self.workspace_bytes]
+
+    def _symbols(self) -> list[str]:
+        """The model's size symbols, in order of first appearance in its
+        inputs' dims (each is some input's dim by itself)."""
+        found: dict[str, None] = {}
+        for a in self.main.args:
+            for d in dims_of(a.type):
+                if isinstance(d, SymExpr):
+                    found.update(dict.fromkeys(sorted(d.symbols())))
+        return list(found)
+
     def _entry(self) -> func.FuncOp:
         main = self.main
         inputs = list(main.body.block.args)
         in_names = io_names(main.arg_attrs, len(inputs), "input")
         out_names = io_names(main.res_attrs, len(self.outputs), "output")
+        symbols = self._symbols() if self.symbolic else []
         types = [
             *(memref_of(v.type) for v in inputs),
             *(memref_of(v.type) for v in self.outputs),
-            *(MemRefType(i8, [n]) for n in self.slot_bytes),
+            *(
+                MemRefType(i8, [n if isinstance(n, int) else DYNAMIC_INDEX])
+                for n in self.slot_bytes
+            ),
             MemRefType(i8, [self.params_bytes]),
+            *([IndexType()] * len(symbols)),
         ]
         block = Block(arg_types=types)
         args = list(block.args)
         n_io = len(inputs) + len(self.outputs)
-        slots, params = args[n_io:-1], args[-1]
+        n_buffers = len(types) - len(symbols)
+        slots, params = args[n_io : n_buffers - 1], args[n_buffers - 1]
+        size_of = dict(zip(symbols, args[n_buffers:], strict=True))
+        for name, arg in size_of.items():
+            arg.name_hint = name
         ops: list[Operation] = []
-        constants: dict[int, SSAValue] = {}
+        constants: dict[Any, SSAValue] = {}
 
-        def view(buffer: SSAValue, at: int, t: MemRefType) -> SSAValue:
-            if at not in constants:
-                c = arith.ConstantOp(IntegerAttr(at, IndexType()))
-                ops.append(c)
-                constants[at] = c.result
-            v = memref.ViewOp(buffer, constants[at], [], t)
+        def index(value) -> SSAValue:
+            """An int or expression over the symbols, as an index value."""
+            if value not in constants:
+
+                def constant(k: int) -> SSAValue:
+                    c = arith.ConstantOp(IntegerAttr(k, IndexType()))
+                    ops.append(c)
+                    return c.result
+
+                def add(op: Operation) -> SSAValue:
+                    ops.append(op)
+                    return op.results[0]
+
+                constants[value] = emit_dim(value, size_of.__getitem__, constant, add)
+            return constants[value]
+
+        def view(buffer: SSAValue, at, t: MemRefType, dims=()) -> SSAValue:
+            sizes = [index(d) for d in dims if isinstance(d, SymExpr)]
+            v = memref.ViewOp(buffer, index(at), sizes, t)
             ops.append(v)
             return v.result
 
@@ -348,9 +455,9 @@ class _Planner:
             ops.append(c)
             return c.results[0]
 
-        def buffer(value: SSAValue | _Scratch, t: MemRefType) -> SSAValue:
+        def buffer(value: SSAValue | _Scratch, t: MemRefType, dims) -> SSAValue:
             if isinstance(value, _Scratch):
-                return view(slots[self.slot_of[value]], self.offsets[value], t)
+                return view(slots[self.slot_of[value]], self.offsets[value], t, dims)
             kind, key = self._kind(value)
             if kind == "input":
                 return cast(args[key], t)
@@ -358,30 +465,44 @@ class _Planner:
                 return cast(args[len(inputs) + key], t)
             if kind == "param":
                 return view(params, self.layout[key]["offset"], t)
-            return view(slots[self.slot_of[key]], self.offsets[key], t)
+            return view(slots[self.slot_of[key]], self.offsets[key], t, dims)
 
         for call in self.calls:
-            operands = [buffer(v, t) for v, t in call.args]
+            operands = [
+                buffer(v, t, d) for (v, t), d in zip(call.args, call.dims, strict=True)
+            ]
+            operands += [size_of[name] for name in call.symbols]
             ops.append(func.CallOp(call.callee, operands, []))
         ops.append(func.ReturnOp())
         block.add_ops(ops)
         entry = func.FuncOp(ENTRY, FunctionType.from_lists(types, []), Region(block))
         entry.arg_attrs = ArrayAttr(
             [
-                *(DictionaryAttr({"ember.name": StringAttr(n)}) for n in in_names),
+                *(
+                    DictionaryAttr({"ember.name": StringAttr(n), **dims_attr(v.type)})
+                    for n, v in zip(in_names, inputs, strict=True)
+                ),
                 *(
                     DictionaryAttr(
-                        {"ember.name": StringAttr(n), "ember.output": UnitAttr()}
+                        {
+                            "ember.name": StringAttr(n),
+                            "ember.output": UnitAttr(),
+                            **dims_attr(v.type),
+                        }
                     )
-                    for n in out_names
+                    for n, v in zip(out_names, self.outputs, strict=True)
                 ),
                 *(
                     DictionaryAttr(
                         {"ember.name": StringAttr(name), "ember.output": UnitAttr()}
+                        | _size_dims(size)
                     )
-                    for name in self._slot_names()
+                    for name, size in zip(
+                        self._slot_names(), self.slot_bytes, strict=True
+                    )
                 ),
                 DictionaryAttr({"ember.name": StringAttr("params")}),
+                *(DictionaryAttr({SYMBOL_ATTR: StringAttr(n)}) for n in symbols),
             ]
         )
         model = {
@@ -392,7 +513,7 @@ class _Planner:
                 _describe(n, v.type)
                 for n, v in zip(out_names, self.outputs, strict=True)
             ],
-            "workspace_bytes": self.workspace_bytes,
+            "workspace_bytes": _json_dim(self.workspace_bytes),
             "params_bytes": self.params_bytes,
             "params": self.layout,
             # values exist to embed only where params are bound (or none needed)
@@ -403,6 +524,9 @@ class _Planner:
         }
         if self.memory == "buffers":
             model["slots"] = self.slot_bytes
+        bounds = module_bounds(self.module)
+        if bounds:
+            model["bounds"] = bounds
         self.module.attributes[MODEL_ATTR] = StringAttr(json.dumps(model))
         return entry
 
@@ -413,7 +537,10 @@ class _Planner:
         layout when blocked."""
         entry: dict[str, Any] = {
             "kernel": call.callee,
-            "args": [self._place(v, t) for v, t in call.args],
+            "args": [
+                self._place(v, t, d)
+                for (v, t), d in zip(call.args, call.dims, strict=True)
+            ],
             "result": len(call.op.args),
             "ops": ops_of(call.op.location, self.debug),
         }
@@ -427,7 +554,7 @@ class _Planner:
             return [f"slot{i}" for i in range(len(self.slot_bytes))]
         return ["workspace"]
 
-    def _place(self, value: SSAValue | _Scratch, t: MemRefType) -> dict:
+    def _place(self, value: SSAValue | _Scratch, t: MemRefType, dims) -> dict:
         kind, key = (
             ("work", value) if isinstance(value, _Scratch) else self._kind(value)
         )
@@ -440,8 +567,9 @@ class _Planner:
         elif self.memory == "buffers":
             where = {"buffer": "slot", "index": self.slot_of[key], "offset": 0}
         else:
-            where = {"buffer": "workspace", "offset": self.offsets[key]}
-        return {**where, "shape": list(t.get_shape()), "dtype": dtype_name(t)}
+            where = {"buffer": "workspace", "offset": _json_dim(self.offsets[key])}
+        shape = [_json_dim(d) for d in dims]
+        return {**where, "shape": shape, "dtype": dtype_name(t)}
 
     def _thread_count_global(self) -> None:
         """The model defines the thread count its kernels' parallel loops read
@@ -455,14 +583,19 @@ class _Planner:
             kernel = self.kernel(symbol)
             if kernel.is_declaration:
                 continue
-            n = len(kernel.function_type.inputs.data)
+            types = kernel.function_type.inputs.data
             old = (
                 kernel.arg_attrs.data
                 if kernel.arg_attrs is not None
-                else [DictionaryAttr({})] * n
+                else [DictionaryAttr({})] * len(types)
             )
             kernel.arg_attrs = ArrayAttr(
-                [DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()}) for d in old]
+                [
+                    DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()})
+                    if isinstance(t, MemRefType)
+                    else d
+                    for d, t in zip(old, types, strict=True)
+                ]
             )
 
 
@@ -510,7 +643,20 @@ def _parts(loc: Attribute) -> tuple[Attribute, ...]:
 
 def _describe(name: str, t: Attribute) -> dict:
     assert isinstance(t, TensorType)
-    return {"name": name, "shape": list(t.get_shape()), "dtype": dtype_name(t)}
+    shape = [_json_dim(d) for d in dims_of(t)]
+    return {"name": name, "shape": shape, "dtype": dtype_name(t)}
+
+
+def _json_dim(value) -> int | str:
+    """A size in the metadata: an int, or an expression's text."""
+    return value if isinstance(value, int) else str(value)
+
+
+def _size_dims(size) -> dict[str, Attribute]:
+    """`ember.dims` of a `memref<?xi8>` workspace of symbolic `size`."""
+    if isinstance(size, int):
+        return {}
+    return {DIMS_ATTR: ArrayAttr([StringAttr(str(size))])}
 
 
 def io_names(attrs: ArrayAttr | None, n: int, prefix: str) -> list[str]:

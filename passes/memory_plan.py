@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import Sym, SymExpr, evaluate, sym_floordiv
 
 ALIGNMENT = 64
 """Every tensor starts on a cache line (and a full AVX-512 vector)."""
@@ -160,6 +161,134 @@ def plan_memory(tensors: list[TensorLife]) -> MemoryPlan:
 
 
 @dataclass(frozen=True)
+class SymbolicPlan:
+    """A workspace plan over symbolic sizes (`plan_symbolic`).
+
+    Attributes:
+        offsets: tensor name -> byte offset, an int or an expression.
+        workspace_bytes: the workspace size, an int or an expression.
+        total_bytes: what the tensors would take without reuse, at the
+            representative sizes (for reports).
+    """
+
+    offsets: dict[str, int | SymExpr]
+    workspace_bytes: int | SymExpr
+    total_bytes: int
+
+
+def plan_symbolic(
+    tensors: list[tuple[str, int | SymExpr, int, int]], sizes: dict[str, int]
+) -> SymbolicPlan:
+    """Place tensors whose sizes are expressions over size symbols: (name,
+    nbytes, first, last) each, `sizes` the symbols' representative values.
+
+    The tensors are placed as `plan_memory` places them at those sizes; then
+    each tensor sits above every tensor placed below it that it is live with,
+    at any size: its offset is the end of the highest of them, an upper bound
+    kept a polynomial (`upper_bound`: the coefficient-wise maximum of the
+    candidates, ceilings bounded above) and aligned up, so no two live
+    tensors meet whatever values the symbols take. The workspace is the
+    largest end.
+
+    Example:
+        >>> n = Sym("n")
+        >>> plan = plan_symbolic([("a", 4 * n, 0, 1), ("b", 4 * n, 1, 2)], {"n": 16})
+        >>> plan.offsets["b"]
+        64 * ((4 * n + 126) // 64)
+    """
+    lives = [
+        TensorLife(name, evaluate(nbytes, sizes), first, last)
+        for name, nbytes, first, last in tensors
+    ]
+    planned = plan_memory(lives)
+    size = {name: upper_bound(nbytes) for name, nbytes, _, _ in tensors}
+    order = sorted(lives, key=lambda t: (planned.offsets[t.name], t.first, t.name))
+    start: dict[str, int | SymExpr] = {}  # an upper bound of each offset, unaligned
+    done: list[TensorLife] = []
+    end: int | SymExpr = 0
+    for t in order:
+        low: int | SymExpr = 0
+        for below in done:
+            if below.first <= t.last and t.first <= below.last:
+                low = poly_max(
+                    low, start[below.name] + ALIGNMENT - 1 + size[below.name]
+                )
+        start[t.name] = low
+        end = poly_max(end, low + ALIGNMENT - 1 + size[t.name])
+        done.append(t)
+    return SymbolicPlan(
+        {name: _aligned(low) for name, low in start.items()},
+        _aligned(poly_max(end, ALIGNMENT)),
+        planned.total_bytes,
+    )
+
+
+def _aligned(value: int | SymExpr) -> int | SymExpr:
+    return sym_floordiv(value + ALIGNMENT - 1, ALIGNMENT) * ALIGNMENT
+
+
+def upper_bound(value: int | SymExpr) -> int | SymExpr:
+    """An expression at least `value` for every value of the symbols (sizes:
+    never negative) whose terms are all non-negative: positive coefficients
+    of products of symbols and of `//` of such sums by positive ints. So
+    `poly_max` of two of them bounds both. `8 * ((n + 7) // 8)` stays itself,
+    `-8 * ((-n) // 8)` (a ceiling) becomes `8 * ((n + 7) // 8)`."""
+    if isinstance(value, int):
+        return max(value, 0)
+    total: int | SymExpr = max(value.const, 0)
+    for monomial, coeff in value.terms:
+        symbols = [a for a in monomial if a.op is None]
+        atoms = [a for a in monomial if a.op is not None]
+        factor: int | SymExpr = abs(coeff)
+        for a in symbols:
+            factor = factor * Sym(a.name)
+        if coeff > 0:
+            for atom in atoms:
+                factor = factor * _atom_upper(atom)
+        elif len(atoms) == 1 and atoms[0].op == "floordiv":
+            # -(a // c) is (-a + c - 1) // c, at most (upper(-a) + c - 1) // c
+            a, c = atoms[0].args
+            if not (isinstance(c, int) and c > 0):
+                raise EmberValueError(f"cannot bound the size {value} above")
+            factor = factor * sym_floordiv(upper_bound(-a) + c - 1, c)
+        elif all(atom.op == "mod" or _nonneg(atom) for atom in atoms):
+            continue  # a non-positive term
+        else:
+            raise EmberValueError(f"cannot bound the size {value} above")
+        total = total + factor
+    return total
+
+
+def _atom_upper(atom) -> int | SymExpr:
+    a, b = atom.args
+    if atom.op == "mod" and isinstance(b, int) and b > 0:
+        return b - 1
+    if atom.op == "floordiv" and isinstance(b, int) and b > 0:
+        return sym_floordiv(upper_bound(a), b)
+    if atom.op in ("min", "max"):
+        x, y = upper_bound(a), upper_bound(b)
+        return poly_max(x, y)
+    raise EmberValueError(f"cannot bound the size {atom.text()} above")
+
+
+def _nonneg(atom) -> bool:
+    from ember.runtime.shape_expr import sym_le
+
+    return sym_le(0, SymExpr(((((atom,), 1),)), 0))
+
+
+def poly_max(a: int | SymExpr, b: int | SymExpr) -> int | SymExpr:
+    """The coefficient-wise maximum of two polynomials with non-negative
+    coefficients: at least each of them for all non-negative symbols."""
+    ta = dict(a.terms) if isinstance(a, SymExpr) else {}
+    tb = dict(b.terms) if isinstance(b, SymExpr) else {}
+    ca = a.const if isinstance(a, SymExpr) else a
+    cb = b.const if isinstance(b, SymExpr) else b
+    terms = {m: max(ta.get(m, 0), tb.get(m, 0)) for m in {*ta, *tb}}
+    return SymExpr._make(terms, max(ca, cb))
+
+
+@dataclass(frozen=True)
 class BufferPlan:
     """Which buffer each tensor lives in, where a kernel argument must be a
     whole buffer (an OpenCL `cl_mem`, a Vulkan binding).
@@ -213,6 +342,8 @@ __all__ = [
     "BufferPlan",
     "MemoryPlan",
     "TensorLife",
+    "SymbolicPlan",
     "plan_buffers",
     "plan_memory",
+    "plan_symbolic",
 ]

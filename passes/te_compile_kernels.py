@@ -11,8 +11,10 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
     UnitAttr,
 )
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -99,7 +101,6 @@ def take_kernels(module: ModuleOp, target: str) -> list:
     from ember.backends.kernels import HASHED_NAME, KernelJob, kernel_key
     from ember.passes.convert_graph_to_te import KERNEL_ATTR
     from ember.passes.convert_te_to_loop import scratch_buffers
-    from ember.passes.graph_plan_memory import memref_of
 
     jobs = []
     for op in list(module.ops):
@@ -116,18 +117,7 @@ def take_kernels(module: ModuleOp, target: str) -> list:
             scratch = scratch_buffers(op)
         except PassFailedException as e:
             raise PassFailedException(f"kernel @{symbol}: {e}") from None
-        types = [memref_of(t) for t in op.function_type.inputs.data]
-        attrs = [DictionaryAttr({"ember.name": StringAttr(n)}) for n in _arg_names(op)]
-        types.append(memref_of(op.function_type.outputs.data[0]))
-        output = {"ember.name": StringAttr(symbol), "ember.output": UnitAttr()}
-        attrs.append(DictionaryAttr(output))
-        for name, t in scratch:
-            types.append(t)
-            scratch_attrs = {
-                "ember.name": StringAttr(name),
-                "ember.scratch": UnitAttr(),
-            }
-            attrs.append(DictionaryAttr({**output, **scratch_attrs}))
+        types, attrs = _loop_signature(op, symbol, scratch)
         decl = func.FuncOp.external(symbol, types, [])
         decl.arg_attrs = ArrayAttr(attrs)
         if TUNED_ATTR in op.attributes:
@@ -135,8 +125,41 @@ def take_kernels(module: ModuleOp, target: str) -> list:
         module.body.block.insert_op_before(decl, op)
         module.body.block.erase_op(op)
         key = kernel_key(text, target)
-        jobs.append(KernelJob(text, symbol, key, tuple(str(t) for _, t in scratch)))
+        jobs.append(KernelJob(text, symbol, key, tuple(str(t) for _, t, _ in scratch)))
     return jobs
+
+
+def _loop_signature(
+    op: func.FuncOp, symbol: str, scratch: list
+) -> tuple[list[Attribute], list[DictionaryAttr]]:
+    """The argument types and attributes of te kernel `op`'s loop form: its
+    operands, its result, its scratch buffers, then its size symbols (what
+    `convert-te-to-loop{scratch-args=true}` makes of it)."""
+    from ember.passes.convert_te_to_loop import dims_attr as dims
+    from ember.passes.func_packed_abi import SYMBOL_ATTR
+    from ember.passes.graph_plan_memory import memref_of
+
+    inputs = op.function_type.inputs.data
+    own = [d.data for d in op.arg_attrs.data] if op.arg_attrs else [{}] * len(inputs)
+    symbols = [(t, d) for t, d in zip(inputs, own, strict=True) if SYMBOL_ATTR in d]
+    types: list[Attribute] = []
+    attrs: list[DictionaryAttr] = []
+    for t, name in zip(inputs, _arg_names(op), strict=True):
+        if isinstance(t, TensorType):
+            types.append(memref_of(t))
+            attrs.append(DictionaryAttr({"ember.name": StringAttr(name), **dims(t)}))
+    result = op.function_type.outputs.data[0]
+    types.append(memref_of(result))
+    output = {"ember.name": StringAttr(symbol), "ember.output": UnitAttr()}
+    attrs.append(DictionaryAttr({**output, **dims(result)}))
+    for name, t, scratch_dims in scratch:
+        types.append(t)
+        scratch_attrs = {"ember.name": StringAttr(name), "ember.scratch": UnitAttr()}
+        attrs.append(DictionaryAttr({**output, **scratch_attrs, **scratch_dims}))
+    for t, d in symbols:
+        types.append(t)
+        attrs.append(DictionaryAttr({SYMBOL_ATTR: d[SYMBOL_ATTR]}))
+    return types, attrs
 
 
 def _arg_names(f: func.FuncOp) -> list[str]:

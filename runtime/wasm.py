@@ -259,6 +259,12 @@ class WasmModule(WasmInstance):
         if model is None:
             raise InvalidLibraryError(f"{path}: not a model library (no 'model')")
         self.model: dict = model
+        if not isinstance(model.get("workspace_bytes"), int):
+            raise InvalidLibraryError(
+                f"{path}: a model with symbolic shapes (workspace "
+                f"{model.get('workspace_bytes')!r}); the Wasm host runs models "
+                "compiled for fixed shapes: compile with shape=..."
+            )
         self._workspace = self.tensor(np.zeros(model["workspace_bytes"], np.uint8))
         self._params: int | None = None
         if params is not None:

@@ -31,6 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from ember import te
 from ember.dialects import graph
 from ember.dialects.graph_base import dtype_of
+from ember.dialects.graph_shapes import Dim, dims_of
 from ember.strategy.registry import (
     ANCHORS,
     DTYPES,
@@ -86,10 +87,11 @@ class KernelSpec:
     kind: str = ""
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
+def _shape(value: SSAValue) -> tuple[Dim, ...]:
+    """`value`'s dims, symbolic ones as expressions over the size symbols."""
     t = value.type
     assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
+    return tuple(dims_of(t))
 
 
 def _dtype(value: SSAValue) -> str:

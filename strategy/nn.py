@@ -17,6 +17,7 @@ from xdsl.ir import BlockArgument
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
+from ember.dialects.graph_shapes import dims_of
 from ember.passes.pass_context import PassContext
 from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
@@ -32,8 +33,8 @@ def _blocks(op, target: Target) -> Blocks:
     activations in (`AnchorStrategy.blocks`): those of the NCHWc and
     depthwise kernels, where the block is at least half a vector (or 4) so
     the next kernel's vectors stay wide; none for the direct kernel."""
-    _, c, _, _ = op.operands[0].type.get_shape()
-    o = op.weight.type.get_shape()[0]
+    _, c, _, _ = dims_of(op.operands[0].type)
+    o = dims_of(op.weight.type)[0]
     groups = op.config["groups"]
     if not (groups == 1 or groups == c == o):
         return Blocks()
@@ -53,7 +54,7 @@ def _conv2d_strategy(
     algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
     return conv2d(
         data[0],
-        op.weight.type.get_shape(),
+        dims_of(op.weight.type),
         strides=cfg["strides"],
         padding=cfg["padding"],
         dilation=cfg["dilation"],
@@ -77,8 +78,8 @@ def _computes(algorithm: str, op) -> bool:
         return True
     cfg = op.config
     shape = conv2d_shape(
-        op.operands[0].type.get_shape(),
-        op.weight.type.get_shape(),
+        dims_of(op.operands[0].type),
+        dims_of(op.weight.type),
         cfg["strides"],
         cfg["padding"],
         cfg["dilation"],
@@ -102,7 +103,7 @@ def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> K
     if _is_constant(op.weight):
         return spatial.conv2d_transpose_as_conv2d(
             data[0],
-            op.weight.type.get_shape(),
+            dims_of(op.weight.type),
             **op.config,
             bias=len(op.operands) > 2,
             epilogue=epilogue,
@@ -111,7 +112,7 @@ def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> K
         )
     return spatial.conv2d_transpose(
         data[0],
-        op.weight.type.get_shape(),
+        dims_of(op.weight.type),
         **op.config,
         bias=len(op.operands) > 2,
         epilogue=epilogue,
@@ -123,7 +124,7 @@ def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> K
 def _dense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     return dense(
         data[0],
-        op.weight.type.get_shape(),
+        dims_of(op.weight.type),
         bias=len(op.operands) > 2,
         epilogue=epilogue,
         epilogue_inputs=epilogue_inputs,
@@ -141,7 +142,7 @@ def _matmul_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     if b is None:  # a param or literal right operand
         weight_type = op.operands[1].type
         assert isinstance(weight_type, TensorType)
-        shape = tuple(weight_type.get_shape())
+        shape = tuple(dims_of(weight_type))
         if len(shape) == 2 and a.ndim >= 2 and not batched:
             return matmul_weight(
                 a,
@@ -197,7 +198,7 @@ def _softmax_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
 @anchor_strategy(graph.LayerNormOp, weights=(1, 2))
 def _layer_norm_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
     gamma, beta, *_ = [
-        te.placeholder(tuple(v.type.get_shape()), name=f"layer_norm.{what}")
+        te.placeholder(tuple(dims_of(v.type)), name=f"layer_norm.{what}")
         for v, what in zip(op.operands[1:], ("scale", "bias"), strict=False)
     ] + [None, None]
     return topi_reduce.layer_norm(

@@ -1,6 +1,6 @@
 """Strategies of the data-movement ops: reshape, transpose, concat, pad
-(`dialects/graph_tensor.py`), slice, broadcast_to, tile, trilu, depth_to_space,
-space_to_depth (`graph_data.py`), gather (`graph_index.py`) and resize
+(`dialects/graph_tensor.py`), slice, broadcast_to, tile, range, trilu,
+depth_to_space, space_to_depth (`graph_data.py`), gather (`graph_index.py`) and resize
 (`graph_spatial.py`) as tensor forms, which join an injective group; scatter_nd
 as an anchor (its matching rows are a reduction).
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ember import te
 from ember.dialects import graph
+from ember.dialects.graph_shapes import dims_of
 from ember.strategy.registry import (
     NUMBERS,
     anchor_strategy,
@@ -25,7 +26,7 @@ from ember.topi.kernel import Kernel
 
 @injective_strategy(graph.ReshapeOp, graph.FlattenOp)
 def _reshape_form(op, args: list, name: str) -> te.Tensor:
-    shape = op.result.type.get_shape()
+    shape = dims_of(op.result.type)
     return transform.reshape(tensor_operand(args[0], op), shape, name)
 
 
@@ -50,20 +51,27 @@ def _pad_form(op, args: list, name: str) -> te.Tensor:
 @injective_strategy(graph.SliceOp)
 def _slice_form(op, args: list, name: str) -> te.Tensor:
     cfg = op.config
-    shape = op.result.type.get_shape()
+    shape = dims_of(op.result.type)
     x = tensor_operand(args[0], op)
     return topi_data.slice_(x, cfg["starts"], cfg["steps"], shape, name)
 
 
 @injective_strategy(graph.BroadcastToOp)
 def _broadcast_to_form(op, args: list, name: str) -> te.Tensor:
-    shape = tuple(op.result.type.get_shape())
+    shape = tuple(dims_of(op.result.type))
     return topi_data.broadcast_to(tensor_operand(args[0], op), shape, name)
 
 
 @injective_strategy(graph.TileOp)
 def _tile_form(op, args: list, name: str) -> te.Tensor:
     return topi_data.tile(tensor_operand(args[0], op), op.config["repeats"], name)
+
+
+@injective_strategy(graph.RangeOp)
+def _range_form(op, args: list, name: str) -> te.Tensor:
+    cfg = op.config
+    shape = dims_of(op.result.type)
+    return topi_data.arange(cfg["start"], cfg["delta"], shape, name)
 
 
 @injective_strategy(graph.TriluOp)

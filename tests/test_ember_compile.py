@@ -152,22 +152,32 @@ def test_tvmc_input_shapes_flag(tmp_path, monkeypatch):
     assert model["inputs"][0]["shape"] == [2, 3, 8, 8]
 
 
-def test_an_open_input_shape_is_asked_for_as_the_flag_takes_it(
+def test_an_open_input_shape_stays_symbolic_and_the_flags_fix_or_bound_it(
     tmp_path, capsys, monkeypatch
 ):
-    """The CLI says `--input-shapes data:1,3,8,8` where the Python API says
-    `shape={'data': (1, 3, 8, 8)}`, and the flag it suggests compiles the model."""
+    """A model whose batch is `N` compiles to one library for every batch;
+    `--input-shapes data:1,3,8,8` fixes it; `--bounds N=4` bounds it; a bad
+    bound is one error naming the flag. The Python API's `from_onnx` without
+    `symbolic=True` still asks for `shape={...}`."""
     from ember.frontends.onnx import InputShapeError, from_onnx
+    from ember.runtime import load_module
 
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
     _conv_model(tmp_path / "m.onnx")
     argv = [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.so"), "-q"]
-    assert main(argv) == 1
-    err = capsys.readouterr().err
-    assert "dynamic dimension 'N' at axis 0" in err and "shape={" not in err
-    suggested = err.split("e.g. ")[1].strip()
-    assert suggested == "--input-shapes data:1,3,8,8"
-    assert main([*argv, *shlex.split(suggested)]) == 0
+    assert main(argv) == 0
+    model = load_module(str(tmp_path / "m.so")).metadata["model"]
+    assert model["inputs"][0]["shape"] == ["N", 3, 8, 8]
+    assert main([*argv, "--input-shapes", "data:1,3,8,8"]) == 0
+    model = load_module(str(tmp_path / "m.so")).metadata["model"]
+    assert model["inputs"][0]["shape"] == [1, 3, 8, 8]
+    assert main([*argv, "--bounds", "N=4"]) == 0
+    assert load_module(str(tmp_path / "m.so")).metadata["model"]["bounds"] == {"N": 4}
+    capsys.readouterr()
+    assert main([*argv, "--bounds", "N=0"]) == 2
+    assert "--bounds: expected NAME=N with N a positive int, got 'N=0'" in (
+        capsys.readouterr().err
+    )
     with pytest.raises(
         InputShapeError, match=r"e\.g\. shape=\{'data': \(1, 3, 8, 8\)\}"
     ):

@@ -2,9 +2,8 @@
 `from_onnx(model, symbolic=True)` keeps `dim_param` and unnamed dims as
 symbols, and the shape computations on them (Shape, Gather, Concat, arithmetic,
 Equal/Where, Slice, Split, Unsqueeze) become expressions, so a Reshape's target
-is `[batch, seq, 4, 8]`. Kernels over symbolic sizes are the next stage: the
-pipeline stops at convert-graph-to-te naming a symbolic type, and
-`compile_model` still asks for `shape=`."""
+is `[batch, seq, 4, 8]`; and such a model compiles without `shape=` to one
+library that runs at any consistent shape, matching onnxruntime."""
 
 import io
 import math
@@ -16,8 +15,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ember.dialects.graph_shapes import dims_of
-from ember.frontends.onnx import InputShapeError, OnnxImportError, from_onnx
+from ember.frontends.onnx import OnnxImportError, from_onnx
 from ember.passes.pipelines import optimize_graph
+from ember.runtime.errors import EmberValueError
 from ember.runtime.shape_expr import Sym
 
 torch = pytest.importorskip("torch")
@@ -104,23 +104,93 @@ def test_an_encoder_with_dynamic_batch_and_sequence_imports_symbolically(encoder
     module.verify()
 
 
-def test_the_pipeline_stops_before_kernels_naming_a_symbolic_type(encoder):
-    from ember.passes import run
-    from ember.passes.bound_params import bind_params
-
-    module, params = from_onnx(encoder, symbolic=True)
-    with bind_params(params), pytest.raises(Exception, match="symbolic dimensions"):
-        run(module, "ember-graph,convert-graph-to-te")
-
-
-def test_compile_model_still_asks_for_shapes(encoder):
+@pytest.fixture(scope="module")
+def encoder_library(encoder):
     import ember
 
-    with pytest.raises(InputShapeError, match="dynamic dimension 'batch'"):
-        ember.compile_model(encoder)
+    return ember.compile_model(encoder)
+
+
+def _feeds(b: int, s: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    mask = np.ones((b, s), np.float32)
+    mask[:, s - s // 3 :] = 0.0  # padding at the end of each sequence
+    return {"ids": rng.integers(0, 100, (b, s)).astype(np.int64), "mask": mask}
+
+
+def _session(model: onnx.ModelProto):
+    ort = pytest.importorskip("onnxruntime")
+    return ort.InferenceSession(model.SerializeToString())
+
+
+def _relative(y: np.ndarray, r: np.ndarray) -> float:
+    return float(np.abs(y - r).max() / max(np.abs(r).max(), 1e-30))
+
+
+def test_an_encoder_compiles_once_and_runs_at_any_shape(encoder, encoder_library):
+    """No `shape=`: one library, several (batch, seq) pairs, onnxruntime's
+    results; the metadata gives the dims and the workspace as expressions."""
+    from ember.runtime import GraphModule, cpu
+
+    m = GraphModule(encoder_library["default"](cpu()))
+    session = _session(encoder)
+    for n, (b, s) in enumerate([(2, 7), (1, 1), (1, 16), (3, 33)]):
+        feeds = _feeds(b, s, n)
+        (y,) = m(**feeds)
+        (r,) = session.run(None, feeds)
+        assert y.shape == (b, s, 32)
+        assert _relative(y, r) <= 1e-4, (b, s)
+    info = encoder_library.model_info
+    assert info["inputs"][0]["shape"] == ["batch", "seq"]
+    assert isinstance(info["workspace_bytes"], str)
+    inputs, _ = m.get_input_info()
+    assert inputs["ids"] == ("batch", "seq")
+
+
+def test_an_inconsistent_shape_is_refused_naming_the_symbol(encoder_library):
+    from ember.runtime import GraphModule, cpu
+
+    m = GraphModule(encoder_library["default"](cpu()))
+    feeds = _feeds(2, 7, 0)
+    feeds["mask"] = np.ones((2, 8), np.float32)
+    with pytest.raises(
+        EmberValueError,
+        match=r"input 'mask': dim 1 is 'seq' = 8, but input 'ids' gave seq = 7",
+    ):
+        m(**feeds)
+
+
+def test_bounds_plan_the_workspace_once_and_refuse_larger_sizes(encoder):
+    """`bounds=`: the workspace is an int, planned for the bound; a larger
+    size is refused naming the symbol and its bound."""
+    import ember
+    from ember.runtime import GraphModule, cpu
+
+    lib = ember.compile_model(encoder, bounds={"seq": 16, "batch": 2})
+    assert isinstance(lib.model_info["workspace_bytes"], int)
+    m = GraphModule(lib["default"](cpu()))
+    session = _session(encoder)
+    feeds = _feeds(2, 16, 3)
+    assert _relative(m(**feeds)[0], session.run(None, feeds)[0]) <= 1e-4
+    with pytest.raises(Exception, match=r"seq = 17 is above its bound 16"):
+        m(**_feeds(1, 17, 4))
+    with pytest.raises(Exception, match="no size symbol 'len'"):
+        ember.compile_model(encoder, bounds={"len": 4})
+
+
+def test_shape_fixes_the_symbols(encoder):
+    import ember
+
+    lib = ember.compile_model(encoder, shape={"ids": [2, 7], "mask": [2, 7]})
+    assert lib.model_info["inputs"][0]["shape"] == [2, 7]
+    assert isinstance(lib.model_info["workspace_bytes"], int)
 
 
 def test_a_cnn_with_a_dynamic_batch():
+    import ember
+    from ember.runtime import GraphModule, cpu
+
+    torch.manual_seed(0)
     model = _export(
         torch.nn.Sequential(
             torch.nn.Conv2d(3, 8, 3, padding=1),
@@ -137,6 +207,13 @@ def test_a_cnn_with_a_dynamic_batch():
     text = str(module)
     assert 'tensor<?x8x16x16xf32, ["batch"]>' in text
     assert '-> (tensor<?x5xf32, ["batch"]> {ember.name = "y"})' in text
+    m = GraphModule(ember.compile_model(model)["default"](cpu()))
+    session = _session(model)
+    for b in (1, 3, 8):
+        x = np.random.default_rng(b).standard_normal((b, 3, 16, 16), np.float32)
+        (y,) = m(x=x)
+        assert y.shape == (b, 5)
+        assert _relative(y, session.run(None, {"x": x})[0]) <= 1e-4
 
 
 def test_a_size_baked_in_by_the_exporter_is_refused_not_guessed():
@@ -189,27 +266,31 @@ def test_shape_chains_become_expressions_and_unnamed_dims_are_named():
     assert str(out.result.type) == 'tensor<?x?x3xf32, ["2 * n", "x.dim1"]>'
 
 
-def test_a_range_of_symbolic_length_is_refused_naming_it():
+def test_a_range_from_a_symbolic_start_is_refused_naming_it():
+    """graph.range takes a symbolic limit (tests/test_onnx_symbolic_ops.py),
+    not a symbolic start."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])
     y = helper.make_tensor_value_info("y", TensorProto.INT64, ["r"])
     consts = [
         numpy_helper.from_array(np.array(v, np.int64), n)
-        for n, v in [("i0", 0), ("one", 1), ("zero", 0)]
+        for n, v in [("i0", 0), ("one", 1), ("two", 2)]
     ]
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
         helper.make_node("Gather", ["s", "i0"], ["n0"]),
-        helper.make_node("Range", ["zero", "n0", "one"], ["y"]),
+        helper.make_node("Mul", ["n0", "two"], ["n1"]),
+        helper.make_node("Range", ["n0", "n1", "one"], ["y"]),
     ]
     with pytest.raises(
-        OnnxImportError, match="a range of symbolic length is not supported yet"
+        OnnxImportError, match="expected an integer start and non-zero delta"
     ):
         from_onnx(_graph(nodes, [x], [y], consts), symbolic=True)
 
 
 def test_ember_opt_shows_a_dynamic_model_symbolically(tmp_path):
     """ember-opt prints a model's open dims as symbols; --input-shapes fixes
-    them; the pipeline stops where it needs them, naming the flag."""
+    them; the model pipeline lowers the symbolic model: its entry checks the
+    input against the symbolic shape it binds the batch from."""
     import subprocess
     import sys
     from pathlib import Path
@@ -232,7 +313,7 @@ def test_ember_opt_shows_a_dynamic_model_symbolically(tmp_path):
     assert 'tensor<?x3x8x8xf32, ["batch"]>' in shown.stdout
     fixed = run("--input-shapes", "x:2,3,8,8")
     assert "tensor<2x4x6x6xf32>" in fixed.stdout
-    stopped = run("-p", "ember-model")
-    assert stopped.returncode == 1
-    assert "--input-shapes to ember-compile and ember-opt" in stopped.stderr
-    assert "Traceback" not in stopped.stderr
+    lowered = run("-p", "ember-model")
+    assert lowered.returncode == 0, lowered.stderr
+    assert "llvm.func @default_run(" in lowered.stdout
+    assert "expected float32 tensor of shape (batch, 3, 8, 8)" in lowered.stdout

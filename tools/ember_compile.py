@@ -74,6 +74,15 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
     )
     add_model_arguments(parser, "the library to write (.so or .tar)")
     parser.add_argument(
+        "--bounds",
+        action="append",
+        default=[],
+        metavar="NAME=N,...",
+        help="upper bounds of the model's size symbols (repeatable), e.g. "
+        "seq=512: the library plans its workspace for them and refuses larger "
+        "inputs; without, it runs any size",
+    )
+    parser.add_argument(
         "--tuning-records",
         metavar="FILE",
         help="apply the best schedules of this tuning log (ember-tune); by "
@@ -154,6 +163,29 @@ def shapes_as_flags() -> Iterator[None]:
         raise e.hint(shapes_flag(e.shapes)) from None
 
 
+def _mib(nbytes: int | str) -> str:
+    """A size for the log: MiB, or a symbolic size's expression in bytes."""
+    return f"{nbytes / 2**20:.1f} MiB" if isinstance(nbytes, int) else f"{nbytes} bytes"
+
+
+def parse_bounds(specs: list[str]) -> dict[str, int]:
+    """`--bounds seq=512,batch=8` (repeatable) as `{"seq": 512, "batch": 8}`.
+
+    Raises:
+        UsageError: a spec that is not NAME=N with N a positive int.
+    """
+    bounds: dict[str, int] = {}
+    for spec in specs:
+        for item in filter(None, re.split(r"[,\s]+", spec)):
+            name, sep, value = item.partition("=")
+            if not sep or not name or not value.isdigit() or int(value) < 1:
+                raise UsageError(
+                    f"--bounds: expected NAME=N with N a positive int, got {item!r}"
+                )
+            bounds[name] = int(value)
+    return bounds
+
+
 def check_writable(path: Path, option: str) -> None:
     """Fail now, not after the compilation, when `path` cannot be written.
 
@@ -229,6 +261,7 @@ def run(opts: argparse.Namespace) -> None:
             opts.model,
             target=opts.target,
             shape=shapes or None,
+            bounds=parse_bounds(opts.bounds) or None,
             opt_level=opts.opt_level,
             embed_params=opts.params_separate is None,
             progress=_Progress(),
@@ -243,8 +276,8 @@ def run(opts: argparse.Namespace) -> None:
     where = f", params in {opts.params_separate}" if opts.params_separate else ""
     log.info(
         f"wrote {output} ({stats.calls} kernel calls, {stats.kernels} kernels, "
-        f"{stats.cache_hits} from cache, {stats.tuned} tuned, workspace {stats.workspace_bytes / 2**20:.1f} "
-        f"MiB, params {stats.params_bytes / 2**20:.1f} MiB{where}) in "
+        f"{stats.cache_hits} from cache, {stats.tuned} tuned, workspace "
+        f"{_mib(stats.workspace_bytes)}, params {stats.params_bytes / 2**20:.1f} MiB{where}) in "
         f"{time.perf_counter() - start:.1f} s"
     )
 

@@ -216,7 +216,9 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip(".") or "output"
 
 
-def _mb(nbytes: int) -> str:
+def _mb(nbytes: int | str) -> str:
+    if isinstance(nbytes, str):  # a symbolic size: its expression
+        return f"{nbytes} bytes"
     return f"{nbytes / 1e6:.1f} MB" if nbytes >= 1e5 else f"{nbytes} bytes"
 
 
@@ -300,6 +302,12 @@ def run(opts: argparse.Namespace) -> None:
             value = _load(files[name])
             path, key = files[name]
             origin = path if key is None else f"{path}[{key!r}]"
+        elif not all(isinstance(d, int) for d in shape):
+            raise EmberError(
+                f"input {name!r} has the symbolic shape ({', '.join(map(str, shape))}): "
+                f"give its values (--input {name}=FILE.npy), whose shape binds "
+                "the symbols"
+            )
         else:
             value = _random_input(shape, dtype, rng)
             origin = f"random (seed {opts.seed})"

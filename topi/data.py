@@ -1,8 +1,8 @@
 """Data movement past reshape and transpose, as injective computes (each output
 element reads one input element, so they join fused chains): slice,
-broadcast_to, tile, trilu, depth_to_space, space_to_depth; and cumsum and
-cumprod, scans written as a masked sum or product along the axis (each a kernel
-of its own).
+broadcast_to, tile, trilu, depth_to_space, space_to_depth, and arange (each
+element its index's value); and cumsum and cumprod, scans written as a masked
+sum or product along the axis (each a kernel of its own).
 
     x = te.placeholder((2, 8), name="x")
     y = slice_(x, starts=(0, 7), steps=(1, -2), shape=(2, 4))   # x[:, 7::-2]
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ember import te
+from ember.runtime.shape_expr import Dim, sym_le
 from ember.te import Expr
 from ember.topi.elementwise import broadcast_read
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
@@ -27,15 +28,22 @@ def slice_(
     shape: Sequence[int],
     name: str = "slice",
 ) -> te.Tensor:
-    """Output element i of each axis reads x at start + i * step."""
+    """Output element i of each axis reads x at start + i * step; on an axis
+    whose symbolic extent may reach past x's (an end the caller bounds, see
+    `graph.slice`) the read is clamped to x's last element."""
+    clamped = [
+        not sym_le(start + (m - 1) * step, n - 1)
+        for start, step, m, n in zip(starts, steps, shape, x.shape, strict=True)
+    ]
 
     def element(*i: Expr) -> Expr:
-        return x[
-            tuple(
-                (v * step if step != 1 else v) + start if start else v * step
-                for v, start, step in zip(i, starts, steps, strict=True)
-            )
-        ]
+        index = []
+        for v, start, step, n, clamp in zip(
+            i, starts, steps, x.shape, clamped, strict=True
+        ):
+            at = (v * step if step != 1 else v) + start if start else v * step
+            index.append(te.min(at, n - 1) if clamp else at)
+        return x[tuple(index)]
 
     return te.compute(tuple(shape), element, name=name)
 
@@ -50,18 +58,28 @@ def broadcast_to(
 
 
 def tile(x: te.Tensor, repeats: Sequence[int], name: str = "tile") -> te.Tensor:
-    """`x` repeated `repeats[d]` times along each axis d."""
+    """`x` repeated `repeats[d]` times along each axis d (a count may be
+    symbolic)."""
     shape = tuple(n * r for n, r in zip(x.shape, repeats, strict=True))
 
     def element(*i: Expr) -> Expr:
         return x[
             tuple(
-                v % n if r > 1 else v
+                v if r == 1 else v % n
                 for v, n, r in zip(i, x.shape, repeats, strict=True)
             )
         ]
 
     return te.compute(shape, element, name=name)
+
+
+def arange(
+    start: int, delta: int, shape: Sequence[Dim], name: str = "range"
+) -> te.Tensor:
+    """start + i * delta at index i of the 1-D `shape`, as int64."""
+    return te.compute(
+        tuple(shape), lambda i: (i * delta + start).astype("int64"), name=name
+    )
 
 
 def trilu(x: te.Tensor, upper: bool, k: int, name: str = "trilu") -> te.Tensor:

@@ -30,6 +30,7 @@ The epilogue is `epilogue(value, indices)`, indices (m, n) for dense, the output
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,7 +38,8 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
-from ember.topi.elementwise import PARALLEL_MIN_WORK
+from ember.runtime.shape_expr import SymExpr, planned
+from ember.topi.elementwise import PARALLEL_MIN_WORK, broadcast_shape
 from ember.topi.kernel import (
     Epilogue,
     Kernel,
@@ -60,6 +62,8 @@ def _rows(m: int, vectors: int, target: Target) -> int:
     than unrolling 12."""
     budget = min(INDEPENDENT_SUMS, accumulator_registers(target))
     most = max(1, budget // max(vectors, 2))
+    if isinstance(m, SymExpr):
+        return most  # no divisor to find: M is padded to whole tiles
     return max(d for d in range(1, min(m, most) + 1) if m % d == 0)
 
 
@@ -70,6 +74,8 @@ def _row_tile(m: int, vectors: int, target: Target) -> tuple[int, int]:
     slower); the padded rows read the last row again and are never copied
     out."""
     mt = _rows(m, vectors, target)
+    if isinstance(m, SymExpr):
+        return mt, (m + mt - 1) // mt * mt
     budget = min(INDEPENDENT_SUMS, accumulator_registers(target))
     full = min(m, max(1, budget // max(vectors, 2)))
     if 2 * mt < full:
@@ -122,7 +128,10 @@ def _gemm_knobs(
     mt, nb = tile
     vectors = nb // target.vector_lanes(z.dtype)
     most = max(1, accumulator_registers(target) // max(vectors, 1))
-    rows = {d for d in range(1, min(mp, most) + 1) if mp % d == 0} | {mt}
+    if isinstance(mp, SymExpr):  # M padded to whole tiles of mt: its divisors
+        rows = {d for d in range(1, mt + 1) if mt % d == 0}
+    else:
+        rows = {d for d in range(1, min(mp, most) + 1) if mp % d == 0} | {mt}
     return Knobs(
         {"rows": tuple(sorted(rows)), "panel_outer": (False, True)},
         {"rows": mt, "panel_outer": panel_outer},
@@ -241,7 +250,7 @@ def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
             f"matmul: expected the left operand's K {a2[-1]} to equal the right "
             f"operand's {b2[-2]}, got shapes {tuple(a)} and {tuple(b)}"
         )
-    batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    batch = broadcast_shape(a2[:-2], b2[:-2])
     shape = (*batch, a2[-2], b2[-1])
     if len(a) == 1:
         shape = shape[:-2] + shape[-1:]
@@ -276,7 +285,7 @@ def matmul(
     m = 1 if a_vec else a.shape[-2]
     n = 1 if b_vec else b.shape[-1]
     k = a.shape[-1]
-    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
     machine = Target.resolve(target)
     lanes = machine.vector_lanes(a.dtype)
     nb = 2 * lanes if n >= 2 * lanes else lanes
@@ -338,7 +347,7 @@ def matmul(
             return
         if bp is not None:
             *outer, ji = s[bp].op.axis
-            if int(np.prod(bp.shape)) >= PARALLEL_MIN_WORK:  # a copy: cost 1
+            if planned(math.prod(bp.shape)) >= PARALLEL_MIN_WORK:  # a copy: cost 1
                 fused = s[bp].fuse(*outer[:-1]) if len(outer) > 2 else outer[0]
                 s[bp].parallel(fused)
             s[bp].vectorize(ji)
@@ -353,7 +362,7 @@ def matmul(
         {
             "kernel": "matmul",
             "tile": (mt, nb),
-            "flops": 2 * int(np.prod((*batch, m, n))) * k,
+            "flops": 2 * planned(math.prod((*batch, m, n)) * k),
         },
     )
 
@@ -385,7 +394,7 @@ def matmul_weight(
     n = weight_shape[1]
     machine = Target.resolve(target)
     lanes = machine.vector_lanes(a.dtype)
-    nb, blocks = _panels(m * int(np.prod(batch, dtype=np.int64)), n, lanes)
+    nb, blocks = _panels(planned(m * math.prod(batch)), n, lanes)
     weight = te.placeholder((blocks, k, nb), name=f"{name}.weight")
     mt, mp = _row_tile(m, nb // lanes, machine)
     outer = _panel_outer(k, nb, a.dtype, machine)
@@ -410,7 +419,7 @@ def matmul_weight(
         {
             "kernel": "matmul",
             "tile": (mt, nb),
-            "flops": 2 * int(np.prod((*batch, m, n))) * k,
+            "flops": 2 * planned(math.prod((*batch, m, n)) * k),
         },
         _gemm_knobs(z, output, (mt, nb), mp, outer, machine),
     )

@@ -58,12 +58,14 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
     out = [1] * ndim
     for shape in shapes:
         for d, extent in enumerate(shape, ndim - len(shape)):
-            if extent != out[d] and 1 not in (extent, out[d]):
+            if extent == 1 or extent == out[d]:
+                continue
+            if out[d] != 1:  # symbolic sizes too: equal expressions only
                 raise EmberValueError(
                     "expected shapes that broadcast, got "
                     + " and ".join(str(tuple(s)) for s in shapes)
                 )
-            out[d] = max(out[d], extent) if extent != 1 else out[d]
+            out[d] = extent
     return tuple(out)
 
 

@@ -42,6 +42,7 @@ from ember.topi.elementwise import (
     unique_stage_names,
 )
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
+from ember.topi.reduce import inverse_count
 
 
 def pool_output_size(
@@ -331,7 +332,7 @@ def global_avg_pool2d(
     total = te.compute(
         (n, c), lambda b, d: te.sum(cols[b, d, rw], axis=rw), name=f"{name}.sum"
     )
-    scale = 1.0 / (h * w)
+    scale = inverse_count(h * w)
     out = te.compute(
         (n, c, 1, 1),
         lambda b, d, i, j: apply_epilogue(epilogue, total[b, d] * scale, (b, d, i, j)),

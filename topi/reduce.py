@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import SymExpr, sym_eq
 from ember.te import Expr
 from ember.te.schedule import Schedule
 from ember.topi import fastmath
@@ -91,6 +92,14 @@ def _inputs(x: te.Tensor, placeholders: Sequence[te.Tensor] | None) -> list[te.T
     return [x]
 
 
+def inverse_count(count: int | SymExpr) -> float | Expr:
+    """`1 / count` for a mean: a number, or a float expression of a symbolic
+    count (`1 / (h * w)` over a pooled window of symbolic size)."""
+    if isinstance(count, SymExpr):
+        return 1.0 / te.Size(count).astype("float32")
+    return 1.0 / count
+
+
 def _row_reduce(
     read: Callable[[tuple[Expr, ...], Expr, list[te.Var]], Expr],
     rows: tuple[int, ...],
@@ -107,7 +116,10 @@ def _row_reduce(
     combine, identity = _COMBINERS[kind]
     # Long rows: four vectors of partials, four independent dependency chains
     # (one chain waits on the combine's latency every step).
-    lanes = 4 * vector if length >= LONG_ROW else min(vector, length)
+    if isinstance(length, SymExpr):  # planned long or short; never the length
+        lanes = 4 * vector if length >= LONG_ROW else vector
+    else:
+        lanes = 4 * vector if length >= LONG_ROW else min(vector, length)
     ko = te.reduce_axis((0, -(-length // lanes)), "ko")
     others = [te.reduce_axis((0, e), f"r{n}") for n, e in enumerate(extra)]
 
@@ -115,7 +127,7 @@ def _row_reduce(
         *row, lane = idx
         k = ko * lanes + lane
         value = read(tuple(row), k, others)
-        if length % lanes:
+        if sym_eq(length % lanes, 0) is not True:
             value = te.if_then_else(k < length, value, identity)
         return combine(value, axis=[*others, ko])
 
@@ -189,7 +201,7 @@ def reduce(
 
     def finish(value: Expr, idx: tuple[Expr, ...]) -> Expr:
         if kind == "mean":
-            value = value * (1.0 / count)
+            value = value * inverse_count(count)
         return apply_epilogue(epilogue, value, idx)
 
     def kept_indices(idx: tuple[Expr, ...]) -> list[Expr]:
@@ -429,7 +441,7 @@ def layer_norm(
         lambda r, k, _: at(r, k), rows, length, "sum", f"{name}.mean", vector
     )
     sq_partials, sq = _row_reduce(
-        lambda r, k, _: _square(at(r, k) - total[r] * (1.0 / length)),
+        lambda r, k, _: _square(at(r, k) - total[r] * inverse_count(length)),
         rows,
         length,
         "sum",
@@ -439,8 +451,8 @@ def layer_norm(
 
     def element(*idx: Expr) -> Expr:
         row = idx[:axis] or (0,)
-        mean = total[row] * (1.0 / length)
-        inv = 1.0 / te.sqrt(sq[row] * (1.0 / length) + float(epsilon))
+        mean = total[row] * inverse_count(length)
+        inv = 1.0 / te.sqrt(sq[row] * inverse_count(length) + float(epsilon))
         value = (x[idx] - mean) * inv
         if gamma is not None:
             value = value * broadcast_read(gamma, idx, x.shape)

@@ -66,7 +66,13 @@ class LLVMBackend(Backend):
         """The kernel's relocatable object: one `noalias` pointer per buffer,
         `@__ember_num_threads` declared (the model's entry defines it)."""
         from xdsl.dialects import func, llvm
-        from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, UnitAttr, i32
+        from xdsl.dialects.builtin import (
+            ArrayAttr,
+            DictionaryAttr,
+            MemRefType,
+            UnitAttr,
+            i32,
+        )
 
         from ember.backends.llvm.codegen import emit_object, optimize, parse
         from ember.passes import run
@@ -83,7 +89,9 @@ class LLVMBackend(Backend):
                 op.arg_attrs = ArrayAttr(
                     [
                         DictionaryAttr({**d.data, "llvm.noalias": UnitAttr()})
-                        for d in old
+                        if isinstance(t, MemRefType)
+                        else d  # a size symbol
+                        for d, t in zip(old, op.function_type.inputs.data, strict=True)
                     ]
                 )
         run(module, ",".join(self.kernel_passes()))

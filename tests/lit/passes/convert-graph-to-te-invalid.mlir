@@ -20,13 +20,3 @@ func.func @computed_weight(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>) -> 
   %c = graph.conv2d %x, %w {padding = [0, 0, 0, 0]} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x4x4xf32>
   func.return %c : tensor<1x4x4x4xf32>
 }
-
-// -----
-
-// Kernels over symbolic sizes are issue 25's next stage: a symbolic graph
-// stops here, naming a symbolic type and the way out.
-// CHECK: convert-graph-to-te: @main has symbolic dimensions (tensor<?x4xf32, ["n"]>); kernels over symbolic sizes are not generated yet: give the inputs' shapes (compile_model(shape=...), or --input-shapes to ember-compile and ember-opt)
-func.func @main(%x: tensor<?x4xf32, ["n"]>) -> tensor<?x4xf32, ["n"]> {
-  %y = graph.relu %x : (tensor<?x4xf32, ["n"]>) -> tensor<?x4xf32, ["n"]>
-  func.return %y : tensor<?x4xf32, ["n"]>
-}
