@@ -85,6 +85,7 @@ _PROPERTY_TYPES: dict[str, Any] = {
     "ints": ArrayAttr[IntegerAttr],
     # sizes that may be symbolic: an int, or an expression's text
     "dims": ArrayAttr[IntegerAttr | StringAttr],
+    "dim": IntegerAttr | StringAttr,
     "int": IntegerAttr,
     "float": FloatAttr,
     "bool": IntegerAttr,
@@ -96,14 +97,11 @@ def _encode(kind: str, value: Any) -> Attribute:
     if kind == "ints":
         return ArrayAttr([IntegerAttr(int(v), i64) for v in value])
     if kind == "dims":
-        return ArrayAttr(
-            [
-                StringAttr(str(v))
-                if isinstance(v, SymExpr)
-                else IntegerAttr(int(v), i64)
-                for v in value
-            ]
-        )
+        return ArrayAttr([_encode("dim", v) for v in value])
+    if kind == "dim":
+        if isinstance(value, SymExpr):
+            return StringAttr(str(value))
+        return IntegerAttr(int(value), i64)
     if kind == "int":
         return IntegerAttr(int(value), i64)
     if kind == "float":
@@ -119,10 +117,12 @@ def _decode(kind: str, attr: Attribute) -> Any:
         return tuple(a.value.data for a in attr.data)  # type: ignore[union-attr]
     if kind == "dims":
         assert isinstance(attr, ArrayAttr)
-        return tuple(
-            _parse_dim(a.data) if isinstance(a, StringAttr) else a.value.data  # type: ignore[union-attr]
-            for a in attr.data
-        )
+        return tuple(_decode("dim", a) for a in attr.data)
+    if kind == "dim":
+        if isinstance(attr, StringAttr):
+            return _parse_dim(attr.data)
+        assert isinstance(attr, IntegerAttr)
+        return attr.value.data
     if kind == "float":
         assert isinstance(attr, FloatAttr)
         return float(attr.value.data)
@@ -191,8 +191,9 @@ def _print_attrs(printer: Printer, attrs: dict[str, Attribute]) -> None:
 class GraphOp(IRDLOperation):
     """A computing graph op: custom syntax, attributes schema, shape inference.
 
-    `ATTRS` maps each attribute to its kind ("ints", "int", "float", "bool") and
-    default (`REQUIRED` when it has none); subclasses define `_infer`.
+    `ATTRS` maps each attribute to its kind ("ints", "int", "float", "bool";
+    "dims" and "dim" for sizes that may be expressions) and default
+    (`REQUIRED` when it has none); subclasses define `_infer`.
     """
 
     ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {}

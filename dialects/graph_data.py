@@ -1,6 +1,7 @@
 """`graph` dialect data movement past reshape and transpose: slice, broadcast_to
 (ONNX Expand), tile, trilu, depth_to_space / space_to_depth (all injective:
-each output element reads one input element), and cumsum and cumprod (scans,
+each output element reads one input element), range (ONNX Range of a symbolic
+length: each element computed from its index), and cumsum and cumprod (scans,
 each a kernel of its own, whose elementwise consumers join as an epilogue). The
 dialect is assembled in `graph.py`.
 
@@ -12,7 +13,8 @@ dialect is assembled in `graph.py`.
 from typing import Any, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, i64
+from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
@@ -20,6 +22,7 @@ from ember.dialects import graph_shapes as shapes
 from ember.dialects.graph_base import REQUIRED, GraphOp
 from ember.dialects.graph_numpy import Array
 from ember.dialects.graph_shapes import Shape, ShapeError
+from ember.runtime.shape_expr import sym_max
 
 
 class _DataOp(GraphOp):
@@ -63,8 +66,12 @@ def slice_ranges(
 
 
 class _SymbolicRange:
-    """The indices of a slice of a symbolic axis: from a known start up to an
-    end that is the axis' extent (`end` == n) or a known index below it."""
+    """The indices of a slice of a symbolic axis, or up to a symbolic end:
+    from a known start by a known positive step, up to an end that is the
+    axis' extent (`end` == n), a known index below it, or another expression
+    (`seq` on an axis of 1024: GPT-2's causal mask `bias[:, :, :t, :t]`). Such
+    an end must not pass the extent at run time: the importer bounds its
+    symbol (`ember.bounds`), and the kernel clamps its reads into x anyway."""
 
     def __init__(self, start: int, end: Any, step: int):
         self.start, self.end, self.step = start, end, step
@@ -77,15 +84,15 @@ class _SymbolicRange:
 
 
 def _symbolic_range(d: int, n: Any, start: Any, end: Any, step: Any) -> _SymbolicRange:
-    if not (isinstance(start, int) and isinstance(step, int) and start >= 0 < step):
+    known = isinstance(start, int) and isinstance(step, int)
+    if not (known and start >= 0 < step) or isinstance(n, int) and start >= n:
         raise ShapeError(
-            f"expected a known start >= 0 and step > 0 on symbolic axis {d} ({n}), "
-            f"got {start} and {step}"
+            f"expected a known start in [0, {n}) and step > 0 on axis {d} sliced "
+            f"symbolically, got {start} and {step}"
         )
-    if isinstance(end, int) and end < 1 or not (isinstance(end, int) or end == n):
+    if isinstance(end, int) and end <= start:
         raise ShapeError(
-            f"expected an end that is the axis' extent {n} or a known index on "
-            f"axis {d}, got {end}"
+            f"expected an end past the start {start} on axis {d} ({n}), got {end}"
         )
     return _SymbolicRange(start, end, step)
 
@@ -98,7 +105,7 @@ def _extent(r: Any) -> Any:
 class SliceOp(_DataOp):
     """x[start:end:step] on every axis, with resolved bounds (ONNX's negative and
     clamped ones are resolved by the importer): start a valid index, end in
-    [-1, n].
+    [-1, n]; an end may be an expression (`_SymbolicRange`).
 
     %y = graph.slice %x {starts = [3], ends = [-1], steps = [-1]} : (tensor<8xf32>) -> tensor<4xf32>
     """
@@ -146,18 +153,19 @@ class BroadcastToOp(_DataOp):
 
 @irdl_op_definition
 class TileOp(_DataOp):
-    """x repeated `repeats[d]` times along each axis d (numpy's tile).
+    """x repeated `repeats[d]` times along each axis d (numpy's tile); a
+    count may be an expression (`mask.repeat(batch, 1)`).
 
     %y = graph.tile %x {repeats = [2, 1]} : (tensor<2x3xf32>) -> tensor<4x3xf32>
     """
 
     name = "graph.tile"
-    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"repeats": ("ints", REQUIRED)}
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {"repeats": ("dims", REQUIRED)}
 
     @classmethod
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         _ranked("repeats", cfg["repeats"], len(s[0]))
-        if any(r < 1 for r in cfg["repeats"]):
+        if any(isinstance(r, int) and r < 1 for r in cfg["repeats"]):
             raise ShapeError(f"expected positive repeats, got {list(cfg['repeats'])}")
         return tuple(n * r for n, r in zip(s[0], cfg["repeats"], strict=True))
 
@@ -188,6 +196,49 @@ class TriluOp(_DataOp):
     def reference(self, inputs: list[Array]) -> Array:
         cfg = self.config
         return (np.triu if cfg["upper"] else np.tril)(inputs[0], cfg["k"])
+
+
+@irdl_op_definition
+class RangeOp(GraphOp):
+    """start, start + delta, ... below `limit` (ONNX Range, numpy's arange) as
+    i64: max(0, ceil((limit - start) / delta)) elements. The limit is an
+    expression: a range of known length is a graph.constant (the importer
+    folds it), so there is no numpy reference to fold this one with.
+
+    %r = graph.range {start = 0, limit = "seq", delta = 1} : () -> tensor<?xi64, ["seq"]>
+    """
+
+    name = "graph.range"
+    PATTERN: ClassVar[str] = "injective"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "start": ("int", 0),
+        "limit": ("dim", REQUIRED),
+        "delta": ("int", 1),
+    }
+
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        start, limit, delta = cfg["start"], cfg["limit"], cfg["delta"]
+        if isinstance(limit, int):
+            raise ShapeError(
+                f"expected a symbolic limit (a range of known length is a "
+                f"graph.constant), got {limit}"
+            )
+        if delta == 0:
+            raise ShapeError("expected a non-zero delta, got 0")
+        span, step = (limit - start, delta) if delta > 0 else (start - limit, -delta)
+        count: Any = sym_max(0, (span + step - 1) // step)
+        return (count,)
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        return i64
 
 
 class _BlockOp(_DataOp):

@@ -46,11 +46,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    IntegerAttr,
     ModuleOp,
     NameLoc,
     NoneAttr,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -77,6 +79,7 @@ from ember.frontends import (
     onnx_tensor,
     unsupported_message,
 )
+from ember.frontends.onnx_data import implied_bounds
 from ember.frontends.onnx_fold import DEFAULT_DOMAINS, dtype_name, to_array
 from ember.frontends.onnx_ops import ConversionError, NodeContext
 from ember.runtime.errors import EmberError
@@ -621,7 +624,11 @@ def from_onnx(
             else `<input>.dim<axis>`) instead of asking for `shape=`: the
             graph's types carry them (`tensor<?x768xf32, ["seq"]>`) and shape
             computations on them become expressions; a converter that needs a
-            known size refuses naming its node.
+            known size refuses naming its node. Ops sized by such
+            expressions (a Range to `seq`, a stored tensor sliced to `seq`, a
+            ConstantOfShape of `[seq, seq]`) are computed at run time, not
+            folded; a slice of N rows to `seq` bounds seq by N
+            (`ember.bounds`: the library refuses a longer sequence).
 
     Returns:
         (module, params): a builtin.module with `func.func @main`, and the
@@ -672,6 +679,13 @@ def from_onnx(
         res_attrs=names([v.name for v in graph.output]),
     )
     module = ModuleOp([main])
+    bounds = implied_bounds(importer.block.ops)
+    if bounds:
+        from ember.passes.convert_graph_to_te import BOUNDS_ATTR
+
+        module.attributes[BOUNDS_ATTR] = DictionaryAttr(
+            {name: IntegerAttr(bound, i64) for name, bound in bounds.items()}
+        )
     try:
         module.verify()
     except VerifyException as e:

@@ -5,16 +5,26 @@ Expand, Tile, Trilu, CumSum, CumProd, DepthToSpace and SpaceToDepth. Their
 shape-like inputs (starts, ends, axes, steps, split sizes, shapes, repeats, k,
 axis) must be known at import time; the converters register with
 `onnx_ops.converter`.
+
+Sizes computed from symbolic dims (`onnx_fold.SYMBOLIC_SIZES`) make ops of
+what would fold: a Slice of an initializer to `seq` (GPT-2's causal mask
+`bias[:, :, :t, :t]`) is a graph.slice whose end is `seq`, and the model's
+`ember.bounds` get seq <= the sliced extent (the runtime refuses a longer
+sequence, as the model cannot take one); ConstantOfShape and Expand to a
+symbolic shape are a graph.broadcast_to; a Range to a symbolic limit is a
+graph.range.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
+from ember.dialects.graph_base import NUMPY_TYPES
 from ember.dialects.graph_shapes import broadcast
 from ember.frontends.onnx_fold import shape_of
 from ember.frontends.onnx_ops import (
@@ -25,6 +35,7 @@ from ember.frontends.onnx_ops import (
     _one_of,
     converter,
 )
+from ember.runtime.shape_expr import Sym, SymExpr, evaluate, sym_eq, sym_le
 
 CONST_INPUTS.update(
     {
@@ -46,7 +57,13 @@ CHECKS.update(
 
 
 def _ints(c: NodeContext, i: int, what: str) -> list[int]:
-    return [int(v) for v in np.asarray(c.const(i, what)).reshape(-1)]
+    """Input `i` flattened: ints, and expressions where it was computed from
+    symbolic dims (typed as ints, as `graph_shapes.Shape` is)."""
+    values: list[Any] = [
+        v if isinstance(v, SymExpr) else int(v)
+        for v in np.asarray(c.const(i, what)).reshape(-1)
+    ]
+    return values
 
 
 # -- normalizations -------------------------------------------------------------------
@@ -132,10 +149,11 @@ def _slice(c: NodeContext, x: SSAValue, bounds: dict[int, tuple[int, int, int]])
     shape = shape_of(x)
     starts, ends, steps = [], [], []
     for d, n in enumerate(shape):
-        if d not in bounds or not isinstance(n, int):
-            start, end, step = _symbolic_bounds(d, n, bounds.get(d))
+        bound = bounds.get(d)
+        if bound is None or not all(isinstance(v, int) for v in (n, *bound)):
+            start, end, step = _symbolic_bounds(d, n, bound)
         else:
-            start, end, step = slice(*bounds[d]).indices(n)
+            start, end, step = slice(*bound).indices(n)
         starts.append(start)
         ends.append(end)
         steps.append(step)
@@ -146,18 +164,67 @@ def _slice(c: NodeContext, x: SSAValue, bounds: dict[int, tuple[int, int, int]])
 
 def _symbolic_bounds(d: int, n, bound) -> tuple:
     """(start, end, step) of an axis kept whole (`bound` None) or sliced with
-    known non-negative bounds on a symbolic extent `n`: ONNX's clamping of a
-    huge end (INT64_MAX, `x[:, 2:]`) gives `n`; what needs n's value to
-    resolve (a negative index) is refused."""
+    a known start and step where its extent `n` or its end is symbolic:
+    ONNX's clamping of a huge end (INT64_MAX, `x[:, 2:]`) or of one known to
+    pass `n` gives `n`; a symbolic end must be bounded by `n` (`end_bound`);
+    what needs a symbol's value to resolve (a negative index) is refused."""
     if bound is None:
         return 0, n, 1
     start, end, step = bound
-    if not all(isinstance(v, int) for v in (start, end, step)) or start < 0 or step < 1:
+    if isinstance(n, int) and isinstance(start, int) and start < 0:
+        start = max(0, start + n)
+    if (
+        not all(isinstance(v, int) for v in (start, step))
+        or start < 0
+        or step < 1
+        or (isinstance(end, int) and end < 0)
+    ):
         raise ConversionError(
-            f"expected known non-negative slice bounds on axis {d} of symbolic "
-            f"extent {n}, got {start}:{end}:{step}"
+            f"expected a known non-negative start and step and a non-negative "
+            f"end on axis {d} of extent {n}, got {start}:{end}:{step}"
         )
-    return start, n if end >= 2**31 else end, step
+    if isinstance(end, int) and end >= 2**31 or sym_le(n, end):
+        return start, n, step
+    if isinstance(end, SymExpr) and not sym_le(end, n):
+        end_bound(end, n, d)  # refuses an end it cannot bound
+    return start, end, step
+
+
+def end_bound(end: SymExpr, n, d: int = 0) -> tuple[str, int]:
+    """(symbol, bound): the largest value of the one symbol in `end` (`seq`,
+    `2 * seq + 1`) that keeps `end` within a known extent `n`, which the
+    model's `ember.bounds` then record.
+
+    Raises:
+        ConversionError: `n` is symbolic or `end` is not linear in one symbol.
+    """
+    names = sorted(end.symbols())
+    if isinstance(n, int) and len(names) == 1:
+        (name,) = names
+        b = evaluate(end, {name: 0})
+        a = evaluate(end, {name: 1}) - b
+        if a > 0 and sym_eq(end, a * Sym(name) + b) and n >= b + a:
+            return name, (n - b) // a
+    raise ConversionError(
+        f"expected a slice end within the extent {n} of axis {d}, got {end}, "
+        "which ember cannot bound by it; give the inputs' shapes (shape=...)"
+    )
+
+
+def implied_bounds(ops) -> dict[str, int]:
+    """The bounds on size symbols that `ops`' slices need: a symbolic end on
+    an axis of known extent (`bias[:, :, :t, :t]` of 1024 rows gives t <= 1024)."""
+    bounds: dict[str, int] = {}
+    for op in ops:
+        if not isinstance(op, G.SliceOp):
+            continue
+        for d, (n, end) in enumerate(
+            zip(shape_of(op.operands[0]), op.config["ends"], strict=True)
+        ):
+            if isinstance(end, SymExpr) and not sym_le(end, n):
+                name, bound = end_bound(end, n, d)
+                bounds[name] = min(bound, bounds.get(name, bound))
+    return bounds
 
 
 @converter("Slice")
@@ -207,6 +274,39 @@ def _expand(c: NodeContext):
     if broadcast(shape_of(x), tuple(target)) == shape_of(x):
         return [x]
     return [c.emit(G.BroadcastToOp, x, shape=target)]
+
+
+@converter("ConstantOfShape")
+def _constant_of_shape(c: NodeContext):
+    """A shape computed from symbolic dims (`torch.ones(t, t)`): the value
+    broadcast to it; a known shape folds."""
+    value = np.asarray(c.attr("value", np.zeros(1, np.float32))).reshape(())
+    if value.dtype.name not in NUMPY_TYPES:
+        raise ConversionError(
+            f"expected a value among {', '.join(NUMPY_TYPES)}, got {value.dtype}"
+        )
+    fill = c.emit_op(G.ConstantOp.from_numpy(value))
+    return [c.emit(G.BroadcastToOp, fill, shape=_ints(c, 0, "the shape"))]
+
+
+@converter("Range")
+def _range(c: NodeContext):
+    """A limit computed from symbolic dims (`torch.arange(t)`): graph.range
+    over a known start and delta, as the model's dtype; a known limit
+    folds."""
+    start, limit, delta = (c.const(i, what) for i, what in enumerate(_RANGE))
+    first, step = start.item(), delta.item()
+    if not all(isinstance(v, int) for v in (first, step)) or step == 0:
+        raise ConversionError(
+            f"expected an integer start and non-zero delta for a range to "
+            f"{limit.item()}, got {first} and {step}"
+        )
+    y = c.emit(G.RangeOp, start=first, limit=limit.item(), delta=step)
+    dtype = start.dtype.name
+    return [y if dtype == "int64" else c.emit_op(G.CastOp.build_inferred(y, to=dtype))]
+
+
+_RANGE = ("the start", "the limit", "the delta")
 
 
 @converter("Tile")

@@ -23,7 +23,7 @@ from xdsl.ir import SSAValue
 
 from ember.dialects.graph_base import MAX_FOLDED_BYTES, NUMPY_TYPES
 from ember.dialects.graph_shapes import dims_of
-from ember.runtime.shape_expr import SymExpr, sym_eq
+from ember.runtime.shape_expr import SymExpr, sym_eq, sym_le
 
 if TYPE_CHECKING:
     from ember.frontends.onnx_ops import NodeContext
@@ -153,6 +153,12 @@ def _fold_cast(c: NodeContext, data: np.ndarray) -> np.ndarray:
     to = onnx.helper.tensor_dtype_to_np_dtype(c.attr("to"))
     if data.dtype == object and to.kind in "iu":  # symbolic sizes stay so
         return data
+    if data.dtype == object:  # the folders compute on sizes as integers
+        symbolic = ", ".join(sorted({str(v) for v in data.flat}))
+        raise ConversionError(
+            f"expected integer sizes, got a cast of {symbolic} to {to}: symbolic "
+            "sizes stay integers; give the inputs' shapes (shape=...)"
+        )
     return data.astype(to)
 
 
@@ -188,12 +194,6 @@ def _fold_range(
     _c: NodeContext, start: np.ndarray, limit: np.ndarray, delta: np.ndarray
 ) -> np.ndarray:
     first, last, step = start.item(), limit.item(), delta.item()
-    if any(isinstance(v, SymExpr) for v in (first, last, step)):
-        raise ConversionError(
-            f"expected a Range of known length, got one from {first} to {last} by "
-            f"{step}: a range of symbolic length is not supported yet; give the "
-            "inputs' shapes (shape=...)"
-        )
     if step == 0:
         raise ConversionError("expected a non-zero delta, got 0")
     checked_shape([max(0, math.ceil((last - first) / step))], start.dtype, "the range")
@@ -250,7 +250,8 @@ def _fold_div(_c: NodeContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _fold_symbolic(op: str, c: NodeContext, arrays: list[np.ndarray]) -> np.ndarray:
     """Mod, Equal and Where on shape values with symbolic dims: floor modulo
-    (ONNX's for integers), and equality only where it is decided (`sym_eq`):
+    (ONNX's for integers), and equality only where it is decided (`sym_eq`,
+    or one side known to be the smaller, sizes being never negative):
     `seq == -1` is false, `seq == batch` unknown and refused."""
     if op == "Mod":
         return _simplified(np.mod(arrays[0], arrays[1]))
@@ -259,7 +260,10 @@ def _fold_symbolic(op: str, c: NodeContext, arrays: list[np.ndarray]) -> np.ndar
     a, b = np.broadcast_arrays(arrays[0], arrays[1])
     out = np.empty(a.shape, bool)
     for index in np.ndindex(a.shape):
-        decided = sym_eq(a[index], b[index])
+        x, y = (v if isinstance(v, SymExpr) else int(v) for v in (a[index], b[index]))
+        decided = sym_eq(x, y)
+        if decided is None and (sym_le(x + 1, y) or sym_le(y + 1, x)):
+            decided = False
         if decided is None:
             raise ConversionError(
                 f"cannot decide {a[index]} == {b[index]} at import time; give the "
@@ -291,8 +295,22 @@ FOLDERS: dict[str, Callable[..., np.ndarray]] = {
 """numpy evaluators of ops whose inputs are all known at import time."""
 
 SHAPE_ONLY = {"Shape", "ConstantOfShape", "Range"}
-"""Ops converted only by folding: their inputs must be known at import time (Shape
-needs only its input's static shape)."""
+"""Ops whose inputs must be known at import time (Shape needs only its input's
+static shape): they fold, but for sizes that are expressions
+(`SYMBOLIC_SIZES`)."""
+
+SYMBOLIC_SIZES = {
+    "Slice": range(1, 5),
+    "Expand": range(1, 2),
+    "Tile": range(1, 2),
+    "ConstantOfShape": range(0, 1),
+    "Range": range(0, 3),
+}
+"""Inputs of each op that are sizes (Slice's ends, Expand's shape, Range's
+limit): when one is computed from symbolic dims and the op's data (the rest)
+are numbers, the node does not fold but becomes a graph op computed at run
+time (GPT-2's `bias[:, :, :t, :t]`, `torch.arange(t)`, `torch.ones(t, t)`).
+A shape value sliced by known bounds still folds."""
 
 _NOT_FOLDED = {
     *("Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike"),
@@ -344,6 +362,8 @@ def fold(c: NodeContext, computed: bool = True) -> list[np.ndarray | None] | Non
         shape = _fold_shape(c, present[0])
         return [shape if op == "Shape" else np.array(math.prod(shape), np.int64)]
     arrays: list[np.ndarray] = present  # type: ignore[assignment]
+    if _sized_symbolically(op, c.inputs):
+        return None
     if op in ("Mod", "Equal", "Where") and any(a.dtype == object for a in arrays):
         return [_fold_symbolic(op, c, arrays)]
     if op not in FOLDERS and any(a.dtype == object for a in arrays):
@@ -375,6 +395,15 @@ def fold(c: NodeContext, computed: bool = True) -> list[np.ndarray | None] | Non
         # numpy's complaint about the model's data: out-of-range indices,
         # shapes that do not reshape or broadcast
         raise ConversionError(f"cannot fold it with numpy: {e}") from None
+
+
+def _sized_symbolically(op: str, inputs: list) -> bool:
+    """Whether `op`'s sizes hold expressions while its data are numbers."""
+    sizes = SYMBOLIC_SIZES.get(op, range(0))
+    arrays = [(i, x) for i, x in enumerate(inputs) if isinstance(x, np.ndarray)]
+    return any(i in sizes and x.dtype == object for i, x in arrays) and all(
+        i in sizes or x.dtype != object for i, x in arrays
+    )
 
 
 def _one_node_model(c: NodeContext, arrays: list[np.ndarray]) -> onnx.ModelProto:

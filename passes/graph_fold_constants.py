@@ -70,9 +70,13 @@ def prune_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> Params:
     return {k: v for k, v in params.items() if k in used}
 
 
-def _result_bytes(op: Operation) -> int:
+def _result_bytes(op: Operation) -> float:
+    """The result's size in bytes; infinite where it is symbolic (its size,
+    known when the model runs, cannot be computed now)."""
     t = op.results[0].type
     assert isinstance(t, TensorType)
+    if any(d < 0 for d in t.get_shape()):
+        return math.inf
     return math.prod(t.get_shape()) * np.dtype(dtype_of(t.element_type)).itemsize
 
 

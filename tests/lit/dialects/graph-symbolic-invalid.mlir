@@ -77,13 +77,42 @@ func.func @conv_channels(%x: tensor<1x?x8x8xf32, ["c"]>, %w: tensor<4x4x3x3xf32>
 
 // -----
 
-// A slice of a symbolic axis needs its end to be the extent or a known index.
-func.func @slice_end(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
-  %y = graph.slice %x {starts = [0], ends = ["m"], steps = [1]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+// A slice of a symbolic axis, or to a symbolic end, runs forward from a
+// known start: a backward one would need the extent's value to resolve.
+func.func @slice_step(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
+  %y = graph.slice %x {starts = [0], ends = ["n"], steps = [-1]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
   func.return %y : tensor<?xf32, ["n"]>
 }
 
-// CHECK: expected an end that is the axis' extent n or a known index on axis 0, got m
+// CHECK: expected a known start in [0, n) and step > 0 on axis 0 sliced symbolically, got 0 and -1
+
+// -----
+
+func.func @slice_start(%x: tensor<8xf32>) -> tensor<?xf32, ["m - 8"]> {
+  %y = graph.slice %x {starts = [8], ends = ["m"], steps = [1]} : (tensor<8xf32>) -> tensor<?xf32, ["m - 8"]>
+  func.return %y : tensor<?xf32, ["m - 8"]>
+}
+
+// CHECK: expected a known start in [0, 8) and step > 0 on axis 0 sliced symbolically, got 8 and 1
+
+// -----
+
+func.func @slice_empty(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
+  %y = graph.slice %x {starts = [2], ends = [2], steps = [1]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+  func.return %y : tensor<?xf32, ["n"]>
+}
+
+// CHECK: expected an end past the start 2 on axis 0 (n), got 2
+
+// -----
+
+// A symbolic count of repeats is a size too: the result's expression is its product.
+func.func @tile(%x: tensor<1x4xf32>) -> tensor<?x4xf32, ["b + 1"]> {
+  %y = graph.tile %x {repeats = ["b", 1]} : (tensor<1x4xf32>) -> tensor<?x4xf32, ["b + 1"]>
+  func.return %y : tensor<?x4xf32, ["b + 1"]>
+}
+
+// CHECK: expected tensor<?x4xf32, ["b"]>, got tensor<?x4xf32, ["b + 1"]>
 
 // -----
 

@@ -55,3 +55,23 @@ func.func @slices(%x: tensor<?x96xf32, ["n"]>, %m: tensor<?x1xf32, ["n"]>) -> te
   %s = graph.add %a, %e : (tensor<?x32xf32, ["n"]>, tensor<?x32xf32, ["n"]>) -> tensor<?x32xf32, ["n"]>
   func.return %s : tensor<?x32xf32, ["n"]>
 }
+
+// Sizes from the model's symbols on static tensors (what the ONNX importer
+// makes of GPT-2's `bias[:, :, :t, :t]`, `torch.ones(t, t)` and
+// `mask.repeat(b, 1)`): a slice to a symbolic end on a static axis (the
+// importer bounds t by 32), a literal broadcast to a symbolic shape, a tile by
+// a symbolic count.
+// CHECK-LABEL: func.func @sized(
+// CHECK:         graph.slice %{{.*}} {starts = [0, 0], ends = ["t", "t"], steps = [1, 1]} : (tensor<32x32xf32>) -> tensor<?x?xf32, ["t", "t"]>
+// CHECK:         graph.broadcast_to %{{.*}} {shape = ["t", "t"]} : (tensor<f32>) -> tensor<?x?xf32, ["t", "t"]>
+// CHECK:         graph.trilu %{{.*}} {upper = false, k = 0}
+// CHECK:         graph.tile %{{.*}} {repeats = ["b", 1]} : (tensor<1x4xf32>) -> tensor<?x4xf32, ["b"]>
+func.func @sized(%m: tensor<32x32xf32>, %r: tensor<1x4xf32>) -> (tensor<?x?xf32, ["t", "t"]>, tensor<?x4xf32, ["b"]>) {
+  %s = graph.slice %m {starts = [0, 0], ends = ["t", "t"], steps = [1, 1]} : (tensor<32x32xf32>) -> tensor<?x?xf32, ["t", "t"]>
+  %one = graph.constant dense<1.0> : tensor<f32>
+  %o = graph.broadcast_to %one {shape = ["t", "t"]} : (tensor<f32>) -> tensor<?x?xf32, ["t", "t"]>
+  %l = graph.trilu %o {upper = false, k = 0} : (tensor<?x?xf32, ["t", "t"]>) -> tensor<?x?xf32, ["t", "t"]>
+  %a = graph.add %s, %l : (tensor<?x?xf32, ["t", "t"]>, tensor<?x?xf32, ["t", "t"]>) -> tensor<?x?xf32, ["t", "t"]>
+  %t = graph.tile %r {repeats = ["b", 1]} : (tensor<1x4xf32>) -> tensor<?x4xf32, ["b"]>
+  func.return %a, %t : tensor<?x?xf32, ["t", "t"]>, tensor<?x4xf32, ["b"]>
+}
