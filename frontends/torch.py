@@ -7,6 +7,7 @@ and `torch.compile(model, backend="ember")`.
 
     m = ember.frontends.torch.compile(model, (x,))     # the same, callable on tensors
     y = m(x)
+    m = ember.frontends.torch.compile(model, (x,), dynamic_shapes={"x": {0: Dim("b")}})
 
     y = torch.compile(model, backend="ember")(x)        # through TorchDynamo
 
@@ -30,9 +31,17 @@ ember imports this module. The import runs in three steps:
    `forward`'s signature), user outputs its results ("output", or "output0",
    "output1", ...).
 
+A program exported with `Dim`s (`dynamic_shapes`) imports symbolically: each
+of torch's size symbols is named after the first input and axis it is the
+size of (`x.dim0`), and `ember.compile_model` makes one library that runs
+every consistent size.
+
 The TorchDynamo backend exports the graph dynamo hands it, with the module's
 parameters and buffers frozen as params; a weight changed in place later (even
-through `p.data`) triggers a recompilation. It runs the compiled model on the
+through `p.data`) triggers a recompilation. A graph dynamo traced with
+symbolic sizes (`dynamic=True`, or its automatic dynamic shapes on a second
+shape) is compiled once, symbolically, and runs every later shape; one that
+cannot be (see `_DynamoRunner`) is compiled per shape. It runs the compiled model on the
 tensors without copying them (DLPack both ways). Importing this module registers
 the backend under "ember"; an installed ember also declares it as a
 `torch_dynamo_backends` entry point, so `backend="ember"` works without the
@@ -83,8 +92,8 @@ __all__ = [
 
 
 class TorchImportError(EmberError):
-    """The program cannot be imported: an input of another dtype or dynamic, a
-    training graph, or a node that does not convert."""
+    """The program cannot be imported: an input of another dtype, a training
+    graph, or a node that does not convert."""
 
 
 class UnsupportedOperatorError(TorchImportError):
@@ -371,20 +380,24 @@ def from_exported_program(
     """Import a `torch.export` program as graph IR and its params.
 
     Args:
-        ep: `torch.export.export(model.eval(), args)`'s program, with static
-            shapes and inputs of `DTYPES`; it is decomposed to the core aten opset
-            here (a program already decomposed stays as it is).
+        ep: `torch.export.export(model.eval(), args)`'s program, with inputs
+            of `DTYPES`, exported with `Dim`s (`dynamic_shapes`) or not; it is
+            decomposed to the core aten opset here (a program already
+            decomposed stays as it is).
 
     Returns:
         (module, params): a builtin.module with `func.func @main` (arguments
-        named after `forward`'s tensors), and the parameters, buffers and
-        constants the graph reads, by their state-dict names.
+        named after `forward`'s tensors; a dim given a `Dim` is a symbol named
+        after the first input and axis it is the size of, `x.dim0`), and the
+        parameters, buffers and constants the graph reads, by their
+        state-dict names.
 
     Raises:
         UnsupportedOperatorError: aten ops or argument values ember does not
             convert (every one listed, with its count and nodes).
-        TorchImportError: an input that is not a static tensor of `DTYPES`, a
-            training graph (buffers updated), or a node that does not convert.
+        TorchImportError: an input that is not a tensor of `DTYPES`, a size
+            ember does not compute, a training graph (buffers updated), or a
+            node that does not convert.
 
     Example:
         >>> ep = torch.export.export(model.eval(), (x,))  # doctest: +SKIP
@@ -425,6 +438,7 @@ def compile(
     model: torch.nn.Module,
     example_inputs: Sequence[torch.Tensor],
     target: str = "llvm",
+    dynamic_shapes: Any = None,
     **options: Any,
 ) -> CompiledModel:
     """Export `model` (in eval mode) on `example_inputs` and compile it.
@@ -433,6 +447,9 @@ def compile(
         model: the module; it is put in eval mode.
         example_inputs: tensors of the shapes the compiled model takes.
         target: the CPU target ("llvm" is this machine).
+        dynamic_shapes: `torch.export.export`'s, e.g. `{"x": {0: Dim("batch")}}`:
+            the dims given a `Dim` stay symbolic, and the one compiled model
+            runs every size of them (`bounds={"x.dim0": 64}` bounds one).
         options: passed to `ember.compile_model` (opt_level, workers, ...).
 
     Returns:
@@ -445,7 +462,9 @@ def compile(
     from ember.compiler.model import compile_model
 
     with torch.no_grad():
-        ep = torch.export.export(model.eval(), tuple(example_inputs))
+        ep = torch.export.export(
+            model.eval(), tuple(example_inputs), dynamic_shapes=dynamic_shapes
+        )
     module, params = from_exported_program(ep)
     lib = compile_model(module, params=params, target=target, **options)
     return CompiledModel(lib, ep.call_spec.out_spec)
@@ -468,8 +487,15 @@ def _frozen_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
 class _DynamoRunner:
     """The compiled graph dynamo calls with every placeholder's value.
 
-    A graph dynamo traced with dynamic shapes (it does so for a second shape)
-    is compiled for each shape it is called with, on the first such call.
+    A graph dynamo traced with symbolic sizes (`dynamic=True`, or a second
+    shape) is compiled once, symbolically, on its first call: the sizes dynamo
+    passes as ints are read from the tensor dims they are (`_SizesFromTensors`),
+    each of dynamo's symbols becomes a `Dim` of `torch.export`, and one ember
+    library runs every shape dynamo sends it. A graph that cannot be made
+    symbolic (a size that is not a dim of an input, an input dim that is an
+    expression, an export that specializes a symbol, sizes ember does not
+    compute) is compiled for each shape it is called with instead, on the
+    first such call, with its sizes as constants.
 
     The weights are frozen into the compiled model, so a weight changed in
     place must recompile it. torch counts writes through the parameter itself
@@ -488,13 +514,32 @@ class _DynamoRunner:
         self.gm = gm
         self.freezing = freezing
         self.frozen = _frozen_inputs(gm, example_inputs)
-        self.compiled: dict[tuple, _Compiled] = {}
-        if not any(_symbolic(v) for v in example_inputs):
+        self.sizes = _symbolic_sizes(gm, self.frozen)
+        """Where each input comes from when compiled symbolically; None: per
+        shape."""
+        self.symbolic_error: Exception | None = None
+        """Why a symbolic graph is compiled per shape after all, if it is."""
+        self.compiled: dict[tuple | None, _Compiled] = {}
+        # exporting with `Dim`s inside dynamo's compilation breaks its guards:
+        # a symbolic graph is exported on its first call
+        if self.sizes is None and not any(_symbolic(v) for v in example_inputs):
             self._build(example_inputs)
 
-    def _build(self, inputs: Sequence[Any]) -> _Compiled:
-        from ember.compiler.model import compile_model
+    @property
+    def symbolic(self) -> bool:
+        """Whether the graph is compiled once for every shape."""
+        return self.sizes is not None
 
+    def _build(self, inputs: Sequence[Any]) -> _Compiled:
+        if self.sizes is not None:
+            try:
+                return self._build_symbolic(inputs, self.sizes)
+            except UnsupportedOperatorError:
+                raise
+            except Exception as e:
+                # export specialized a symbol, or ember cannot compile a size
+                # expression: constants of each shape still give right results
+                self.sizes, self.symbolic_error = None, e
         with torch.no_grad():
             ep = torch.export.export(self.gm, tuple(inputs), strict=False)
         values = {i: (name, inputs[i]) for i, name in self.frozen.items()}
@@ -502,14 +547,35 @@ class _DynamoRunner:
         values |= {
             i: (f"size{i}", v) for i, v in enumerate(inputs) if isinstance(v, int)
         }
+        self.user = [i for i in range(len(inputs)) if i not in values]
+        return self._compile(ep, values, inputs, _shapes(inputs))
+
+    def _build_symbolic(self, inputs: Sequence[Any], sizes: _Sizes) -> _Compiled:
+        tensors = [inputs[i] for i in sizes.tensors]
+        with torch.no_grad():
+            ep = torch.export.export(
+                _SizesFromTensors(self.gm, sizes.sources),
+                tuple(tensors),
+                dynamic_shapes=(tuple(sizes.dims),),
+                strict=False,
+            )
+        at = {i: j for j, i in enumerate(sizes.tensors)}
+        values = {at[i]: (name, inputs[i]) for i, name in self.frozen.items()}
+        self.user = [i for i in sizes.tensors if at[i] not in values]
+        return self._compile(ep, values, inputs, None)
+
+    def _compile(
+        self, ep: ExportedProgram, values: dict, inputs: Sequence[Any], key: Any
+    ) -> _Compiled:
+        from ember.compiler.model import compile_model
+
         label = "torch.compile(backend='ember') graph"
         module, params = _import(_decompose(ep), values, label)
         model = CompiledModel(compile_model(module, params=params))
-        self.user = [i for i in range(len(inputs)) if i not in values]
         weights = [inputs[i] for i in self.frozen]
         copies = [] if self.freezing else [_bits(w).clone() for w in weights]
         entry = _Compiled(model, _versions(weights), copies)
-        self.compiled[_shapes(inputs)] = entry
+        self.compiled[key] = entry
         return entry
 
     @property
@@ -518,15 +584,76 @@ class _DynamoRunner:
         return list(self.compiled.values())[-1].model
 
     def __call__(self, *inputs: Any) -> Any:
-        entry = self.compiled.get(_shapes(inputs))
+        entry = self.compiled.get(None if self.symbolic else _shapes(inputs))
         if entry is None or not entry.current([inputs[i] for i in self.frozen]):
             entry = self._build(inputs)
         return entry.model(*(inputs[i] for i in self.user))
 
 
 @dataclass
+class _Sizes:
+    """How a symbolic dynamo graph is exported: on its tensors alone."""
+
+    tensors: list[int]
+    """The placeholders that are tensors, by index."""
+    sources: list[tuple[int, int | None]]
+    """Per placeholder, the tensor (an index into `tensors`) it is, or
+    (tensor, axis) for a size it is the dim of."""
+    dims: list[dict[int, Any] | None]
+    """Per tensor, its symbolic axes' `Dim`s, one per symbol of dynamo's."""
+
+
+def _symbolic_sizes(gm: torch.fx.GraphModule, frozen: Collection[int]) -> _Sizes | None:
+    """How to export `gm` symbolically from the values dynamo recorded for its
+    placeholders: None when they are static, or when a size is no dim of a
+    tensor, a dim is an expression (`2*s0`) or a weight's dim is symbolic."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    values = [n.meta.get("example_value") for n in placeholders]
+    tensors = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    dims: list[dict[int, Any] | None] = []
+    found: dict[str, tuple[int, int]] = {}  # dynamo's symbol -> (tensor, axis)
+    by_symbol: dict[str, Any] = {}
+    for j, i in enumerate(tensors):
+        axes = {}
+        for axis, d in enumerate(values[i].shape):
+            expr = getattr(getattr(d, "node", None), "expr", None)
+            if expr is None or expr.is_number:
+                continue
+            if not expr.is_Symbol or i in frozen:
+                return None
+            found.setdefault(str(expr), (j, axis))
+            axes[axis] = by_symbol.setdefault(str(expr), torch.export.Dim(str(expr)))
+        dims.append(axes or None)
+    sources: list[tuple[int, int | None]] = []
+    for i, v in enumerate(values):
+        if i in tensors:
+            sources.append((tensors.index(i), None))
+        elif isinstance(v, torch.SymInt) and str(v.node.expr) in found:
+            sources.append(found[str(v.node.expr)])
+        else:
+            return None
+    return _Sizes(tensors, sources, dims) if found else None
+
+
+class _SizesFromTensors(torch.nn.Module):
+    """Dynamo's graph called on its tensors alone: the sizes it takes as ints
+    are read from the tensors they are dims of, so that `torch.export` traces
+    them as `sym_size`s of `Dim`s instead of as constants."""
+
+    def __init__(self, gm: torch.fx.GraphModule, sources: list[tuple[int, int | None]]):
+        super().__init__()
+        self.gm = gm
+        self.sources = sources
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        return self.gm(
+            *[inputs[j] if a is None else inputs[j].size(a) for j, a in self.sources]
+        )
+
+
+@dataclass
 class _Compiled:
-    """A model compiled for one shape, and what its weights were."""
+    """A model compiled for one shape (or all), and what its weights were."""
 
     model: CompiledModel
     versions: list[tuple[int, int]]

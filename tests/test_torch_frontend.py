@@ -247,9 +247,9 @@ def test_torch_compile_freezing_trusts_the_version_counter():
             )
 
 
-def test_torch_compile_compiles_each_shape():
-    """Dynamo traces a second shape with symbolic sizes; each shape called is
-    compiled on its first call."""
+def test_torch_compile_runs_every_shape():
+    """Dynamo traces a second shape with symbolic sizes, which is compiled
+    once for every later shape (tests/test_torch_symbolic.py counts)."""
     model = torch_models.transformer_block(d=16, heads=2)
     with torch.no_grad():
         compiled = torch.compile(model, backend="ember")
