@@ -160,6 +160,12 @@ def _output_array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return np.ndarray(shape, dtype, buffer=raw, offset=start)
 
 
+def _head(workspace: NDArray, size: int) -> NDArray | np.ndarray:
+    """The first ``size`` bytes of ``workspace``: itself where that is all of
+    it (an NDArray passes faster than a numpy view, ~0.8 us)."""
+    return workspace if workspace.shape[0] == size else np.asarray(workspace)[:size]
+
+
 def _as_numpy(value, what: str) -> np.ndarray:
     if isinstance(value, NDArray):
         return np.asarray(value)
@@ -476,6 +482,7 @@ class GraphExecutor(BaseGraphExecutor):
             ) from None
         if dims.symbolic:
             self._dims = dims
+        self._output_dtypes = [dtype for _, dtype in self._output_types]
         self._inputs = [self._zeros(t) for t in model["inputs"]]
         self._outputs = self._new_outputs()
         # a symbolic model's grows to the size its first run needs
@@ -593,26 +600,20 @@ class GraphExecutor(BaseGraphExecutor):
                 f"run: input {unset[0]!r} has a symbolic shape and is not set: "
                 "set_input it first"
             )
-        env = self._dims.bind([a.shape for a in inputs], "run: ")
+        shapes, size = self._dims.derive([a.shape for a in inputs], "run: ")
         outputs = [
             output
             if output is not None and output.shape == shape
             else self._allocate(shape, dtype, f"output {name!r}")
             for output, shape, name, (_, dtype) in zip(
-                outputs,
-                self._dims.output_shapes(env),
-                self._output_names,
-                self._output_types,
-                strict=True,
+                outputs, shapes, self._output_names, self._output_types, strict=True
             )
         ]
         # this thread is running, so no other reads or replaces them meanwhile
         self._outputs = outputs
-        size = self._dims.workspace_bytes(env)
         if self._workspace.shape[0] < size:
             self._workspace = self._new_workspace(size)
-        workspace = np.asarray(self._workspace)[:size]
-        self._run(*inputs, *outputs, workspace, self._params)
+        self._run(*inputs, *outputs, _head(self._workspace, size), self._params)
 
     def invoke(self, *inputs) -> list[np.ndarray]:
         """Run the model on ``inputs`` (one per model input, in order) and
@@ -637,13 +638,8 @@ class GraphExecutor(BaseGraphExecutor):
         if dims is None:
             outputs = [_output_array(s, dtype) for s, dtype in self._output_types]
         else:
-            env = dims.bind([a.shape for a in arrays])
-            shapes = dims.output_shapes(env)
-            outputs = [
-                _output_array(shape, dtype)
-                for shape, (_, dtype) in zip(shapes, self._output_types, strict=True)
-            ]
-            size = dims.workspace_bytes(env)
+            shapes, size = dims.derive([a.shape for a in arrays])
+            outputs = list(map(_output_array, shapes, self._output_dtypes))
         # load_params waits for the calls counted, so the params stay as read
         with self._counting("invoke"):
             try:
@@ -656,8 +652,8 @@ class GraphExecutor(BaseGraphExecutor):
                 else:
                     if workspace.shape[0] < size:  # kept instead of the smaller
                         workspace = self._new_workspace(size)
-                    view = np.asarray(workspace)[:size]
-                    self._run(*arrays, *outputs, view, self._params)
+                    head = _head(workspace, size)
+                    self._run(*arrays, *outputs, head, self._params)
             finally:
                 self._free_workspaces.append(workspace)
         return outputs

@@ -12,9 +12,14 @@ evaluated with the symbols bound; ``"bounds"`` caps some symbols::
     env = dims.bind([(2, 16)])          # {"batch": 2, "seq": 16}
     dims.output_shapes(env)             # [(2, 17)]
     dims.workspace_bytes(env)           # 1024
+    dims.derive([(2, 16)])              # ([(2, 17)], 1024), all three at once
+
+``derive`` is what a call runs: a Python function generated from the parsed
+dims on its first use, so that a call costs a few plain comparisons and
+arithmetic, not a walk over expression trees.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .errors import EmberValueError
 from .shape_expr import SymExpr, evaluate, parse
@@ -85,6 +90,7 @@ class ModelDims:
             for dims in self.inputs + self.outputs
             for dim in dims
         )
+        self._fast: Callable | None = None  # derive's function, made on first use
 
     def normalized(self, model: Mapping) -> dict:
         """``model`` with each dim and the workspace size that are constants
@@ -227,6 +233,84 @@ class ModelDims:
                         )
         return env
 
+    def derive(
+        self, shapes: Sequence[Sequence[int]], prefix: str = ""
+    ) -> tuple[list[tuple[int, ...]], int]:
+        """``bind``, ``output_shapes`` and ``workspace_bytes`` at once, for
+        every input's shape, through a function generated once from the dims
+        (see ``_derive_source``); a call it refuses takes those three, whose
+        messages say why.
+
+        Args:
+            shapes: the inputs' shapes, in the model's order, each of its
+                input's rank.
+            prefix: what the messages start with (``"run: "``).
+
+        Returns:
+            the outputs' shapes and the workspace size in bytes.
+
+        Raises:
+            EmberValueError: as ``bind``, ``output_shapes`` and
+                ``workspace_bytes`` do.
+
+        Example:
+            >>> dims.derive([(2, 16), (16,)])  # doctest: +SKIP
+            ([(2, 17)], 128)
+        """
+        fast = self._fast
+        if fast is None:
+            fast = self._fast = _compile(self._derive_source())
+        try:
+            derived = fast(*shapes)
+        except ZeroDivisionError:
+            derived = None
+        if derived is None:
+            env = self.bind(shapes, prefix)
+            return self.output_shapes(env), self.workspace_bytes(env)
+        return derived
+
+    def _derive_source(self) -> str:
+        """``derive``'s function as Python source: the input shapes are its
+        parameters ``s0, s1, ...``, the symbols the locals ``v0, v1, ...``; it
+        returns None (or divides by zero) where ``bind``, ``output_shapes`` or
+        ``workspace_bytes`` would raise. The text is generated from the parsed
+        dims (`_source`), never the metadata's."""
+        names: dict[str, str] = {}
+        lines: list[str] = []
+        refusals: list[str] = []
+        for i, binds in enumerate(self._binds):
+            for j, symbol in binds:
+                size = f"s{i}[{j}]"
+                if symbol in names:
+                    refusals.append(f"{size} != {names[symbol]}")
+                    continue
+                names[symbol] = f"v{len(names)}"
+                lines.append(f"{names[symbol]} = {size}")
+                if symbol in self.bounds:
+                    refusals.append(f"{names[symbol]} > {self.bounds[symbol]}")
+        for i, checks in enumerate(self._checks):
+            refusals += [f"s{i}[{j}] != {_source(d, names)}" for j, d in checks]
+
+        def value(dim: int | SymExpr) -> str:
+            text = _source(dim, names)
+            if isinstance(dim, int) or dim.is_symbol():  # never negative
+                return text
+            local = f"t{len(lines)}"
+            lines.append(f"{local} = {text}")
+            refusals.append(f"{local} < 0")
+            return local
+
+        # "(a, b,)": a tuple at every rank, () included
+        outputs = [
+            "(" + "".join(f"{value(dim)}, " for dim in dims).rstrip(" ") + ")"
+            for dims in self.outputs
+        ]
+        workspace = value(self.workspace)
+        params = ", ".join(f"s{i}" for i in range(len(self.inputs)))
+        lines += [f"if {' or '.join(refusals)}:", "    return None"] if refusals else []
+        lines.append(f"return [{', '.join(outputs)}], {workspace}")
+        return f"def derive({params}):\n" + "".join(f"    {x}\n" for x in lines)
+
     def output_shapes(self, env: Mapping[str, int]) -> list[tuple[int, ...]]:
         """The outputs' shapes with the symbols ``env`` binds.
 
@@ -259,6 +343,42 @@ class ModelDims:
                 "which is negative"
             )
         return value
+
+
+def _source(value: int | SymExpr, names: Mapping[str, str]) -> str:
+    """Python source computing ``value`` (as ``evaluate`` does) from the
+    locals ``names`` gives its symbols: ints, those names, ``+ * // %``,
+    ``min`` and ``max``; nothing of the metadata's text."""
+    if isinstance(value, int):
+        return f"({value})" if value < 0 else str(value)
+    terms = [
+        " * ".join(
+            ([] if coeff == 1 else [_source(coeff, names)])
+            + [_atom_source(atom, names) for atom in monomial]
+        )
+        for monomial, coeff in value.terms
+    ]
+    if value.const:
+        terms.append(_source(value.const, names))
+    return terms[0] if len(terms) == 1 else f"({' + '.join(terms)})"
+
+
+def _atom_source(atom, names: Mapping[str, str]) -> str:
+    if atom.op is None:
+        return names[atom.name]
+    a, b = (_source(arg, names) for arg in atom.args)
+    if atom.op in ("min", "max"):
+        return f"{atom.op}({a}, {b})"
+    return f"(({a}) {'//' if atom.op == 'floordiv' else '%'} ({b}))"
+
+
+def _compile(source: str) -> Callable:
+    # no builtins but min and max: the source reads nothing else
+    namespace: dict = {"__builtins__": {}, "min": min, "max": max}
+    exec(compile(source, "<ember model dims>", "exec"), namespace)
+    derive = namespace["derive"]
+    derive.source = source
+    return derive
 
 
 def _is_symbol(dim: int | SymExpr) -> bool:

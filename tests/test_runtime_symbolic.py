@@ -13,10 +13,13 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ember.runtime import EmberError, GraphModule, cpu
 from ember.runtime.device_graph import _model as device_model
 from ember.runtime.errors import EmberValueError
+from ember.runtime.model_dims import ModelDims
 from ember.runtime.module import Module, _check_metadata
 from ember.runtime.packed_func import PackedFunc
 
@@ -259,6 +262,86 @@ def test_threads_at_different_shapes():
     for t in threads:
         t.join()
     assert not errors
+
+
+# every kind of dim derive computes: a repeated symbol, a bound, an int and a
+# derived input dim, quotients and remainders (by symbols too, which may be 0),
+# min, max, differences that may be negative; symbols named as no Python
+# local could be
+DERIVED = {
+    "inputs": [
+        {"name": "a", "shape": ["n", "lambda"]},
+        {"name": "b", "shape": ["2 * n + 1", "lambda", 3]},
+        {"name": "c", "shape": ["k.v"]},
+    ],
+    "outputs": [
+        {"name": "y", "shape": ["(n + 15) // 16", "max(n, lambda)", "min(n, 2)"]},
+        {
+            "name": "z",
+            "shape": [
+                "n + 4 - lambda",
+                "lambda % 3",
+                "k.v * (lambda // n)",
+                "n // (2 * k.v)",
+            ],
+        },
+        {"name": "w", "shape": ["(n * lambda) % k.v", "n"]},
+    ],
+    "workspace_bytes": "4 * n * lambda - 8",
+    "bounds": {"lambda": 16},
+}
+
+
+def _bound_then_derived(dims: ModelDims, shapes, prefix: str):
+    env = dims.bind(shapes, prefix)
+    return dims.output_shapes(env), dims.workspace_bytes(env)
+
+
+def _outcome(f, *args):
+    try:
+        return f(*args)
+    except EmberValueError as e:
+        return str(e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 20),
+    st.integers(0, 20),
+    st.integers(1, 4),  # k.v = 0 would divide by 0 in every example
+    st.lists(st.none() | st.integers(0, 45), min_size=3, max_size=3),
+)
+def test_derive_agrees_with_bind_and_output_shapes(n, lam, kv, wrong):
+    """derive's generated function gives what bind, output_shapes and
+    workspace_bytes give, or the same refusal, for consistent shapes and
+    inconsistent ones (``wrong`` replaces some of b's dims)."""
+    dims = ModelDims(DERIVED)
+    b = [2 * n + 1, lam, 3]
+    b = [d if w is None else w for d, w in zip(b, wrong, strict=True)]
+    shapes = [(n, lam), tuple(b), (kv,)]
+    assert _outcome(dims.derive, shapes, "run: ") == _outcome(
+        _bound_then_derived, dims, shapes, "run: "
+    )
+
+
+def test_derive_reads_no_metadata_text():
+    """The generated source names the symbols by its own locals, so a symbol
+    that is a Python keyword or dotted is no code."""
+    dims = ModelDims(DERIVED)
+    assert dims.derive([(6, 6), (13, 6, 3), (5,)]) == (
+        [(1, 6, 2), (4, 0, 5, 0), (1, 6)],
+        136,
+    )
+    source = dims._fast.source
+    assert "lambda" not in source and "k.v" not in source
+
+
+def test_a_division_by_a_zero_symbol_is_refused_as_bind_says():
+    dims = ModelDims(DERIVED)
+    with pytest.raises(
+        EmberValueError, match=r"output 'z': dim 2: lambda // n: division by zero"
+    ):
+        dims.derive([(0, 0), (1, 0, 3), (5,)])
 
 
 def _static_model() -> dict:
