@@ -406,6 +406,41 @@ def test_rpc_without_the_bench_extra():
         assert tvm == "not installed", (label, tvm, out)
 
 
+DYNAMIC_ROW = re.compile(
+    r"^\s+(\d+)\s+(\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+\.\d+|not installed)"
+    r"\s+(\d+\.\d\dx)\s+(\d+\.\d\dx|-)\s+(\S+)\s+(\S+)$",
+    re.M,
+)
+
+
+def test_dynamic_quick_checks_and_times_every_size():
+    """benchmarks/dynamic.py --quick: for both models, the one dynamic library
+    and a static build per size are checked against onnxruntime and timed at
+    both sizes, and both compile times are given."""
+    pytest.importorskip("torch")
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "dynamic.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    rows = DYNAMIC_ROW.findall(out)
+    assert [(int(r[0]), int(r[1])) for r in rows] == [(1, 16), (8, 64)] * 2, out
+    for row in rows:
+        errors = [e for e in row[7:] if e != "-"]
+        assert all(float(e) <= 1e-4 for e in errors), (row, out)
+        assert len(errors) == 2 or row[4] == "not installed", (row, out)
+    compiles = re.findall(
+        r"^compile \(empty kernel cache\): ember dynamic \d+\.\d s once; "
+        r"ember static \d+\.\d s for 2 sizes",
+        out,
+        re.M,
+    )
+    assert len(compiles) == 2, out
+    assert "WRONG" not in out and "failed" not in out, out
+
+
 UNDER_LOAD_ROW = re.compile(
     r"^(ember|onnxruntime|PyTorch eager)\s{2,}(alone|\d+ busy|two processes)"
     r"\s+(\d+\.\d)\s+(\d+\.\d\d)\s+(\d+\.\d\d)\s+(\d+)%\s+(\d+\.\d)x"
