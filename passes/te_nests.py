@@ -249,6 +249,9 @@ class NestEmitter:
                     fixed, rest = form.split(fixed_vars)
                     low, high = rest.range()
                     top: Extent | None = high
+                    if low <= -SYMBOLIC_RANGE // 2:  # runs down a symbolic extent
+                        found[d] = None  # the whole dim
+                        continue
                     if high >= SYMBOLIC_RANGE // 2:
                         top = highest(rest)
                         if top is None:

@@ -614,6 +614,15 @@ class _BodyEmitter:
         traps on the last two, so the division runs on a divisor of 1 there and the
         result is selected afterwards; constant divisors fold all of it away."""
         zero = self._constant(0, dtype)
+        if dtype == "index":  # sizes and indices: never MIN, so only 0 traps
+            by_zero = self.add(arith.CmpiOp(rhs, zero, "eq"))
+            safe = self.add(arith.SelectOp(by_zero, self._constant(1, dtype), rhs))
+            kind = arith.FloorDivSIOp if op != "div" else arith.DivSIOp
+            quotient = self.add(kind(lhs, safe))
+            if op == "mod":
+                product = self.add(arith.MuliOp(quotient, safe))
+                quotient = self.add(arith.SubiOp(lhs, product))
+            return self.add(arith.SelectOp(by_zero, zero, quotient))
         if dtype in te.UNSIGNED_DTYPES:  # only a divisor of 0 traps
             by_zero = self.add(arith.CmpiOp(rhs, zero, "eq"))
             safe = self.add(arith.SelectOp(by_zero, self._constant(1, dtype), rhs))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from ember import te
 from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import sym_eq
 from ember.te import Expr
 
 
@@ -54,21 +55,76 @@ def reshape_shape(shape: Sequence[int], new_shape: Sequence[int]) -> tuple[int, 
 
 
 def reshape(x: te.Tensor, new_shape: Sequence[int], name: str = "reshape") -> te.Tensor:
-    """`x`'s elements in row-major order, in `new_shape` (graph.reshape)."""
+    """`x`'s elements in row-major order, in `new_shape` (graph.reshape).
+
+    The dims are matched in groups whose extents have equal products
+    (`[b, s, 256]` to `[b, s, 4, 64]`: `b`, `s`, then `256` as `4 x 64`), so
+    each input index is computed from its own group's output indices: a
+    symbolic dim a reshape keeps is read as is, never divided by."""
     shape = reshape_shape(x.shape, new_shape)
-    out_strides, in_strides = _strides(shape), _strides(x.shape)
 
     def element(*i: Expr) -> Expr:
-        flat: Expr | int = 0
-        for idx, stride in zip(i, out_strides, strict=True):
-            flat = idx * stride + flat if stride != 1 else idx + flat
-        index = [
-            (flat // stride) % extent if extent != 1 else 0
-            for stride, extent in zip(in_strides, x.shape, strict=True)
-        ]
+        index: list[Expr | int] = []
+        for (a, b), (c, d) in _groups(x.shape, shape):
+            index += _regroup(list(i[c:d]), shape[c:d], x.shape[a:b])
         return x[tuple(index)]
 
     return te.compute(shape, element, name=name)
+
+
+def _groups(
+    src: Sequence, dst: Sequence
+) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Consecutive groups of `src` and `dst` dims with equal products, each
+    as small as possible: ((src start, end), (dst start, end)) each; one
+    group of everything where the products cannot be matched."""
+    groups = []
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        match = next(
+            (
+                (a, b)
+                for size in range(2, len(src) - i + len(dst) - j + 1)
+                for a in range(
+                    max(1, size - (len(dst) - j)), min(size, len(src) - i + 1)
+                )
+                for b in (size - a,)
+                if sym_eq(math.prod(src[i : i + a]), math.prod(dst[j : j + b])) is True
+            ),
+            None,
+        )
+        if match is None:
+            return [((0, len(src)), (0, len(dst)))]
+        groups.append(((i, i + match[0]), (j, j + match[1])))
+        i, j = i + match[0], j + match[1]
+    if i < len(src) or j < len(dst):  # trailing 1s
+        if groups:
+            (a, _), (c, _) = groups.pop()
+            groups.append(((a, len(src)), (c, len(dst))))
+        else:
+            groups.append(((0, len(src)), (0, len(dst))))
+    return groups
+
+
+def _regroup(indices: list[Expr], dst: Sequence, src: Sequence) -> list[Expr | int]:
+    """The indices into dims `src` of the element at `indices` of dims
+    `dst` (row-major, equal products)."""
+    if len(dst) == len(src) and all(
+        sym_eq(a, b) is True for a, b in zip(dst, src, strict=True)
+    ):
+        return list(indices)
+    flat: Expr | int = 0
+    for idx, stride in zip(indices, _strides(dst), strict=True):
+        flat = idx * stride + flat if stride != 1 else idx + flat
+    index: list[Expr | int] = []
+    for d, (stride, extent) in enumerate(zip(_strides(src), src, strict=True)):
+        if extent == 1:
+            index.append(0)
+            continue
+        quotient = flat if stride == 1 else flat // stride
+        # the group's first index needs no remainder: flat < its product
+        index.append(quotient if d == 0 else quotient % extent)
+    return index
 
 
 def flatten(x: te.Tensor, axis: int = 1, name: str = "flatten") -> te.Tensor:
