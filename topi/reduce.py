@@ -114,36 +114,52 @@ def _row_reduce(
     `vector` (the target's lanes) of vectorizable partial results, four on long
     rows."""
     combine, identity = _COMBINERS[kind]
+    pair = {
+        "max": nan_max,
+        "fastmax": lambda a, b: te.select(a > b, a, b),
+        "prod": lambda a, b: a * b,
+    }.get(kind, lambda a, b: a + b)
     # Long rows: four vectors of partials, four independent dependency chains
     # (one chain waits on the combine's latency every step).
     if isinstance(length, SymExpr):  # planned long or short; never the length
         lanes = 4 * vector if length >= LONG_ROW else vector
     else:
         lanes = 4 * vector if length >= LONG_ROW else min(vector, length)
-    ko = te.reduce_axis((0, -(-length // lanes)), "ko")
+    # A row of symbolic length: whole vectors of partials unguarded, the
+    # last `length % lanes` elements folded in where the lanes combine (a
+    # guard on every element would keep the partials from vectorizing).
+    split = isinstance(length, SymExpr) and not extra
+    guarded = not split and sym_eq(length % lanes, 0) is not True
+    whole = length // lanes if split else -(-length // lanes)
+    ko = te.reduce_axis((0, whole), "ko")
     others = [te.reduce_axis((0, e), f"r{n}") for n, e in enumerate(extra)]
 
     def partial(*idx: Expr) -> Expr:
         *row, lane = idx
         k = ko * lanes + lane
         value = read(tuple(row), k, others)
-        if sym_eq(length % lanes, 0) is not True:
+        if guarded:
             value = te.if_then_else(k < length, value, identity)
         return combine(value, axis=[*others, ko])
+
+    def with_tail(row: tuple[Expr, ...], lane: Expr, value: Expr) -> Expr:
+        if not split:
+            return value
+        k = whole * lanes + lane
+        last = te.if_then_else(k < length, read(row, k, others), identity)
+        return pair(value, last)
 
     partials = te.compute((*rows, lanes), partial, name=f"{name}.partial")
     # The lanes in a short tree (four chains): one chain of `lanes`
     # dependent adds per row would dominate short rows.
     ways = 4 if lanes % 4 == 0 else 1
     rl = te.reduce_axis((0, lanes // ways), "rl")
-    pair = {
-        "max": nan_max,
-        "fastmax": lambda a, b: te.select(a > b, a, b),
-        "prod": lambda a, b: a * b,
-    }.get(kind, lambda a, b: a + b)
 
     def lanes_combined(*row: Expr) -> Expr:
-        parts = [partials[(*row, rl + q * (lanes // ways))] for q in range(ways)]
+        parts = [
+            with_tail(row, lane, partials[(*row, lane)])
+            for lane in (rl + q * (lanes // ways) for q in range(ways))
+        ]
         while len(parts) > 1:
             parts = [pair(a, b) for a, b in zip(parts[::2], parts[1::2], strict=True)]
         return combine(parts[0], axis=rl)
