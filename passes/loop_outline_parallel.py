@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, llvm, memref
+from xdsl.dialects import arith, func, llvm, memref, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -413,13 +413,36 @@ class _Outliner:
         threads = llvm.AddressOfOp(NUM_THREADS_SYMBOL, PTR)
         count = llvm.LoadOp(threads, i32, alignment=4)
         flags = arith.ConstantOp(IntegerAttr(0, i32))
-        call = func.CallOp(
-            "GOMP_parallel", [fn.result, data, count.dereferenced_value, flags], []
-        )
-        Rewriter.insert_op(
-            [*ops, fn, threads, count, flags, call], InsertPoint.before(par)
-        )
+        ops += [fn, threads, count, flags]
+        args = [fn.result, data, count.dereferenced_value, flags]
+        call: Operation = func.CallOp("GOMP_parallel", args, [])
+        if _constant(par.lower) is None or _constant(par.upper) is None:
+            # a trip count known only at run time (a symbolic extent)
+            enough = self.pays(par, ops)
+            serial = func.CallOp(worker, [data], [])
+            parallel = Block([call, scf.YieldOp()])
+            call = scf.IfOp(enough, [], [parallel], [Block([serial, scf.YieldOp()])])
+        Rewriter.insert_op([*ops, call], InsertPoint.before(par))
         Rewriter.erase_op(par)
+
+    @staticmethod
+    def pays(par: loop.ForOp, ops: list[Operation]) -> SSAValue:
+        """Whether a loop whose trip count is known only at run time does
+        work enough to pay for the threads (`PARALLEL_MIN_OPS`); when not,
+        its worker runs on the caller alone, as one chunk, without waking
+        the team (a batch of one runs its small kernels serially, as a
+        static build of that size would)."""
+
+        def add(op: Operation) -> SSAValue:
+            ops.append(op)
+            return op.results[0]
+
+        def index(value: int) -> SSAValue:
+            return add(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+        trips = add(arith.SubiOp(par.upper, par.lower))
+        work = add(arith.MuliOp(trips, index(_work(par.body.block))))
+        return add(arith.CmpiOp(work, index(PARALLEL_MIN_OPS), "sge"))
 
     def declare_externals(self) -> None:
         module = self.module
@@ -462,6 +485,37 @@ def define_thread_count(module: ModuleOp, by: str) -> None:
             f"{by}: @{NUM_THREADS_SYMBOL} must be an i32 llvm.mlir.global, "
             f"got '{existing.name}'"
         )
+
+
+PARALLEL_MIN_OPS = 1 << 20
+"""Operations (body ops times inner trip counts, times the trip count)
+below which a parallel loop of run-time trip count runs on the calling
+thread alone: about the work (`topi.elementwise.PARALLEL_MIN_WORK`, 2**18
+elements of cost ~4 ops) at which a static kernel is made parallel."""
+
+UNKNOWN_TRIPS = 16
+"""The trip count an inner loop of run-time extent counts for in `_work`."""
+
+
+def _work(block: Block) -> int:
+    """The operations one iteration of a loop with body `block` runs: its
+    ops, inner loops' bodies times their trip counts (constant ones; a
+    run-time one counts `UNKNOWN_TRIPS`)."""
+    total = 0
+    for op in block.ops:
+        total += 1
+        if isinstance(op, loop.ForOp):
+            low, high = _constant(op.lower), _constant(op.upper)
+            if low is not None and high is not None:
+                trips = max(0, high.value.value.data - low.value.value.data)  # type: ignore[union-attr]
+            else:
+                trips = UNKNOWN_TRIPS
+            total += trips * _work(op.body.block)
+        else:
+            for region in op.regions:
+                for inner in region.blocks:
+                    total += _work(inner)
+    return total
 
 
 def _struct(fields: Sequence[SSAValue]) -> llvm.LLVMStructType:

@@ -202,7 +202,15 @@ func.func private @omp_get_thread_num() -> i32
 // CHECK-NEXT:      %[[RF:.*]] = llvm.getelementptr inbounds %[[D1]][0, 1]
 // CHECK-NEXT:      llvm.store %[[RI]], %[[RF]] : i64, !llvm.ptr
 // CHECK:           %[[F1:.*]] = llvm.mlir.addressof @twice_parallel1_worker : !llvm.ptr
-// CHECK:           func.call @GOMP_parallel(%[[F1]], %[[D1]], %{{.*}}, %{{.*}})
+// A trip count known only at run time (from %r): the team only when the work
+// pays for it (its ops times its trips), else the worker on the caller alone.
+// CHECK:           %[[TRIPS:.*]] = arith.subi %{{.*}}, %[[R]] : index
+// CHECK:           %[[PAYS:.*]] = arith.cmpi sge, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:      scf.if %[[PAYS]] {
+// CHECK-NEXT:        func.call @GOMP_parallel(%[[F1]], %[[D1]], %{{.*}}, %{{.*}})
+// CHECK-NEXT:      } else {
+// CHECK-NEXT:        func.call @twice_parallel1_worker(%[[D1]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:      }
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return
 // CHECK:       func.func private @twice_parallel0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<4xi32>) {
