@@ -62,8 +62,8 @@ def _rows(m: int, vectors: int, target: Target) -> int:
     than unrolling 12."""
     budget = min(INDEPENDENT_SUMS, accumulator_registers(target))
     most = max(1, budget // max(vectors, 2))
-    if isinstance(m, SymExpr):
-        return most  # no divisor to find: M is padded to whole tiles
+    if isinstance(m, SymExpr):  # the tile of the representative size, M padded
+        m = planned(m)
     return max(d for d in range(1, min(m, most) + 1) if m % d == 0)
 
 
@@ -75,6 +75,11 @@ def _row_tile(m: int, vectors: int, target: Target) -> tuple[int, int]:
     out."""
     mt = _rows(m, vectors, target)
     if isinstance(m, SymExpr):
+        full = max(
+            1, min(INDEPENDENT_SUMS, accumulator_registers(target)) // max(vectors, 2)
+        )
+        if 2 * mt < full:  # as for an int M: a divisor at least half the tile
+            mt = full
         return mt, (m + mt - 1) // mt * mt
     budget = min(INDEPENDENT_SUMS, accumulator_registers(target))
     full = min(m, max(1, budget // max(vectors, 2)))
