@@ -319,3 +319,19 @@ def test_the_example_makefile_builds_the_runtime_and_its_host(models, tmp_path):
     )
     assert run.returncode == 0 and "latency: median" in run.stdout, run.stderr
     np.testing.assert_array_equal(_output(tmp_path / "y.bin"), models["y"])
+
+
+def test_a_model_with_symbolic_shapes_is_refused_naming_the_way_out(hosts, tmp_path):
+    """The C runtime runs libraries compiled for fixed shapes: one whose
+    sizes are expressions (a batch left open) is refused saying so."""
+    onnx_model = small_cnn.model()
+    for value in (*onnx_model.graph.input, *onnx_model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_param = "N"
+    library = tmp_path / "symbolic.so"
+    ember.compile_model(onnx_model).export_library(library)
+    x = small_cnn.random_input()
+    x.tofile(tmp_path / "x.bin")
+    run = _run(hosts["sanitized"], library, f"x={tmp_path / 'x.bin'}")
+    assert run.returncode == 1, run.stderr
+    assert "the model has symbolic shapes" in run.stderr
+    assert "compile with shape=" in run.stderr

@@ -71,9 +71,33 @@ static int read_tensors(EmberModel* m, const Json* list, int32_t first,
   return 0;
 }
 
+/* Whether a size in the metadata is symbolic: an expression's text. */
+static int symbolic(const Json* size) { return size && size->kind == JSON_STRING; }
+
+/* A model with symbolic shapes: its sizes are expressions the C runtime does
+ * not evaluate; it runs libraries compiled for fixed shapes. */
+static int refuse_symbolic(const Json* desc) {
+  const char* lists[2] = {"inputs", "outputs"};
+  int found = symbolic(json_get(desc, "workspace_bytes"));
+  for (int l = 0; l < 2 && !found; ++l) {
+    const Json* list = json_get(desc, lists[l]);
+    for (const Json* t = list ? list->child : NULL; t && !found; t = t->next) {
+      const Json* shape = json_get(t, "shape");
+      for (const Json* d = shape ? shape->child : NULL; d; d = d->next)
+        found |= symbolic(d);
+    }
+  }
+  if (!found) return 0;
+  return ember_error(
+      "the model has symbolic shapes (sizes known only from its inputs); the C "
+      "runtime runs models compiled for fixed shapes: compile with shape=... "
+      "(ember-compile --input-shapes)");
+}
+
 static int create(const EmberModule* mod, const Json* desc, EmberModel* m) {
   const Json* inputs = json_get(desc, "inputs");
   const Json* outputs = json_get(desc, "outputs");
+  if (refuse_symbolic(desc)) return -1;
   int64_t workspace_bytes = json_int(desc, "workspace_bytes", -1);
   m->params_bytes = json_int(desc, "params_bytes", -1);
   if (inputs == NULL || inputs->kind != JSON_ARRAY || outputs == NULL ||
