@@ -113,6 +113,13 @@ class LoopOutlineParallelPass(ModulePass):
     `GOMP_parallel`: the runtime keeps it current (`set_num_threads`,
     `EMBER_NUM_THREADS`, else the cores other processes leave free; see
     `ember.runtime.parallel`).
+
+    Symbolic sizes: a captured buffer of symbolic type keeps its `ember.dims`
+    and the size symbols they name follow every other capture, marked
+    `ember.symbol` (the outlined function computes its strides from them). A
+    loop whose trip count is known only at run time calls `GOMP_parallel`
+    only when its work (the body's ops times its trips) reaches
+    `PARALLEL_MIN_OPS`; otherwise the worker runs on the caller, one chunk.
     """
 
     name = "loop-outline-parallel"
