@@ -60,3 +60,27 @@ def check(model, feeds, rtol=1e-5, atol=1e-6):
             np.testing.assert_array_equal(g, e)
         else:
             np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
+
+
+def export_classic(module, args, names, axes) -> onnx.ModelProto:
+    """`module` exported by torch's classic (TorchScript) ONNX exporter, with
+    `dynamic_axes` `axes` (`{"x": {0: "batch"}}`) and the output named "y"."""
+    import io
+    import warnings
+
+    import torch
+
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's deprecation, tracing
+        torch.onnx.export(
+            module.eval(),
+            args,
+            f,
+            dynamo=False,
+            input_names=names,
+            output_names=["y"],
+            dynamic_axes=axes,
+            opset_version=17,
+        )
+    return onnx.load_from_string(f.getvalue())

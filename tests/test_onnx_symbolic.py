@@ -5,14 +5,13 @@ Equal/Where, Slice, Split, Unsqueeze) become expressions, so a Reshape's target
 is `[batch, seq, 4, 8]`; and such a model compiles without `shape=` to one
 library that runs at any consistent shape, matching onnxruntime."""
 
-import io
 import math
-import warnings
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_util import export_classic
 
 from ember.dialects.graph_shapes import dims_of
 from ember.frontends.onnx import OnnxImportError, from_onnx
@@ -23,23 +22,6 @@ from ember.runtime.shape_expr import Sym
 torch = pytest.importorskip("torch")
 
 batch, seq = Sym("batch"), Sym("seq")
-
-
-def _export(module, args, names, axes) -> onnx.ModelProto:
-    f = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            module.eval(),
-            args,
-            f,
-            dynamo=False,
-            input_names=names,
-            output_names=["y"],
-            dynamic_axes=axes,
-            opset_version=17,
-        )
-    return onnx.load_from_string(f.getvalue())
 
 
 class _Block(torch.nn.Module):
@@ -83,7 +65,7 @@ def encoder() -> onnx.ModelProto:
     torch.manual_seed(0)
     axes = {n: {0: "batch", 1: "seq"} for n in ("ids", "mask", "y")}
     ids, mask = torch.randint(0, 100, (2, 7)), torch.ones(2, 7)
-    return _export(_Encoder(), (ids, mask), ["ids", "mask"], axes)
+    return export_classic(_Encoder(), (ids, mask), ["ids", "mask"], axes)
 
 
 def _types(module) -> list:
@@ -191,7 +173,7 @@ def test_a_cnn_with_a_dynamic_batch():
     from ember.runtime import GraphModule, cpu
 
     torch.manual_seed(0)
-    model = _export(
+    model = export_classic(
         torch.nn.Sequential(
             torch.nn.Conv2d(3, 8, 3, padding=1),
             torch.nn.ReLU(),
@@ -222,7 +204,7 @@ def test_a_size_baked_in_by_the_exporter_is_refused_not_guessed():
     symbolic length the element counts differ, and the import says so."""
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0)
-    model = _export(
+    model = export_classic(
         torch.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False),
         (torch.randn(2, 7, 16),),
         ["x"],
@@ -295,7 +277,7 @@ def test_ember_opt_shows_a_dynamic_model_symbolically(tmp_path):
     import sys
     from pathlib import Path
 
-    model = _export(
+    model = export_classic(
         torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()),
         (torch.randn(2, 3, 8, 8),),
         ["x"],

@@ -10,15 +10,14 @@ to a library that matches onnxruntime at every length, 1 and primes
 included. What still folds (known ranges, shape values sliced by known
 bounds) folds, and what ember cannot bound is refused naming it."""
 
-import io
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_util import export_classic
 
 import ember
 from ember.dialects.graph_shapes import dims_of
@@ -315,23 +314,6 @@ def test_shapes_filled_expanded_and_tiled_symbolically_run_at_any_shape():
 torch = pytest.importorskip("torch")
 
 
-def _export(module, args, names, axes) -> onnx.ModelProto:
-    f = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's deprecation, tracing
-        torch.onnx.export(
-            module.eval(),
-            args,
-            f,
-            dynamo=False,
-            input_names=names,
-            output_names=["y"],
-            dynamic_axes=axes,
-            opset_version=17,
-        )
-    return onnx.load_from_string(f.getvalue())
-
-
 class _GPT2Attention(torch.nn.Module):
     """GPT-2's attention: a registered causal `bias` of n_positions rows
     sliced `[:, :, :t, :t]`, scores masked by `masked_fill` and by `where`."""
@@ -394,7 +376,9 @@ _SEQ = {0: "batch", 1: "seq"}
 @pytest.fixture(scope="module")
 def gpt2_attention() -> onnx.ModelProto:
     torch.manual_seed(0)
-    return _export(_GPT2Attention(), (torch.randn(2, 7, 16),), ["x"], {"x": _SEQ})
+    return export_classic(
+        _GPT2Attention(), (torch.randn(2, 7, 16),), ["x"], {"x": _SEQ}
+    )
 
 
 def _hidden(batch: int, length: int, d: int = 16) -> dict:
@@ -410,7 +394,7 @@ def test_gpt2_attention_with_a_sliced_causal_buffer(gpt2_attention):
 
 def test_embeddings_at_arange_and_sliced_position_ids():
     torch.manual_seed(0)
-    model = _export(
+    model = export_classic(
         _Embeddings(), (torch.randint(0, 50, (2, 7)),), ["ids"], {"ids": _SEQ}
     )
     module, _ = from_onnx(model, symbolic=True)
@@ -425,6 +409,6 @@ def test_embeddings_at_arange_and_sliced_position_ids():
 
 def test_tril_masks_made_at_the_sequence_length():
     torch.manual_seed(0)
-    model = _export(_TrilMasks(), (torch.randn(2, 7, 8),), ["x"], {"x": _SEQ})
+    model = export_classic(_TrilMasks(), (torch.randn(2, 7, 8),), ["x"], {"x": _SEQ})
     feeds = lambda bb, t: _hidden(bb, t, 8)  # noqa: E731
     _run(model, ember.compile_model(model), feeds, [(1, 1), (2, 7), (3, 13), (1, 23)])
