@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,7 +154,7 @@ def nbytes(t: MemRefType, dims: tuple | None = None) -> int:
     return int(np.prod(t.get_shape(), dtype=np.int64)) * size
 
 
-def _buffer_dims(t: MemRefType, attrs: dict) -> tuple:
+def _buffer_dims(t: MemRefType, attrs: Mapping[str, Attribute]) -> tuple:
     """A kernel argument's dims: its type's, symbolic ones as `ember.dims`
     names them."""
     names = attrs.get(DIMS_ATTR)
@@ -271,7 +272,11 @@ class _Planner:
                 f"kernel @{symbol} is still a te function: run "
                 "convert-te-to-loop{scratch-args=true} first"
             )
-        symbols = [a[SYMBOL_ATTR].data for a in attrs if SYMBOL_ATTR in a]
+        symbols = [
+            name.data
+            for a in attrs
+            if isinstance(name := a.get(SYMBOL_ATTR), StringAttr)
+        ]
         scratch = [
             t for t, a in zip(inputs, attrs, strict=True) if "ember.scratch" in a
         ]

@@ -514,7 +514,7 @@ def _work(block: Block) -> int:
         if isinstance(op, loop.ForOp):
             low, high = _constant(op.lower), _constant(op.upper)
             if low is not None and high is not None:
-                trips = max(0, high.value.value.data - low.value.value.data)  # type: ignore[union-attr]
+                trips = max(0, int(high.value.value.data) - int(low.value.value.data))  # type: ignore[union-attr]
             else:
                 trips = UNKNOWN_TRIPS
             total += trips * _work(op.body.block)

@@ -31,7 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from ember import te
 from ember.dialects import graph
 from ember.dialects.graph_base import dtype_of
-from ember.dialects.graph_shapes import Dim, dims_of
+from ember.dialects.graph_shapes import Shape, dims_of
 from ember.strategy.registry import (
     ANCHORS,
     DTYPES,
@@ -87,11 +87,12 @@ class KernelSpec:
     kind: str = ""
 
 
-def _shape(value: SSAValue) -> tuple[Dim, ...]:
-    """`value`'s dims, symbolic ones as expressions over the size symbols."""
+def _shape(value: SSAValue) -> Shape:
+    """`value`'s dims, symbolic ones as expressions over the size symbols
+    (typed for ints, as the shape rules are: `graph_shapes.Shape`)."""
     t = value.type
     assert isinstance(t, TensorType)
-    return tuple(dims_of(t))
+    return dims_of(t)
 
 
 def _dtype(value: SSAValue) -> str:

@@ -15,9 +15,21 @@ import numbers
 from collections.abc import Callable, Sequence
 
 from ember.runtime.errors import EmberTypeError, EmberValueError
+from ember.runtime.shape_expr import SymExpr
 from ember.te import expr as _x
 from ember.te.expr import FLOAT_DTYPES, Const, ExprLike
 from ember.te.operation import Operation, Tensor, _shape
+
+
+def _static(dims: tuple, what: str) -> tuple[int, ...]:
+    """`dims`, which must be ints: an extern's buffers are the host
+    function's, of fixed sizes."""
+    if any(isinstance(d, SymExpr) for d in dims):
+        raise EmberValueError(
+            f"{what}: symbolic shapes ({', '.join(map(str, dims))}) are not "
+            "supported by te.extern yet; give fixed sizes"
+        )
+    return dims
 
 
 class ExternBuffer:
@@ -136,7 +148,11 @@ def extern(
         ...     "my.sort", ins[0], outs[0]), name="B")
     """
     what = f"te.extern '{name}'"
-    if not isinstance(shape, int) and shape and not isinstance(shape[0], int):
+    if (
+        not isinstance(shape, int | SymExpr)
+        and shape
+        and not isinstance(shape[0], int | SymExpr)
+    ):
         shapes = list(shape)
         if len(shapes) != 1:
             raise EmberValueError(
@@ -144,7 +160,7 @@ def extern(
                 "shapes, expected one"
             )
         shape = shapes[0]  # type: ignore[assignment]
-    dims = _shape(shape, what)  # type: ignore[arg-type]
+    dims = _static(_shape(shape, what), what)  # type: ignore[arg-type]
     if not isinstance(dtype, str | None):
         dtypes = list(dtype)
         if len(dtypes) != 1:

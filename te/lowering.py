@@ -187,7 +187,9 @@ def lower(
     for t, arg in zip(inputs, body.args, strict=False):
         arg.name_hint = _ssa_name(t.name)
         values[id(t)] = arg
-    sizes = dict(zip(symbols, body.args[len(inputs) :], strict=True))
+    sizes: dict[str, SSAValue] = dict(
+        zip(symbols, body.args[len(inputs) :], strict=True)
+    )
     for n, arg in sizes.items():
         arg.name_hint = _ssa_name(n)
     axis_names = _AxisNames()

@@ -9,7 +9,7 @@ import inspect
 import numbers
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ember.runtime.errors import EmberTypeError, EmberValueError
 from ember.runtime.shape_expr import Sym, SymExpr
@@ -168,11 +168,18 @@ class ComputeOp(Operation):
 
 
 class Tensor:
-    """The result of a placeholder or a compute; index it to read an element."""
+    """The result of a placeholder or a compute; index it to read an element.
+
+    `shape` is typed for ints, the common case: a symbolic dim (`te.var`) is
+    a `SymExpr`, which computes as ints do (`+ - * // %`) and refuses to be
+    compared as one (`sym_eq` decides), as the graph's shape rules see it."""
+
+    shape: tuple[int, ...]
 
     def __init__(self, shape: tuple[Dim, ...], dtype: str, op: Operation):
         check_size(op.name, shape, dtype)
-        self.shape, self.dtype, self.op = shape, dtype, op
+        self.shape = cast("tuple[int, ...]", shape)
+        self.dtype, self.op = dtype, op
         op.output = self
 
     @property
@@ -418,7 +425,7 @@ class CommReducer:
                     f"got a {identity.dtype} {type(identity).__name__.lower()}"
                 )
         elif _x.is_number(identity):
-            identity = _x.make_const(identity, dtype)
+            identity = _x.make_const(cast(float, identity), dtype)
         else:
             raise EmberTypeError(
                 f"{what}: expected a constant identity, got {identity!r}"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from ember import te
 from ember.dialects.te_schedule import SCOPES, THREAD_TAGS
 from ember.runtime.errors import EmberTypeError, EmberValueError
+from ember.runtime.shape_expr import SymExpr
 
 
 class ScheduleError(EmberValueError):
@@ -118,7 +119,9 @@ class Stage:
             )
         return var
 
-    def _fresh(self, name: str, lower: int, extent: int, reduce: bool) -> te.Var:
+    def _fresh(
+        self, name: str, lower: int, extent: int | SymExpr, reduce: bool
+    ) -> te.Var:
         unique, n = name, 1
         while unique in self.names:
             unique, n = f"{name}_{n}", n + 1

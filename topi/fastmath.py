@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 from ember import te
 from ember.te import Expr, ExprLike
+from ember.te.expr import as_expr
 
 LOG2E = 1.4426950408889634
 LN2_HI = 0.693359375  # few mantissa bits: n * LN2_HI is exact for |n| < 2^15
@@ -106,7 +107,7 @@ def exp(x: ExprLike) -> Expr:
     """e^x: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by a polynomial,
     2^n split in two factors so results reach the subnormals and overflow to inf
     as numpy's do."""
-    x = te.const(x) if not isinstance(x, Expr) else x
+    x = as_expr(x, "float32")
     clamped = te.select(x > EXP_LO, x, EXP_LO)
     clamped = te.select(clamped < EXP_HI, clamped, EXP_HI)
     nf = (clamped * LOG2E + ROUND) - ROUND
@@ -121,14 +122,14 @@ def exp(x: ExprLike) -> Expr:
 
 def sigmoid(x: ExprLike) -> Expr:
     """1 / (1 + e^-x); 0 toward -inf (e^-x overflows to inf), 1 toward +inf."""
-    x = te.const(x) if not isinstance(x, Expr) else x
+    x = as_expr(x, "float32")
     return 1.0 / (1.0 + exp(0.0 - x))
 
 
 def tanh(x: ExprLike) -> Expr:
     """An odd polynomial near 0 (no cancellation), 1 - 2 / (e^2|x| + 1) with
     x's sign elsewhere."""
-    x = te.const(x) if not isinstance(x, Expr) else x
+    x = as_expr(x, "float32")
     a = te.abs(x)
     x2 = x * x
     small = x + x * x2 * horner(x2, TANH_Q)
@@ -151,7 +152,7 @@ def _erf_parts(x: Expr, x2: Expr | None = None) -> tuple[Expr, Expr, Expr]:
 
 def erf(x: ExprLike) -> Expr:
     """x p(x^2) for |x| < 1; 1 - e^(-x^2) g(1/|x|) with x's sign beyond."""
-    x = te.const(x) if not isinstance(x, Expr) else x
+    x = as_expr(x, "float32")
     a, small, tail = _erf_parts(x)
     large = 1.0 - tail
     large = te.select(x < 0.0, 0.0 - large, large)
@@ -163,7 +164,7 @@ def gelu(x: ExprLike) -> Expr:
     the tail e^(-z^2) g itself, so the result keeps its relative accuracy
     (about z^2 ulp, from rounding z^2 = x^2 / 2) where the formula evaluated
     as written would cancel to 0."""
-    x = te.const(x) if not isinstance(x, Expr) else x
+    x = as_expr(x, "float32")
     z = x * SQRT1_2
     a, small, tail = _erf_parts(z, x * x * 0.5)
     outer = te.select(z < 0.0, tail, 2.0 - tail)

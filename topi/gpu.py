@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ember import te
+from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import SymExpr
 from ember.te.schedule import Schedule
 
 if TYPE_CHECKING:
@@ -50,6 +52,11 @@ def bind_threads(s: Schedule, op: te.ComputeOp, target: DeviceTarget) -> None:
     axes = list(op.axis)
     size = 1
     for v in axes:
+        if isinstance(v.extent, SymExpr):
+            raise EmberValueError(
+                f"GPU schedules take fixed shapes; stage '{op.name}' has the "
+                f"symbolic extent {v.extent}"
+            )
         size *= v.extent
     fused = stage.fuse(*axes) if len(axes) > 1 else axes[0]
     threads = min(target.max_num_threads, MAX_THREADS, size)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from xdsl.dialects import func
@@ -273,6 +274,15 @@ def _stages(fn: func.FuncOp) -> list[StageInfo]:
         args = list(op.body.block.args)
         axis = [a.name_hint or f"ax{n}" for n, a in enumerate(args)]
         rank = t.get_num_dims()
+        extents = op.extents
+        if any(d < 0 for d in t.get_shape()) or not all(
+            isinstance(e, int) for e in extents
+        ):
+            raise EmberValueError(
+                f"stage '{name}' has symbolic extents ({t}): the tuner tunes "
+                "kernels of fixed sizes; compile the model with shape=... to "
+                "tune it"
+            )
         by_arg: dict[SSAValue, str] = dict(zip(args, axis, strict=True))
         info = StageInfo(
             name,
@@ -280,7 +290,7 @@ def _stages(fn: func.FuncOp) -> list[StageInfo]:
             _dtype(t.element_type, {}),
             axis[:rank],
             axis[rank:],
-            op.extents,
+            cast("tuple[int, ...]", extents),
             output=op.result in returned,
         )
         for inner in op.body.walk():
