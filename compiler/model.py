@@ -356,7 +356,8 @@ def lower_to_te(
     from ember.passes.pipelines import model_passes
 
     tgt = Target(target)
-    module, params = _load(model, params, shape)
+    # the tuner measures kernels of fixed sizes: open dims are asked for
+    module, params = _load(model, params, shape, symbolic=False)
     _check_params(_main(module), params)
     _check_computes(_main(module))
     set_module_target(module, tgt)
@@ -414,7 +415,7 @@ def _params(
 
 
 def _load(
-    model: Any, params: Mapping[str, np.ndarray] | None, shape
+    model: Any, params: Mapping[str, np.ndarray] | None, shape, symbolic: bool = True
 ) -> tuple[ModuleOp, Mapping[str, np.ndarray]]:
     if isinstance(model, ModuleOp):
         return model.clone(), params or {}
@@ -435,7 +436,7 @@ def _load(
         str(model) if isinstance(model, Path) else model,
         shape=shape,
         freeze=params,
-        symbolic=True,
+        symbolic=symbolic,
     )
     return module, {**onnx_params, **(params or {})}
 
