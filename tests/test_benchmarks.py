@@ -413,6 +413,7 @@ DYNAMIC_ROW = re.compile(
 )
 
 
+@pytest.mark.slow  # 22-45 s: two models compiled three times each
 def test_dynamic_quick_checks_and_times_every_size():
     """benchmarks/dynamic.py --quick: for both models, the one dynamic library
     and a static build per size are checked against onnxruntime and timed at
