@@ -293,7 +293,7 @@ def matmul(
     batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
     machine = Target.resolve(target)
     lanes = machine.vector_lanes(a.dtype)
-    nb = 2 * lanes if n >= 2 * lanes else lanes
+    nb = lanes if isinstance(n, SymExpr) or n < 2 * lanes else 2 * lanes
     mt, mp = _row_tile(m, nb // lanes, machine)
     # N not a whole number of panels (197 tokens' scores): a column tile would
     # end in a partial one, computed serially (3x slower at 197 x 64 x 197), so
