@@ -395,7 +395,9 @@ class _FunctionLowering:
         if isinstance(value, int):
             return self._index(value)
         if value not in self.sizes:
-            # after the constants (which the sizes' own constants join)
+            # After the constants; the constants the expression needs join
+            # them as it is emitted, so the ops go before a marker that stays
+            # after them all (a point after the last constant would move).
             start = self.last_const or self.last_alloc
             at = (
                 InsertPoint.after(start)
