@@ -593,7 +593,7 @@ def highest(form: Form) -> Extent | None:
                 return None
             top = quotient - 1
         if coef < 0:
-            if atom.range[0] < 0 if isinstance(atom, affine.DivMod) else False:
+            if isinstance(atom, affine.DivMod) and atom.range[0] < 0:
                 return None
             continue  # at most 0, the atom being at least 0
         total = total + coef * top
