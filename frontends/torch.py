@@ -41,7 +41,9 @@ parameters and buffers frozen as params; a weight changed in place later (even
 through `p.data`) triggers a recompilation. A graph dynamo traced with
 symbolic sizes (`dynamic=True`, or its automatic dynamic shapes on a second
 shape) is compiled once, symbolically, and runs every later shape; one that
-cannot be (see `_DynamoRunner`) is compiled per shape. It runs the compiled model on the
+cannot be (see `_DynamoRunner`) is compiled per shape. The graph dynamo
+specializes to a batch of 1 is compiled with that batch symbolic where its
+ops allow, and graphs that import alike share one library. It runs the compiled model on the
 tensors without copying them (DLPack both ways). Importing this module registers
 the backend under "ember"; an installed ember also declares it as a
 `torch_dynamo_backends` entry point, so `backend="ember"` works without the
@@ -51,12 +53,18 @@ import.
 from __future__ import annotations
 
 import collections
+import contextlib
+import copy
+import hashlib
+import weakref
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
+import torch.fx.experimental._config as _fx_config
+from torch._guards import tracing
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx.node import map_arg
@@ -472,16 +480,51 @@ def compile(
 
 def _frozen_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
     """Dynamo's placeholders that hold the module's parameters and buffers
-    (it lifts them to inputs), by placeholder name with their indices."""
+    (it lifts them to inputs) or a Python float (as a 0-d tensor), by
+    placeholder name with their indices."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    floats = _float_inputs(gm)
     frozen = {}
     for i, (node, value) in enumerate(zip(placeholders, example_inputs, strict=True)):
         source = getattr(node.meta.get("grapharg"), "source", None)
         where = source.name if source is not None else ""
         where = where() if callable(where) else str(where)
-        if isinstance(value, torch.nn.Parameter) or "._buffers[" in where:
+        if (
+            isinstance(value, torch.nn.Parameter)
+            or "._buffers[" in where
+            or i in floats
+        ):
             frozen[i] = node.name
     return frozen
+
+
+def _float_inputs(gm: torch.fx.GraphModule) -> set[int]:
+    """Dynamo's placeholders that pass a Python float as a 0-d tensor, by
+    index (read while compiling: dynamo drops its `grapharg`s after)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return {
+        i
+        for i, node in enumerate(placeholders)
+        if getattr(node.meta.get("grapharg"), "pass_arg_as_tensor", False)
+    }
+
+
+def _with_floats(
+    gm: torch.fx.GraphModule, inputs: Sequence[Any], floats: Collection[int]
+) -> torch.fx.GraphModule:
+    """`gm` with the Python floats dynamo passes as 0-d tensors (a batch
+    norm's `eps`, a float argument under `dynamic=True`) as constants: the
+    `.item()` it reads each with is data-dependent to `torch.export`, which
+    then fails on the first check of the value (`eps < 0`)."""
+    graph = copy.deepcopy(gm.graph)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    for i in floats:
+        node, value = placeholders[i], inputs[i]
+        for user in list(node.users):
+            if user.op == "call_method" and user.target == "item":
+                user.replace_all_uses_with(value.item())
+                graph.erase_node(user)
+    return torch.fx.GraphModule(gm, graph)
 
 
 class _DynamoRunner:
@@ -514,34 +557,46 @@ class _DynamoRunner:
         self.gm = gm
         self.freezing = freezing
         self.frozen = _frozen_inputs(gm, example_inputs)
-        self.sizes = _symbolic_sizes(gm, self.frozen)
-        """Where each input comes from when compiled symbolically; None: per
+        self.floats = _float_inputs(gm)
+        # under dynamic=True, dynamo specializes only the sizes of 1
+        dynamic = not torch._dynamo.config.assume_static_by_default
+        self.ways: list[_Sizes] = []
+        for ones in (dynamic, False):
+            way = _symbolic_sizes(gm, self.frozen, ones)
+            if way is not None and way not in self.ways:
+                self.ways.append(way)
+        """How the graph may be compiled symbolically, in the order tried:
+        where each input comes from, and which axes are symbolic. Empty: per
         shape."""
         self.symbolic_error: Exception | None = None
         """Why a symbolic graph is compiled per shape after all, if it is."""
         self.compiled: dict[tuple | None, _Compiled] = {}
         # exporting with `Dim`s inside dynamo's compilation breaks its guards:
         # a symbolic graph is exported on its first call
-        if self.sizes is None and not any(_symbolic(v) for v in example_inputs):
+        if not self.ways and not any(_symbolic(v) for v in example_inputs):
             self._build(example_inputs)
 
     @property
     def symbolic(self) -> bool:
         """Whether the graph is compiled once for every shape."""
-        return self.sizes is not None
+        return bool(self.ways)
 
     def _build(self, inputs: Sequence[Any]) -> _Compiled:
-        if self.sizes is not None:
+        while self.ways:
             try:
-                return self._build_symbolic(inputs, self.sizes)
+                return self._build_symbolic(inputs, self.ways[0])
             except UnsupportedOperatorError:
                 raise
             except Exception as e:
-                # export specialized a symbol, or ember cannot compile a size
-                # expression: constants of each shape still give right results
-                self.sizes, self.symbolic_error = None, e
-        with torch.no_grad():
-            ep = torch.export.export(self.gm, tuple(inputs), strict=False)
+                # export specialized a symbol (a size of 1 the graph depends
+                # on), or ember cannot compile a size expression: the sizes
+                # dynamo made symbolic, else constants of each shape, still
+                # give right results
+                self.symbolic_error = e
+                self.ways.pop(0)
+        with torch.no_grad(), _outside_dynamo():
+            gm = _with_floats(self.gm, inputs, self.floats)
+            ep = torch.export.export(gm, tuple(inputs), strict=False)
         values = {i: (name, inputs[i]) for i, name in self.frozen.items()}
         # sizes dynamo passes as ints are constants of this compilation
         values |= {
@@ -551,12 +606,14 @@ class _DynamoRunner:
         return self._compile(ep, values, inputs, _shapes(inputs))
 
     def _build_symbolic(self, inputs: Sequence[Any], sizes: _Sizes) -> _Compiled:
-        tensors = [inputs[i] for i in sizes.tensors]
-        with torch.no_grad():
+        tensors = _at_least_two([inputs[i] for i in sizes.tensors], sizes.dims)
+        with torch.no_grad(), _outside_dynamo():
             ep = torch.export.export(
-                _SizesFromTensors(self.gm, sizes.sources),
+                _SizesFromTensors(
+                    _with_floats(self.gm, inputs, self.floats), sizes.sources
+                ),
                 tuple(tensors),
-                dynamic_shapes=(tuple(sizes.dims),),
+                dynamic_shapes=(sizes.dynamic_shapes(),),
                 strict=False,
             )
         at = {i: j for j, i in enumerate(sizes.tensors)}
@@ -571,7 +628,11 @@ class _DynamoRunner:
 
         label = "torch.compile(backend='ember') graph"
         module, params = _import(_decompose(ep), values, label)
-        model = CompiledModel(compile_model(module, params=params))
+        computes = _library_key(module, params)
+        model = _LIBRARIES.get(computes)
+        if model is None:
+            model = CompiledModel(compile_model(module, params=params))
+            _LIBRARIES[computes] = model
         weights = [inputs[i] for i in self.frozen]
         copies = [] if self.freezing else [_bits(w).clone() for w in weights]
         entry = _Compiled(model, _versions(weights), copies)
@@ -590,6 +651,59 @@ class _DynamoRunner:
         return entry.model(*(inputs[i] for i in self.user))
 
 
+@contextlib.contextmanager
+def _outside_dynamo():
+    """`torch.export` as on a graph of the user's: without the guards of the
+    frame dynamo is compiling (their `L['x']` names are undefined in an
+    exported program) and with export's own 0/1 rules, even where the user
+    traces with `backed_size_oblivious`."""
+    # the config module's `patch` is made at run time, unseen by pyright
+    patch = cast(Any, _fx_config).patch
+    with tracing(None), patch(backed_size_oblivious=False):
+        yield
+
+
+def _at_least_two(tensors: list[torch.Tensor], dims: list[dict[int, str]]):
+    """The tensors to export a symbolic graph on: each symbolic axis of size 0
+    or 1 (dynamo keeps such a size symbolic when it is `mark_unbacked` or
+    traced `backed_size_oblivious`) repeated to 2, so that `torch.export`
+    does not specialize the symbol to it. Every axis of one symbol grows
+    alike; the graph is traced on shapes alone."""
+    small = {
+        symbol
+        for t, axes in zip(tensors, dims, strict=True)
+        for axis, symbol in axes.items()
+        if t.shape[axis] < 2
+    }
+    grown = []
+    for t, axes in zip(tensors, dims, strict=True):
+        for axis, symbol in axes.items():
+            if symbol in small:
+                shape = [*t.shape[:axis], 2, *t.shape[axis + 1 :]]
+                t = t.expand(shape) if t.shape[axis] == 1 else t.new_zeros(shape)
+        grown.append(t.contiguous())
+    return grown
+
+
+def _library_key(module: ModuleOp, params: Mapping[str, np.ndarray]) -> str:
+    """What a compiled model computes: its graph IR and its weights' bytes."""
+    digest = hashlib.sha256(str(module).encode())
+    for name, array in sorted(params.items()):
+        digest.update(f"{name}:{array.dtype}:{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+_LIBRARIES: weakref.WeakValueDictionary[str, CompiledModel] = (
+    weakref.WeakValueDictionary()
+)
+"""The models compiled for dynamo's graphs while some graph uses them. Dynamo
+traces one function into several graphs (the graph specialized to a batch of
+1 under `dynamic=True`, the symbolic one it traces next); those that import
+to the same graph IR with the same weights compute the same function, and
+share one library."""
+
+
 @dataclass
 class _Sizes:
     """How a symbolic dynamo graph is exported: on its tensors alone."""
@@ -599,31 +713,52 @@ class _Sizes:
     sources: list[tuple[int, int | None]]
     """Per placeholder, the tensor (an index into `tensors`) it is, or
     (tensor, axis) for a size it is the dim of."""
-    dims: list[dict[int, Any] | None]
-    """Per tensor, its symbolic axes' `Dim`s, one per symbol of dynamo's."""
+    dims: list[dict[int, str]]
+    """Per tensor, its symbolic axes' symbols (dynamo's names; "one" for
+    an axis of size 1 made symbolic)."""
+
+    def dynamic_shapes(self) -> tuple[dict[int, Any] | None, ...]:
+        """`torch.export`'s `dynamic_shapes`: `Dim.DYNAMIC`, so that export
+        keeps each symbolic, raising if it would specialize one, while it
+        takes the guards dynamo took too (a pooled size `s // 2 != 1`
+        choosing between equal decompositions) and relates the sizes the
+        graph makes equal."""
+        return tuple(
+            {axis: torch.export.Dim.DYNAMIC for axis in axes} or None
+            for axes in self.dims
+        )
 
 
-def _symbolic_sizes(gm: torch.fx.GraphModule, frozen: Collection[int]) -> _Sizes | None:
+def _symbolic_sizes(
+    gm: torch.fx.GraphModule, frozen: Collection[int], ones: bool = False
+) -> _Sizes | None:
     """How to export `gm` symbolically from the values dynamo recorded for its
     placeholders: None when they are static, or when a size is no dim of a
-    tensor, a dim is an expression (`2*s0`) or a weight's dim is symbolic."""
+    tensor, a dim is an expression (`2*s0`) or a weight's dim is symbolic.
+
+    `ones`: an input's axes of size 1 are symbolic too, all one symbol (as
+    dynamo's duck sizing makes equal sizes one), for the graph dynamo
+    specialized to a size of 1 under `dynamic=True`."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     values = [n.meta.get("example_value") for n in placeholders]
     tensors = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
-    dims: list[dict[int, Any] | None] = []
+    dims: list[dict[int, str]] = []
     found: dict[str, tuple[int, int]] = {}  # dynamo's symbol -> (tensor, axis)
-    by_symbol: dict[str, Any] = {}
     for j, i in enumerate(tensors):
         axes = {}
         for axis, d in enumerate(values[i].shape):
             expr = getattr(getattr(d, "node", None), "expr", None)
+            if ones and isinstance(d, int) and d == 1 and i not in frozen:
+                found.setdefault("one", (j, axis))
+                axes[axis] = "one"
+                continue
             if expr is None or expr.is_number:
                 continue
             if not expr.is_Symbol or i in frozen:
                 return None
             found.setdefault(str(expr), (j, axis))
-            axes[axis] = by_symbol.setdefault(str(expr), torch.export.Dim(str(expr)))
-        dims.append(axes or None)
+            axes[axis] = str(expr)
+        dims.append(axes)
     sources: list[tuple[int, int | None]] = []
     for i, v in enumerate(values):
         if i in tensors:

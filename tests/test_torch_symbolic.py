@@ -27,8 +27,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec:FutureWarning")
 
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
-    """Dynamo caches graphs by code object, across tests."""
+    """Dynamo caches graphs by code object, and ember their libraries by
+    what they compute, across tests."""
     torch._dynamo.reset()
+    ember_torch._LIBRARIES.clear()
 
 
 def assert_close(got, want: torch.Tensor) -> None:
@@ -149,8 +151,10 @@ def compiles(monkeypatch):
 
 
 def test_torch_compile_dynamic_compiles_once_for_every_shape(compiles):
-    """dynamic=True: one symbolic library for every batch and length; a batch
-    of 1, which dynamo specializes into a graph of its own, one more."""
+    """dynamic=True: one symbolic library for every batch and length. A
+    batch of 1 is a graph of its own, which dynamo specializes to it; this
+    model reads the batch as an int (`view(b, ...)`), so that graph holds a
+    constant 1 and compiles once more, as does the one of a single token."""
     model = _Heads().eval()
     compiled = torch.compile(model, backend="ember", dynamic=True)
     with torch.no_grad():
@@ -161,7 +165,41 @@ def test_torch_compile_dynamic_compiles_once_for_every_shape(compiles):
         for t in (5, 9):
             x = torch.randn(1, t, 16)
             assert_close(compiled(x).numpy(), model(x))
-    assert len(compiles) == 2 and "1x?x16" in compiles[1]
+        assert len(compiles) == 2 and "1x?x16" in compiles[1]
+        x = torch.randn(1, 1, 16)
+        assert_close(compiled(x).numpy(), model(x))
+    assert len(compiles) == 3 and "1x1x16" in compiles[2]
+
+
+@pytest.mark.parametrize("batches", [(1, 3, 8, 1), (8, 3, 1)])
+def test_torch_compile_dynamic_runs_batch_1_3_and_8_with_one_compile(compiles, batches):
+    """A CNN with batch norm (whose `eps` and `momentum` dynamo passes as 0-d
+    tensors) under dynamic=True: the graph dynamo specializes to a batch of 1
+    compiles with the batch symbolic, and the graph it traces for the other
+    batches imports to the same IR and shares that library."""
+    model = _cnn()
+    compiled = torch.compile(model, backend="ember", dynamic=True)
+    with torch.no_grad():
+        for b in batches:
+            x = torch.randn(b, 3, 16, 16)
+            assert_close(compiled(x).numpy(), model(x))
+    assert len(compiles) == 1 and "?x3x?x?" in compiles[0]
+
+
+def test_a_float_argument_is_a_constant_of_the_compiled_graph(compiles):
+    """dynamo passes a float argument as a 0-d tensor: it is compiled in as
+    a constant, and a new value compiles again (as a changed weight does)."""
+    model = _cnn()
+
+    def scaled(x, s):
+        return model(x) * s
+
+    compiled = torch.compile(scaled, backend="ember", dynamic=True)
+    with torch.no_grad():
+        for b, s in ((4, 0.5), (5, 0.5), (5, 2.0)):
+            x = torch.randn(b, 3, 16, 16)
+            assert_close(compiled(x, s).numpy(), scaled(x, s))
+    assert len(compiles) == 2
 
 
 def test_automatic_dynamic_compiles_the_static_graph_and_one_symbolic(compiles):
