@@ -1,7 +1,8 @@
 """`graph` dialect data movement past reshape and transpose: slice, broadcast_to
 (ONNX Expand), tile, trilu, depth_to_space / space_to_depth (all injective:
 each output element reads one input element), range (ONNX Range of a symbolic
-length: each element computed from its index), and cumsum and cumprod (scans,
+length: each element computed from its index), sizes (symbolic sizes as
+data), and cumsum and cumprod (scans,
 each a kernel of its own, whose elementwise consumers join as an epilogue). The
 dialect is assembled in `graph.py`.
 
@@ -233,6 +234,51 @@ class RangeOp(GraphOp):
         span, step = (limit - start, delta) if delta > 0 else (start - limit, -delta)
         count: Any = sym_max(0, (span + step - 1) // step)
         return (count,)
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        return i64
+
+
+@irdl_op_definition
+class SizesOp(GraphOp):
+    """Sizes as an i64 tensor of `shape` (row-major `values`): a shape value
+    the model computes from symbolic dims and then uses as data (HF's
+    `batch_idx * seq + kv_idx`, a scale of `1 / seq`), known when the
+    function is called. Sizes all known are a graph.constant (the importer
+    folds them), so at least one value is an expression. TVM Relax's
+    `R.shape_to_tensor`.
+
+    %n = graph.sizes {values = ["seq"], shape = []} : () -> tensor<i64>
+    """
+
+    name = "graph.sizes"
+    PATTERN: ClassVar[str] = "injective"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "values": ("dims", REQUIRED),
+        "shape": ("ints", ()),
+    }
+
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        values, shape = cfg["values"], tuple(cfg["shape"])
+        if all(isinstance(v, int) for v in values):
+            raise ShapeError(
+                f"expected a symbolic value (sizes all known are a "
+                f"graph.constant), got {list(values)}"
+            )
+        if any(d < 0 for d in shape) or int(np.prod(shape)) != len(values):
+            raise ShapeError(
+                f"expected one value per element of shape {list(shape)}, got "
+                f"{len(values)} values"
+            )
+        return shape
 
     @classmethod
     def _infer_element(

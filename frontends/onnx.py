@@ -449,9 +449,15 @@ class _Importer:
 
     def materialize(self, name: str, array: np.ndarray) -> SSAValue:
         """An import-time array as a tensor operand: a graph.param bound to `name`
-        (initializers, and folded values past a few elements) or a literal."""
+        (initializers, and folded values past a few elements) or a literal; a
+        shape value with symbolic dims, a graph.sizes computed at run time."""
         if name in self.materialized:
             return self.materialized[name]
+        if onnx_fold.symbolic(array):  # sizes used as data: computed at run time
+            sizes = G.SizesOp.build_inferred(values=list(array.flat), shape=array.shape)
+            self.block.add_op(sizes)
+            self.materialized[name] = sizes.results[0]
+            return sizes.results[0]
         array = onnx_fold.concrete(array, f"'{name}'")
         _refuse_shape([name], [array], "tensor")
         if array.dtype.name not in NUMPY_TYPES:

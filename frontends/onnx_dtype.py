@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import TensorType
 
 from ember.dialects import graph_dtype as gd
 from ember.dialects.graph_base import NUMPY_TYPES, dtype_of
-from ember.frontends.onnx_fold import dtype_name
+from ember.frontends.onnx_fold import dtype_name, symbolic
 from ember.frontends.onnx_ops import CHECKS, ConversionError, NodeContext, converter
 
 _COMPARE = {
@@ -98,7 +98,7 @@ def _cast_to(c: NodeContext, to: str):
         raise ConversionError(
             f"expected a cast to one of {', '.join(NUMPY_TYPES)}, got {to}"
         )
-    if c.is_const(0):
+    if c.is_const(0) and not symbolic(c.const(0, "the input")):
         return [c.const(0, "the input").astype(to)]
     x = c.value(0)
     assert isinstance(x.type, TensorType)

@@ -110,6 +110,11 @@ def shape_array(dims) -> np.ndarray:
     return np.array(dims, dtype=np.int64)
 
 
+def symbolic(array: np.ndarray) -> bool:
+    """Whether `array` is a shape value with some dims symbolic."""
+    return array.dtype == object and any(isinstance(v, SymExpr) for v in array.flat)
+
+
 def concrete(array: np.ndarray, what: str) -> np.ndarray:
     """`array`, which must hold numbers: a shape value with symbolic dims is
     refused where it would become a tensor of the model."""
@@ -151,15 +156,16 @@ def _fold_slice(c: NodeContext, data: np.ndarray, *_: np.ndarray) -> np.ndarray:
 
 def _fold_cast(c: NodeContext, data: np.ndarray) -> np.ndarray:
     to = onnx.helper.tensor_dtype_to_np_dtype(c.attr("to"))
-    if data.dtype == object and to.kind in "iu":  # symbolic sizes stay so
+    if data.dtype == object:  # symbolic sizes stay integers (`_to_float`)
         return data
-    if data.dtype == object:  # the folders compute on sizes as integers
-        symbolic = ", ".join(sorted({str(v) for v in data.flat}))
-        raise ConversionError(
-            f"expected integer sizes, got a cast of {symbolic} to {to}: symbolic "
-            "sizes stay integers; give the inputs' shapes (shape=...)"
-        )
     return data.astype(to)
+
+
+def _to_float(c: NodeContext) -> bool:
+    """Whether the node is a cast to a type other than integers."""
+    if c.node.op_type != "Cast":
+        return False
+    return onnx.helper.tensor_dtype_to_np_dtype(c.attr("to")).kind not in "iu"
 
 
 def _fold_cast_like(_c: NodeContext, data: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -364,12 +370,17 @@ def fold(c: NodeContext, computed: bool = True) -> list[np.ndarray | None] | Non
     arrays: list[np.ndarray] = present  # type: ignore[assignment]
     if _sized_symbolically(op, c.inputs):
         return None
-    if op in ("Mod", "Equal", "Where") and any(a.dtype == object for a in arrays):
+    symbolic = any(a.dtype == object for a in arrays)
+    if op in ("Mod", "Equal", "Where") and symbolic:
         return [_fold_symbolic(op, c, arrays)]
-    if op not in FOLDERS and any(a.dtype == object for a in arrays):
-        # no evaluator of its own; the reference evaluator takes numbers only
+    if symbolic and (op not in FOLDERS or _to_float(c)):
+        # sizes stay integers at import (no evaluator of its own, or a cast
+        # to float, `1 / sqrt(seq)`): its converter computes it at run time
+        # on the sizes (graph.sizes)
+        if computed:
+            return None
         raise ConversionError(
-            f"cannot compute {op} on shape values with symbolic dimensions yet; "
+            f"cannot compute {op} on shape values with symbolic dimensions; "
             "give the inputs' shapes (shape=...)"
         )
     if op not in FOLDERS:

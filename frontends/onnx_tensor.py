@@ -29,6 +29,7 @@ from ember.frontends.onnx_ops import (
     _one_of,
     converter,
 )
+from ember.runtime.shape_expr import SymExpr
 
 CHECKS.update(
     {
@@ -44,8 +45,42 @@ def _dtype(v: SSAValue) -> str:
     return dtype_of(v.type.element_type)  # type: ignore[attr-defined]
 
 
-def _scalar(c: NodeContext, value: float | int, dtype: str) -> SSAValue:
+def _scalar(c: NodeContext, value: float | int | SymExpr, dtype: str) -> SSAValue:
+    """A 0-d `value`; a size that is an expression computed at run time."""
+    if isinstance(value, SymExpr):
+        size = c.emit(G.SizesOp, values=[value], shape=[])
+        return size if dtype == "int64" else c.emit(G.CastOp, size, to=dtype)
     return c.emit_op(G.ConstantOp.from_numpy(np.asarray(value, dtype)))
+
+
+def _positions(c: NodeContext, shape: tuple, d: int, dtype: str) -> SSAValue:
+    """Each position's index along axis `d` of `shape`, broadcastable to it
+    (1 along the other axes): an import-time array, or a graph.range where
+    the axis is symbolic."""
+    n = shape[d]
+    ones = [1] * len(shape)
+    if isinstance(n, int):
+        at = np.arange(n, dtype=dtype).reshape(ones[:d] + [n] + ones[d + 1 :])
+        return c.array(at, f"positions{d}")
+    at = c.emit(G.RangeOp, limit=n)
+    at = at if dtype == "int64" else c.emit(G.CastOp, at, to=dtype)
+    return c.emit(G.ReshapeOp, at, shape=ones[:d] + [n] + ones[d + 1 :])
+
+
+def _offsets(c: NodeContext, shape: tuple, strides: list, axes: range | list, dtype):
+    """sum of position[d] * strides[d] over `axes`, of a tensor of `shape`:
+    an import-time array where the shape is known, else computed."""
+    if all(isinstance(n, int) for n in shape):
+        grid = np.indices(shape, dtype=dtype)
+        zero = np.zeros(shape, dtype)
+        return c.array(sum((grid[d] * strides[d] for d in axes), start=zero), "offsets")
+    total: SSAValue | None = None
+    for d in axes:
+        term = _positions(c, shape, d, dtype)
+        if strides[d] != 1:
+            term = c.emit(G.MulOp, term, _scalar(c, strides[d], dtype))
+        total = term if total is None else c.emit(G.AddOp, total, term)
+    return total if total is not None else _scalar(c, 0, dtype)
 
 
 def _axis(c: NodeContext, rank: int, default: int = 0) -> int:
@@ -133,7 +168,7 @@ def _tensor_scatter(c: NodeContext):
 def _wrapped(c: NodeContext, indices: SSAValue, extent: int | SSAValue) -> SSAValue:
     """`indices` with negative ones counted from the end of `extent`."""
     kind = _dtype(indices)
-    if isinstance(extent, int):
+    if not isinstance(extent, SSAValue):
         extent = _scalar(c, extent, kind)
     negative = c.emit(G.LessOp, indices, _scalar(c, 0, kind))
     return c.emit(G.WhereOp, negative, c.emit(G.AddOp, indices, extent), indices)
@@ -166,17 +201,14 @@ def _gather_elements(c: NodeContext):
     axis = _axis(c, len(shape))
     kind = _dtype(indices)
     strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
-    grid = np.indices(shape_of(indices), dtype=kind)
-    offsets = sum(
-        (grid[d] * strides[d] for d in range(len(shape)) if d != axis),
-        start=np.zeros(shape_of(indices), kind),
-    )
+    others = [d for d in range(len(shape)) if d != axis]
+    offsets = _offsets(c, shape_of(indices), strides, others, kind)
     linear = c.emit(
         G.MulOp,
         _wrapped(c, indices, shape[axis]),
         _scalar(c, strides[axis], kind),
     )
-    linear = c.emit(G.AddOp, linear, c.array(offsets, "offsets"))
+    linear = c.emit(G.AddOp, linear, offsets)
     return [_flat_gather(c, data, linear, len(shape))]
 
 
@@ -199,13 +231,9 @@ def _gather_nd(c: NodeContext):
         linear = term if linear is None else c.emit(G.AddOp, linear, term)
     assert linear is not None
     if b:
-        grid = np.indices(batch, dtype=kind)[:b]
-        outer = sum(
-            (grid[d] * math.prod(shape[d + 1 : b]) for d in range(b)),
-            start=np.zeros(batch, kind),
-        )
+        strides = [math.prod(shape[d + 1 : b]) * math.prod(indexed) for d in range(b)]
         linear = c.emit(
-            G.AddOp, linear, c.array(outer * math.prod(indexed), "batch_offsets")
+            G.AddOp, linear, _offsets(c, tuple(batch), strides, range(b), kind)
         )
     return [_flat_gather(c, data, linear, b + q)]
 

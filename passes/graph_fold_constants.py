@@ -102,6 +102,8 @@ def _fold_block(
         elif (
             isinstance(op, graph.GraphOp)
             and len(op.results) == 1
+            # an op of no operands computes from the size symbols
+            and op.operands
             and all(v in known for v in op.operands)
             and _result_bytes(op) <= MAX_FOLDED_BYTES
         ):

@@ -74,6 +74,11 @@ def _range_form(op, args: list, name: str) -> te.Tensor:
     return topi_data.arange(cfg["start"], cfg["delta"], shape, name)
 
 
+@injective_strategy(graph.SizesOp)
+def _sizes_form(op, args: list, name: str) -> te.Tensor:
+    return topi_data.sizes(op.config["values"], op.config["shape"], name)
+
+
 @injective_strategy(graph.TriluOp)
 def _trilu_form(op, args: list, name: str) -> te.Tensor:
     cfg = op.config

@@ -243,16 +243,41 @@ def test_an_end_ember_cannot_bound_is_refused_naming_it():
         from_onnx(model, symbolic=True)
 
 
-def test_a_size_cast_to_float_is_refused_naming_it():
+def _sizes_as_data() -> onnx.ModelProto:
+    """Sizes used as data: x * (1 / sqrt(float(n))) + the int64 row index
+    times n (HF's `batch_idx * seq + kv_idx`), from x [b, n]."""
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
-        helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT),
+        helper.make_node("Gather", ["s", "one"], ["len"]),
+        helper.make_node("Cast", ["len"], ["lenf"], to=TensorProto.FLOAT),
+        helper.make_node("Sqrt", ["lenf"], ["root"]),
+        helper.make_node("Div", ["x", "root"], ["scaled"]),
+        helper.make_node("Gather", ["s", "zero"], ["rows"]),
+        helper.make_node("Range", ["zero", "rows", "one"], ["r"]),
+        helper.make_node("Mul", ["r", "len"], ["starts"]),
+        helper.make_node("Cast", ["starts"], ["startsf"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["startsf", "one1"], ["column"]),
+        helper.make_node("Add", ["scaled", "column"], ["y"]),
     ]
-    model = _graph(
-        nodes, _symbols(("x", ["n"])), [_tensor("y", TensorProto.FLOAT, [1])]
-    )
-    with pytest.raises(OnnxImportError, match="got a cast of n to float32"):
-        from_onnx(model, symbolic=True)
+    consts = [("zero", 0), ("one", 1), ("one1", [1])]
+    outputs = [_tensor("y", TensorProto.FLOAT, ["b", "n"])]
+    return _graph(nodes, _symbols(("x", ["b", "n"])), outputs, consts)
+
+
+def test_sizes_used_as_data_are_computed_at_run_time():
+    """A size cast to float or multiplied into a tensor becomes graph.sizes,
+    computed from the symbols when the library is called."""
+    model = _sizes_as_data()
+    module, _ = from_onnx(model, symbolic=True)
+    assert {
+        str(v) for op in _found(module, "graph.sizes") for v in op.config["values"]
+    } == {"n"}
+
+    def feeds(rows: int, length: int) -> dict:
+        rng = np.random.default_rng(length)
+        return {"x": rng.standard_normal((rows, length), np.float32)}
+
+    _run(model, ember.compile_model(model), feeds, [(1, 1), (2, 7), (5, 16)])
 
 
 # -- ConstantOfShape, Trilu, Expand, Tile to symbolic shapes --------------------------

@@ -1,7 +1,7 @@
 """Data movement past reshape and transpose, as injective computes (each output
 element reads one input element, so they join fused chains): slice,
-broadcast_to, tile, trilu, depth_to_space, space_to_depth, and arange (each
-element its index's value); and cumsum and cumprod, scans written as a masked
+broadcast_to, tile, trilu, depth_to_space, space_to_depth, arange (each
+element its index's value) and sizes (symbolic sizes as values); and cumsum and cumprod, scans written as a masked
 sum or product along the axis (each a kernel of its own).
 
     x = te.placeholder((2, 8), name="x")
@@ -11,10 +11,12 @@ sum or product along the axis (each a kernel of its own).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 from ember import te
-from ember.runtime.shape_expr import Dim, sym_le
+from ember.runtime.shape_expr import Dim, SymExpr, sym_le
 from ember.te import Expr
 from ember.topi.elementwise import broadcast_read
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
@@ -80,6 +82,27 @@ def arange(
     return te.compute(
         tuple(shape), lambda i: (i * delta + start).astype("int64"), name=name
     )
+
+
+def sizes(
+    values: Sequence[Dim], shape: Sequence[int], name: str = "sizes"
+) -> te.Tensor:
+    """The sizes `values` (row-major) as an int64 tensor of `shape`, each
+    computed from the size symbols when the function is called."""
+    flat = [
+        te.Size(v).astype("int64") if isinstance(v, SymExpr) else te.const(v, "int64")
+        for v in values
+    ]
+    strides = [math.prod(shape[a + 1 :]) for a in range(len(shape))]
+
+    def element(*i: Expr) -> Expr:
+        at: Any = sum(v * s for v, s in zip(i, strides, strict=True))
+        value = flat[-1]
+        for k in range(len(flat) - 2, -1, -1):
+            value = te.select(te.equal(at, k), flat[k], value)
+        return value
+
+    return te.compute(tuple(shape), element, name=name)
 
 
 def trilu(x: te.Tensor, upper: bool, k: int, name: str = "trilu") -> te.Tensor:

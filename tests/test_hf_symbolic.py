@@ -1,0 +1,138 @@
+"""Hugging Face models as people export them (issue 25): GPT-2, BERT and a
+Llama with grouped-query attention, built by `transformers` from a small
+config with random weights, written by `save_pretrained` and read back by
+`from_pretrained`, then exported to ONNX with dynamic batch and sequence
+axes by torch's classic exporter and by its dynamo exporter. Each compiles
+once without `shape=` and matches onnxruntime at several shapes.
+
+Their mask code computes with the sizes as data (`batch_idx * seq +
+kv_idx`, a cast of the length), which becomes graph.sizes; BERT's token
+types are a GatherElements and GPT-2's padding mask (dynamo) a GatherND
+over symbolic dims, whose offsets become graph.range."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from ember.runtime import GraphModule, cpu
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+ort = pytest.importorskip("onnxruntime")
+
+VOCAB = 500
+
+
+def _config(arch: str):
+    small = {"vocab_size": VOCAB}
+    if arch == "gpt2":
+        return transformers.GPT2Config(
+            n_layer=2, n_head=4, n_embd=64, n_positions=128, **small
+        )
+    if arch == "bert":
+        return transformers.BertConfig(
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            hidden_size=64,
+            intermediate_size=128,
+            max_position_embeddings=128,
+            **small,
+        )
+    return transformers.LlamaConfig(
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        hidden_size=64,
+        intermediate_size=128,
+        max_position_embeddings=128,
+        **small,
+    )
+
+
+class _Logits(torch.nn.Module):
+    """(ids, mask) -> logits, or the last hidden state for BERT."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, mask):
+        out = self.model(input_ids=ids, attention_mask=mask)
+        return out.logits if "logits" in out else out.last_hidden_state
+
+
+def _exported(arch: str, exporter: str, folder) -> str:
+    torch.manual_seed(0)
+    classes = {
+        "gpt2": transformers.GPT2LMHeadModel,
+        "bert": transformers.BertModel,
+        "llama": transformers.LlamaForCausalLM,
+    }
+    cls = classes[arch]
+    cls(_config(arch)).save_pretrained(folder)
+    model = cls.from_pretrained(folder).eval()
+    model.config.use_cache = False
+    ids = torch.randint(0, VOCAB, (2, 7))
+    mask = torch.ones(2, 7, dtype=torch.int64)
+    path = folder / "model.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "classic":
+            axes = {n: {0: "batch", 1: "seq"} for n in ("ids", "mask", "y")}
+            torch.onnx.export(
+                _Logits(model),
+                (ids, mask),
+                str(path),
+                dynamo=False,
+                input_names=["ids", "mask"],
+                output_names=["y"],
+                dynamic_axes=axes,
+                opset_version=17,
+            )
+        else:
+            dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq", max=128)}
+            program = torch.onnx.export(
+                _Logits(model),
+                (ids, mask),
+                dynamo=True,
+                input_names=["ids", "mask"],
+                output_names=["y"],
+                dynamic_shapes={"ids": dims, "mask": dims},
+                verbose=False,
+            )
+            assert program is not None
+            program.save(str(path), external_data=False)
+    return str(path)
+
+
+CASES = [
+    ("gpt2", "classic"),
+    ("llama", "dynamo"),
+    ("bert", "classic"),
+    pytest.param("gpt2", "dynamo", marks=pytest.mark.slow),
+    pytest.param("llama", "classic", marks=pytest.mark.slow),
+    pytest.param("bert", "dynamo", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("arch,exporter", CASES)
+def test_a_hugging_face_model_compiles_once_and_runs_at_any_shape(
+    arch, exporter, tmp_path
+):
+    model = _exported(arch, exporter, tmp_path)
+    library = ember.compile_model(model)
+    m = GraphModule(library["default"](cpu()))
+    session = ort.InferenceSession(model)
+    rng = np.random.default_rng(0)
+    for batch, seq in ((1, 1), (1, 5), (3, 16), (2, 33)):
+        ids = rng.integers(0, VOCAB, (batch, seq)).astype(np.int64)
+        mask = np.ones((batch, seq), np.int64)
+        mask[0, seq - seq // 3 :] = 0  # padding at the end of the first
+        feeds = {"ids": ids, "mask": mask}
+        got, (want,) = m(**feeds), session.run(None, feeds)
+        got = got[0] if isinstance(got, list | tuple) else got
+        assert got.shape == want.shape, (batch, seq)
+        error = np.abs(got - want).max() / np.abs(want).max()
+        assert error <= 1e-4, (batch, seq, error)
