@@ -10,16 +10,17 @@ Models (torch modules, exported by torch's classic ONNX exporter, `dynamo=False`
 with `dynamic_axes` {0: batch, 1: seq} on every input and the output, opset 17,
 seeded random weights):
 
-    bert  int64 ids and a float padding mask (batch x seq): token and position
-          embeddings, a layer norm, then pre-norm encoder blocks (multi-head
-          attention over the mask, a GELU MLP). The positions are numbered from
-          the mask, as RoBERTa does (cumsum): `arange(seq)` exports a Range of
-          symbolic length, which ember refuses.
-    gpt   float hidden states (batch x seq x d): pre-norm decoder blocks with a
-          causal mask, then a layer norm. The mask is built in the graph, as
-          Trilu of a tensor shaped like the scores: GPT-2's slice of a buffer
-          (`bias[:t, :t]`) and `torch.ones(t, t).tril()` export a Slice and a
-          ConstantOfShape of symbolic size that ember refuses to fold.
+    bert     int64 ids and a float padding mask (batch x seq): token and
+             position embeddings, a layer norm, then pre-norm encoder blocks
+             (multi-head attention over the mask, a GELU MLP). The positions
+             are numbered from the mask, as RoBERTa does (cumsum).
+    gpt      float hidden states (batch x seq x d): pre-norm decoder blocks
+             with a causal mask, then a layer norm. The mask is built in the
+             graph, as Trilu of a tensor shaped like the scores.
+    hf-gpt2  transformers' GPT2LMHeadModel (int64 ids and padding mask in,
+             logits over a 1000-token vocabulary out), as Hugging Face writes
+             it: its causal and padding masks are computed from the sizes at
+             run time (graph.range, graph.sizes).
 
 For each model, three runtimes, each in a worker process of its own:
 
@@ -65,7 +66,7 @@ DYNAMIC = "ember dynamic"
 STATIC = "ember static"
 ORT = "onnxruntime"
 RUNTIMES = (DYNAMIC, STATIC, ORT)
-MODELS = ("bert", "gpt")
+MODELS = ("bert", "gpt", "hf-gpt2")
 TOLERANCE = 1e-4
 """The largest |ember - onnxruntime| allowed, relative to the largest |onnxruntime|."""
 VOCAB = 1000
@@ -87,11 +88,11 @@ class Config:
     heads: int
 
     def describe(self) -> str:
-        inputs = (
-            "ids int64, mask float32 (batch x seq)"
-            if self.model == "bert"
-            else f"x float32 (batch x seq x {self.hidden})"
-        )
+        inputs = {
+            "bert": "ids int64, mask float32 (batch x seq)",
+            "gpt": f"x float32 (batch x seq x {self.hidden})",
+            "hf-gpt2": "ids int64, mask int64 (batch x seq); logits out",
+        }[self.model]
         return (
             f"{self.model}: d {self.hidden}, {self.layers} layers, {self.heads} "
             f"heads; {inputs}"
@@ -157,8 +158,28 @@ def _torch_module(config: Config):
                 x = block(x)
             return self.ln(x)
 
+    class HfGpt2(nn.Module):
+        """transformers' GPT2LMHeadModel: (ids, mask) -> logits."""
+
+        def __init__(self, d: int, heads: int, layers: int):
+            super().__init__()
+            import transformers
+
+            cfg = transformers.GPT2Config(
+                n_embd=d,
+                n_head=heads,
+                n_layer=layers,
+                vocab_size=VOCAB,
+                n_positions=MAX_LEN,
+                use_cache=False,
+            )
+            self.model = transformers.GPT2LMHeadModel(cfg)
+
+        def forward(self, ids, mask):
+            return self.model(input_ids=ids, attention_mask=mask).logits
+
     torch.manual_seed(0)
-    kind = Bert if config.model == "bert" else Gpt
+    kind = {"bert": Bert, "gpt": Gpt, "hf-gpt2": HfGpt2}[config.model]
     return kind(config.hidden, config.heads, config.layers).eval()
 
 
@@ -187,9 +208,10 @@ def feeds(config: Config, batch: int, seq: int, seed: int) -> dict[str, np.ndarr
     rng = np.random.default_rng(seed)
     if config.model == "gpt":
         return {"x": rng.standard_normal((batch, seq, config.hidden), np.float32)}
-    mask = np.ones((batch, seq), np.float32)
+    kind = np.int64 if config.model == "hf-gpt2" else np.float32
+    mask = np.ones((batch, seq), kind)
     for row in range(batch):
-        mask[row, seq - (row % 4) * seq // 8 :] = 0.0  # 0 to 3/8 of it padding
+        mask[row, seq - (row % 4) * seq // 8 :] = 0  # 0 to 3/8 of it padding
     return {"ids": rng.integers(0, VOCAB, (batch, seq)).astype(np.int64), "mask": mask}
 
 
