@@ -56,6 +56,7 @@ import collections
 import contextlib
 import copy
 import hashlib
+import math
 import weakref
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -376,10 +377,44 @@ graph params (a dense layer finds its weight among them)."""
 
 
 def _decompose(ep: ExportedProgram) -> ExportedProgram:
+    """The program in core aten but for `torch_ops.KEPT`, attention as the
+    math `_attention` writes."""
     table = torch.export.default_decompositions()
     for op in [op for op in table if torch_ops.op_name(op) in torch_ops.KEPT]:
         del table[op]
+    table[torch.ops.aten.scaled_dot_product_attention.default] = _attention
     return ep.run_decompositions(table)
+
+
+def _attention(
+    q,
+    k,
+    v,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    scale=None,
+    enable_gqa=False,
+):
+    """`scaled_dot_product_attention` as its definition (inference: no
+    dropout): softmax(q k^T * scale + mask) v, each result compact as
+    eager's. torch's own decomposition goes through the CPU flash kernel,
+    whose traced result is laid out heads-inner, so that Hugging Face's
+    `transpose(1, 2).reshape(...).view(...)` after it (GPT-2's attention at
+    batch > 1) fails to trace."""
+    if enable_gqa and k.shape[-3] != q.shape[-3]:
+        groups = q.shape[-3] // k.shape[-3]
+        k, v = (t.repeat_interleave(groups, dim=-3) for t in (k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if is_causal:
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+    elif attn_mask is not None:
+        scores = scores + attn_mask
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
 def from_exported_program(
@@ -594,9 +629,15 @@ class _DynamoRunner:
                 # give right results
                 self.symbolic_error = e
                 self.ways.pop(0)
+        # the values, compact: a graph after a graph break may take a
+        # transposed intermediate, which the aten decomposition of a `view`
+        # of it then refuses
+        compact = tuple(
+            v.contiguous() if isinstance(v, torch.Tensor) else v for v in inputs
+        )
         with torch.no_grad(), _outside_dynamo():
             gm = _with_floats(self.gm, inputs, self.floats)
-            ep = torch.export.export(gm, tuple(inputs), strict=False)
+            ep = torch.export.export(gm, compact, strict=False)
         values = {i: (name, inputs[i]) for i, name in self.frozen.items()}
         # sizes dynamo passes as ints are constants of this compilation
         values |= {

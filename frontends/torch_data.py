@@ -8,12 +8,16 @@ with `torch_ops.converter`, as the compute ops in `torch_ops.py` do.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import torch
+from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
+from ember.dialects.graph_base import dtype_of
 from ember.frontends.torch_ops import ConversionError, OpContext, converter, shape_of
+from ember.runtime.shape_expr import SymExpr
 
 
 @converter("view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten")
@@ -51,14 +55,31 @@ def _select(c: OpContext, x, dim: int, index: int):
 @converter("slice")
 def _slice_tensor(c: OpContext, x, dim=0, start=None, end=None, step=1):
     n = shape_of(x)[dim]
-    # torch's bounds: negative from the end, then clamped to [0, n]
     start, end = (0 if start is None else start), (n if end is None else end)
+    if any(isinstance(v, SymExpr) for v in (n, start, end)):
+        return _symbolic_slice(c, x, dim, start, step)
+    # torch's bounds: negative from the end, then clamped to [0, n]
     start, end = (min(max(v + n if v < 0 else v, 0), n) for v in (start, end))
     if start >= end:
         raise ConversionError(f"expected a non-empty slice, got {start}:{end}")
     if (start, end, step) == (0, n, 1):
         return x
     return _slice(c, x, dim, start, end, step)
+
+
+def _symbolic_slice(c: OpContext, x, dim: int, start, step: int):
+    """A slice whose bounds or axis are sizes: its length is the one torch
+    derived under its guards (`mask[:, :t]`, `bias[:t]`), from a known
+    start."""
+    if not isinstance(start, int) or start < 0:
+        raise ConversionError(
+            f"expected a slice from a known, non-negative start, got {start}"
+        )
+    dim %= len(shape_of(x))
+    length = c.out_shape[dim]
+    if (start, step, length) == (0, 1, shape_of(x)[dim]):
+        return x
+    return _slice(c, x, dim, start, start + (length - 1) * step + 1, step)
 
 
 _COMPARE = {
@@ -84,6 +105,89 @@ def _logical_not(c: OpContext, x):
     if c.node.meta["val"].dtype != torch.bool:
         raise ConversionError("expected a bool tensor (bitwise not of integers)")
     return c.emit(G.LogicalNotOp, x)
+
+
+@converter("bitwise_and", "bitwise_or")
+def _bitwise(c: OpContext, a, b):
+    """`&` and `|` of masks (HF's causal and padding masks)."""
+    if c.node.meta["val"].dtype != torch.bool:
+        raise ConversionError("expected bool tensors (bitwise and/or of integers)")
+    return c.emit(G.LogicalAndOp if c.op == "bitwise_and" else G.LogicalOrOp, a, b)
+
+
+def _int64(c: OpContext, value) -> SSAValue:
+    """A 0-d int64 operand; a symbolic size is computed at run time."""
+    if isinstance(value, SymExpr):
+        return c.emit(G.SizesOp, values=[value], shape=[])
+    return c.value(np.asarray(value, np.int64))
+
+
+def _as(c: OpContext, x: SSAValue, dtype: torch.dtype) -> SSAValue:
+    name = str(dtype).removeprefix("torch.")
+    return x if dtype_of(x.type.element_type) == name else c.emit(G.CastOp, x, to=name)  # type: ignore[attr-defined]
+
+
+@converter("arange")
+def _arange(c: OpContext, *args, **_kwargs):
+    """arange(end), arange(start, end), arange(start, end, step) to a symbolic
+    end (`torch.arange(t)`; a known one is folded at import)."""
+    start, end, step = {1: (0, *args, 1), 2: (*args, 1), 3: args}[len(args)]
+    if not isinstance(start, int) or not isinstance(step, int) or step == 0:
+        raise ConversionError(
+            f"expected an integer start and non-zero step, got {start} and {step}"
+        )
+    if not isinstance(end, SymExpr):
+        y = c.value(np.arange(start, end, step, dtype=np.int64))
+    else:
+        y = c.emit(G.RangeOp, start=start, limit=end, delta=step)
+    return _as(c, y, c.node.meta["val"].dtype)
+
+
+@converter("cumsum")
+def _cumsum(c: OpContext, x, dim, **_kwargs):
+    """Running sums (integers sum as int64, as torch's do)."""
+    y = c.emit(G.CumSumOp, x, axis=dim, exclusive=False, reverse=False)
+    return _as(c, y, c.node.meta["val"].dtype)
+
+
+@converter("index")
+def _index(c: OpContext, x, indices):
+    """Advanced indexing `x[..., i, j, ...]` by integer tensors on axes next
+    to each other (broadcast against each other): x with those axes
+    flattened, gathered at each position's linear index."""
+    shape = shape_of(x)
+    at = [axis for axis, i in enumerate(indices) if i is not None]
+    if not at or at != list(range(at[0], at[0] + len(at))):
+        raise ConversionError("expected index tensors on axes next to each other")
+    first, last = at[0], at[-1] + 1
+    linear = None
+    for axis in at:
+        i = c.value(indices[axis])
+        if dtype_of(i.type.element_type) not in ("int64", "int32"):  # type: ignore[attr-defined]
+            raise ConversionError(
+                "expected integer index tensors (a bool mask "
+                "gives a shape known only from its data)"
+            )
+        i = _as(c, i, torch.int64)
+        n = _int64(c, shape[axis])
+        i = c.emit(
+            G.WhereOp, c.emit(G.LessOp, i, _int64(c, 0)), c.emit(G.AddOp, i, n), i
+        )
+        stride = math.prod(shape[axis + 1 : last])
+        term = (
+            i
+            if isinstance(stride, int) and stride == 1
+            else c.emit(G.MulOp, i, _int64(c, stride))
+        )
+        linear = term if linear is None else c.emit(G.AddOp, linear, term)
+    out = c.out_shape
+    positions = list(out[first : len(out) - (len(shape) - last)])
+    if list(shape_of(linear)) != positions:
+        linear = c.emit(G.BroadcastToOp, linear, shape=positions)
+    flat = [*shape[:first], math.prod(shape[first:last]), *shape[last:]]
+    if list(flat) != list(shape):
+        x = c.emit(G.ReshapeOp, x, shape=flat)
+    return c.emit(G.GatherOp, x, linear, axis=first)
 
 
 @converter("any")

@@ -24,9 +24,11 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Block, SSAValue
 
 from ember.dialects import graph as G
+from ember.dialects.graph_base import dtype_of
 from ember.dialects.graph_shapes import dims_of
 from ember.runtime.shape_expr import (
     Sym,
+    SymExpr,
     sym_floordiv,
     sym_max,
     sym_min,
@@ -90,9 +92,28 @@ class OpContext:
         return self.emit_op(G.ConstantOp(literal(np.asarray(value, np.float32))))
 
     def emit(self, op: type[G.GraphOp], *operands: Any, **attrs: Any) -> SSAValue:
-        """Append `op` on `operands` (values, arrays or scalars) with `attrs`."""
-        values = [self.value(o) for o in operands]
+        """Append `op` on `operands` (values, arrays or scalars) with `attrs`.
+        A scalar beside an integer tensor is of its type (`ids + 1`, `mask *
+        seq`), as torch computes; a size is computed at run time."""
+        tensors = [o for o in operands if isinstance(o, SSAValue)]
+        like = dtype_of(tensors[0].type.element_type) if tensors else "float32"  # type: ignore[attr-defined]
+        values = [self._scalar(o, like) for o in operands]
         return self.emit_op(op.build_inferred(*values, **attrs))
+
+    def _scalar(self, x: Any, like: str) -> SSAValue:
+        if isinstance(x, SymExpr):
+            size = self.emit_op(G.SizesOp.build_inferred(values=[x], shape=[]))
+            if like == "int64":
+                return size
+            return self.emit_op(G.CastOp.build_inferred(size, to=like))
+        integral = isinstance(x, int) or isinstance(x, float) and x.is_integer()
+        if (
+            isinstance(x, bool | int | float)
+            and like in ("int64", "int32")
+            and integral
+        ):
+            return self.emit_op(G.ConstantOp(literal(np.asarray(x, like))))
+        return self.value(x)
 
     def emit_op(self, op) -> SSAValue:
         self.block.add_op(op)
@@ -391,6 +412,8 @@ _UNARY = {
     "log": G.LogOp,
     "hardswish": G.HardSwishOp,
     "mish": G.MishOp,
+    "sin": G.SinOp,  # rotary embeddings of positions known at run time
+    "cos": G.CosOp,
 }
 
 

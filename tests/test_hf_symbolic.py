@@ -136,3 +136,70 @@ def test_a_hugging_face_model_compiles_once_and_runs_at_any_shape(
         assert got.shape == want.shape, (batch, seq)
         error = np.abs(got - want).max() / np.abs(want).max()
         assert error <= 1e-4, (batch, seq, error)
+
+
+# -- torch.compile(backend="ember") and torch.export on the same models ---------------
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+
+
+def _hf_model(arch: str, folder):
+    torch.manual_seed(0)
+    cls = {"gpt2": transformers.GPT2LMHeadModel, "llama": transformers.LlamaForCausalLM}
+    cls[arch](_config(arch)).save_pretrained(folder)
+    return cls[arch].from_pretrained(folder, use_cache=False).eval()
+
+
+def _masked(batch: int, seq: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, VOCAB, (batch, seq), generator=g)
+    mask = torch.ones_like(ids)
+    mask[0, seq - seq // 3 :] = 0
+    return ids, mask
+
+
+@pytest.mark.parametrize(
+    "arch", ["gpt2", pytest.param("llama", marks=pytest.mark.slow)]
+)
+def test_torch_compile_dynamic_runs_a_hugging_face_model_at_every_shape(arch, tmp_path):
+    """The mask code (arange to the length, `&` of masks, advanced indexing
+    `mask[batch_idx, kv_idx]`, slices to the length) and attention
+    (`scaled_dot_product_attention`, decomposed as its math) compile
+    symbolically: after the batch-1 graph, which reads the batch as an int,
+    one library runs every later shape."""
+    model = _hf_model(arch, tmp_path)
+    compiled = torch.compile(model, backend="ember", dynamic=True)
+    with torch.no_grad():
+        for seed, (batch, seq) in enumerate(((1, 5), (3, 16), (8, 9), (2, 33))):
+            ids, mask = _masked(batch, seq, seed)
+            got = compiled(input_ids=ids, attention_mask=mask).logits
+            want = model(input_ids=ids, attention_mask=mask).logits
+            error = float((got - want).abs().max() / want.abs().max())
+            assert error <= 1e-4, (batch, seq, error)
+
+
+def test_torch_export_of_a_hugging_face_model_at_batch_3(tmp_path):
+    """`ember.frontends.torch.compile` on GPT-2 with a padding mask at batch 3:
+    torch's own decomposition of attention traced a result laid out heads
+    inner, whose `view` then failed."""
+    from ember.frontends import torch as ember_torch
+
+    model = _hf_model("gpt2", tmp_path)
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, mask):
+            return self.model(input_ids=ids, attention_mask=mask).logits
+
+    ids, mask = _masked(3, 16, 0)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = ember_torch.compile(Logits().eval(), (ids, mask))
+        got, want = compiled(ids, mask), Logits()(ids, mask)
+    assert float((got - want).abs().max() / want.abs().max()) <= 1e-4
