@@ -1,11 +1,12 @@
 """The RPC server in C (runtime/c/rpc_*.c), built by `ember build-runtime`:
 `ember.rpc.connect` works against it unchanged. Kernels and a compiled model
-upload, load, run and time there to the Python runtime's results; the key is
-checked by HMAC; bad frames and bad requests get the Python server's kinds of
-refusal (an ERROR, then the connection closed for a frame that cannot be read,
-the session going on for a bad message); a library that crashes ends only its
-session, whose workspace the listener removes. Built for aarch64 it serves the
-same under qemu-user, and so does the riscv64 build."""
+upload, load, run and time there to the Python runtime's results (one with
+symbolic shapes at each shape it is given); the key is checked by HMAC; bad
+frames and bad requests get the Python server's kinds of refusal (an ERROR,
+then the connection closed for a frame that cannot be read, the session going
+on for a bad message); a library that crashes ends only its session, whose
+workspace the listener removes. Built for aarch64 it serves the same under
+qemu-user, and so does the riscv64 build."""
 
 import os
 import shutil
@@ -16,6 +17,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import masked_model
 import numpy as np
 import pytest
 import small_cnn
@@ -201,6 +203,25 @@ def test_a_model_runs_there_through_graph_module(any_server, libs):
         separate.load_params(libs["params"])  # a param dict document goes over
         separate.run()
         np.testing.assert_array_equal(separate.get_output(0).numpy(), libs["y"])
+
+
+def test_a_symbolic_model_runs_there_at_each_shape(server, tmp_path):
+    """The C runtime's EmberModel behind graph_executor: set_input of a new
+    shape, outputs of the derived shapes, the Python runtime's refusal."""
+    ember.compile_model(masked_model.model()).export_library(tmp_path / "m.so")
+    local = GraphModule(load_module(tmp_path / "m.so")["default"](cpu()))
+    with connect("127.0.0.1", server["port"], key=KEY) as remote:
+        remote.upload(tmp_path / "m.so")
+        m = GraphModule(remote.load_module("m.so")["default"](remote.cpu(0)))
+        assert m.get_input_info()[0] == {"x": ("batch", "seq"), "mask": ("seq",)}
+        for b, s in [(2, 7), (3, 16), (1, 4)]:
+            feeds = masked_model.feeds(b, s)
+            m.run(**feeds)
+            for i, want in enumerate(local(**feeds)):
+                np.testing.assert_array_equal(m.get_output(i).numpy(), want)
+        m.set_input("mask", np.ones(8, np.float32))
+        with pytest.raises(EmberError, match="input 'mask': dim 0 is 'seq' = 8, bu"):
+            m.run()
 
 
 def test_the_key_is_checked(server):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ember.tools.common import UsageError, add_common_arguments, tool_main
 
-LIBRARY_SOURCES = ("json.c", "module.c", "ndarray.c", "params.c", "model.c")
+LIBRARY_SOURCES = ("json.c", "module.c", "ndarray.c", "params.c", "dims.c", "model.c")
 SERVER_SOURCES = ("rpc_server.c", "rpc_session.c", "rpc_files.c", "sha256.c")
 CFLAGS = ("-std=c99", "-Os", "-fPIC", "-Wall", "-Wextra", "-pedantic")
 

@@ -2,14 +2,18 @@
  * run_model_crt: run an ember model library through the C runtime
  * (runtime/include/ember_crt.h, libember_runtime.a), without Python.
  *
- *   run_model_crt [--params FILE] [--repeat N] LIBRARY NAME=FILE ...
+ *   run_model_crt [--params FILE] [--repeat N] [--shape NAME=D0,D1...]...
+ *                 LIBRARY NAME=FILE ...
  *
  * Where run_model.c reads the model's int64 tables, this host goes by the
- * metadata: it prints every input and output with its name, dtype and shape,
- * reads each input NAME=FILE (raw bytes, as numpy's x.tofile() writes them),
- * loads --params (a param dict, as ember.runtime.save_param_dict writes it,
- * or the packed blob), runs the model, and writes each output NAME=FILE.
- * With --repeat N it prints the median of N more runs.
+ * metadata: it prints every input and output with its name, dtype and shape
+ * (a symbolic dim as its expression: "(batch, seq + 1)"), reads each input
+ * NAME=FILE (raw bytes, as numpy's x.tofile() writes them) at the shape
+ * --shape gives it (which an input with symbolic dims needs), loads --params
+ * (a param dict, as ember.runtime.save_param_dict writes it, or the packed
+ * blob), runs the model, and writes each output NAME=FILE (an output's shape
+ * is the one its inputs give). With --repeat N it prints the median of N
+ * more runs.
  *
  * Exit status: 0 on success, 1 when the runtime or the model refuses (its
  * message is printed), 2 on bad arguments or files.
@@ -38,9 +42,39 @@ static int fail(int status) {
 
 static void describe(const char* kind, const EmberTensorInfo* t) {
   printf("%s %s: %s (", kind, t->name, EmberDataTypeName(t->dtype));
-  for (int32_t k = 0; k < t->ndim; ++k)
-    printf("%s%lld", k ? ", " : "", (long long)t->shape[k]);
+  for (int32_t k = 0; k < t->ndim; ++k) {
+    if (t->dims && t->dims[k]) printf("%s%s", k ? ", " : "", t->dims[k]);
+    else printf("%s%lld", k ? ", " : "", (long long)t->shape[k]);
+  }
   printf("%s)\n", t->ndim == 1 ? "," : "");
+}
+
+/* Input i's shape from --shape NAME=D0,D1... (`shapes`, `count` of them):
+ * 1 if given, 0 if not, -1 (with a message) if it is not i's ndim extents. */
+static int given_shape(const EmberModel* model, int32_t i, char** shapes,
+                       int count, int64_t* shape) {
+  EmberTensorInfo t;
+  EmberModelInputInfo(model, i, &t);
+  for (int s = 0; s < count; ++s) {
+    char* eq = strrchr(shapes[s], '=');
+    if (eq == NULL || (size_t)(eq - shapes[s]) != strlen(t.name) ||
+        strncmp(shapes[s], t.name, strlen(t.name)) != 0)
+      continue;
+    char *at = eq + 1, *end = at;
+    int32_t k = 0;
+    for (; k < t.ndim; ++k, at = end + 1) {
+      shape[k] = strtoll(at, &end, 10);
+      if (end == at || *end != (k + 1 < t.ndim ? ',' : '\0')) break;
+    }
+    if (k == t.ndim && *end == 0) return 1;
+    fprintf(stderr, "run_model_crt: --shape %s: input %s has %d dims\n",
+            shapes[s], t.name, (int)t.ndim);
+    return -1;
+  }
+  if (t.dims == NULL) return 0;
+  fprintf(stderr, "run_model_crt: input %s has symbolic dims: give its shape "
+                  "(--shape %s=D0,D1...)\n", t.name, t.name);
+  return -1;
 }
 
 /* The output index of `name`, or -1. */
@@ -66,15 +100,19 @@ static int compare(const void* a, const void* b) {
 int main(int argc, char** argv) {
   const char* params = NULL;
   long repeat = 0;
-  int first = 1;
+  int first = 1, num_shapes = 0;
+  char* shapes[64];
+  int64_t shape[32];
   for (; first + 1 < argc && strncmp(argv[first], "--", 2) == 0; first += 2) {
     if (strcmp(argv[first], "--params") == 0) params = argv[first + 1];
     else if (strcmp(argv[first], "--repeat") == 0) repeat = atol(argv[first + 1]);
+    else if (strcmp(argv[first], "--shape") == 0 && num_shapes < 64)
+      shapes[num_shapes++] = argv[first + 1];
     else break;
   }
   if (first >= argc || strncmp(argv[first], "--", 2) == 0) {
     fprintf(stderr, "usage: run_model_crt [--params FILE] [--repeat N] "
-                    "LIBRARY NAME=FILE ...\n");
+                    "[--shape NAME=D0,D1...]... LIBRARY NAME=FILE ...\n");
     return 2;
   }
   if (EmberModuleLoad(argv[first], &lib) || EmberModelCreate(lib, &model))
@@ -103,6 +141,9 @@ int main(int argc, char** argv) {
     if (output_index(model, argv[a]) >= 0) continue;
     int32_t i = EmberModelInputIndex(model, argv[a]);
     if (i < 0) return fail(2);
+    int shaped = given_shape(model, i, shapes, num_shapes, shape);
+    if (shaped < 0) return 2;
+    if (shaped && EmberModelSetInputShape(model, i, shape)) return fail(1);
     DLTensor* input = EmberModelInput(model, i);
     if (EmberReadFile(eq + 1, &data, &nbytes)) return fail(2);
     if (nbytes != EmberArrayNumBytes(input)) {

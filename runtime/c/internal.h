@@ -58,9 +58,10 @@ void buf_printf(Buf* b, const char* format, ...)
 void buf_json_string(Buf* b, const char* s);
 
 /* The shape and dtype of a metadata tensor ({"shape": [...], "dtype": "..."});
- * 0 or -1 naming `what`. `shape` holds up to 32 extents. */
-int json_tensor_type(const Json* tensor, const char* what, int32_t* ndim,
-                     int64_t* shape, DLDataType* dtype);
+ * 0 or -1 naming `what`. `shape` holds up to 32 extents; an expression's
+ * text (a symbolic dim, dims.c) reads as 0 if `symbolic`, else is refused. */
+int json_tensor_type(const Json* tensor, const char* what, int symbolic,
+                     int32_t* ndim, int64_t* shape, DLDataType* dtype);
 
 /* The element size in bytes of a dtype (bits rounded up to bytes). */
 size_t ember_dtype_bytes(DLDataType dtype);
@@ -68,6 +69,28 @@ size_t ember_dtype_bytes(DLDataType dtype);
 /* A module's parsed metadata, and a symbol of its library (NULL if none). */
 const Json* ember_module_json(const EmberModule* mod);
 void* ember_module_symbol(const EmberModule* mod, const char* name);
+
+/* A model's symbolic dims (dims.c): its inputs', outputs' and workspace's
+ * sizes as ints and expressions over symbols, which the inputs' shapes bind.
+ * Tensor k is input k, output k - num_inputs, or the workspace (1-D) last. */
+typedef struct EmberDims EmberDims;
+/* Parses the "model" object's dims and "bounds" (its "inputs" and "outputs"
+ * must be arrays); *out is NULL where every size is an int. */
+int ember_dims_create(const Json* desc, EmberDims** out);
+void ember_dims_free(EmberDims* dims);
+/* Tensor k's dims for EmberTensorInfo: the ints, -1 where symbolic; the
+ * expressions' texts, NULL at the ints (NULL altogether where all are). */
+const int64_t* ember_dims_shape(const EmberDims* dims, int32_t k);
+const char* const* ember_dims_texts(const EmberDims* dims, int32_t k);
+/* Binds the symbols from the shapes of `count` inputs from `first` (the
+ * others' dims are skipped: every input at a run, one as it is set) and
+ * checks every other dim whose symbols they bind; the messages start with
+ * `prefix` and name the input, dim and values. */
+int ember_dims_bind(EmberDims* dims, int32_t first, int32_t count,
+                    const int64_t* const* shapes, const char* prefix);
+/* Tensor k's shape (an output or the workspace) with the symbols bound:
+ * fails on a negative dim, a division by zero or an overflow, naming it. */
+int ember_dims_eval(const EmberDims* dims, int32_t k, int64_t* shape);
 
 /* 64-byte aligned, zeroed memory (at least one byte); NULL on failure. */
 void* ember_aligned_zeros(size_t nbytes);

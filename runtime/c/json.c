@@ -305,19 +305,21 @@ const char* json_str(const Json* object, const char* key) {
   return v != NULL && v->kind == JSON_STRING ? v->str : NULL;
 }
 
-int json_tensor_type(const Json* tensor, const char* what, int32_t* ndim,
-                     int64_t* shape, DLDataType* dtype) {
+int json_tensor_type(const Json* tensor, const char* what, int symbolic,
+                     int32_t* ndim, int64_t* shape, DLDataType* dtype) {
   const Json* dims = json_get(tensor, "shape");
   const char* name = json_str(tensor, "dtype");
   if (dims == NULL || dims->kind != JSON_ARRAY || dims->len > 32)
     return ember_error("%s: expected a \"shape\" of at most 32 extents", what);
   *ndim = 0;
   for (const Json* d = dims->child; d != NULL; d = d->next) {
+    if (d->kind == JSON_STRING && symbolic) {
+      shape[(*ndim)++] = 0;
+      continue;
+    }
     if (d->kind == JSON_STRING)
-      return ember_error(
-          "%s: dimension %d is symbolic (%s): the C runtime runs static "
-          "shapes only",
-          what, (int)*ndim, d->str);
+      return ember_error("%s: dimension %d is an expression (%s), not an int",
+                         what, (int)*ndim, d->str);
     if (d->kind != JSON_NUMBER || !d->is_int || d->i < 0)
       return ember_error("%s: dimension %d is not an extent", what, (int)*ndim);
     shape[(*ndim)++] = d->i;

@@ -1,6 +1,8 @@
 /* A compiled model run by its metadata (the "model" object that
  * func-packed-abi merges into __ember_metadata): default_run(inputs...,
- * outputs..., workspace, params). */
+ * outputs..., workspace, params). A model with symbolic dims (dims.c) takes
+ * inputs of any consistent shape; each run gives its outputs and workspace
+ * the shapes the inputs' bind, with new memory only when they outgrow it. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -30,6 +32,10 @@ struct EmberModel {
   void* own_params;    /* the blob once loaded; NULL while embedded or none */
   EmberValue* args;    /* default_run's arguments */
   int32_t* codes;
+  /* a symbolic model's; NULL where every size is an int */
+  EmberDims* dims;
+  size_t* capacity;      /* bytes allocated, per tensor */
+  const int64_t** given; /* the inputs' shapes, NULL until set */
 };
 
 static const DLDataType BYTES = {kDLUInt, 8, 1};
@@ -43,7 +49,8 @@ static int read_layout(EmberModel* m, const Json* layout) {
     Param* p = &m->layout[m->num_params++];
     p->name = e->key;
     p->offset = json_int(e, "offset", -1);
-    if (json_tensor_type(e, p->name, &p->ndim, p->shape, &p->dtype)) return -1;
+    if (json_tensor_type(e, p->name, 0, &p->ndim, p->shape, &p->dtype))
+      return -1;
     p->nbytes = ember_dtype_bytes(p->dtype);
     for (int32_t k = 0; k < p->ndim; ++k) p->nbytes *= (size_t)p->shape[k];
     if (p->offset < 0 || p->offset % EMBER_MODEL_ALIGNMENT ||
@@ -52,6 +59,13 @@ static int read_layout(EmberModel* m, const Json* layout) {
                          p->name);
   }
   return 0;
+}
+
+/* A symbolic model's dim j of tensor k before any run: its int, or 0 where
+ * it is an expression (until a shape is given or derived). */
+static int64_t known_size(const EmberModel* m, int32_t k, int32_t j) {
+  int64_t size = ember_dims_shape(m->dims, k)[j];
+  return size < 0 ? 0 : size;
 }
 
 static int read_tensors(EmberModel* m, const Json* list, int32_t first,
@@ -64,44 +78,28 @@ static int read_tensors(EmberModel* m, const Json* list, int32_t first,
     snprintf(what, sizeof what, "%s %d", kind, (int)(i - first));
     m->names[i] = json_str(t, "name");
     if (m->names[i] == NULL) return ember_error("%s has no name", what);
-    if (json_tensor_type(t, what, &ndim, shape, &dtype) ||
-        EmberArrayEmpty(shape, ndim, dtype, &m->tensors[i]))
+    if (json_tensor_type(t, what, m->dims != NULL, &ndim, shape, &dtype))
       return -1;
+    for (int32_t j = 0; m->dims && j < ndim; ++j) /* "768" is an int too */
+      shape[j] = known_size(m, i, j);
+    if (EmberArrayEmpty(shape, ndim, dtype, &m->tensors[i])) return -1;
+    if (m->dims == NULL) continue;
+    m->capacity[i] = EmberArrayNumBytes(m->tensors[i]);
+    if (i < m->num_inputs && ember_dims_texts(m->dims, i) == NULL)
+      m->given[i] = m->tensors[i]->shape; /* all ints: known from the start */
   }
   return 0;
-}
-
-/* Whether a size in the metadata is symbolic: an expression's text. */
-static int symbolic(const Json* size) { return size && size->kind == JSON_STRING; }
-
-/* A model with symbolic shapes: its sizes are expressions the C runtime does
- * not evaluate; it runs libraries compiled for fixed shapes. */
-static int refuse_symbolic(const Json* desc) {
-  const char* lists[2] = {"inputs", "outputs"};
-  int found = symbolic(json_get(desc, "workspace_bytes"));
-  for (int l = 0; l < 2 && !found; ++l) {
-    const Json* list = json_get(desc, lists[l]);
-    for (const Json* t = list ? list->child : NULL; t && !found; t = t->next) {
-      const Json* shape = json_get(t, "shape");
-      for (const Json* d = shape ? shape->child : NULL; d; d = d->next)
-        found |= symbolic(d);
-    }
-  }
-  if (!found) return 0;
-  return ember_error(
-      "the model has symbolic shapes (sizes known only from its inputs); the C "
-      "runtime runs models compiled for fixed shapes: compile with shape=... "
-      "(ember-compile --input-shapes)");
 }
 
 static int create(const EmberModule* mod, const Json* desc, EmberModel* m) {
   const Json* inputs = json_get(desc, "inputs");
   const Json* outputs = json_get(desc, "outputs");
-  if (refuse_symbolic(desc)) return -1;
+  const Json* workspace = json_get(desc, "workspace_bytes");
   int64_t workspace_bytes = json_int(desc, "workspace_bytes", -1);
   m->params_bytes = json_int(desc, "params_bytes", -1);
   if (inputs == NULL || inputs->kind != JSON_ARRAY || outputs == NULL ||
-      outputs->kind != JSON_ARRAY || workspace_bytes < 0 || m->params_bytes < 0)
+      outputs->kind != JSON_ARRAY || m->params_bytes < 0 ||
+      (workspace_bytes < 0 && !(workspace && workspace->kind == JSON_STRING)))
     return ember_error(
         "the model's metadata lacks inputs, outputs or its buffer sizes");
   if (EmberModuleGetFunction(mod, EMBER_MODEL_RUN_SYMBOL, &m->run)) return -1;
@@ -114,11 +112,19 @@ static int create(const EmberModule* mod, const Json* desc, EmberModel* m) {
   m->codes = calloc(count + 2, sizeof *m->codes);
   if (!m->names || !m->tensors || !m->args || !m->codes)
     return ember_error("out of memory");
+  if (ember_dims_create(desc, &m->dims)) return -1;
+  if (m->dims) {
+    workspace_bytes = known_size(m, (int32_t)count, 0);
+    m->capacity = calloc(count + 1, sizeof *m->capacity);
+    m->given = calloc(count + 1, sizeof *m->given);
+    if (!m->capacity || !m->given) return ember_error("out of memory");
+  }
   if (read_tensors(m, inputs, 0, "input") ||
       read_tensors(m, outputs, m->num_inputs, "output") ||
       EmberArrayEmpty(&workspace_bytes, 1, BYTES, &m->tensors[count]) ||
       read_layout(m, json_get(desc, "params")))
     return -1;
+  if (m->dims) m->capacity[count] = (size_t)workspace_bytes;
   void* blob = NULL;
   if (json_get(desc, "params_embedded") && json_get(desc, "params_embedded")->i) {
     blob = ember_module_symbol(mod, EMBER_PARAMS_SYMBOL);
@@ -168,8 +174,9 @@ static int info(const EmberModel* m, int32_t i, int32_t count, int32_t first,
   const DLTensor* t = m->tensors[first + i];
   out->name = m->names[first + i];
   out->ndim = t->ndim;
-  out->shape = t->shape;
+  out->shape = m->dims ? ember_dims_shape(m->dims, first + i) : t->shape;
   out->dtype = t->dtype;
+  out->dims = m->dims ? ember_dims_texts(m->dims, first + i) : NULL;
   return 0;
 }
 
@@ -183,10 +190,10 @@ int EmberModelOutputInfo(const EmberModel* m, int32_t i, EmberTensorInfo* out) {
 
 int32_t EmberModelInputIndex(const EmberModel* m, const char* name) {
   Buf known = {0};
-  for (int32_t i = 0; i < m->num_inputs; ++i) {
+  for (int32_t i = 0; i < m->num_inputs; ++i)
     if (strcmp(m->names[i], name) == 0) return i;
+  for (int32_t i = 0; i < m->num_inputs; ++i)
     buf_printf(&known, "%s'%s'", i ? ", " : "", m->names[i]);
-  }
   ember_error("the model has no input named '%s'; its inputs: %s", name,
               known.data ? known.data : "none");
   free(known.data);
@@ -220,17 +227,110 @@ static int is_compact(const DLTensor* t) {
   return 1;
 }
 
+/* "(1, 3, 8, 8)", as Python writes a shape. */
+static void shape_text(Buf* b, int32_t ndim, const int64_t* shape) {
+  buf_printf(b, "(");
+  for (int32_t k = 0; k < ndim; ++k)
+    buf_printf(b, "%s%lld", k ? ", " : "", (long long)shape[k]);
+  buf_printf(b, "%s)", ndim == 1 ? "," : "");
+}
+
+/* The bytes of tensor k at `shape` (never negative); -1 if size_t cannot
+ * hold them. */
+static int num_bytes(const DLTensor* t, const int64_t* shape, size_t* out) {
+  size_t bytes = ember_dtype_bytes(t->dtype);
+  int32_t j = 0;
+  while (j < t->ndim && shape[j] != 0) ++j;
+  if (j < t->ndim) bytes = 0; /* empty, whatever the other dims */
+  for (j = 0; bytes && j < t->ndim; ++j) {
+    if ((uint64_t)shape[j] > SIZE_MAX / bytes) return -1;
+    bytes *= (size_t)shape[j];
+  }
+  *out = bytes;
+  return 0;
+}
+
+/* Tensor k at `shape` refused: more bytes than size_t holds or malloc has. */
+static int cannot_allocate(const EmberModel* m, int32_t k,
+                           const int64_t* shape) {
+  Buf text = {0};
+  shape_text(&text, m->tensors[k]->ndim, shape);
+  if (k == m->num_inputs + m->num_outputs)
+    ember_error("cannot allocate a workspace of %lld bytes", (long long)shape[0]);
+  else
+    ember_error("cannot allocate %s '%s' of shape %.300s",
+                k < m->num_inputs ? "input" : "output", m->names[k],
+                text.data ? text.data : "");
+  free(text.data);
+  return -1;
+}
+
+/* A symbolic model's tensor k at `shape`: new memory only when it outgrows
+ * the memory it has (the data is then gone), else the same, reused. */
+static int reshape(EmberModel* m, int32_t k, const int64_t* shape) {
+  DLTensor* t = m->tensors[k];
+  size_t bytes;
+  if (num_bytes(t, shape, &bytes)) return cannot_allocate(m, k, shape);
+  if (bytes > m->capacity[k]) {
+    void* data = ember_aligned_zeros(bytes);
+    if (data == NULL) return cannot_allocate(m, k, shape);
+    free(t->data);
+    t->data = data;
+    m->capacity[k] = bytes;
+  }
+  if (t->ndim > 0) memcpy(t->shape, shape, (size_t)t->ndim * sizeof *shape);
+  return 0;
+}
+
+/* A static model takes its inputs' own shapes only. */
+static int fixed_shape(const EmberModel* m, int32_t i, const int64_t* shape) {
+  const DLTensor* input = m->tensors[i];
+  int32_t j = 0;
+  while (j < input->ndim && shape[j] == input->shape[j]) ++j;
+  if (j == input->ndim) return 0;
+  Buf want = {0}, got = {0};
+  shape_text(&want, input->ndim, input->shape);
+  shape_text(&got, input->ndim, shape);
+  ember_error("set_input: input '%s' has the fixed shape %.200s, got %.200s",
+              m->names[i], want.data ? want.data : "",
+              got.data ? got.data : "");
+  free(want.data);
+  free(got.data);
+  return -1;
+}
+
+int EmberModelSetInputShape(EmberModel* m, int32_t i, const int64_t* shape) {
+  DLTensor* input = EmberModelInput(m, i);
+  if (input == NULL)
+    return ember_error("input index %d out of range: the model has %d",
+                       (int)i, (int)m->num_inputs);
+  if (m->dims == NULL) return fixed_shape(m, i, shape);
+  for (int32_t j = 0; j < input->ndim; ++j)
+    if (shape[j] < 0)
+      return ember_error("set_input: input '%s': dim %d is %lld, not a size",
+                         m->names[i], (int)j, (long long)shape[j]);
+  /* this input alone: its own dims agree and its symbols are in bounds */
+  if (ember_dims_bind(m->dims, i, 1, &shape, "set_input: ") ||
+      reshape(m, i, shape))
+    return -1;
+  m->given[i] = input->shape;
+  return 0;
+}
+
 int EmberModelSetInput(EmberModel* m, int32_t i, const DLTensor* value) {
   DLTensor* input = EmberModelInput(m, i);
   if (input == NULL)
     return ember_error("input index %d out of range: the model has %d",
                        (int)i, (int)m->num_inputs);
+  /* a symbolic model's shape is checked by EmberModelSetInputShape */
   if (value->device.device_type != kDLCPU || !is_compact(value) ||
-      !same_type(value, input->ndim, input->shape, input->dtype))
+      !same_type(value, input->ndim, m->dims ? value->shape : input->shape,
+                 input->dtype))
     return ember_error(
         "input %d (%s): expected a compact CPU %s tensor of the model's "
         "shape",
         (int)i, m->names[i], EmberDataTypeName(input->dtype));
+  if (m->dims && EmberModelSetInputShape(m, i, value->shape)) return -1;
   memcpy(input->data, (const char*)value->data + value->byte_offset,
          EmberArrayNumBytes(input));
   return 0;
@@ -297,6 +397,23 @@ int EmberModelLoadParams(EmberModel* m, const void* data, size_t nbytes) {
   return 0;
 }
 
+/* A symbolic model's outputs and workspace at the shapes its inputs' give
+ * (after a refusal, some may have their new shape). */
+static int derive(EmberModel* m) {
+  int32_t count = m->num_inputs + m->num_outputs;
+  int64_t shape[32];
+  for (int32_t i = 0; i < m->num_inputs; ++i)
+    if (m->given[i] == NULL)
+      return ember_error(
+          "run: input '%s' has a symbolic shape and is not set: "
+          "EmberModelSetInputShape or EmberModelSetInput it first",
+          m->names[i]);
+  if (ember_dims_bind(m->dims, 0, m->num_inputs, m->given, "run: ")) return -1;
+  for (int32_t k = m->num_inputs; k <= count; ++k)
+    if (ember_dims_eval(m->dims, k, shape) || reshape(m, k, shape)) return -1;
+  return 0;
+}
+
 int EmberModelRun(EmberModel* m) {
   EmberValue ret;
   int32_t ret_code;
@@ -309,6 +426,7 @@ int EmberModelRun(EmberModel* m) {
     free(missing.data);
     return -1;
   }
+  if (m->dims != NULL && derive(m)) return -1;
   return EmberFuncCall(m->run, m->args, m->codes,
                        m->num_inputs + m->num_outputs + 2, &ret, &ret_code);
 }
@@ -324,5 +442,8 @@ void EmberModelFree(EmberModel* m) {
   free(m->own_params);
   free(m->args);
   free(m->codes);
+  ember_dims_free(m->dims);
+  free(m->capacity);
+  free(m->given);
   free(m);
 }

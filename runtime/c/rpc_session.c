@@ -270,8 +270,11 @@ static void io_info(Session* s, EmberModel* model, Buf* b) {
       buf_printf(b, "%s{\"name\":", i ? "," : "");
       buf_json_string(b, t.name);
       buf_printf(b, ",\"shape\":[");
-      for (int32_t k = 0; k < t.ndim; ++k)
-        buf_printf(b, "%s%lld", k ? "," : "", (long long)t.shape[k]);
+      for (int32_t k = 0; k < t.ndim; ++k) { /* symbolic dims as their text */
+        buf_printf(b, "%s", k ? "," : "");
+        if (t.dims && t.dims[k]) buf_json_string(b, t.dims[k]);
+        else buf_printf(b, "%lld", (long long)t.shape[k]);
+      }
       buf_printf(b, "],\"dtype\":\"%s\"}", EmberDataTypeName(t.dtype));
     }
   }

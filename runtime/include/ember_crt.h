@@ -15,7 +15,9 @@
  *     format, CRC-32 checked);
  *   - EmberModel runs a compiled model's `default_run` by its metadata: input
  *     and output names, shapes and dtypes, its workspace, params embedded in
- *     the library or loaded from a param dict or a packed blob.
+ *     the library or loaded from a param dict or a packed blob; a model
+ *     compiled with symbolic shapes ("batch", "seq + 1") at the shapes its
+ *     inputs are given (EmberModelSetInputShape).
  *
  * A model in a few lines (examples/deploy_c/run_model_crt.c is a whole host):
  *
@@ -33,7 +35,7 @@
  *
  * Not supported (refused with a message): `.tar` libraries (their objects
  * must be linked first: `cc -shared -o m.so` the objects, or export a
- * `.so`), GPU models (DeviceModules), symbolic shapes in a model's metadata.
+ * `.so`), GPU models (DeviceModules).
  * Sizes are in docs/architecture.md ("The C runtime and the runtime
  * package").
  */
@@ -142,16 +144,36 @@ int EmberReadFile(const char* path, void** data, size_t* nbytes);
  * copies it). One thread at a time; make one EmberModel per thread. */
 typedef struct EmberModel EmberModel;
 
-/* What the metadata says of one input or output. */
+/* What the metadata says of one input or output. A symbolic dim (one known
+ * only from the inputs' shapes) is -1 in `shape`, as TVM writes it, and its
+ * expression's text ("batch", "seq + 1", "(seq + 1) // 2") is in `dims`:
+ * `dims` is NULL where every dim is an int (always, for a static model),
+ * else it has `ndim` entries, NULL at the ints. */
 typedef struct {
   const char* name;
   int32_t ndim;
   const int64_t* shape;
   DLDataType dtype;
+  const char* const* dims;
 } EmberTensorInfo;
 
 /* An executor for the model library `mod` (which must outlive it): fails
- * when the metadata has no "model", or one this runtime cannot run. */
+ * when the metadata has no "model", or one this runtime cannot run (an
+ * expression that does not parse is named with the input or output, the dim
+ * and its text).
+ *
+ * Symbolic shapes (runtime/model_dims.py is the specification): a dim may be
+ * an expression over symbols (ints, names, + - * // %, parentheses, min,
+ * max; // and % floor, as Python's). An input's dim that is one symbol alone
+ * binds it; the inputs' other dims must equal their expressions' values;
+ * "bounds" caps symbols; the outputs' shapes and the workspace size are
+ * evaluated from the symbols at each run. Such a model's symbolic inputs
+ * start empty (their symbolic dims 0): give each one's shape
+ * (EmberModelSetInputShape, or EmberModelSetInput with a tensor of the
+ * shape) before the first run. Refusals name the input, the dim, the
+ * symbol and the values in the Python runtime's words, after "set_input: "
+ * or "run: ": "input 'mask': dim 1 is 'seq' = 8, but input 'ids' gave seq =
+ * 7", "input 'ids': seq = 17 is above its bound 16". */
 int EmberModelCreate(const EmberModule* mod, EmberModel** out);
 int32_t EmberModelNumInputs(const EmberModel* model);
 int32_t EmberModelNumOutputs(const EmberModel* model);
@@ -163,13 +185,25 @@ int EmberModelOutputInfo(const EmberModel* model, int32_t i,
 int32_t EmberModelInputIndex(const EmberModel* model, const char* name);
 
 /* The model's own input and output tensors (NULL for a bad index): write an
- * input's data in place, read an output's after a run. */
+ * input's data in place, read an output's after a run. The pointers stay the
+ * model's; with symbolic shapes, `shape` is the current one (an output's the
+ * last run's) and `data` may move when a new shape outgrows the memory. */
 DLTensor* EmberModelInput(EmberModel* model, int32_t i);
 DLTensor* EmberModelOutput(EmberModel* model, int32_t i);
 
 /* Copies `value` into input i; its dtype and shape must be the input's
- * exactly (no casts), and it must be compact. */
+ * exactly (no casts), and it must be compact. With symbolic shapes, any
+ * shape EmberModelSetInputShape takes: it sets the shape, then copies. */
 int EmberModelSetInput(EmberModel* model, int32_t i, const DLTensor* value);
+
+/* Gives input i the shape `shape` (the input's ndim extents), for the caller
+ * to write its data in place then (EmberModelInput(model, i)->data, which may
+ * have moved; its contents are stale). With symbolic shapes: its int dims
+ * must be theirs, its own symbols consistent and within their bounds; new
+ * memory is taken only when the shape needs more than the input has, a
+ * smaller one reuses it. A static model takes its inputs' own shapes only
+ * (another is refused naming the fixed one). */
+int EmberModelSetInputShape(EmberModel* model, int32_t i, const int64_t* shape);
 
 /* Loads params: a param dict document (each name the model's, each shape
  * and dtype the packed one; partial loads add up), or the packed blob of
@@ -178,7 +212,10 @@ int EmberModelSetInput(EmberModel* model, int32_t i, const DLTensor* value);
 int EmberModelLoadParams(EmberModel* model, const void* data, size_t nbytes);
 
 /* Runs default_run. Fails naming the params still missing, or with the
- * entry's own message. */
+ * entry's own message. With symbolic shapes it first binds the symbols from
+ * the inputs' shapes (refusing an input not set, inconsistent shapes and
+ * sizes above their bounds) and gives the outputs and the workspace the
+ * shapes they evaluate to, taking memory only when they outgrow theirs. */
 int EmberModelRun(EmberModel* model);
 void EmberModelFree(EmberModel* model);
 
