@@ -36,6 +36,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import onnx
@@ -439,7 +440,7 @@ class _Importer:
         self.block = Block()
         self.params: dict[str, np.ndarray] = {}
         self.initializers = {t.name for t in graph.initializer}
-        self.env: dict[str, SSAValue | np.ndarray] = {}
+        self.env: dict[str, SSAValue | np.ndarray | onnx_fold.Empty] = {}
         for t in graph.initializer:
             try:
                 self.env[t.name] = to_array(t)
@@ -480,9 +481,17 @@ class _Importer:
 
     def convert(self, index: int, node: onnx.NodeProto) -> None:
         inputs = [self.env[name] if name else None for name in node.input]
+        empty = [v for v in inputs if isinstance(v, onnx_fold.Empty)]
+        if empty and node.op_type not in ("Concat", "Shape", "Size"):
+            raise OnnxImportError(
+                f"{self.label}: {node.op_type} node '{_node_name(node, index)}': "
+                f"expected inputs with elements, got an empty tensor of shape "
+                f"{list(empty[0].shape)} (ember's tensors have elements; only "
+                "Concat, Shape and Size take one)"
+            )
         try:
             context = NodeContext(
-                node, self.opset, inputs, self.block, self.materialize
+                node, self.opset, cast(list, inputs), self.block, self.materialize
             )
             convert = onnx_ops.CONVERTERS.get(_key(node))
             folded = onnx_fold.fold(context, computed=convert is not None)
@@ -559,6 +568,11 @@ class _Importer:
 
     def output(self, name: str) -> SSAValue:
         value = self.env[name]
+        if isinstance(value, onnx_fold.Empty):
+            raise OnnxImportError(
+                f"{self.label}: output '{name}' is empty (shape "
+                f"{list(value.shape)}); ember's tensors have elements"
+            )
         if isinstance(value, np.ndarray):
             try:
                 return self.materialize(name, value)

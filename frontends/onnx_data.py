@@ -24,9 +24,9 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from ember.dialects import graph as G
-from ember.dialects.graph_base import NUMPY_TYPES
+from ember.dialects.graph_base import NUMPY_TYPES, dtype_of
 from ember.dialects.graph_shapes import broadcast
-from ember.frontends.onnx_fold import shape_of
+from ember.frontends.onnx_fold import Empty, shape_of
 from ember.frontends.onnx_ops import (
     CHECKS,
     CONST_INPUTS,
@@ -159,7 +159,18 @@ def _slice(c: NodeContext, x: SSAValue, bounds: dict[int, tuple[int, int, int]])
         steps.append(step)
     if starts == [0] * len(shape) and ends == list(shape) and steps == [1] * len(shape):
         return x
+    lengths = [
+        len(range(a, b, st)) if all(isinstance(v, int) for v in (a, b)) else n
+        for a, b, st, n in zip(starts, ends, steps, shape, strict=True)
+    ]
+    if 0 in lengths:  # empty (Phi-3's rotary pass-through `q[..., 16:]` of 16)
+        return empty(x, lengths)
     return c.emit(G.SliceOp, x, starts=starts, ends=ends, steps=steps)
+
+
+def empty(x: SSAValue, shape: list) -> Empty:
+    """A slice of no elements of `x`, of the shape `shape` (0 on an axis)."""
+    return Empty(tuple(shape), dtype_of(x.type.element_type))  # type: ignore[attr-defined]
 
 
 def _symbolic_bounds(d: int, n, bound) -> tuple:

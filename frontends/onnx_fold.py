@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +39,17 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 
 class ConversionError(Exception):
     """A node cannot be converted; the importer adds the node's name and type."""
+
+
+@dataclass(frozen=True)
+class Empty:
+    """A tensor of no elements (Phi-3's rotary pass-through `q[..., 16:]` of
+    16): never a graph value, as graph tensors have elements. Shape reads its
+    shape (symbolic dims included) and Concat drops it; any other use is
+    refused."""
+
+    shape: tuple
+    dtype: str
 
 
 def dtype_name(onnx_type: int) -> str:

@@ -26,6 +26,7 @@ from ember.dialects.graph_shapes import is_static
 from ember.frontends.onnx_fold import (
     SHAPE_ONLY,
     ConversionError,
+    Empty,
     axes_of,
     fold_squeeze,
     fold_unsqueeze,
@@ -34,7 +35,7 @@ from ember.frontends.onnx_fold import (
 )
 
 Value = SSAValue | np.ndarray
-Converter = Callable[["NodeContext"], Sequence[Value]]
+Converter = Callable[["NodeContext"], Sequence[Value | Empty]]
 
 # Import-time values this small become graph.constant literals, larger ones params.
 MAX_LITERAL_ELEMENTS = 16
@@ -548,7 +549,18 @@ def _transpose(c: NodeContext):
 
 @converter("Concat")
 def _concat(c: NodeContext):
-    operands = [c.value(i) for i in range(len(c.inputs))]
+    """Inputs of no elements (an empty slice) add nothing and are dropped."""
+    kept = [
+        i
+        for i, x in enumerate(c.inputs)
+        if not isinstance(x, Empty)
+        and not (isinstance(x, np.ndarray) and x.dtype != object and x.size == 0)
+    ]
+    if not kept:
+        raise ConversionError("expected an input with elements, got only empty ones")
+    operands = [c.value(i) for i in kept]
+    if len(operands) == 1:
+        return operands
     return [c.emit(G.ConcatOp, *operands, axis=c.attr("axis"))]
 
 

@@ -5,6 +5,7 @@ config with random weights, written by `save_pretrained` and read back by
 axes by torch's classic exporter and by its dynamo exporter. Each compiles
 once without `shape=` and matches onnxruntime at several shapes.
 
+Phi-3 (slow) slices an empty rotary pass-through, which Concat drops.
 Their mask code computes with the sizes as data (`batch_idx * seq +
 kv_idx`, a cast of the length), which becomes graph.sizes; BERT's token
 types are a GatherElements and GPT-2's padding mask (dynamo) a GatherND
@@ -40,6 +41,17 @@ def _config(arch: str):
             max_position_embeddings=128,
             **small,
         )
+    if arch == "phi3":  # rotates every channel: an empty pass-through slice
+        return transformers.Phi3Config(
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            hidden_size=64,
+            intermediate_size=128,
+            max_position_embeddings=128,
+            pad_token_id=0,
+            **small,
+        )
     return transformers.LlamaConfig(
         num_hidden_layers=2,
         num_attention_heads=4,
@@ -69,6 +81,7 @@ def _exported(arch: str, exporter: str, folder) -> str:
         "gpt2": transformers.GPT2LMHeadModel,
         "bert": transformers.BertModel,
         "llama": transformers.LlamaForCausalLM,
+        "phi3": transformers.Phi3ForCausalLM,
     }
     cls = classes[arch]
     cls(_config(arch)).save_pretrained(folder)
@@ -114,6 +127,7 @@ CASES = [
     pytest.param("gpt2", "dynamo", marks=pytest.mark.slow),
     pytest.param("llama", "classic", marks=pytest.mark.slow),
     pytest.param("bert", "dynamo", marks=pytest.mark.slow),
+    pytest.param("phi3", "classic", marks=pytest.mark.slow),
 ]
 
 

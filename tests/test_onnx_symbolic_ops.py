@@ -437,3 +437,50 @@ def test_tril_masks_made_at_the_sequence_length():
     model = export_classic(_TrilMasks(), (torch.randn(2, 7, 8),), ["x"], {"x": _SEQ})
     feeds = lambda bb, t: _hidden(bb, t, 8)  # noqa: E731
     _run(model, ember.compile_model(model), feeds, [(1, 1), (2, 7), (3, 13), (1, 23)])
+
+
+# -- empty slices ---------------------------------------------------------------------
+
+
+def _rotary_pass_through(dims: list) -> onnx.ModelProto:
+    """Phi-3's partial rotary embedding when it rotates every channel: the
+    pass-through `x[..., 4:]` of 4 channels is empty, concatenated after the
+    rotated part (here x * 2), and its shape read."""
+    nodes = [
+        helper.make_node("Mul", ["x", "two"], ["rotated"]),
+        helper.make_node("Slice", ["x", "four", "big", "minus1"], ["rest"]),
+        helper.make_node("Concat", ["rotated", "rest"], ["y"], axis=-1),
+        helper.make_node("Shape", ["rest"], ["rest_shape"]),
+    ]
+    consts = [
+        ("two", np.array(2.0, np.float32)),
+        ("four", [4]),
+        ("big", [2**62]),
+        ("minus1", [-1]),
+    ]
+    outputs = [
+        _tensor("y", TensorProto.FLOAT, [*dims[:-1], 4]),
+        _tensor("rest_shape", TensorProto.INT64, [len(dims)]),
+    ]
+    return _graph(nodes, _symbols(("x", dims)), outputs, consts)
+
+
+@pytest.mark.parametrize("dims", [[3, 4], ["b", 4]])
+def test_an_empty_slice_is_dropped_by_concat_and_its_shape_read(dims):
+    model = _rotary_pass_through(dims)
+
+    def feeds(rows: int) -> dict:
+        return {"x": np.random.default_rng(rows).standard_normal((rows, 4), np.float32)}
+
+    sizes = [(3,)] if dims[0] == 3 else [(1,), (3,), (6,)]
+    _run(model, ember.compile_model(model), feeds, sizes)
+
+
+def test_an_empty_tensor_used_by_any_other_op_is_refused_naming_it():
+    model = _rotary_pass_through([3, 4])
+    model.graph.node.append(helper.make_node("Relu", ["rest"], ["r"]))
+    model.graph.output.append(_tensor("r", TensorProto.FLOAT, [3, 0]))
+    with pytest.raises(
+        OnnxImportError, match=r"Relu node .*empty tensor of shape \[3, 0\]"
+    ):
+        from_onnx(model)
