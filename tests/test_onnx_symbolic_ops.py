@@ -484,3 +484,26 @@ def test_an_empty_tensor_used_by_any_other_op_is_refused_naming_it():
         OnnxImportError, match=r"Relu node .*empty tensor of shape \[3, 0\]"
     ):
         from_onnx(model)
+
+
+def test_a_concat_along_symbolic_axes_runs_at_any_lengths():
+    """A cache grown by the new tokens: Concat of [b, n, 4] and [b, m, 4]
+    along the symbolic axis, [b, n + m, 4]."""
+    nodes = [
+        helper.make_node("Concat", ["past", "new"], ["joined"], axis=1),
+        helper.make_node("Relu", ["joined"], ["y"]),
+    ]
+    inputs = _symbols(("past", ["b", "n", 4]), ("new", ["b", "m", 4]))
+    model = _graph(nodes, inputs, [_tensor("y", TensorProto.FLOAT, ["b", "k", 4])])
+    module, _ = from_onnx(model, symbolic=True)
+    (concat,) = _found(module, "graph.concat")
+    assert dims_of(concat.result.type) == (b, Sym("n") + Sym("m"), 4)
+
+    def feeds(rows: int, past: int, new: int) -> dict:
+        rng = np.random.default_rng(past)
+        return {
+            "past": rng.standard_normal((rows, past, 4), np.float32),
+            "new": rng.standard_normal((rows, new, 4), np.float32),
+        }
+
+    _run(model, ember.compile_model(model), feeds, [(1, 1, 1), (2, 3, 5), (3, 17, 4)])

@@ -195,7 +195,8 @@ def concat(tensors: Sequence[te.Tensor], axis: int, name: str = "concat") -> te.
                     read(middle, end),
                 )
             index = list(i)
-            index[axis] = i[axis] - offsets[first] if offsets[first] else i[axis]
+            at = offsets[first]  # an int, or an expression of the sizes
+            index[axis] = i[axis] if isinstance(at, int) and at == 0 else i[axis] - at
             return tensors[first][tuple(index)]
 
         return read(0, len(tensors))
