@@ -217,3 +217,75 @@ def test_torch_export_of_a_hugging_face_model_at_batch_3(tmp_path):
         compiled = ember_torch.compile(Logits().eval(), (ids, mask))
         got, want = compiled(ids, mask), Logits()(ids, mask)
     assert float((got - want).abs().max() / want.abs().max()) <= 1e-4
+
+
+# -- a decoder step with its KV cache as inputs and outputs ---------------------------
+
+
+@pytest.mark.parametrize(
+    "arch", ["gpt2", pytest.param("llama", marks=pytest.mark.slow)]
+)
+def test_a_decoder_with_its_kv_cache_compiles_once_for_every_length(arch, tmp_path):
+    """The step onnxruntime users export: ids [b, s], a mask over past + s,
+    each layer's past keys and values [b, heads, past, d] in and the grown
+    cache out (a Concat along the symbolic past). One library runs the first
+    token, later tokens and a prompt chunk at any past length."""
+    from transformers.cache_utils import DynamicCache
+
+    model, layers = _hf_model(arch, tmp_path), 2
+    heads = 4 if arch == "gpt2" else 2  # the Llama's key-value heads
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, mask, *past):
+            cache = DynamicCache()
+            for layer in range(layers):
+                cache.update(past[2 * layer], past[2 * layer + 1], layer)
+            out = self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            grown = out.past_key_values.layers
+            return out.logits, *[t for g in grown for t in (g.keys, g.values)]
+
+    kv = [f"past{i}" for i in range(2 * layers)]
+    axes = {"ids": {0: "b", 1: "s"}, "mask": {0: "b", 1: "total"}}
+    axes |= {n: {0: "b", 2: "past"} for n in kv}
+    axes |= {"logits": {0: "b", 1: "s"}} | {f"new{n}": {0: "b", 2: "total"} for n in kv}
+    example = [
+        torch.zeros(2, 2, dtype=torch.int64),
+        torch.ones(2, 5, dtype=torch.int64),
+    ]
+    example += [torch.randn(2, heads, 3, 16) for _ in kv]
+    path = str(tmp_path / "step.onnx")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Step().eval(),
+            tuple(example),
+            path,
+            dynamo=False,
+            input_names=["ids", "mask", *kv],
+            output_names=["logits", *[f"new{n}" for n in kv]],
+            dynamic_axes=axes,
+            opset_version=17,
+        )
+    m = GraphModule(ember.compile_model(path)["default"](cpu()))
+    session = ort.InferenceSession(path)
+    rng = np.random.default_rng(0)
+    for batch, past, seq in ((1, 1, 1), (1, 7, 1), (2, 5, 3), (3, 20, 1)):
+        feeds = {
+            "ids": rng.integers(0, VOCAB, (batch, seq)).astype(np.int64),
+            "mask": np.ones((batch, past + seq), np.int64),
+        }
+        feeds |= {
+            n: rng.standard_normal((batch, heads, past, 16), np.float32) for n in kv
+        }
+        for got, want in zip(m(**feeds), session.run(None, feeds), strict=True):
+            assert got.shape == want.shape
+            assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
