@@ -27,40 +27,24 @@ VOCAB = 500
 
 
 def _config(arch: str):
-    small = {"vocab_size": VOCAB}
     if arch == "gpt2":
         return transformers.GPT2Config(
-            n_layer=2, n_head=4, n_embd=64, n_positions=128, **small
+            n_layer=2, n_head=4, n_embd=64, n_positions=128, vocab_size=VOCAB
         )
+    small = {
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "max_position_embeddings": 128,
+        "vocab_size": VOCAB,
+    }
     if arch == "bert":
-        return transformers.BertConfig(
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            hidden_size=64,
-            intermediate_size=128,
-            max_position_embeddings=128,
-            **small,
-        )
+        return transformers.BertConfig(**small)
+    grouped = {**small, "num_key_value_heads": 2}  # grouped-query attention
     if arch == "phi3":  # rotates every channel: an empty pass-through slice
-        return transformers.Phi3Config(
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            hidden_size=64,
-            intermediate_size=128,
-            max_position_embeddings=128,
-            pad_token_id=0,
-            **small,
-        )
-    return transformers.LlamaConfig(
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        hidden_size=64,
-        intermediate_size=128,
-        max_position_embeddings=128,
-        **small,
-    )
+        return transformers.Phi3Config(**grouped, pad_token_id=0)
+    return transformers.LlamaConfig(**grouped)
 
 
 class _Logits(torch.nn.Module):
