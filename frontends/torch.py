@@ -43,7 +43,9 @@ symbolic sizes (`dynamic=True`, or its automatic dynamic shapes on a second
 shape) is compiled once, symbolically, and runs every later shape; one that
 cannot be (see `_DynamoRunner`) is compiled per shape. The graph dynamo
 specializes to a batch of 1 is compiled with that batch symbolic where its
-ops allow, and graphs that import alike share one library. It runs the compiled model on the
+ops allow, and graphs that import alike share one library. A model that
+reads the batch as an int compiles its batch-1 graph once more, unless
+traced under torch's `torch.fx.experimental._config.backed_size_oblivious`. It runs the compiled model on the
 tensors without copying them (DLPack both ways). Importing this module registers
 the backend under "ember"; an installed ember also declares it as a
 `torch_dynamo_backends` entry point, so `backend="ember"` works without the

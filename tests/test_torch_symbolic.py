@@ -171,6 +171,22 @@ def test_torch_compile_dynamic_compiles_once_for_every_shape(compiles):
     assert len(compiles) == 3 and "1x1x16" in compiles[2]
 
 
+def test_torch_s_size_oblivious_tracing_compiles_batch_1_with_the_rest(compiles):
+    """With torch's `backed_size_oblivious` (the user's switch: it makes dynamo
+    reject some programs), dynamo keeps sizes of 1 symbolic; the graphs it
+    still retraces for contiguity checks import alike and share one library,
+    so even a model that reads the batch as an int compiles once."""
+    import torch.fx.experimental._config as fx_config
+
+    model = _Heads().eval()
+    compiled = torch.compile(model, backend="ember", dynamic=True)
+    with torch.no_grad(), fx_config.patch(backed_size_oblivious=True):
+        for b, t in ((1, 5), (3, 5), (8, 17), (1, 1)):
+            x = torch.randn(b, t, 16)
+            assert_close(compiled(x).numpy(), model(x))
+    assert len(compiles) == 1 and "?x?x16" in compiles[0]
+
+
 @pytest.mark.parametrize("batches", [(1, 3, 8, 1), (8, 3, 1)])
 def test_torch_compile_dynamic_runs_batch_1_3_and_8_with_one_compile(compiles, batches):
     """A CNN with batch norm (whose `eps` and `momentum` dynamo passes as 0-d
