@@ -538,8 +538,9 @@ class _Planner:
     def _plan_entry(self, call: _Call) -> dict:
         """A kernel call as the runtime runs it alone: its symbol, its
         arguments' places (`result` is the index of its result; scratch
-        buffers follow it), the graph ops it computes, and its result's
-        layout when blocked."""
+        buffers follow it; offsets and dims may be expressions), the size
+        symbols it takes after them, the graph ops it computes, and its
+        result's layout when blocked."""
         entry: dict[str, Any] = {
             "kernel": call.callee,
             "args": [
@@ -549,6 +550,8 @@ class _Planner:
             "result": len(call.op.args),
             "ops": ops_of(call.op.location, self.debug),
         }
+        if call.symbols:  # passed after the buffers, as the entry does
+            entry["symbols"] = list(call.symbols)
         layout = call.op.attributes.get(LAYOUT_ATTR)
         if isinstance(layout, StringAttr):
             entry["layout"] = layout.data

@@ -238,8 +238,8 @@ class GraphModule:
             a Chrome trace that Perfetto opens.
 
         Raises:
-            EmberError: a remote or GPU executor, a model with symbolic
-                shapes, or a library without a call plan; and as ``run``.
+            EmberError: a remote or GPU executor, or a library without a
+                call plan; and as ``run``.
 
         Example:
             >>> print(m.profile(repeat=20, input=x))  # doctest: +SKIP
@@ -255,11 +255,6 @@ class GraphModule:
             raise EmberError(
                 f"{what}: runs kernel by kernel only in a local CPU graph executor, "
                 f"not a {type(self.module).__name__}"
-            )
-        if self.module._dims is not None:
-            raise EmberError(
-                f"{what}: runs kernel by kernel only a model whose shapes are "
-                "static; this model's are symbolic"
             )
         return self.module
 

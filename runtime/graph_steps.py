@@ -32,11 +32,13 @@ import math
 import os
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 from contextlib import contextmanager
 
 import numpy as np
 
-from .errors import EmberError
+from .errors import EmberError, EmberValueError
+from .shape_expr import evaluate, parse
 
 BUFFERS = ("input", "output", "workspace", "params")
 """Where a kernel argument lives."""
@@ -62,7 +64,7 @@ class KernelCall:
         self._result = result
 
     def __call__(self) -> None:
-        self._fn(*self._pointers)
+        self._fn(*self._pointers)  # buffers, then the size symbols' values
 
     def result(self) -> np.ndarray:
         """A copy of the result buffer as the kernel wrote it (blocked
@@ -120,6 +122,8 @@ def bind(executor, inputs: Sequence, outputs: Sequence) -> list[KernelCall]:
         "workspace": [_bytes(executor._workspace)],
         "params": [_bytes(executor._params)],
     }
+    dims = executor._dims  # a symbolic model: the inputs' shapes bind the sizes
+    env = dims.bind([np.shape(a) for a in inputs]) if dims is not None else {}
     calls = []
     for i, entry in enumerate(plan_of(lib)):
         address = lib.symbol_address(entry["kernel"])
@@ -129,24 +133,44 @@ def bind(executor, inputs: Sequence, outputs: Sequence) -> list[KernelCall]:
                 f"(calls[{i}] of its plan)"
             )
         views = [
-            _view(buffers, arg, f"calls[{i}].args[{j}]")
+            _view(buffers, arg, f"calls[{i}].args[{j}]", env)
             for j, arg in enumerate(entry["args"])
         ]
-        pointers = [v.__array_interface__["data"][0] for v in views]
-        fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(views)))(address)
+        sizes = [_size(name, env, f"calls[{i}]") for name in entry.get("symbols", [])]
+        pointers = [v.__array_interface__["data"][0] for v in views] + sizes
+        types = [ctypes.c_void_p] * len(views) + [ctypes.c_int64] * len(sizes)
+        fn = ctypes.CFUNCTYPE(None, *types)(address)
         calls.append(KernelCall(i, entry, fn, pointers, views[entry["result"]]))
     return calls
+
+
+def _size(name: object, env: dict, where: str) -> int:
+    if not isinstance(name, str) or name not in env:
+        raise EmberError(f"{where}: the size symbol {name!r} is not the model's")
+    return env[name]
+
+
+def _value(dim: Any, env: dict, where: str) -> Any:
+    """An offset or dim of the plan: an int, or an expression's text
+    evaluated with the symbols' values (a symbolic model)."""
+    if not isinstance(dim, str):
+        return dim
+    try:
+        return evaluate(parse(dim), env)
+    except EmberValueError as e:
+        raise EmberError(f"{where}: {e}") from None
 
 
 def _bytes(array) -> np.ndarray:
     return np.asarray(array).reshape(-1).view(np.uint8)
 
 
-def _view(buffers: dict, arg: dict, where: str) -> np.ndarray:
+def _view(buffers: dict, arg: dict, where: str, env: dict) -> np.ndarray:
     """The bytes of ``arg`` in its buffer, as an array of its shape."""
     try:
-        kind, offset = arg["buffer"], arg["offset"]
-        dtype, shape = np.dtype(arg["dtype"]), tuple(arg["shape"])
+        kind, offset = arg["buffer"], _value(arg["offset"], env, where)
+        dtype = np.dtype(arg["dtype"])
+        shape = tuple(_value(d, env, where) for d in arg["shape"])
         index = arg.get("index", 0)
     except (KeyError, TypeError) as e:
         raise EmberError(f"{where}: malformed argument {arg!r}: {e}") from None
@@ -188,7 +212,7 @@ def profile(executor, repeat: int = 10) -> "Profile":
     if repeat < 1:
         raise EmberError(f"profile: repeat must be at least 1, got {repeat}")
     with executor.running("profile") as (inputs, outputs):
-        calls = bind(executor, inputs, outputs)
+        calls = bind(executor, inputs, _sized(executor, inputs, outputs))
         clock = time.perf_counter_ns
         start = clock()
         times = np.zeros((repeat, len(calls)), np.int64)
@@ -210,12 +234,21 @@ def profile(executor, repeat: int = 10) -> "Profile":
     return Profile(executor.lib._describe(), calls, begins, times, whole)
 
 
+def _sized(executor, inputs: list, outputs: list) -> list:
+    """The outputs to run kernel by kernel into: a symbolic model's, and its
+    workspace, allocated for the inputs' shapes by one whole run."""
+    if executor._dims is None:
+        return outputs
+    executor._run_model(inputs, outputs)
+    return list(executor._outputs)
+
+
 def results(executor) -> list[tuple[KernelCall, np.ndarray]]:
     """Run the executor's model once kernel by kernel on its current inputs,
     and return each call with a copy of its result as it left it."""
     with executor.running("results") as (inputs, outputs):
         out = []
-        for call in bind(executor, inputs, outputs):
+        for call in bind(executor, inputs, _sized(executor, inputs, outputs)):
             call()
             out.append((call, call.result()))
         return out

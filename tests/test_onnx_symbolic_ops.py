@@ -280,6 +280,24 @@ def test_sizes_used_as_data_are_computed_at_run_time():
     _run(model, ember.compile_model(model), feeds, [(1, 1), (2, 7), (5, 16)])
 
 
+def test_a_symbolic_model_runs_kernel_by_kernel_at_each_shape():
+    """profile and `graph_steps.results` (`ember debug`) bind the plan's
+    offsets, dims and each kernel's size symbols from the inputs' shapes."""
+    from ember.runtime import graph_steps
+
+    model = _sizes_as_data()
+    m = GraphModule(ember.compile_model(model)["default"](cpu()))
+    session = ort.InferenceSession(model.SerializeToString())
+    for rows, length in ((2, 7), (5, 16), (1, 1)):
+        x = np.random.default_rng(length).standard_normal((rows, length), np.float32)
+        profile = m.profile(repeat=2, x=x)
+        assert "sizes" in str(profile)
+        (want,) = session.run(None, {"x": x})
+        *_, (call, last) = graph_steps.results(m.module)
+        assert last.shape == want.shape
+        assert np.abs(last - want).max() <= 1e-5 * np.abs(want).max()
+
+
 # -- ConstantOfShape, Trilu, Expand, Tile to symbolic shapes --------------------------
 
 

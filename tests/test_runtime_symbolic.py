@@ -469,12 +469,6 @@ def test_the_gpu_executor_refuses_symbolic_shapes():
         device_model(Plan())
 
 
-def test_profile_refuses_a_symbolic_model():
-    _, ex = executor()
-    with pytest.raises(EmberError, match="profile: .* this model's are symbolic"):
-        GraphModule(ex).profile(repeat=1)
-
-
 def test_dims_written_as_constant_text_are_static():
     """A dim written as text that is a constant ("2", "1 + 2") is an int:
     the model takes the static path and reports ints."""
