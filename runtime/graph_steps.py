@@ -32,8 +32,8 @@ import math
 import os
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
