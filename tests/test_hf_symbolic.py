@@ -159,9 +159,9 @@ def _masked(batch: int, seq: int, seed: int):
     return ids, mask
 
 
-@pytest.mark.parametrize(
-    "arch", ["gpt2", pytest.param("llama", marks=pytest.mark.slow)]
-)
+@pytest.mark.slow  # 20 s and more: dynamo traces HF's code (its converters:
+# tests/test_torch_symbolic.py::test_mask_code_converts_symbolically)
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_torch_compile_dynamic_runs_a_hugging_face_model_at_every_shape(arch, tmp_path):
     """The mask code (arange to the length, `&` of masks, advanced indexing
     `mask[batch_idx, kv_idx]`, slices to the length) and attention

@@ -293,3 +293,37 @@ def test_a_graph_ember_cannot_compile_symbolically_falls_back(monkeypatch):
     (runner,) = runners
     assert not runner.symbolic and isinstance(runner.symbolic_error, TypeError)
     assert len(runner.compiled) == 2
+
+
+class _Masks(torch.nn.Module):
+    """The mask code of Hugging Face's decoders, small: positions by a
+    cumsum of the padding mask, a causal mask from `arange(t)`, the padding
+    mask read by advanced indexing, both joined by `&`, rotary-like sines of
+    the positions, and an integer tensor plus a scalar."""
+
+    def forward(self, x, mask):
+        b, t, _ = x.shape
+        pos = torch.cumsum(mask, 1) - 1
+        causal = torch.arange(t)[None, :] <= torch.arange(t)[:, None]
+        padding = mask.bool()[torch.arange(b)[:, None], torch.arange(t)[None, :]]
+        both = causal[None] & padding[:, None, :]
+        scores = (x @ x.transpose(1, 2)).masked_fill(~both, -1e4)
+        angle = pos[..., None].float() * torch.ones(x.shape[-1])
+        return torch.softmax(scores, -1) @ x + torch.sin(angle) * torch.cos(angle)
+
+
+def test_mask_code_converts_symbolically():
+    """One library for every shape, 1 included, of the converters that
+    tests/test_hf_symbolic.py runs on whole Hugging Face models (slow)."""
+    model = _Masks().eval()
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    example = (torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.int64))
+    ep = _export(model, example, ({0: batch, 1: seq}, {0: batch, 1: seq}))
+    module, params = from_exported_program(ep)
+    m = GraphModule(ember.compile_model(module, params=params)["default"](cpu()))
+    for b, t in ((1, 1), (2, 7), (3, 16)):
+        x, mask = torch.randn(b, t, 8), torch.ones(b, t, dtype=torch.int64)
+        mask[0, t - t // 3 :] = 0
+        (got,) = m(x=x.numpy(), mask=mask.numpy())
+        with torch.no_grad():
+            assert_close(got, model(x, mask))
