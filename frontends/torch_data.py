@@ -115,13 +115,6 @@ def _bitwise(c: OpContext, a, b):
     return c.emit(G.LogicalAndOp if c.op == "bitwise_and" else G.LogicalOrOp, a, b)
 
 
-def _int64(c: OpContext, value) -> SSAValue:
-    """A 0-d int64 operand; a symbolic size is computed at run time."""
-    if isinstance(value, SymExpr):
-        return c.emit(G.SizesOp, values=[value], shape=[])
-    return c.value(np.asarray(value, np.int64))
-
-
 def _as(c: OpContext, x: SSAValue, dtype: torch.dtype) -> SSAValue:
     name = str(dtype).removeprefix("torch.")
     return x if dtype_of(x.type.element_type) == name else c.emit(G.CastOp, x, to=name)  # type: ignore[attr-defined]
@@ -169,15 +162,18 @@ def _index(c: OpContext, x, indices):
                 "gives a shape known only from its data)"
             )
         i = _as(c, i, torch.int64)
-        n = _int64(c, shape[axis])
+        n = c.scalar(shape[axis], "int64")
         i = c.emit(
-            G.WhereOp, c.emit(G.LessOp, i, _int64(c, 0)), c.emit(G.AddOp, i, n), i
+            G.WhereOp,
+            c.emit(G.LessOp, i, c.scalar(0, "int64")),
+            c.emit(G.AddOp, i, n),
+            i,
         )
         stride = math.prod(shape[axis + 1 : last])
         term = (
             i
             if isinstance(stride, int) and stride == 1
-            else c.emit(G.MulOp, i, _int64(c, stride))
+            else c.emit(G.MulOp, i, c.scalar(stride, "int64"))
         )
         linear = term if linear is None else c.emit(G.AddOp, linear, term)
     out = c.out_shape

@@ -97,10 +97,13 @@ class OpContext:
         seq`), as torch computes; a size is computed at run time."""
         tensors = [o for o in operands if isinstance(o, SSAValue)]
         like = dtype_of(tensors[0].type.element_type) if tensors else "float32"  # type: ignore[attr-defined]
-        values = [self._scalar(o, like) for o in operands]
+        values = [self.scalar(o, like) for o in operands]
         return self.emit_op(op.build_inferred(*values, **attrs))
 
-    def _scalar(self, x: Any, like: str) -> SSAValue:
+    def scalar(self, x: Any, like: str) -> SSAValue:
+        """`x` as an operand beside tensors of type `like`: a size (a
+        `SymExpr`) computed at run time, an integral number of an integer
+        `like` of that type, anything else as `value` makes it."""
         if isinstance(x, SymExpr):
             size = self.emit_op(G.SizesOp.build_inferred(values=[x], shape=[]))
             if like == "int64":
