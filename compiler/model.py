@@ -344,20 +344,21 @@ def lower_to_te(
     shape: Mapping[str, Sequence[int]] | None = None,
     opt_level: int | None = None,
     disabled_pass: Sequence[str] = (),
+    bounds: Mapping[str, int] | None = None,
 ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """A model through the `graph` and `te` stages of `ember-model`, as
-    `compile_model` runs them but with no tuning records applied: the module of
-    its kernels (te functions, each with its default schedule) and their
-    calls, and the params it binds then (packed weights included). What the
-    tuner extracts its tasks from."""
+    `compile_model` runs them (`bounds` as its) but with no tuning records
+    applied: the module of its kernels (te functions, each with its default
+    schedule) and their calls, and the params it binds then (packed weights
+    included). What the tuner extracts its tasks from."""
     from ember.backends.llvm import Target
     from ember.backends.llvm.target import set_module_target
     from ember.passes.bound_params import bind_params
     from ember.passes.pipelines import model_passes
 
     tgt = Target(target)
-    # the tuner measures kernels of fixed sizes: open dims are asked for
-    module, params = _load(model, params, shape, symbolic=False)
+    module, params = _load(model, params, shape)
+    _set_bounds(module, bounds)
     _check_params(_main(module), params)
     _check_computes(_main(module))
     set_module_target(module, tgt)
@@ -415,7 +416,7 @@ def _params(
 
 
 def _load(
-    model: Any, params: Mapping[str, np.ndarray] | None, shape, symbolic: bool = True
+    model: Any, params: Mapping[str, np.ndarray] | None, shape
 ) -> tuple[ModuleOp, Mapping[str, np.ndarray]]:
     if isinstance(model, ModuleOp):
         return model.clone(), params or {}
@@ -436,7 +437,7 @@ def _load(
         str(model) if isinstance(model, Path) else model,
         shape=shape,
         freeze=params,
-        symbolic=symbolic,
+        symbolic=True,
     )
     return module, {**onnx_params, **(params or {})}
 

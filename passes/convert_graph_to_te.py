@@ -53,6 +53,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import graph
+from ember.dialects.graph_shapes import tensor_of
 from ember.runtime.shape_expr import planning
 
 ALIASES = (graph.ReshapeOp, graph.FlattenOp)
@@ -275,7 +276,7 @@ class _Converter:
             result = op.results[0].type
             assert isinstance(result, TensorType)
             if out_block is not None:  # the buffer holds (N, C/b, H, W, b)
-                result = TensorType(result.element_type, spec.kernel.output.shape)
+                result = tensor_of(result.element_type, spec.kernel.output.shape)
             call = self._call(spec.kernel, spec.operands, spec.kind, op, result)
             call.location = provenance(op)
             if out_block is not None:

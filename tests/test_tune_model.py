@@ -196,3 +196,58 @@ def test_damaged_records_are_skipped_and_the_model_stays_right(model, tuned, tmp
     assert "expected a positive split" in messages and "nested too deeply" in messages
     assert mod.compile_stats.tuned == 3  # the good records under the damaged ones
     np.testing.assert_allclose(run(mod, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_a_symbolic_model_is_tuned_at_the_sizes_it_is_planned_for(tmp_path):
+    """A dynamic batch: each kernel is measured at the sizes its schedule is
+    planned for (the bound, else PLANNING_SIZE) and keyed by them, so the
+    model compiled with the same bounds takes the records and one compiled
+    for other sizes does not; the one library runs at every batch."""
+    from ember.passes.convert_graph_to_te import PLANNING_SIZE
+
+    model = small_cnn()
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_param = "batch"
+    open_ = extract_tasks(model)
+    bounded = extract_tasks(model, bounds={"batch": 4})
+    assert [t.task.sizes for t in open_] == [{"batch": PLANNING_SIZE}] * 3
+    assert [t.task.sizes for t in bounded] == [{"batch": 4}] * 3
+    assert bounded[0].task.args[0] == ((4, 8, 12, 12), "float32", False)
+    assert not {t.task.workload for t in open_} & {t.task.workload for t in bounded}
+
+    path = tmp_path / "records.jsonl"
+    tune_model(model, trials=2, batch=2, records=path, tasks=bounded)
+    records = load_records(path)
+    assert {json.dumps(r.sizes) for r in records} == {'{"batch": 4}'}
+    assert all(r.ok for r in records if r.role == "trial")
+    tuned = ember.compile_model(model, tuning_records=str(path), bounds={"batch": 4})
+    assert tuned.compile_stats.tuned == 3
+    other = ember.compile_model(model, tuning_records=str(path))
+    assert other.compile_stats.tuned == 0
+    session = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    for batch in (1, 3, 4):
+        x = np.random.default_rng(batch).standard_normal((batch, 8, 12, 12))
+        x = x.astype(np.float32)
+        expected = session.run(None, {"x": x})[0]
+        np.testing.assert_allclose(run(tuned, x), expected, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(run(other, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_task_sizes_must_name_the_kernels_symbols():
+    from ember import te
+    from ember.tune.task import Task
+
+    n = te.var("n")
+    A = te.placeholder((n, 8), name="A")
+    B = te.compute((n, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    assert Task.from_tensors([A, B], sizes={"n": 5}).args[0][0] == (5, 8)
+    with pytest.raises(EmberValueError, match="no symbol 'm'.*its symbols: n"):
+        Task.from_tensors([A, B], sizes={"m": 5})
+    with pytest.raises(EmberValueError, match="positive ints, got n = 0"):
+        Task.from_tensors([A, B], sizes={"n": 0})
+    C = te.placeholder((4, 8), name="C")
+    D = te.compute((4, 8), lambda i, j: C[i, j] * 2.0, name="D")
+    with pytest.raises(EmberValueError, match="no symbol 'n'$"):
+        Task.from_tensors([C, D], sizes={"n": 5})

@@ -73,15 +73,7 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
         description="Compile an ONNX model into an ember model library.",
     )
     add_model_arguments(parser, "the library to write (.so or .tar)")
-    parser.add_argument(
-        "--bounds",
-        action="append",
-        default=[],
-        metavar="NAME=N,...",
-        help="upper bounds of the model's size symbols (repeatable), e.g. "
-        "seq=512: the library plans its workspace for them and refuses larger "
-        "inputs; without, it runs any size",
-    )
+    add_bounds_argument(parser)
     parser.add_argument(
         "--tuning-records",
         metavar="FILE",
@@ -166,6 +158,18 @@ def shapes_as_flags() -> Iterator[None]:
 def _mib(nbytes: int | str) -> str:
     """A size for the log: MiB, or a symbolic size's expression in bytes."""
     return f"{nbytes / 2**20:.1f} MiB" if isinstance(nbytes, int) else f"{nbytes} bytes"
+
+
+def add_bounds_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bounds",
+        action="append",
+        default=[],
+        metavar="NAME=N,...",
+        help="upper bounds of the model's size symbols (repeatable), e.g. "
+        "seq=512: the library plans its workspace and schedules for them and "
+        "refuses larger inputs; without, it runs any size",
+    )
 
 
 def parse_bounds(specs: list[str]) -> dict[str, int]:

@@ -3,7 +3,13 @@
     ember-tune model.onnx -o records.jsonl [--trials N] [--time-budget SECONDS]
                [--rpc HOST:PORT] [--dask-scheduler ADDRESS] [--resume]
                [--plot curve.png] [--input-shape data:1,3,224,224] [--target ...]
+               [--bounds seq=512]
     ember-compile model.onnx -o model.so --tuning-records records.jsonl
+
+A model with size symbols (a dynamic batch or sequence) is tuned as it
+compiles: each symbolic kernel at the sizes its schedule is planned for (the
+`--bounds`, else 128), and `ember-compile` with the same bounds applies the
+records.
 
 Each kernel whose template has knobs (convolutions) is a task; the trials go
 to the tasks by their share of the model's time (`ember.tune.tune_model`).
@@ -40,13 +46,14 @@ log = logging.getLogger("ember.tools.tune")
 
 
 def _parser(prog: str = "ember-tune") -> argparse.ArgumentParser:
-    from ember.tools.ember_compile import add_model_arguments
+    from ember.tools.ember_compile import add_bounds_argument, add_model_arguments
 
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Tune an ONNX model's kernels for this machine.",
     )
     add_model_arguments(parser, "the tuning log to write (.jsonl)")
+    add_bounds_argument(parser)
     parser.add_argument(
         "--trials", type=int, help="candidates to measure in all (default 32 a task)"
     )
@@ -184,17 +191,18 @@ def _builder(opts: argparse.Namespace):
 
 
 def run(opts: argparse.Namespace) -> None:
-    from ember.tools.ember_compile import parse_shapes, shapes_as_flags
+    from ember.tools.ember_compile import parse_bounds, parse_shapes, shapes_as_flags
 
     output = _check(opts)
     shapes = parse_shapes(opts.input_shape + opts.input_shapes)
+    bounds = parse_bounds(opts.bounds) or None
     start = time.perf_counter()
     log.info("importing %s", opts.model)
     from ember.tune.model import extract_tasks, save_to_cache, tune_model
 
     with shapes_as_flags():
         tasks = extract_tasks(
-            opts.model, None, opts.target, shapes or None, opts.opt_level
+            opts.model, None, opts.target, shapes or None, opts.opt_level, bounds
         )
     log.info(
         "%d tasks: %s",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects import arith, memref
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
@@ -43,19 +43,53 @@ NAMES = (
 )
 
 
-def _constant(value: SSAValue) -> int | None:
+_INT_OPS = {
+    arith.AddiOp: lambda a, b: a + b,
+    arith.SubiOp: lambda a, b: a - b,
+    arith.MuliOp: lambda a, b: a * b,
+    arith.FloorDivSIOp: lambda a, b: a // b if b else None,
+    arith.DivSIOp: lambda a, b: int(a / b) if b else None,
+    arith.DivUIOp: lambda a, b: a // b if b else None,
+    arith.CeilDivSIOp: lambda a, b: -(-a // b) if b else None,
+    arith.CeilDivUIOp: lambda a, b: -(-a // b) if b else None,
+    arith.RemSIOp: lambda a, b: a % b if b else None,
+    arith.RemUIOp: lambda a, b: a % b if b else None,
+    arith.MinSIOp: min,
+    arith.MaxSIOp: max,
+}
+
+
+def _constant(value: SSAValue, symbols: dict[SSAValue, int]) -> int | None:
+    """`value` as an int: a constant, a size symbol at its representative
+    size, or integer arithmetic on those (a loop bound over a symbolic
+    extent, computed at the function's entry); None otherwise."""
+    if value in symbols:
+        return symbols[value]
     op = value.owner
     if isinstance(op, arith.ConstantOp):
         attr = op.value
         return getattr(getattr(attr, "value", None), "data", None)
+    if isinstance(op, arith.IndexCastOp):
+        return _constant(op.input, symbols)
+    rule = _INT_OPS.get(type(op))
+    if rule is not None:
+        a, b = (_constant(v, symbols) for v in op.operands)  # type: ignore[union-attr]
+        return None if a is None or b is None else rule(a, b)
     return None
 
 
-def _extent(op: loop.ForOp) -> int:
-    lo, hi, st = (_constant(v) for v in (op.lower, op.upper, op.step))
-    if lo is None or hi is None or not st:
-        return 1
-    return max(1, -(-(hi - lo) // st))
+def _symbols(fn: func.FuncOp) -> dict[SSAValue, int]:
+    """A loop function's size symbols (`ember.symbol` arguments), each at
+    `PLANNING_SIZE`: a symbolic kernel's features are those at the sizes its
+    schedule is planned for."""
+    from ember.passes.convert_graph_to_te import PLANNING_SIZE
+
+    attrs = fn.arg_attrs.data if fn.arg_attrs else []
+    return {
+        arg: PLANNING_SIZE
+        for arg, a in zip(fn.args, attrs, strict=False)
+        if "ember.symbol" in a.data
+    }
 
 
 def _ivs(value: SSAValue, ivs: set[SSAValue]) -> set[SSAValue]:
@@ -76,6 +110,7 @@ def _ivs(value: SSAValue, ivs: set[SSAValue]) -> set[SSAValue]:
 
 class _Walk:
     def __init__(self):
+        self.symbols: dict[SSAValue, int] = {}
         self.f = dict.fromkeys(NAMES, 0.0)
         self.ivs: set[SSAValue] = set()
         self.local: set[SSAValue] = set()
@@ -88,7 +123,7 @@ class _Walk:
         kinds = {op.kind.data for op, _ in stack}
         for op in ops:
             if isinstance(op, loop.ForOp):
-                extent = _extent(op)
+                extent = self._extent(op)
                 f["loops"] += 1
                 if op.kind.data == "parallel" and "parallel" not in kinds:
                     f["parallel_extent"] = max(f["parallel_extent"], extent)
@@ -99,7 +134,12 @@ class _Walk:
                 t = op.buffer.type
                 assert isinstance(t, MemRefType)
                 bits = getattr(t.element_type, "bitwidth", 8)
-                size = math.prod(t.get_shape()) * max(1, bits // 8)
+                dynamic = iter(op.sizes)
+                dims = [
+                    d if d >= 0 else _constant(next(dynamic), self.symbols) or 1
+                    for d in t.get_shape()
+                ]
+                size = math.prod(dims) * max(1, bits // 8)
                 key = "local_bytes" if op.scope_name != "global" else "global_bytes"
                 f[key] += size
                 if op.scope_name != "global":
@@ -122,6 +162,12 @@ class _Walk:
                         f["unrolled_fraction"] += trips
             if stack:
                 f["innermost_extent"] += trips * stack[-1][1]
+
+    def _extent(self, op: loop.ForOp) -> int:
+        lo, hi, st = (_constant(v, self.symbols) for v in (op.lower, op.upper, op.step))
+        if lo is None or hi is None or not st:
+            return 1
+        return max(1, -(-(hi - lo) // st))
 
     def _access(self, op, stack, trips: float) -> None:
         f = self.f
@@ -151,8 +197,9 @@ def extract(module: ModuleOp) -> list[float]:
     """The feature vector (in `NAMES` order) of a module of loop IR."""
     w = _Walk()
     for op in module.walk():
-        if op.name == "func.func":
-            w.visit(op.regions[0].block.ops, [])
+        if isinstance(op, func.FuncOp) and op.body.blocks:
+            w.symbols = _symbols(op)
+            w.visit(op.body.block.ops, [])
     f = w.f
     flops = max(w.op_weight, 1.0)
     loads = max(w.load_weight, 1.0)

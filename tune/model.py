@@ -84,19 +84,23 @@ class KnobSpace:
         """The schedule IR text of the template at `config`."""
         key = json.dumps(config, sort_keys=True)
         if key not in self._texts:
-            self._texts[key] = schedule_text(self.kernel, config)
+            self._texts[key] = schedule_text(self.kernel, config, self.task.sizes)
         return self._texts[key]
 
 
-def schedule_text(kernel, config: dict | None = None) -> str:
+def schedule_text(kernel, config: dict | None = None, sizes=None) -> str:
     """The `te.schedule` op's text of `kernel` scheduled at `config` (its
-    default schedule when None)."""
+    default schedule when None), a kernel over size symbols planned at
+    `sizes` (`Task.sizes`; `PLANNING_SIZE` for the others)."""
     from xdsl.dialects import func
 
     from ember.dialects.te_schedule import ScheduleOp
+    from ember.passes.convert_graph_to_te import PLANNING_SIZE
+    from ember.runtime.shape_expr import planning
     from ember.te.lowering import lower
 
-    module = lower(kernel.schedule(config=config), kernel.args, KERNEL)
+    with planning(sizes or {}, PLANNING_SIZE):
+        module = lower(kernel.schedule(config=config), kernel.args, KERNEL)
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     ops = [op for op in fn.body.block.ops if isinstance(op, ScheduleOp)]
     return str(ops[0]) if ops else "te.schedule {\n}"
@@ -135,12 +139,16 @@ def extract_tasks(
     target="llvm",
     shape=None,
     opt_level: int | None = None,
+    bounds=None,
 ) -> list[ModelTask]:
     """The kernels of `model` whose templates have knobs, in the order the
-    model first calls them.
+    model first calls them. A kernel over size symbols is measured at the
+    sizes its schedule is planned for (`Task.sizes`: the bound, else
+    `PLANNING_SIZE`), which the model compiled with the same `bounds` finds
+    its record by.
 
     Args:
-        model, params, shape, opt_level: as `ember.compile_model`'s.
+        model, params, shape, opt_level, bounds: as `ember.compile_model`'s.
         target: the CPU target the kernels are tuned for.
 
     Returns:
@@ -153,11 +161,17 @@ def extract_tasks(
     from ember.backends.llvm import Target
     from ember.compiler.model import lower_to_te
     from ember.dialects import graph
-    from ember.passes.convert_graph_to_te import KERNEL_ATTR, observe_kernels
+    from ember.passes.convert_graph_to_te import (
+        KERNEL_ATTR,
+        module_bounds,
+        observe_kernels,
+    )
+    from ember.tune.task import planning_sizes
 
     tgt = Target(target)
     with observe_kernels() as kernels:
-        module, _ = lower_to_te(model, params, tgt, shape, opt_level)
+        module, _ = lower_to_te(model, params, tgt, shape, opt_level, bounds=bounds)
+    planned_for = module_bounds(module)  # the given bounds and the model's own
     calls = Counter(
         op.callee.root_reference.data
         for op in module.walk()
@@ -176,7 +190,8 @@ def extract_tasks(
         fn = functions[symbol]
         kind_attr = fn.attributes[KERNEL_ATTR]
         kind = getattr(kind_attr, "data", "kernel")
-        task = Task(str(ModuleOp([fn.clone()])), tgt)
+        sizes = planning_sizes(fn, planned_for)
+        task = Task(str(ModuleOp([fn.clone()])), tgt, sizes)
         tasks.append(ModelTask(symbol, kind, task, kernel, calls[symbol]))
     return tasks
 
@@ -282,6 +297,7 @@ def tune_model(
     target="llvm",
     shape=None,
     opt_level: int | None = None,
+    bounds=None,
     trials: int | None = None,
     time_budget_s: float | None = None,
     records: str | os.PathLike | None = None,
@@ -297,7 +313,7 @@ def tune_model(
     """Tune the kernels of `model` for `target` (this machine).
 
     Args:
-        model, params, shape, opt_level: as `ember.compile_model`'s.
+        model, params, shape, opt_level, bounds: as `ember.compile_model`'s.
         target: a CPU target that is this machine.
         trials: candidates to measure in all (defaults not counted); None:
             32 per task, or no limit with a time budget.
@@ -320,7 +336,7 @@ def tune_model(
 
     start = time.monotonic()
     if tasks is None:
-        tasks = extract_tasks(model, params, target, shape, opt_level)
+        tasks = extract_tasks(model, params, target, shape, opt_level, bounds)
     if not tasks:
         raise EmberValueError(
             "tune_model: the model has no kernel with knobs to tune (its "

@@ -9,7 +9,8 @@ One line per measurement:
      "build_s": 0.41, "threads": 2, "time": 1764110000.0}
 
 Records are keyed by workload (the function's te IR without its schedule,
-named `@kernel`) and the *resolved* target (`target_fingerprint`, as the
+named `@kernel`, and for a kernel over size symbols the sizes it was measured
+at, `"sizes"`) and the *resolved* target (`target_fingerprint`, as the
 kernel cache keys objects): a log tuned on one CPU is never applied on
 another. Files are appended to, one whole line per write, so a tuning run
 that stops leaves a log that resumes; `load_records` skips, with a
@@ -56,6 +57,9 @@ class Record:
     role: str = "trial"
     """"trial" (a candidate of the search), "baseline" (the kernel the
     candidates are checked against) or "confirm" (a winner measured again)."""
+    sizes: dict | None = None
+    """The size symbols' values a symbolic kernel was measured at (part of
+    its workload); None for a kernel of fixed sizes."""
 
     @property
     def ok(self) -> bool:
@@ -193,6 +197,7 @@ def make_record(
         threads=threads,
         time=time.time(),
         role=role,
+        sizes=dict(task.sizes) or None,
     )
 
 
@@ -226,24 +231,24 @@ def history_best(module, records, target) -> dict:
     `module` on `target` (function -> `te.schedule` op), as
     `apply_history_best` applies them; damaged records are skipped with a
     `TuningRecordWarning`."""
-    import hashlib
-
     from xdsl.dialects import func
 
     from ember.backends.kernel_cache import target_fingerprint
-    from ember.tune.task import unscheduled_text
+    from ember.passes.convert_graph_to_te import module_bounds
+    from ember.tune.task import planning_sizes, workload
 
     if isinstance(records, str | os.PathLike):
         records = load_records(records)
     elif not all(isinstance(r, Record) for r in records):
         records = load_records(records)
     fingerprint = target_fingerprint(target)
+    bounds = module_bounds(module)
     best = {}
     for op in list(module.ops):
         if not isinstance(op, func.FuncOp) or not _is_te(op):
             continue
-        workload = hashlib.sha256(unscheduled_text(op).encode()).hexdigest()
-        for record in ranked_records(records, workload, fingerprint):
+        key = workload(op, planning_sizes(op, bounds))
+        for record in ranked_records(records, key, fingerprint):
             schedule = _usable_schedule(op, record)
             if schedule is not None:
                 best[op] = schedule

@@ -5,6 +5,13 @@ and how a schedule written as IR text is put back on it.
     task.workload          # sha256 of the unscheduled te IR (function `@kernel`)
     task.with_schedule('te.schedule { te.parallel "C" "i" }')   # te IR text
 
+A kernel over size symbols (`te.var`, a dynamic model's kernels) is tuned at
+representative sizes, `task.sizes`: by default the ones its schedule was
+planned for (the symbol's bound, else `PLANNING_SIZE`), so that a model
+compiled later, which plans at the same sizes, finds the record. The sizes
+are part of the workload: a schedule measured at seq 128 is not taken as the
+best at seq 384. The one library still runs at every size.
+
 The task is read from te IR, not from Python tensors, so a function from
 `convert-graph-to-te` or from text is tuned the same way as one from `ember.te`.
 Stages are described by what the search-space rules need: their axes and
@@ -15,13 +22,13 @@ readers, and whether they are outputs.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    IndexType,
     IntegerType,
     ModuleOp,
     StringAttr,
@@ -32,8 +39,10 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from ember.dialects import te as te_ir
+from ember.dialects.graph_shapes import dims_of
 from ember.dialects.te_schedule import ScheduleOp
 from ember.runtime.errors import EmberValueError
+from ember.runtime.shape_expr import SymExpr, evaluate
 
 KERNEL = "kernel"
 """The name a task's function carries, so the workload hash is its structure."""
@@ -112,9 +121,11 @@ class Task:
         text: te IR of a module with one function (its schedule, if any, is
             dropped: the task is the computation).
         target: a target string, dict or `Target`; None is `Target.current()`.
+        sizes: the values its size symbols are measured at (`planning_sizes`
+            for the ones not given); refused for a kernel without symbols.
     """
 
-    def __init__(self, text: str, target=None):
+    def __init__(self, text: str, target=None, sizes: Mapping[str, int] | None = None):
         from ember.backends.kernel_cache import target_fingerprint
         from ember.backends.llvm import Target
         from ember.passes import get_context
@@ -128,19 +139,23 @@ class Task:
                 f"auto_schedule: expected one te function, got {len(funcs)}"
             )
         fn = funcs[0]
+        self.sizes = _sizes(fn, sizes)
         self.text = unscheduled_text(fn)
-        self.workload = hashlib.sha256(self.text.encode()).hexdigest()
-        self.stages = _stages(fn)
-        self.args = _arg_specs(fn)
+        self.workload = workload(fn, self.sizes)
+        self.stages = _stages(fn, self.sizes)
+        self.args = _arg_specs(fn, self.sizes)
 
     @classmethod
-    def from_tensors(cls, args: Sequence, target=None) -> Task:
+    def from_tensors(
+        cls, args: Sequence, target=None, sizes: Mapping[str, int] | None = None
+    ) -> Task:
         """The task of the te tensors `args` (inputs, then outputs)."""
         from ember import te
         from ember.te.lowering import lower
 
         outputs = [t.op for t in args if not isinstance(t.op, te.PlaceholderOp)]
-        return cls(str(lower(te.create_schedule(outputs), args, KERNEL)), target)
+        text = str(lower(te.create_schedule(outputs), args, KERNEL))
+        return cls(text, target, sizes)
 
     def stage(self, name: str) -> StageInfo:
         return next(s for s in self.stages if s.name == name)
@@ -230,28 +245,86 @@ def unscheduled_text(fn: func.FuncOp) -> str:
     return str(ModuleOp([clone]))
 
 
-def _arg_specs(fn: func.FuncOp) -> list[tuple[tuple[int, ...], str, bool]]:
-    """(shape, dtype, is_output) of each argument of the compiled function:
-    the te function's arguments, then its results."""
+def _arg_specs(
+    fn: func.FuncOp, sizes: Mapping[str, int]
+) -> list[tuple[tuple[int, ...], str, bool]]:
+    """(shape, dtype, is_output) of each buffer argument of the compiled
+    function at `sizes`: the te function's tensor arguments (its size symbols
+    are bound from them), then its results."""
     specs = []
     in_attrs = fn.arg_attrs.data if fn.arg_attrs else [None] * len(fn.args)
     for arg, attrs in zip(fn.args, in_attrs, strict=True):
         t = arg.type
+        if isinstance(t, IndexType):
+            continue
         assert isinstance(t, TensorType)
-        specs.append((tuple(t.get_shape()), _dtype(t.element_type, _d(attrs)), False))
+        specs.append((_shape(t, sizes), _dtype(t.element_type, _d(attrs)), False))
     outs = fn.function_type.outputs.data
     out_attrs = fn.res_attrs.data if fn.res_attrs else [None] * len(outs)
     for t, attrs in zip(outs, out_attrs, strict=True):
         assert isinstance(t, TensorType)
-        specs.append((tuple(t.get_shape()), _dtype(t.element_type, _d(attrs)), True))
+        specs.append((_shape(t, sizes), _dtype(t.element_type, _d(attrs)), True))
     return specs
+
+
+def _shape(t: TensorType, sizes: Mapping[str, int]) -> tuple[int, ...]:
+    return tuple(evaluate(d, sizes) for d in dims_of(t))
 
 
 def _d(attrs) -> dict:
     return dict(attrs.data) if attrs is not None else {}
 
 
-def _stages(fn: func.FuncOp) -> list[StageInfo]:
+def size_symbols(fn: func.FuncOp) -> list[str]:
+    """The size symbols a te function's types and reduction extents name, in
+    order of first appearance."""
+    values: list = []
+    types = [*fn.body.block.arg_types, *fn.function_type.outputs.data]
+    for op in fn.body.block.ops:
+        if isinstance(op, te_ir.ComputeOp):
+            types.append(op.output_type)
+            values += op.extents
+    values += [d for t in types if isinstance(t, TensorType) for d in dims_of(t)]
+    named = [s for v in values if isinstance(v, SymExpr) for s in sorted(v.symbols())]
+    return list(dict.fromkeys(named))
+
+
+def planning_sizes(fn: func.FuncOp, bounds: Mapping[str, int]) -> dict[str, int]:
+    """The sizes a symbolic kernel's schedule is planned for, and tuned at:
+    each symbol's bound, else `PLANNING_SIZE` (`convert-graph-to-te`)."""
+    from ember.passes.convert_graph_to_te import PLANNING_SIZE
+
+    return {s: int(bounds.get(s, PLANNING_SIZE)) for s in size_symbols(fn)}
+
+
+def workload(fn: func.FuncOp, sizes: Mapping[str, int] | None = None) -> str:
+    """The key of `fn`'s tuning records: sha256 of its unscheduled text and,
+    for a symbolic kernel, of the sizes it is measured at (`planning_sizes`
+    with no bounds when None)."""
+    text = unscheduled_text(fn)
+    symbols = size_symbols(fn)
+    if symbols:
+        sizes = planning_sizes(fn, sizes or {})
+        text += "// sizes " + ", ".join(f"{s} = {sizes[s]}" for s in symbols) + "\n"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _sizes(fn: func.FuncOp, given: Mapping[str, int] | None) -> dict[str, int]:
+    """The sizes a task measures `fn` at: `given`, the rest planned."""
+    sizes = planning_sizes(fn, given or {})
+    unknown = sorted(set(given or {}) - set(sizes))
+    if unknown:
+        raise EmberValueError(
+            f"sizes: the kernel has no symbol {', '.join(map(repr, unknown))}"
+            + (f" (its symbols: {', '.join(sizes)})" if sizes else "")
+        )
+    bad = [f"{k} = {v!r}" for k, v in sizes.items() if not isinstance(v, int) or v < 1]
+    if bad:
+        raise EmberValueError(f"sizes: expected positive ints, got {', '.join(bad)}")
+    return sizes
+
+
+def _stages(fn: func.FuncOp, sizes: Mapping[str, int]) -> list[StageInfo]:
     block = fn.body.block
     names: dict[SSAValue, str] = {}
     in_attrs = fn.arg_attrs.data if fn.arg_attrs else []
@@ -274,23 +347,14 @@ def _stages(fn: func.FuncOp) -> list[StageInfo]:
         args = list(op.body.block.args)
         axis = [a.name_hint or f"ax{n}" for n, a in enumerate(args)]
         rank = t.get_num_dims()
-        extents = op.extents
-        if any(d < 0 for d in t.get_shape()) or not all(
-            isinstance(e, int) for e in extents
-        ):
-            raise EmberValueError(
-                f"stage '{name}' has symbolic extents ({t}): the tuner tunes "
-                "kernels of fixed sizes; compile the model with shape=... to "
-                "tune it"
-            )
         by_arg: dict[SSAValue, str] = dict(zip(args, axis, strict=True))
         info = StageInfo(
             name,
-            tuple(t.get_shape()),
+            tuple(evaluate(d, sizes) for d in dims_of(t)),
             _dtype(t.element_type, {}),
             axis[:rank],
             axis[rank:],
-            cast("tuple[int, ...]", extents),
+            tuple(evaluate(e, sizes) for e in op.extents),
             output=op.result in returned,
         )
         for inner in op.body.walk():
