@@ -4,6 +4,7 @@
     ember tune model.onnx -o records.jsonl     # = ember-tune
     ember run model.so --inputs inputs.npz     # = ember-run
     ember debug model.onnx --inputs x.npz      # the first kernel that differs
+    ember generate llm-folder --prompt-ids 1,2 # tokens from a causal LM
     ember opt kernel.mlir -p ember-cpu         # = ember-opt
     ember rpc-server --port 9090               # = ember-rpc-server
     ember build-runtime -o out/                # the C runtime and RPC server
@@ -39,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "debug": (
         "ember.tools.ember_debug",
         "find the first kernel whose result differs from onnxruntime's",
+    ),
+    "generate": (
+        "ember.tools.ember_generate",
+        "generate tokens with a causal LM folder or engine library",
     ),
     "opt": ("ember.tools.ember_opt", "run passes over IR and print any stage"),
     "rpc-server": ("ember.runtime.rpc.server", "serve RPC sessions on a device"),
