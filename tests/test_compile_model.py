@@ -392,7 +392,9 @@ def test_cnn_models_match_onnxruntime(name, cache):
 
 
 @pytest.mark.parametrize("cpu", ["haswell", "x86-64"])
-@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18"])
+@pytest.mark.parametrize(
+    "name", ["mobilenet_v2", pytest.param("resnet18", marks=pytest.mark.slow)]
+)
 def test_cnn_models_for_narrower_x86_match_onnxruntime(name, cpu, cache):
     """Built for AVX2 (haswell) and SSE2 (x86-64), the models run on this host
     (its features include theirs) with schedules for those widths."""

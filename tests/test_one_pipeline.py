@@ -181,7 +181,11 @@ def test_the_issues_sigmoid_model_compiles_the_same_both_ways():
     np.testing.assert_allclose(got, 1 / (1 + np.exp(-x)), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("dynamo", [False, True], ids=["classic", "dynamo"])
+@pytest.mark.parametrize(
+    "dynamo",
+    [False, pytest.param(True, marks=pytest.mark.slow)],
+    ids=["classic", "dynamo"],
+)
 def test_models_torch_exports_compile_the_same_both_ways(dynamo):
     """Graphs another tool wrote: torch's classic and dynamo ONNX exporters, on
     a MobileNetV2 at an odd size and a transformer block at an odd length."""

@@ -119,7 +119,7 @@ def test_compress(axis):
     check(single("Compress", {"x": x}, {"c": condition}, **attrs), {"x": x})
 
 
-@pytest.mark.parametrize("n", [70, 200])
+@pytest.mark.parametrize("n", [70, pytest.param(200, marks=pytest.mark.slow)])
 def test_concat_of_many_inputs(n):
     """Past 64 inputs, the most branches te nests (issue 24, defect 10): the
     kernel picks its input by a binary search, log2(n) branches deep."""
