@@ -37,8 +37,11 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     BytesAttr,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    IntegerAttr,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -335,6 +338,10 @@ class FusedOp(IRDLOperation):
 # ---------------------------------------------------------------- kernels
 
 
+VARIANTS_ATTR = "ember.variants"
+"""On a `graph.call_kernel`: its size-class variants (`CallKernelOp.variants`)."""
+
+
 @irdl_op_definition
 class CallKernelOp(IRDLOperation):
     """A graph value computed by a kernel function of the module (what
@@ -345,6 +352,11 @@ class CallKernelOp(IRDLOperation):
 
     %y = graph.call_kernel @ember_conv2d_relu_0f3a(%x, %w)
            : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+
+    A symbolic kernel may have size-class variants (`ember.variants`): each
+    `{callee = @f, size = "n", equals = 1}` names a function computing the
+    same (the kernel scheduled for that class), called where the size, an
+    expression over the symbols, is `equals` at run time.
     """
 
     name = "graph.call_kernel"
@@ -365,13 +377,51 @@ class CallKernelOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        found = SymbolTable.lookup_symbol(self, self.callee)
-        if not isinstance(found, func.FuncOp):
-            raise VerifyException(
-                f"expected @{self.callee.string_value()} to be a func.func of the "
-                f"module, got {found.name if found else 'nothing'}"
-            )
+        for callee in [self.callee, *(SymbolRefAttr(c) for c, _, _ in self.variants())]:
+            found = SymbolTable.lookup_symbol(self, callee)
+            if not isinstance(found, func.FuncOp):
+                raise VerifyException(
+                    f"expected @{callee.string_value()} to be a func.func of "
+                    f"the module, got {found.name if found else 'nothing'}"
+                )
         graph_tensor(self.result, "the result")
+
+    def variants(self) -> list[tuple[str, Any, int]]:
+        """(callee, size, equals) of each size-class variant (`ember.variants`).
+
+        Raises:
+            VerifyException: the attribute is not a list of such entries.
+        """
+        from ember.runtime.errors import EmberValueError
+        from ember.runtime.shape_expr import parse
+
+        attr = self.attributes.get(VARIANTS_ATTR)
+        if attr is None:
+            return []
+        expected = (
+            f'expected {VARIANTS_ATTR} as [{{callee = @f, size = "n", equals = 1}}, '
+            f"...]"
+        )
+        if not isinstance(attr, ArrayAttr):
+            raise VerifyException(f"{expected}, got {attr}")
+        found = []
+        for entry in attr.data:
+            fields = entry.data if isinstance(entry, DictionaryAttr) else {}
+            callee, size, equals = (fields.get(k) for k in ("callee", "size", "equals"))
+            if not (
+                isinstance(callee, SymbolRefAttr)
+                and isinstance(size, StringAttr)
+                and isinstance(equals, IntegerAttr)
+                and len(fields) == 3
+            ):
+                raise VerifyException(f"{expected}, got {entry}")
+            try:
+                found.append(
+                    (callee.string_value(), parse(size.data), equals.value.data)
+                )
+            except EmberValueError as e:
+                raise VerifyException(f"{VARIANTS_ATTR}: {e}") from None
+        return found
 
 
 def _compute_ops() -> tuple[type[GraphOp], ...]:

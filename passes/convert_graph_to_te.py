@@ -37,6 +37,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DictionaryAttr,
     FusedLoc,
     IntegerAttr,
@@ -45,8 +46,10 @@ from xdsl.dialects.builtin import (
     NameLoc,
     NoneAttr,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     UnknownLoc,
+    i64,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -135,6 +138,10 @@ def provenance(op: Operation) -> LocationAttr:
 BOUNDS_ATTR = "ember.bounds"
 """The module's upper bounds of its size symbols (`{seq = 512 : i64}`), from
 `compile_model(bounds=...)`."""
+
+VARIANT_OF_ATTR = "ember.variant_of"
+"""On a variant's kernel function: the kernel it is a variant of (its
+schedule is no tuning task of its own)."""
 
 PLANNING_SIZE = 128
 """The size a schedule plans a symbolic extent for when the symbol has no
@@ -314,6 +321,7 @@ class _Converter:
         """A call of the kernel before `at`, giving the graph's `result` type
         (unsigned integers are `ui<N>` there and signless in the kernel)."""
         symbol, _ = self._kernel_function(kernel, kind)
+        variants = self._variants(kernel, kind, symbol)
         args: list[SSAValue] = []
         for placeholder, value in zip(kernel.placeholders, operands, strict=True):
             if (
@@ -329,6 +337,8 @@ class _Converter:
                 continue
             args.append(self._packed(kernel, placeholder, value, symbol, at))
         call = graph.CallKernelOp(symbol, args, result)
+        if variants:
+            call.attributes[graph.VARIANTS_ATTR] = variants
         self.block.insert_op_before(call, at)
         return call
 
@@ -341,21 +351,60 @@ class _Converter:
         symbol = f"ember_{kind or 'kernel'}_{digest}"
         for seen in _observers:
             seen.setdefault(symbol, kernel)
-        if symbol not in self.kernels:
-            for o in list(te_module.ops):
-                o.detach()
-                if isinstance(o, func.FuncOp) and o.sym_name.data == HASHED_NAME:
-                    o.sym_name = StringAttr(symbol)
-                    o.sym_visibility = StringAttr("private")
-                    o.attributes[KERNEL_ATTR] = StringAttr(kind)
-                self.module.body.block.insert_op_before(o, self.f)
-            self.kernels.add(symbol)
+        self._insert(te_module, symbol, kind)
         found = next(
             o
             for o in self.module.ops
             if isinstance(o, func.FuncOp) and o.sym_name.data == symbol
         )
         return symbol, found
+
+    def _insert(
+        self, te_module: ModuleOp, symbol: str, kind: str, variant_of: str = ""
+    ) -> None:
+        """The kernel function of `te_module` into the module as `symbol`
+        (once)."""
+        from ember.backends.kernels import HASHED_NAME
+
+        if symbol in self.kernels:
+            return
+        for o in list(te_module.ops):
+            o.detach()
+            if isinstance(o, func.FuncOp) and o.sym_name.data == HASHED_NAME:
+                o.sym_name = StringAttr(symbol)
+                o.sym_visibility = StringAttr("private")
+                o.attributes[KERNEL_ATTR] = StringAttr(kind)
+                if variant_of:
+                    o.attributes[VARIANT_OF_ATTR] = StringAttr(variant_of)
+            self.module.body.block.insert_op_before(o, self.f)
+        self.kernels.add(symbol)
+
+    def _variants(self, kernel, kind: str, symbol: str) -> ArrayAttr | None:
+        """The functions of the kernel's size-class variants (`Kernel.variants`:
+        the same computation scheduled for `size == equals`), as the call's
+        `ember.variants`: which to call when."""
+        from ember.backends.kernels import HASHED_NAME
+        from ember.te.lowering import lower
+
+        entries = []
+        for i, variant in enumerate(kernel.variants):
+            name = f"{symbol}_v{i}"
+            self._insert(
+                lower(variant.schedule(kernel), kernel.args, HASHED_NAME),
+                name,
+                kind,
+                variant_of=symbol,
+            )
+            entries.append(
+                DictionaryAttr(
+                    {
+                        "callee": SymbolRefAttr(name),
+                        "size": StringAttr(str(variant.size)),
+                        "equals": IntegerAttr(variant.equals, i64),
+                    }
+                )
+            )
+        return ArrayAttr(entries) if entries else None
 
     def _packed(
         self, kernel, placeholder, value: SSAValue, symbol: str, at

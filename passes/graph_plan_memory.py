@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -190,6 +190,18 @@ class _Call:
     """Each argument's dims (expressions where symbolic)."""
     symbols: list[str] = field(default_factory=list)
     """The kernel's size symbols, passed after its buffers."""
+    variants: list[tuple[str, Any, int]] = field(default_factory=list)
+    """(callee, size, equals): the function called instead where the size
+    (an expression over the symbols) is `equals` (`ember.variants`)."""
+
+
+def _signature(kernel: func.FuncOp) -> tuple:
+    """A kernel's argument types and attributes, names aside."""
+    attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
+    return (
+        kernel.function_type,
+        [{k: v for k, v in a.data.items() if k != "ember.name"} for a in attrs],
+    )
 
 
 @dataclass
@@ -296,7 +308,25 @@ class _Planner:
             for i, t in enumerate(scratch)
         ]
         dims = [_buffer_dims(t, a) for (_, t), a in zip(args, attrs, strict=False)]
-        self.calls.append(_Call(symbol, args, op, dims, symbols))
+        variants = self._variants(op, kernel)
+        self.calls.append(_Call(symbol, args, op, dims, symbols, variants))
+
+    def _variants(
+        self, op: graph.CallKernelOp, kernel: func.FuncOp
+    ) -> list[tuple[str, Any, int]]:
+        """The call's size-class variants (`ember.variants`), each a function of
+        the kernel's very signature (the same computation scheduled apart)."""
+        found = []
+        for callee, size, equals in op.variants():
+            other = self.kernel(callee)
+            if _signature(other) != _signature(kernel):
+                _fail(
+                    f"variant @{callee} of kernel @{op.callee.string_value()} "
+                    "takes other arguments than it (expected the same "
+                    "computation scheduled apart)"
+                )
+            found.append((callee, size, equals))
+        return found
 
     def _kind(self, value: SSAValue) -> tuple[str, Any]:
         root = self.root(value)
@@ -445,6 +475,17 @@ class _Planner:
                 constants[value] = emit_dim(value, size_of.__getitem__, constant, add)
             return constants[value]
 
+        def dispatch(call: _Call, operands: list[SSAValue]) -> list[Operation]:
+            """The call of the kernel, or of the variant whose size class holds
+            (`scf.if` on the size, the default last)."""
+            out: list[Operation] = [func.CallOp(call.callee, operands, [])]
+            for callee, size, equals in reversed(call.variants):
+                test = arith.CmpiOp(index(size), index(equals), "eq")
+                then = Block([func.CallOp(callee, operands, []), scf.YieldOp()])
+                other = Block([*out, scf.YieldOp()])
+                out = [test, scf.IfOp(test.result, [], Region(then), Region(other))]
+            return out
+
         def view(buffer: SSAValue, at, t: MemRefType, dims=()) -> SSAValue:
             sizes = [index(d) for d in dims if isinstance(d, SymExpr)]
             v = memref.ViewOp(buffer, index(at), sizes, t)
@@ -477,7 +518,7 @@ class _Planner:
                 buffer(v, t, d) for (v, t), d in zip(call.args, call.dims, strict=True)
             ]
             operands += [size_of[name] for name in call.symbols]
-            ops.append(func.CallOp(call.callee, operands, []))
+            ops.extend(dispatch(call, operands))
         ops.append(func.ReturnOp())
         block.add_ops(ops)
         entry = func.FuncOp(ENTRY, FunctionType.from_lists(types, []), Region(block))

@@ -44,6 +44,7 @@ from ember.topi.kernel import (
     Epilogue,
     Kernel,
     Knobs,
+    Variant,
     accumulator_registers,
     apply_epilogue,
 )
@@ -176,6 +177,22 @@ def _schedule_gemm(
     s[z].vectorize(zn)
 
 
+def _schedule_gemv(s, z: te.Tensor, output: te.Tensor, nb: int) -> None:
+    """The GEMM's computation for rows that are few at run time (one: a
+    decode step's matrix-vector product): the column panels shared out, z
+    only for the rows the output has, each panel's weights read once (k
+    outside, its columns vectorized), never the padded rows of a tile."""
+    *batch, m, n = s[output].op.axis
+    no, ni = s[output].split(n, factor=nb)
+    s[output].reorder(*batch, m, no, ni)
+    s[output].parallel(no)
+    s[output].vectorize(ni)
+    s[z].compute_at(s[output], no)
+    *zb, zm, zn = s[z].op.axis
+    s[z].reorder(*zb, zm, *s[z].op.reduce_axis, zn)
+    s[z].vectorize(zn)
+
+
 def dense(
     data: te.Tensor,
     weight_shape: Sequence[int],
@@ -234,6 +251,9 @@ def dense(
     output = te.compute((m, n), out, name=name)
 
     placeholders = [data, weight, *([b] if b is not None else []), *epilogue_inputs]
+    variants = []
+    if isinstance(m, SymExpr) and m.is_symbol():  # one row: a decode step
+        variants.append(Variant(m, 1, lambda s: _schedule_gemv(s, z, output, nb)))
     return Kernel(
         output,
         placeholders,
@@ -241,6 +261,7 @@ def dense(
         lambda s: _schedule_gemm(s, z, output, mt, nb, outer),
         {"kernel": "dense", "tile": (mt, nb), "flops": 2 * m * n * k},
         _gemm_knobs(z, output, (mt, nb), mp, outer, machine),
+        variants,
     )
 
 

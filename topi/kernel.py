@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,11 @@ class Kernel:
         knobs: the schedule's tunable choices, when its template has any
             (`Knobs`): `schedule(config=...)` applies another point of the
             space; the computation, and so the workload, stays the same.
+        variants: schedules of the same computation for a size class of a
+            symbolic kernel, each `Variant(size, equals, schedule_fn)`: the
+            call runs it where `size` (an expression over the symbols) is
+            `equals` at run time (a GEMM of one row as a GEMV), the default
+            schedule otherwise. Results never depend on which runs.
     """
 
     output: te.Tensor
@@ -59,6 +65,7 @@ class Kernel:
     schedule_fn: Callable[[Schedule], None] | None = None
     attrs: dict = field(default_factory=dict)
     knobs: Knobs | None = None
+    variants: list[Variant] = field(default_factory=list)
 
     @property
     def args(self) -> list[te.Tensor]:
@@ -91,13 +98,11 @@ class Kernel:
         """Run `before(s)` ahead of the schedule, the default and every knob
         config alike (a stage the template's caller added)."""
         default = self.schedule_fn
-
-        def scheduled(s: Schedule) -> None:
-            before(s)
-            if default is not None:
-                default(s)
-
-        self.schedule_fn = scheduled
+        self.schedule_fn = before if default is None else _before(before, default)
+        self.variants = [
+            Variant(v.size, v.equals, _before(before, v.schedule_fn))
+            for v in self.variants
+        ]
         if self.knobs is not None:
             knobs = self.knobs
             self.knobs = Knobs(
@@ -116,6 +121,31 @@ class Kernel:
         fn = self.weight_transforms.get(name)
         out = value if fn is None else fn(value)
         return np.ascontiguousarray(out, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A schedule of a kernel's computation for the run-time size class
+    `size == equals` (see `Kernel.variants`)."""
+
+    size: Any
+    equals: int
+    schedule_fn: Callable[[Schedule], None]
+
+    def schedule(self, kernel: Kernel) -> Schedule:
+        s = te.create_schedule(kernel.output.op)
+        self.schedule_fn(s)
+        return s
+
+
+def _before(
+    before: Callable[[Schedule], None], fn: Callable[[Schedule], None]
+) -> Callable[[Schedule], None]:
+    def scheduled(s: Schedule) -> None:
+        before(s)
+        fn(s)
+
+    return scheduled
 
 
 @dataclass(frozen=True)

@@ -450,3 +450,33 @@ func.func @case42(%x: tensor<2x10xf32>) {
 }
 
 // CHECK: expected axis in [-2, 2), got 2
+
+// -----
+
+func.func private @k(%a: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+func.func @case43(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
+  %y = graph.call_kernel @k(%x) {ember.variants = [{callee = @gone, size = "n", equals = 1 : i64}]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+  func.return %y : tensor<?xf32, ["n"]>
+}
+
+// CHECK: expected @gone to be a func.func of the module, got nothing
+
+// -----
+
+func.func private @k(%a: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+func.func @case44(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
+  %y = graph.call_kernel @k(%x) {ember.variants = [{callee = @k, size = 1 : i64, equals = 1 : i64}]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+  func.return %y : tensor<?xf32, ["n"]>
+}
+
+// CHECK: expected ember.variants as [{callee = @f, size = "n", equals = 1}, ...], got {callee = @k, size = 1 : i64, equals = 1 : i64}
+
+// -----
+
+func.func private @k(%a: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+func.func @case45(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
+  %y = graph.call_kernel @k(%x) {ember.variants = [{callee = @k, size = "n +", equals = 1 : i64}]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+  func.return %y : tensor<?xf32, ["n"]>
+}
+
+// CHECK: ember.variants: {{.*}}n +

@@ -215,3 +215,13 @@ func.func @call_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = graph.call_kernel @ember_relu_0f3a(%x) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %y : tensor<4xf32>
 }
+
+// A call with a size-class variant: @ember_relu_0f3b runs where n is 1.
+// CHECK-LABEL: func.func @call_kernel_variants(
+// CHECK:         graph.call_kernel @ember_relu_0f3b(%{{.*}}) {ember.variants = [{callee = @ember_relu_0f3b_v0, size = "n", equals = 1 : i64}]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+func.func private @ember_relu_0f3b(%a: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+func.func private @ember_relu_0f3b_v0(%a: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+func.func @call_kernel_variants(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
+  %y = graph.call_kernel @ember_relu_0f3b(%x) {ember.variants = [{callee = @ember_relu_0f3b_v0, size = "n", equals = 1 : i64}]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
+  func.return %y : tensor<?xf32, ["n"]>
+}

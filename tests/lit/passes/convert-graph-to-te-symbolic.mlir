@@ -12,7 +12,7 @@
 // CHECK:         te.compute "dense.gemm" {{.*}} -> tensor<?x16xf32, ["4 * ((n + 3) // 4)"]>
 // CHECK:       func.func private @ember_add_{{[0-9a-f]+}}(%data0: tensor<?x8xf32, ["n"]> {ember.name = "data0"}, %data1: tensor<8xf32> {ember.name = "data1"}, %n: index {ember.symbol = "n"})
 // CHECK-LABEL: func.func @main(
-// CHECK:         graph.call_kernel @ember_dense_{{[0-9a-f]+}}(%x, %{{.*}}) : (tensor<?x16xf32, ["n"]>, tensor<1x16x16xf32>) -> tensor<?x8xf32, ["n"]>
+// CHECK:         graph.call_kernel @ember_dense_{{[0-9a-f]+}}(%x, %{{.*}}) {ember.variants = {{.*}}} : (tensor<?x16xf32, ["n"]>, tensor<1x16x16xf32>) -> tensor<?x8xf32, ["n"]>
 func.func @main(%x: tensor<?x16xf32, ["n"]>) -> tensor<?x8xf32, ["n"]> {
   %w = graph.param "w" : tensor<8x16xf32>
   %b = graph.param "b" : tensor<8xf32>

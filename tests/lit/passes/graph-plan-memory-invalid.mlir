@@ -36,3 +36,14 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   func.return %w : tensor<4xf32>
 }
 
+
+// -----
+
+// A variant whose signature is not its kernel's (not the same computation).
+// CHECK: graph-plan-memory: variant @v of kernel @k takes other arguments than it
+func.func private @k(memref<4xf32>, memref<4xf32> {ember.output})
+func.func private @v(memref<4xf32>, memref<4xf32> {ember.output}, memref<4xf32> {ember.scratch})
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = graph.call_kernel @k(%x) {ember.variants = [{callee = @v, size = "n", equals = 1 : i64}]} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
