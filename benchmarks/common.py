@@ -20,15 +20,19 @@ from __future__ import annotations
 import argparse
 import ctypes
 import glob
+import json
 import math
 import os
 import platform
 import re
 import statistics
+import subprocess
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -424,3 +428,58 @@ def tvm_target(target: str = "llvm") -> dict:
 
     mcpu = re.search(r"-mcpu=(\S+)", target)
     return {"kind": "llvm", "mcpu": mcpu.group(1) if mcpu else llvm.get_host_cpu_name()}
+
+
+class Worker:
+    """The driver's end of a benchmark's worker process, one runtime in its
+    own process: `python SCRIPT --worker RUNTIME DIRECTORY *EXTRA`, which
+    takes one JSON command a line on stdin and answers each (its first answer:
+    whether it loaded) with a line `REPLY + json` on stdout; its stderr goes
+    to DIRECTORY/RUNTIME.err, whose last line is the note of a worker that
+    died."""
+
+    def __init__(
+        self, script: str, reply: str, runtime: str, directory: Path, *extra: str
+    ):
+        self.reply = reply
+        self.stderr = directory / f"{runtime.replace(' ', '_')}.err"
+        command = [sys.executable, script, "--worker", runtime, str(directory)]
+        with open(self.stderr, "w") as err:
+            self.proc = subprocess.Popen(
+                [*command, *extra],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+            )
+
+    def read(self) -> dict:
+        """Its next answer."""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(self.reply):
+                return json.loads(line[len(self.reply) :])
+        lines = self.stderr.read_text().strip().splitlines()
+        return {"status": "failed", "note": lines[-1] if lines else "worker exited"}
+
+    def ask(self, **command) -> dict:
+        """Send `command`; its answer."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(command) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return {"status": "failed", "note": "worker exited"}
+        return self.read()
+
+    def close(self) -> None:
+        """Close its stdin, which ends it (`wait` for that)."""
+        if self.proc.stdin:
+            self.proc.stdin.close()
+
+    def wait(self) -> None:
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

@@ -47,7 +47,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -309,49 +308,6 @@ def worker(runtime: str, directory: Path) -> None:
             reply(status="failed", note=common._first_line(exc))
 
 
-class Worker:
-    """The driver's end of a worker process."""
-
-    def __init__(self, runtime: str, directory: Path):
-        self.runtime = runtime
-        self.stderr = directory / f"{runtime.replace(' ', '_')}.err"
-        with open(self.stderr, "w") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, __file__, "--worker", runtime, str(directory)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                text=True,
-            )
-        self.ready = self._read()
-
-    def _read(self) -> dict:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith(REPLY):
-                return json.loads(line[len(REPLY) :])
-        lines = self.stderr.read_text().strip().splitlines()
-        return {"status": "failed", "note": lines[-1] if lines else "worker exited"}
-
-    def ask(self, **command) -> dict:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(command) + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            return {"status": "failed", "note": "worker exited"}
-        return self._read()
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 # --------------------------------------------------------------------------- #
 # The driver: export, compile, check, interleaved rounds, the table.
 
@@ -462,19 +418,25 @@ def bench(config: Config, sizes: list, rounds: int, timing: dict) -> Result:
     with tempfile.TemporaryDirectory(prefix="ember-dynamic-bench-") as tmp:
         directory = Path(tmp)
         build(result, sizes, directory)
-        workers = {runtime: Worker(runtime, directory) for runtime in RUNTIMES}
+        workers = {
+            runtime: common.Worker(__file__, REPLY, runtime, directory)
+            for runtime in RUNTIMES
+        }
         try:
             for runtime, w in workers.items():
-                if w.ready["status"] != "ok":
-                    why = f"{w.ready['status']}: {w.ready['note']}"
+                ready = w.read()
+                if ready["status"] != "ok":
+                    why = f"{ready['status']}: {ready['note']}"
                     result.status |= {(runtime, s): why for s in sizes}
                 else:
-                    print(f"  {runtime} worker ready: {w.ready['note']}")
+                    print(f"  {runtime} worker ready: {ready['note']}")
             check(result, workers, sizes, directory)
             measure_rounds(result, workers, sizes, rounds, timing)
         finally:
             for w in workers.values():
                 w.close()
+            for w in workers.values():
+                w.wait()
     return result
 
 
