@@ -70,10 +70,16 @@ sys.path.insert(0, str(HERE))
 import common  # noqa: E402
 
 EMBER = "ember"
+EMBER_INT8 = "ember-int8"
+EMBER_INT4 = "ember-int4"
+QUANTIZED = {EMBER_INT8: ("int8", 1 / 4), EMBER_INT4: ("int4", (1 / 2 + 4 / 32) / 4)}
+"""ember.llm's `quantize=` of each quantized row, and the bytes a weight
+takes as a share of its float32 bytes (int4: half a byte and a float scale
+per group of 32; int8: one byte, a scale per channel)."""
 EAGER = "torch-eager"
 COMPILED = "torch-compile"
 ORT = "onnxruntime"
-RUNTIMES = (EMBER, EAGER, COMPILED, ORT)
+RUNTIMES = (EMBER, EMBER_INT8, EMBER_INT4, EAGER, COMPILED, ORT)
 MODELS = {
     "gpt2-small-ish": (
         "GPT2",
@@ -348,12 +354,14 @@ def _ort_steps(directory: Path):
     return prefill, decode, f"onnxruntime {onnxruntime.__version__}"
 
 
-def _ember_steps(directory: Path):
+def _ember_steps(directory: Path, quantize: str | None):
     """prefill(ids) and decode(token) on ember.llm's engine."""
     import ember.llm
 
     start = time.perf_counter()
-    engine = ember.llm.load(directory / "hf", max_context=MAX_CONTEXT)
+    engine = ember.llm.load(
+        directory / "hf", max_context=MAX_CONTEXT, quantize=quantize
+    )
     seconds = time.perf_counter() - start
 
     def prefill(ids):
@@ -389,8 +397,9 @@ def worker(runtime: str, directory: Path, backend: str) -> None:
         print(REPLY + json.dumps(answer), flush=True)
 
     try:
-        if runtime == EMBER:
-            prefill, decode, note = _ember_steps(directory)
+        if runtime == EMBER or runtime in QUANTIZED:
+            quantize = QUANTIZED[runtime][0] if runtime in QUANTIZED else None
+            prefill, decode, note = _ember_steps(directory, quantize)
         elif runtime == ORT:
             prefill, decode, note = _ort_steps(directory)
         else:
@@ -449,6 +458,20 @@ def check(result: Result, workers: dict, new_tokens: int) -> None:
         if answer["status"] != "ok":
             result.status[runtime] = "failed"
             result.note[runtime] = answer["note"]
+        elif runtime in QUANTIZED:  # quantized: how far it keeps to float32's ids
+            same = next(
+                (
+                    i
+                    for i, (a, b) in enumerate(
+                        zip(answer["ids"], result.model.reference, strict=False)
+                    )
+                    if a != b
+                ),
+                len(answer["ids"]),
+            )
+            result.note[runtime] += (
+                f", its first {same} of {len(answer['ids'])} ids are transformers'"
+            )
         elif answer["ids"] != result.model.reference:
             result.status[runtime] = "WRONG"
             result.note[runtime] = _mismatch(answer["ids"], result.model.reference)
@@ -547,7 +570,8 @@ def print_table(result: Result, bandwidth: float) -> None:
         prefill = result.prefill.get(runtime)
         cells = f"{runtime:<13}  {status:>13}  "
         if prefill and rate:
-            weights = model.weight_bytes * rate / 1e9
+            share = QUANTIZED[runtime][1] if runtime in QUANTIZED else 1
+            weights = model.weight_bytes * share * rate / 1e9
             versus = "-" if runtime == EMBER else _versus(ember, rate)
             cells += (
                 f"{statistics.median(prefill) * 1e3:10.2f}  {rate:12.1f}  "
@@ -557,7 +581,8 @@ def print_table(result: Result, bandwidth: float) -> None:
             cells += f"{'':>10}  {'':>12}  {'':>17}  {'':>12}  {'':>5}"
         print(f"{cells}  {note}".rstrip())
     print(
-        "check: greedy ids equal to transformers' generate; prefill: the prompt in "
+        "check: greedy ids equal to transformers' generate (the quantized rows: "
+        "how many of the first ids are); prefill: the prompt in "
         "one call; decode: tokens/s over the decode calls; ember/this: ember's "
         "decode tokens/s over this row's; weights GB/s: the weights' bytes times "
         f"tokens/s; of bw: their share of {bandwidth:.1f} GB/s. Medians over rounds."

@@ -1,11 +1,13 @@
-"""`graph` dialect ops of neural networks: conv2d, dense, matmul, batch_matmul,
-batch_norm, pooling and softmax (the dialect is assembled in `graph.py`)."""
+"""`graph` dialect ops of neural networks: conv2d, dense (and dense_dequant),
+matmul, batch_matmul, batch_norm, pooling and softmax (the dialect is assembled in `graph.py`)."""
 
 from typing import Any, ClassVar
 
+import numpy as np
 from xdsl.dialects.builtin import (
     TensorType,
 )
+from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -91,6 +93,119 @@ class DenseOp(GraphOp):
     def reference(self, inputs: list[Array]) -> Array:
         y = gn.matmul(inputs[0], inputs[1].T)
         return y + inputs[2] if len(inputs) == 3 else y
+
+
+@irdl_op_definition
+class DenseDequantOp(GraphOp):
+    """y = x dequant(w)ᵀ (+ b) with the weight stored as integers and float
+    scales (weight-only quantization, onnxruntime's MatMulNBits): x (M, K),
+    scale (N, K / group), and w (N, K) of i8 (`bits = 8`) or (N, K / 2) of
+    ui8 holding two 4-bit values a byte (`bits = 4`: element 2k in the low
+    nibble, 2k + 1 in the high one, each stored + 8); optional bias (N).
+    dequant(w)[n, k] = int(w[n, k]) * scale[n, k // group].
+
+    %y = graph.dense_dequant %x, %w, %s {bits = 4, group = 32}
+           : (tensor<1x64xf32>, tensor<10x32xui8>, tensor<10x2xf32>) -> tensor<1x10xf32>
+    """
+
+    name = "graph.dense_dequant"
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "bits": ("int", REQUIRED),
+        "group": ("int", REQUIRED),
+    }
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if len(s) not in (3, 4):
+            raise ShapeError(f"expected 3 or 4 operands, got {len(s)}")
+        bits, group = cfg["bits"], cfg["group"]
+        if bits not in (4, 8):
+            raise ShapeError(f"expected bits 4 or 8, got {bits}")
+        x, w, scale = s[:3]
+        shapes.expect_rank("the data", x, 2)
+        shapes.expect_rank("the weight", w, 2)
+        k = x[1]
+        if (
+            not isinstance(k, int)
+            or group < 1
+            or k % group
+            or (bits == 4 and group % 2)
+        ):
+            raise ShapeError(
+                f"expected a group that divides K {k} (and is even for 4 bits), "
+                f"got {group}"
+            )
+        n = w[0]
+        if tuple(w) != (n, k * bits // 8):
+            raise ShapeError(
+                f"expected a weight ({n}, {k * bits // 8}) for K {k} at {bits} "
+                f"bits, got {tuple(w)}"
+            )
+        if tuple(scale) != (n, k // group):
+            raise ShapeError(
+                f"expected a scale ({n}, {k // group}), got {tuple(scale)}"
+            )
+        if len(s) == 4 and tuple(s[3]) != (n,):
+            raise ShapeError(f"expected a bias ({n},), got {tuple(s[3])}")
+        return (x[0], n)
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        data, weight, *floats = elements
+        want = "ui8" if cfg["bits"] == 4 else "i8"
+        if str(weight) != want:
+            raise ShapeError(
+                f"expected a {want} weight at {cfg['bits']} bits, got {weight}"
+            )
+        if any(f != data for f in floats) or str(data) != "f32":
+            raise ShapeError(
+                f"expected f32 data, scale and bias, got {', '.join(map(str, elements))}"
+            )
+        return data
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, w, scale = inputs[:3]
+        y = gn.matmul(x, dequantize(w, scale, **self.config).T)
+        return y + inputs[3] if len(inputs) == 4 else y
+
+
+def quantize(w: Array, bits: int, group: int) -> tuple[Array, Array]:
+    """A float weight (N, K) as `graph.dense_dequant` stores it: symmetric
+    integers per group of K (the group's largest magnitude maps to 127 at 8
+    bits, 7 at 4), and the scales (N, K / group)."""
+    w = np.asarray(w, np.float32)
+    n, k = w.shape
+    top = 2 ** (bits - 1) - 1
+    groups = w.reshape(n, k // group, group)
+    scale = np.abs(groups).max(axis=2) / top
+    safe = np.where(scale > 0, scale, 1.0)
+    q = np.clip(np.rint(groups / safe[..., None]), -top, top).reshape(n, k)
+    if bits == 8:
+        return q.astype(np.int8), scale.astype(np.float32)
+    nibbles = (q + 8).astype(np.uint8)
+    return nibbles[:, 0::2] | (nibbles[:, 1::2] << 4), scale.astype(np.float32)
+
+
+def dequantize(w: Array, scale: Array, bits: int, group: int) -> Array:
+    """`graph.dense_dequant`'s weight as float32 (N, K)."""
+    if bits == 4:
+        w = np.asarray(w, np.uint8)
+        q = np.stack([w & 15, w >> 4], axis=-1).reshape(w.shape[0], -1)
+        values = q.astype(np.float32) - 8
+    else:
+        values = np.asarray(w, np.int8).astype(np.float32)
+    return values * np.repeat(np.asarray(scale, np.float32), group, axis=1)
 
 
 @irdl_op_definition

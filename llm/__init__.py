@@ -1,7 +1,7 @@
 """Causal language models from a Hugging Face folder: compiled once, then
 prefill, decode and generate with the KV cache in the runtime.
 
-    engine = ember.llm.load("gpt2-folder", max_context=512)
+    engine = ember.llm.load("gpt2-folder", max_context=512)   # quantize="int4"
     for token in engine.generate([464, 2068], max_new_tokens=20):
         ...
     engine.export("gpt2.so")     # Engine(load_module("gpt2.so")) in any process
@@ -26,7 +26,18 @@ from ember.runtime.llm import Engine
 __all__ = ["Arch", "Engine", "compile_step", "load", "read_config"]
 
 
-def compile_step(model_dir: str | os.PathLike, target="llvm", max_context=None):
+QUANTIZE = {"int8": (8, None), "int4": (4, 32)}
+"""`quantize=` -> (bits, the default group size; None: one scale per output
+channel)."""
+
+
+def compile_step(
+    model_dir: str | os.PathLike,
+    target="llvm",
+    max_context=None,
+    quantize: str | None = None,
+    group_size: int | None = None,
+):
     """The compiled step library of the model in `model_dir` (what `load`
     wraps in an `Engine`).
 
@@ -34,6 +45,11 @@ def compile_step(model_dir: str | os.PathLike, target="llvm", max_context=None):
         target: the target to compile for (`compile_model`'s).
         max_context: the most tokens (prompt and generated) a sequence
             holds; default, and at most, the positions the model knows.
+        quantize: "int8" or "int4": every dense layer's weight (the LM head's
+            too) stored as integers with float scales and dequantized inside
+            the product (`graph.dense_dequant`); None keeps float32.
+        group_size: inputs sharing one scale (default: all of a channel's for
+            int8, 32 for int4).
 
     Raises:
         EmberValueError: the folder has no config or weights, an
@@ -53,10 +69,27 @@ def compile_step(model_dir: str | os.PathLike, target="llvm", max_context=None):
             f"max_context must be an int in [1, {arch.max_positions}] (the "
             f"positions {Path(model_dir).name} knows), got {max_context!r}"
         )
-    module, params = step_module(arch, read_weights(model_dir))
+    if quantize is not None and quantize not in QUANTIZE:
+        raise EmberValueError(
+            f"quantize must be one of {', '.join(QUANTIZE)} or None, got {quantize!r}"
+        )
+    bits, group = QUANTIZE[quantize] if quantize else (None, None)
+    if group_size is not None:
+        if not isinstance(group_size, int) or group_size < 2 or group_size % 2:
+            raise EmberValueError(
+                f"group_size must be an even int >= 2, got {group_size!r}"
+            )
+        group = group_size
+    module, params = step_module(arch, read_weights(model_dir), bits, group)
     return compile_model(module, params, target=target, bounds={"past": max_context})
 
 
-def load(model_dir: str | os.PathLike, target="llvm", max_context=None) -> Engine:
+def load(
+    model_dir: str | os.PathLike,
+    target="llvm",
+    max_context=None,
+    quantize: str | None = None,
+    group_size: int | None = None,
+) -> Engine:
     """An `Engine` for the model in `model_dir` (see `compile_step`)."""
-    return Engine(compile_step(model_dir, target, max_context))
+    return Engine(compile_step(model_dir, target, max_context, quantize, group_size))

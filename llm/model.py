@@ -28,7 +28,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    IntegerType,
     ModuleOp,
+    Signedness,
     StringAttr,
     TensorType,
     f32,
@@ -37,6 +39,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from ember.dialects import graph as G
+from ember.dialects.graph_nn import quantize
 from ember.dialects.graph_shapes import tensor_of
 from ember.frontends.onnx_ops import literal
 from ember.llm.config import Arch
@@ -47,12 +50,15 @@ N, PAST = Sym("n"), Sym("past")
 
 
 class _Graph:
-    """A `main` function being written: inputs, params and ops."""
+    """A `main` function being written: inputs, params and ops; its dense
+    layers' weights stored at `bits` (8 or 4, None: float32) with a scale per
+    `group` of K (None: one per output channel)."""
 
-    def __init__(self):
+    def __init__(self, bits: int | None = None, group: int | None = None):
         self.block = Block()
         self.params: dict[str, np.ndarray] = {}
         self.names: list[str] = []
+        self.bits, self.group = bits, group
 
     def input(self, name: str, dims, element: Attribute = f32) -> SSAValue:
         self.names.append(name)
@@ -62,6 +68,14 @@ class _Graph:
         array = np.ascontiguousarray(array, np.float32)
         self.params[name] = array
         return self(G.ParamOp(name, TensorType(f32, array.shape)))
+
+    def int_param(self, name: str, array: np.ndarray) -> SSAValue:
+        """A param of integers (i8, or ui8 for unsigned bytes)."""
+        self.params[name] = array
+        element = IntegerType(
+            8, Signedness.UNSIGNED if array.dtype == np.uint8 else Signedness.SIGNLESS
+        )
+        return self(G.ParamOp(name, TensorType(element, array.shape)))
 
     def const(self, value, dtype: str = "float32") -> SSAValue:
         return self(G.ConstantOp(literal(np.asarray(value, dtype))))
@@ -114,15 +128,21 @@ class _Weights:
 
 
 def step_module(
-    arch: Arch, tensors: Mapping[str, np.ndarray]
+    arch: Arch,
+    tensors: Mapping[str, np.ndarray],
+    bits: int | None = None,
+    group: int | None = None,
 ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """The step function of `arch` with its weights `tensors` (as the
-    folder names them) as params.
+    folder names them) as params; every dense layer's weight (the LM head's
+    too) quantized to `bits` with a scale per `group` of its inputs (None:
+    per output channel) when `bits` is given.
 
     Raises:
-        EmberValueError: a weight missing or of another shape (named).
+        EmberValueError: a weight missing or of another shape (named), a group
+            that does not divide a layer's inputs.
     """
-    g = _Graph()
+    g = _Graph(bits, group)
     build = _gpt2 if arch.family == "gpt2" else _llama
     prefix = "transformer." if arch.family == "gpt2" else "model."
     outputs = build(g, arch, _Weights(tensors, prefix))
@@ -133,11 +153,20 @@ def step_module(
 
 
 def _dense(g: _Graph, x: SSAValue, w: np.ndarray, b: np.ndarray | None, name: str):
-    """x wᵀ (+ b), w (out, in)."""
-    operands = [x, g.param(f"{name}.weight", w)]
-    if b is not None:
-        operands.append(g.param(f"{name}.bias", b))
-    return g(G.DenseOp, *operands)
+    """x wᵀ (+ b), w (out, in): `graph.dense`, or `graph.dense_dequant` of
+    the weight quantized at the graph's bits."""
+    bias = [] if b is None else [g.param(f"{name}.bias", b)]
+    if g.bits is None:
+        return g(G.DenseOp, x, g.param(f"{name}.weight", w), *bias)
+    group = g.group or w.shape[1]
+    if w.shape[1] % group:
+        raise EmberValueError(
+            f"{name}: group size {group} does not divide its {w.shape[1]} inputs"
+        )
+    q, scale = quantize(w, g.bits, group)
+    weight = g.int_param(f"{name}.weight", q)
+    scales = g.param(f"{name}.scale", scale)
+    return g(G.DenseDequantOp, x, weight, scales, *bias, bits=g.bits, group=group)
 
 
 def _split(g: _Graph, x: SSAValue, widths: list[int]) -> list[SSAValue]:

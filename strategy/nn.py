@@ -24,7 +24,13 @@ from ember.topi import pool, spatial
 from ember.topi import reduce as topi_reduce
 from ember.topi.conv2d import Blocks, channel_block, conv2d, conv2d_shape
 from ember.topi.conv2d_winograd import winograd_applies
-from ember.topi.dense import batch_matmul, dense, matmul, matmul_weight
+from ember.topi.dense import (
+    batch_matmul,
+    dense,
+    dense_dequant,
+    matmul,
+    matmul_weight,
+)
 from ember.topi.kernel import Kernel
 
 
@@ -126,6 +132,25 @@ def _dense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
         data[0],
         dims_of(op.weight.type),
         bias=len(op.operands) > 2,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name="dense",
+        target=target,
+    )
+
+
+@anchor_strategy(
+    graph.DenseDequantOp,
+    data=(0,),
+    weights=(1, 2, 3),
+    dtypes=("float32", "int8", "uint8"),
+)
+def _dense_dequant_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return dense_dequant(
+        data[0],
+        dims_of(op.weight.type)[0],
+        **op.config,
+        bias=len(op.operands) > 3,
         epilogue=epilogue,
         epilogue_inputs=epilogue_inputs,
         name="dense",

@@ -3,6 +3,7 @@
     ember generate MODEL_DIR --prompt-ids 464,2068,7586 --max-new-tokens 20
     ember generate MODEL_DIR --prompt "Once upon a time" --max-new-tokens 20
     ember generate gpt2.so --prompt-ids 464,2068 --max-new-tokens 20
+    ember generate MODEL_DIR --prompt-ids 464,2068 --quantize int4 --group-size 64
 
 MODEL_DIR is a folder as `save_pretrained` writes it (`config.json`,
 `*.safetensors`, optionally `tokenizer.json`); it is compiled first
@@ -54,6 +55,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="stop after this token (default: the config's eos_token_id)",
     )
+    parser.add_argument(
+        "--quantize",
+        choices=("int8", "int4"),
+        help="store the dense layers' weights as integers (dequantized in the product)",
+    )
+    parser.add_argument(
+        "--group-size",
+        type=int,
+        metavar="N",
+        help="weights sharing one scale (default: a channel's for int8, 32 for int4)",
+    )
     parser.add_argument("--target", default="llvm", help="what to compile for")
     parser.add_argument("--export", metavar="FILE", help="also write the engine here")
     add_common_arguments(parser, "ember generate")
@@ -77,15 +89,17 @@ def _engine(opts: argparse.Namespace):
     if path.is_dir():
         import ember.llm
 
-        engine = ember.llm.load(path, opts.target, opts.max_context)
+        engine = ember.llm.load(
+            path, opts.target, opts.max_context, opts.quantize, opts.group_size
+        )
         if opts.export:
             engine.export(opts.export)
             log.info("wrote %s", opts.export)
         return engine
     if not path.exists():
         raise UsageError(f"{path}: no such folder or library")
-    if opts.max_context is not None or opts.export:
-        raise UsageError("--max-context and --export need a model folder")
+    if opts.max_context is not None or opts.export or opts.quantize:
+        raise UsageError("--max-context, --quantize and --export need a model folder")
     from ember.runtime import load_module
     from ember.runtime.llm import Engine
 

@@ -31,7 +31,7 @@ The epilogue is `epilogue(value, indices)`, indices (m, n) for dense, the output
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -100,12 +100,14 @@ def _panels(m: int, n: int, lanes: int) -> tuple[int, int]:
 
 def _pack_panels(w: np.ndarray, nb: int) -> np.ndarray:
     """A weight (N, K) as (N'/nb, K, nb) panels, N' = N rounded up to nb with
-    zero columns: a tile reads its weights sequentially."""
-    w = np.asarray(w, np.float32)
+    zero columns: a tile reads its weights sequentially. Integer weights
+    (and their scales) keep their type."""
+    w = np.asarray(w)
+    w = w if w.dtype.kind in "iu" else w.astype(np.float32)
     n, k = w.shape
     blocks = -(-n // nb)
     if blocks * nb != n:
-        w = np.concatenate([w, np.zeros((blocks * nb - n, k), np.float32)])
+        w = np.concatenate([w, np.zeros((blocks * nb - n, k), w.dtype)])
     return np.ascontiguousarray(w.reshape(blocks, nb, k).transpose(0, 2, 1))
 
 
@@ -224,13 +226,107 @@ def dense(
             f"{tuple(weight_shape)}"
         )
     machine = Target.resolve(target)
-    lanes = machine.vector_lanes(data.dtype)
-    nb, blocks = _panels(m, n, lanes)
+    nb, blocks = _panels(m, n, machine.vector_lanes(data.dtype))
     weight = te.placeholder((blocks, k, nb), name=f"{name}.weight")
+    return _gemm_by_panels(
+        data,
+        n,
+        nb,
+        lambda j, r: weight[j // nb, r, j % nb],
+        {weight: lambda w: _pack_panels(w, nb)},
+        bias=bias,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name=name,
+        target=machine,
+    )
+
+
+def dense_dequant(
+    data: te.Tensor,
+    n: int,
+    *,
+    bits: int,
+    group: int,
+    bias: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "dense",
+    target: Target | None = None,
+) -> Kernel:
+    """`graph.dense_dequant`: y = data . dequant(weight)^T (+ bias), the
+    weight's integers widened and scaled inside the product, so a step reads
+    `bits` a weight (a decode step is bound by those bytes). Packed as
+    `dense`'s panels: (N'/nb, K, nb) of int8, or (N'/nb, K/2, nb) bytes of
+    two 4-bit values of one column (k even low, k odd high), scales (N'/nb,
+    K/group, nb).
+
+    Returns:
+        The Kernel: placeholders [data, <name>.weight, <name>.scale,
+        (<name>.bias (N,)), *epilogue_inputs].
+    """
+    m, k = data.shape
+    machine = Target.resolve(target)
+    nb, blocks = _panels(m, n, machine.vector_lanes(data.dtype))
+    if bits == 4:
+        weight = te.placeholder((blocks, k // 2, nb), "uint8", name=f"{name}.weight")
+    else:
+        weight = te.placeholder((blocks, k, nb), "int8", name=f"{name}.weight")
+    scale = te.placeholder((blocks, k // group, nb), name=f"{name}.scale")
+
+    def dequantized(j: te.Expr, r: te.Expr) -> te.Expr:
+        p, c = j // nb, j % nb
+        if bits == 4:
+            shift = ((r % 2) * 4).astype("uint8")
+            nibble = (weight[p, r // 2, c] >> shift) & te.const(15, "uint8")
+            q = nibble.astype("float32") - 8.0
+        else:
+            q = weight[p, r, c].astype("float32")
+        return q * scale[p, r // group, c]
+
+    return _gemm_by_panels(
+        data,
+        n,
+        nb,
+        dequantized,
+        {
+            weight: lambda w: _pack_panels(w, nb),
+            scale: lambda s: _pack_panels(s, nb),
+        },
+        bias=bias,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name=name,
+        target=machine,
+        kind="dense_dequant",
+    )
+
+
+def _gemm_by_panels(
+    data: te.Tensor,
+    n: int,
+    nb: int,
+    right: Callable[[te.Expr, te.Expr], te.Expr],
+    packed: dict[te.Tensor, Callable[[np.ndarray], np.ndarray]],
+    *,
+    bias: bool,
+    epilogue: Epilogue | None,
+    epilogue_inputs: Sequence[te.Tensor],
+    name: str,
+    target: Target,
+    kind: str = "dense",
+) -> Kernel:
+    """data (M, K) times the right operand's panels, `right(j, k)` the
+    element (k, j) read from the packed `packed` placeholders (weights and
+    their transforms, in call order), (+ bias), then the epilogue: the GEMM
+    template, and a GEMV variant where M is one symbol that is 1."""
+    m, k = data.shape
+    lanes = target.vector_lanes(data.dtype)
+    blocks = -(-n // nb)
     b = te.placeholder((n,), name=f"{name}.bias") if bias else None
     rk = te.reduce_axis((0, k), name="rk")
-    mt, mp = _row_tile(m, nb // lanes, machine)
-    outer = _panel_outer(k, nb, data.dtype, machine)
+    mt, mp = _row_tile(m, nb // lanes, target)
+    outer = _panel_outer(k, nb, data.dtype, target)
 
     def row(i: te.Expr, r: te.Expr) -> te.Expr:
         # the padded rows repeat the last one: their sums are never copied out
@@ -238,7 +334,7 @@ def dense(
 
     z = te.compute(
         (mp, blocks * nb),
-        lambda i, j: te.sum(row(i, rk) * weight[j // nb, rk, j % nb], axis=rk),
+        lambda i, j: te.sum(row(i, rk) * right(j, rk), axis=rk),
         name=f"{name}.gemm",
     )
 
@@ -250,17 +346,17 @@ def dense(
 
     output = te.compute((m, n), out, name=name)
 
-    placeholders = [data, weight, *([b] if b is not None else []), *epilogue_inputs]
+    placeholders = [data, *packed, *([b] if b is not None else []), *epilogue_inputs]
     variants = []
     if isinstance(m, SymExpr) and m.is_symbol():  # one row: a decode step
         variants.append(Variant(m, 1, lambda s: _schedule_gemv(s, z, output, nb)))
     return Kernel(
         output,
         placeholders,
-        {weight.name: lambda w: _pack_panels(w, nb)},
+        {p.name: fn for p, fn in packed.items()},
         lambda s: _schedule_gemm(s, z, output, mt, nb, outer),
-        {"kernel": "dense", "tile": (mt, nb), "flops": 2 * m * n * k},
-        _gemm_knobs(z, output, (mt, nb), mp, outer, machine),
+        {"kernel": kind, "tile": (mt, nb), "flops": 2 * m * n * k},
+        _gemm_knobs(z, output, (mt, nb), mp, outer, target),
         variants,
     )
 

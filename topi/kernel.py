@@ -120,7 +120,8 @@ class Kernel:
             )
         fn = self.weight_transforms.get(name)
         out = value if fn is None else fn(value)
-        return np.ascontiguousarray(out, dtype=np.float32)
+        dtype = next(p.dtype for p in self.placeholders if p.name == name)
+        return np.ascontiguousarray(out, dtype=dtype)
 
 
 @dataclass(frozen=True)

@@ -480,3 +480,48 @@ func.func @case45(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]> {
 }
 
 // CHECK: ember.variants: {{.*}}n +
+
+// -----
+
+func.func @case46(%x: tensor<1x64xf32>, %w: tensor<10x32xui8>, %s: tensor<10x2xf32>) {
+  %y = graph.dense_dequant %x, %w, %s {bits = 3, group = 32} : (tensor<1x64xf32>, tensor<10x32xui8>, tensor<10x2xf32>) -> tensor<1x10xf32>
+  func.return
+}
+
+// CHECK: expected bits 4 or 8, got 3
+
+// -----
+
+func.func @case47(%x: tensor<1x64xf32>, %w: tensor<10x32xui8>, %s: tensor<10x2xf32>) {
+  %y = graph.dense_dequant %x, %w, %s {bits = 4, group = 24} : (tensor<1x64xf32>, tensor<10x32xui8>, tensor<10x2xf32>) -> tensor<1x10xf32>
+  func.return
+}
+
+// CHECK: expected a group that divides K 64 (and is even for 4 bits), got 24
+
+// -----
+
+func.func @case48(%x: tensor<1x64xf32>, %w: tensor<10x64xui8>, %s: tensor<10x2xf32>) {
+  %y = graph.dense_dequant %x, %w, %s {bits = 4, group = 32} : (tensor<1x64xf32>, tensor<10x64xui8>, tensor<10x2xf32>) -> tensor<1x10xf32>
+  func.return
+}
+
+// CHECK: expected a weight (10, 32) for K 64 at 4 bits, got (10, 64)
+
+// -----
+
+func.func @case49(%x: tensor<1x64xf32>, %w: tensor<10x32xi8>, %s: tensor<10x2xf32>) {
+  %y = graph.dense_dequant %x, %w, %s {bits = 4, group = 32} : (tensor<1x64xf32>, tensor<10x32xi8>, tensor<10x2xf32>) -> tensor<1x10xf32>
+  func.return
+}
+
+// CHECK: expected a ui8 weight at 4 bits, got i8
+
+// -----
+
+func.func @case50(%x: tensor<1x64xf32>, %w: tensor<10x32xui8>, %s: tensor<10x4xf32>) {
+  %y = graph.dense_dequant %x, %w, %s {bits = 4, group = 32} : (tensor<1x64xf32>, tensor<10x32xui8>, tensor<10x4xf32>) -> tensor<1x10xf32>
+  func.return
+}
+
+// CHECK: expected a scale (10, 2), got (10, 4)

@@ -225,3 +225,21 @@ func.func @call_kernel_variants(%x: tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]
   %y = graph.call_kernel @ember_relu_0f3b(%x) {ember.variants = [{callee = @ember_relu_0f3b_v0, size = "n", equals = 1 : i64}]} : (tensor<?xf32, ["n"]>) -> tensor<?xf32, ["n"]>
   func.return %y : tensor<?xf32, ["n"]>
 }
+
+// -----
+
+// A weight stored as integers with a scale per group of K: 4 bits (two a
+// byte, ui8) and 8 bits (i8), with and without a bias.
+// CHECK-LABEL: func.func @dense_dequant(
+// CHECK:         graph.dense_dequant %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {bits = 4, group = 32} : (tensor<?x64xf32, ["n"]>, tensor<10x32xui8>, tensor<10x2xf32>, tensor<10xf32>) -> tensor<?x10xf32, ["n"]>
+// CHECK-NEXT:    graph.dense_dequant %{{.*}}, %{{.*}}, %{{.*}} {bits = 8, group = 64} : (tensor<?x64xf32, ["n"]>, tensor<10x64xi8>, tensor<10x1xf32>) -> tensor<?x10xf32, ["n"]>
+func.func @dense_dequant(%x: tensor<?x64xf32, ["n"]>) -> tensor<?x10xf32, ["n"]> {
+  %w4 = graph.param "w4" : tensor<10x32xui8>
+  %s4 = graph.param "s4" : tensor<10x2xf32>
+  %b = graph.param "b" : tensor<10xf32>
+  %w8 = graph.param "w8" : tensor<10x64xi8>
+  %s8 = graph.param "s8" : tensor<10x1xf32>
+  %y = graph.dense_dequant %x, %w4, %s4, %b {bits = 4, group = 32} : (tensor<?x64xf32, ["n"]>, tensor<10x32xui8>, tensor<10x2xf32>, tensor<10xf32>) -> tensor<?x10xf32, ["n"]>
+  %z = graph.dense_dequant %x, %w8, %s8 {bits = 8, group = 64} : (tensor<?x64xf32, ["n"]>, tensor<10x64xi8>, tensor<10x1xf32>) -> tensor<?x10xf32, ["n"]>
+  func.return %z : tensor<?x10xf32, ["n"]>
+}
