@@ -48,8 +48,9 @@ def compile_step(
         quantize: "int8" or "int4": every dense layer's weight (the LM head's
             too) stored as integers with float scales and dequantized inside
             the product (`graph.dense_dequant`); None keeps float32.
-        group_size: inputs sharing one scale (default: all of a channel's for
-            int8, 32 for int4).
+        group_size: inputs sharing one scale, which must divide each layer's
+            inputs (default: all of a channel's for int8; for int4 32, or the
+            largest group that divides a layer's inputs).
 
     Raises:
         EmberValueError: the folder has no config or weights, an
@@ -80,7 +81,8 @@ def compile_step(
                 f"group_size must be an even int >= 2, got {group_size!r}"
             )
         group = group_size
-    module, params = step_module(arch, read_weights(model_dir), bits, group)
+    fit = group_size is None  # a default group shrinks to divide a layer
+    module, params = step_module(arch, read_weights(model_dir), bits, group, fit)
     return compile_model(module, params, target=target, bounds={"past": max_context})
 
 

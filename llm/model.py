@@ -54,11 +54,13 @@ class _Graph:
     layers' weights stored at `bits` (8 or 4, None: float32) with a scale per
     `group` of K (None: one per output channel)."""
 
-    def __init__(self, bits: int | None = None, group: int | None = None):
+    def __init__(
+        self, bits: int | None = None, group: int | None = None, fit: bool = False
+    ):
         self.block = Block()
         self.params: dict[str, np.ndarray] = {}
         self.names: list[str] = []
-        self.bits, self.group = bits, group
+        self.bits, self.group, self.fit = bits, group, fit
 
     def input(self, name: str, dims, element: Attribute = f32) -> SSAValue:
         self.names.append(name)
@@ -132,17 +134,19 @@ def step_module(
     tensors: Mapping[str, np.ndarray],
     bits: int | None = None,
     group: int | None = None,
+    fit: bool = False,
 ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """The step function of `arch` with its weights `tensors` (as the
     folder names them) as params; every dense layer's weight (the LM head's
     too) quantized to `bits` with a scale per `group` of its inputs (None:
-    per output channel) when `bits` is given.
+    per output channel) when `bits` is given; with `fit`, a layer whose
+    inputs `group` does not divide takes the largest group that does.
 
     Raises:
         EmberValueError: a weight missing or of another shape (named), a group
             that does not divide a layer's inputs.
     """
-    g = _Graph(bits, group)
+    g = _Graph(bits, group, fit)
     build = _gpt2 if arch.family == "gpt2" else _llama
     prefix = "transformer." if arch.family == "gpt2" else "model."
     outputs = build(g, arch, _Weights(tensors, prefix))
@@ -159,9 +163,12 @@ def _dense(g: _Graph, x: SSAValue, w: np.ndarray, b: np.ndarray | None, name: st
     if g.bits is None:
         return g(G.DenseOp, x, g.param(f"{name}.weight", w), *bias)
     group = g.group or w.shape[1]
-    if w.shape[1] % group:
+    if g.fit:  # the default group: the largest that divides the inputs
+        group = math.gcd(group, w.shape[1])
+    if w.shape[1] % group or (g.bits == 4 and group % 2):
         raise EmberValueError(
-            f"{name}: group size {group} does not divide its {w.shape[1]} inputs"
+            f"{name}: group size {group} does not divide its {w.shape[1]} inputs "
+            "(in an even number, at 4 bits)"
         )
     q, scale = quantize(w, g.bits, group)
     weight = g.int_param(f"{name}.weight", q)
