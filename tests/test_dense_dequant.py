@@ -49,7 +49,9 @@ def model(rows, n: int, k: int, bits: int, group: int) -> str:
 def test_dequantized_products_match_numpy(n, groups, group, bits, rows):
     k = groups * group
     w, scale, b = quantized(n, k, bits, group, seed=n * 7 + k)
-    lib = ember.compile_model(model(rows, n, k, bits, group), {"w": w, "s": scale, "b": b})
+    lib = ember.compile_model(
+        model(rows, n, k, bits, group), {"w": w, "s": scale, "b": b}
+    )
     gm = GraphModule(lib["default"](cpu()))
     full = dequantize(w, scale, bits, group)
     for r in [1, 5] if rows is None else [rows]:
