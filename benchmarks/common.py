@@ -483,3 +483,32 @@ class Worker:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def serve(
+    reply_prefix: str,
+    load: Callable[[], tuple[object, str]],
+    answer: Callable[[object, dict], dict],
+) -> None:
+    """A worker process's side of `Worker`: `load()` its model (giving it and
+    a note; an ImportError is a "not installed" answer, another failure a
+    "failed" one), say it is ready, then answer each JSON command line with
+    `answer(model, command)` (a failure is that command's "failed" answer)."""
+
+    def reply(**fields) -> None:
+        print(reply_prefix + json.dumps(fields), flush=True)
+
+    try:
+        model, note = load()
+    except ImportError as exc:
+        return reply(status="not installed", note=f"({exc.name or exc})")
+    except Exception as exc:
+        return reply(status="failed", note=_first_line(exc))
+    reply(status="ok", note=note)
+    for line in sys.stdin:
+        try:
+            fields = answer(model, json.loads(line))
+        except Exception as exc:
+            reply(status="failed", note=_first_line(exc))
+            continue
+        reply(status="ok", **fields)

@@ -43,7 +43,6 @@ over rounds, then dynamic / static and dynamic / onnxruntime (time ratios: above
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -280,32 +279,17 @@ def worker(runtime: str, directory: Path) -> None:
     """Load `runtime`'s model, then answer each command line: check (run once,
     save the output) or time one size."""
 
-    def reply(**answer) -> None:
-        print(REPLY + json.dumps(answer), flush=True)
-
-    try:
-        runner, note = _loader(runtime, directory)
-    except ImportError as exc:
-        return reply(status="not installed", note=f"({exc.name or exc})")
-    except Exception as exc:
-        return reply(status="failed", note=common._first_line(exc))
-    reply(status="ok", note=note)
-    for line in sys.stdin:
-        command = json.loads(line)
+    def answer(runner, command: dict) -> dict:
         size = tuple(command["size"])
-        try:
-            run, fetch = runner(size)
-            if command["op"] == "check":
-                run()
-                np.save(
-                    directory / f"out_{runtime.split()[-1]}_{_tag(size)}.npy", fetch()
-                )
-                reply(status="ok")
-            else:
-                t = common.measure(run, command["min_time"], command["repeat"])
-                reply(status="ok", median=t.median)
-        except Exception as exc:
-            reply(status="failed", note=common._first_line(exc))
+        run, fetch = runner(size)
+        if command["op"] == "check":
+            run()
+            np.save(directory / f"out_{runtime.split()[-1]}_{_tag(size)}.npy", fetch())
+            return {}
+        t = common.measure(run, command["min_time"], command["repeat"])
+        return {"median": t.median}
+
+    common.serve(REPLY, lambda: _loader(runtime, directory), answer)
 
 
 # --------------------------------------------------------------------------- #

@@ -51,7 +51,6 @@ that fit in the L3, or a runtime that streams faster than numpy, pass 100%).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -402,12 +401,9 @@ def forced(prefill, decode, prompt: list[int], stream: list[int]) -> list[int]:
 
 def worker(runtime: str, directory: Path, backend: str) -> None:
     """Load `runtime`'s model, then answer each command line with one greedy
-    generation, timed."""
+    generation, timed (or, given `forced`, the top-1 ids along that stream)."""
 
-    def reply(**answer) -> None:
-        print(REPLY + json.dumps(answer), flush=True)
-
-    try:
+    def load():
         if runtime == EMBER or runtime in QUANTIZED:
             quantize = QUANTIZED[runtime][0] if runtime in QUANTIZED else None
             prefill, decode, note = _ember_steps(directory, quantize)
@@ -417,26 +413,14 @@ def worker(runtime: str, directory: Path, backend: str) -> None:
             prefill, decode, note = _torch_steps(
                 directory, runtime == COMPILED, backend
             )
-    except ImportError as exc:
-        return reply(status="not installed", note=f"({exc.name or exc})")
-    except Exception as exc:
-        return reply(status="failed", note=common._first_line(exc))
-    reply(status="ok", note=note)
-    for line in sys.stdin:
-        command = json.loads(line)
-        try:
-            if "forced" in command:
-                answer = {
-                    "ids": forced(prefill, decode, command["prompt"], command["forced"])
-                }
-            else:
-                answer = generate(
-                    prefill, decode, command["prompt"], command["new_tokens"]
-                )
-        except Exception as exc:
-            reply(status="failed", note=common._first_line(exc))
-            continue
-        reply(status="ok", **answer)
+        return (prefill, decode), note
+
+    def answer(steps, command: dict) -> dict:
+        if "forced" in command:
+            return {"ids": forced(*steps, command["prompt"], command["forced"])}
+        return generate(*steps, command["prompt"], command["new_tokens"])
+
+    common.serve(REPLY, load, answer)
 
 
 # --------------------------------------------------------------------------- #

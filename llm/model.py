@@ -107,8 +107,9 @@ class _Graph:
 
 
 class _Weights:
-    """The folder's tensors by their names, prefixes (`transformer.`,
-    `model.`) optional; each taken once, so what is left over is reported."""
+    """The folder's tensors by their names, the family's prefix
+    (`transformer.`, `model.`) optional; a missing one or one of another
+    shape is refused by name."""
 
     def __init__(self, tensors: Mapping[str, np.ndarray], prefix: str):
         self.tensors = dict(tensors)

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-RUNTIMES = ["ember", "torch-eager", "torch-compile", "onnxruntime"]
+RUNTIMES = [
+    "ember",
+    "ember-int8",
+    "ember-int4",
+    "torch-eager",
+    "torch-compile",
+    "onnxruntime",
+]
 ROW = re.compile(
     r"^(\S+)\s+(ok|WRONG|failed|not installed)\s+(\d+\.\d\d)\s+(\d+\.\d)"
     r"\s+(-|\d+\.\d\dx (?:faster|slower))\s+(\d+\.\d)\s+\d+%",
@@ -97,3 +104,5 @@ def test_generate_quick_checks_and_times_every_runtime():
         assert float(prefill) > 0 and float(rate) > 0 and float(weights) > 0, out
         assert (versus == "-") == (name == "ember"), (name, out)
     assert "WRONG" not in out and "failed" not in out, out
+    for name in ("ember-int8", "ember-int4"):  # measured against float32's stream
+        assert re.search(rf"^{name} .*top-1 agreement \d+/4 \(teacher", out, re.M), out
