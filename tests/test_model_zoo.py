@@ -41,6 +41,7 @@ def check(model, both_ways: bool = True) -> None:
         assert np.array_equal(g.argmax(-1), e.argmax(-1))
 
 
+@pytest.mark.slow  # 24 s; hard-swish and squeeze-excite have tests of their own
 def test_mobilenet_v3_small():
     check(onnx_models.mobilenet_v3("small", size=64, num_classes=100), both_ways=False)
 
@@ -51,6 +52,7 @@ def test_mobilenet_v3_at_224(variant):
     check(onnx_models.mobilenet_v3(variant))
 
 
+@pytest.mark.slow  # 19 s; the channel shuffle's ops have tests of their own
 def test_shufflenet_v2():
     check(onnx_models.shufflenet_v2(size=64, num_classes=100), both_ways=False)
 
