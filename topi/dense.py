@@ -39,6 +39,7 @@ from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
 from ember.runtime.shape_expr import SymExpr, planned
+from ember.te.schedule import Schedule
 from ember.topi.elementwise import PARALLEL_MIN_WORK, broadcast_shape
 from ember.topi.kernel import (
     Epilogue,
@@ -127,6 +128,7 @@ def _gemm_knobs(
     mp: int,
     panel_outer: bool,
     target: Target,
+    k_pairs: bool = False,
 ) -> Knobs:
     """A GEMM template's knobs (`_schedule_gemm` of `z` into `output`): the
     register tile's rows (divisors of the padded M `mp`, within the
@@ -143,17 +145,25 @@ def _gemm_knobs(
     return Knobs(
         {"rows": tuple(sorted(rows)), "panel_outer": (False, True)},
         {"rows": mt, "panel_outer": panel_outer},
-        lambda s, c: _schedule_gemm(s, z, output, c["rows"], nb, c["panel_outer"]),
+        lambda s, c: _schedule_gemm(
+            s, z, output, c["rows"], nb, c["panel_outer"], k_pairs
+        ),
     )
 
 
 def _schedule_gemm(
-    s, z: te.Tensor, output: te.Tensor, mt: int, nb: int, panel_outer: bool = False
+    s,
+    z: te.Tensor,
+    output: te.Tensor,
+    mt: int,
+    nb: int,
+    panel_outer: bool = False,
+    k_pairs: bool = False,
 ) -> None:
     """Tile (..., M, N) by (mt, nb), column panels outside the row tiles with
     `panel_outer`, else inside; compute z's tile at each output tile (k
-    outside, rows unrolled, columns vectorized); copy out with columns
-    vectorized."""
+    outside, rows unrolled, columns vectorized; `k_pairs`: k by pairs, the
+    pair unrolled); copy out with columns vectorized."""
     *batch, m, n = s[output].op.axis
     mo, mi = s[output].split(m, factor=mt)
     no, ni = s[output].split(n, factor=nb)
@@ -174,12 +184,25 @@ def _schedule_gemm(
     s[output].vectorize(ni)
     s[z].compute_at(s[output], attach)
     *zb, zm, zn = s[z].op.axis
-    s[z].reorder(*zb, *s[z].op.reduce_axis, zm, zn)
+    s[z].reorder(*zb, *_k_loops(s, z, k_pairs), zm, zn)
     s[z].unroll(zm)
     s[z].vectorize(zn)
 
 
-def _schedule_gemv(s, z: te.Tensor, output: te.Tensor, nb: int) -> None:
+def _k_loops(s, z: te.Tensor, pairs: bool) -> list:
+    """z's reduction loops, k split into unrolled pairs with `pairs` (two
+    4-bit weights share a byte: one load, shifts by constants)."""
+    (rk,) = s[z].op.reduce_axis
+    if not pairs:
+        return [rk]
+    ko, ki = s[z].split(rk, factor=2)
+    s[z].unroll(ki)
+    return [ko, ki]
+
+
+def _schedule_gemv(
+    s, z: te.Tensor, output: te.Tensor, nb: int, k_pairs: bool = False
+) -> None:
     """The GEMM's computation for rows that are few at run time (one: a
     decode step's matrix-vector product): the column panels shared out, z
     only for the rows the output has, each panel's weights read once (k
@@ -191,7 +214,7 @@ def _schedule_gemv(s, z: te.Tensor, output: te.Tensor, nb: int) -> None:
     s[output].vectorize(ni)
     s[z].compute_at(s[output], no)
     *zb, zm, zn = s[z].op.axis
-    s[z].reorder(*zb, zm, *s[z].op.reduce_axis, zn)
+    s[z].reorder(*zb, zm, *_k_loops(s, z, k_pairs), zn)
     s[z].vectorize(zn)
 
 
@@ -299,6 +322,7 @@ def dense_dequant(
         name=name,
         target=machine,
         kind="dense_dequant",
+        k_pairs=bits == 4,
     )
 
 
@@ -315,6 +339,7 @@ def _gemm_by_panels(
     name: str,
     target: Target,
     kind: str = "dense",
+    k_pairs: bool = False,
 ) -> Kernel:
     """data (M, K) times the right operand's panels, `right(j, k)` the
     element (k, j) read from the packed `packed` placeholders (weights and
@@ -349,14 +374,18 @@ def _gemm_by_panels(
     placeholders = [data, *packed, *([b] if b is not None else []), *epilogue_inputs]
     variants = []
     if isinstance(m, SymExpr) and m.is_symbol():  # one row: a decode step
-        variants.append(Variant(m, 1, lambda s: _schedule_gemv(s, z, output, nb)))
+
+        def gemv(s: Schedule) -> None:
+            _schedule_gemv(s, z, output, nb, k_pairs)
+
+        variants.append(Variant(m, 1, gemv))
     return Kernel(
         output,
         placeholders,
         {p.name: fn for p, fn in packed.items()},
-        lambda s: _schedule_gemm(s, z, output, mt, nb, outer),
+        lambda s: _schedule_gemm(s, z, output, mt, nb, outer, k_pairs),
         {"kernel": kind, "tile": (mt, nb), "flops": 2 * m * n * k},
-        _gemm_knobs(z, output, (mt, nb), mp, outer, target),
+        _gemm_knobs(z, output, (mt, nb), mp, outer, target, k_pairs),
         variants,
     )
 
