@@ -50,13 +50,16 @@ class Engine:
         inputs = {t["name"]: t for t in model.get("inputs", [])}
         outputs = {t["name"]: t for t in model.get("outputs", [])}
         self.layers = sum(1 for n in inputs if n.startswith("past_key."))
-        if "ids" not in inputs or "logits" not in outputs or not self.layers:
+        cache = inputs.get("past_key.0", {}).get("shape", [])
+        logits = outputs.get("logits", {}).get("shape", [])
+        if "ids" not in inputs or len(cache) != 3 or len(logits) != 2:
             raise EmberValueError(
                 "Engine: expected an ember.llm step library (inputs ids and "
-                f"past_key.*, output logits), got inputs {sorted(inputs)}"
+                "past_key.* of (past, heads, width), output logits (1, vocab)), "
+                f"got inputs {sorted(inputs)}"
             )
-        _, self.kv_heads, self.head_dim = inputs["past_key.0"]["shape"]
-        self.vocab = outputs["logits"]["shape"][-1]
+        _, self.kv_heads, self.head_dim = cache
+        self.vocab = logits[-1]
         bound = (model.get("bounds") or {}).get("past")
         if not isinstance(bound, int):
             raise EmberValueError("Engine: the step library has no bound on 'past'")
@@ -64,7 +67,6 @@ class Engine:
         shape = (self.layers, 2, self.max_context, self.kv_heads, self.head_dim)
         self.cache = np.zeros(shape, np.float32)
         self.length = 0
-        self._order = [n["name"] for n in model["inputs"]]
         self._outputs = [n["name"] for n in model["outputs"]]
 
     def export(self, path) -> None:

@@ -257,3 +257,15 @@ def test_quantize_options_are_checked(folders):
         ember.llm.load(folder, quantize="int4", group_size=3)
     with pytest.raises(EmberValueError, match="group size 48 does not divide its 64"):
         ember.llm.load(folder, quantize="int4", group_size=48)
+
+
+def test_an_engine_of_another_library_is_refused():
+    import ember
+    from ember.runtime.llm import Engine
+
+    relu = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = graph.relu %x : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}"""
+    with pytest.raises(EmberValueError, match="expected an ember.llm step library"):
+        Engine(ember.compile_model(relu))
