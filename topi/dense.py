@@ -50,6 +50,10 @@ from ember.topi.kernel import (
     apply_epilogue,
 )
 
+NIBBLES_PER_BYTE = 2
+"""4-bit weights a byte holds (`graph.dense_dequant`'s format, not the
+machine's): the k steps a byte serves."""
+
 INDEPENDENT_SUMS = 12
 """Accumulators a GEMM tile keeps in flight, enough to cover an FMA's latency
 times the FMA units (4 cycles x 2 on Zen and Skylake alike, with room): more rows
@@ -195,7 +199,7 @@ def _k_loops(s, z: te.Tensor, pairs: bool) -> list:
     (rk,) = s[z].op.reduce_axis
     if not pairs:
         return [rk]
-    ko, ki = s[z].split(rk, factor=2)
+    ko, ki = s[z].split(rk, factor=NIBBLES_PER_BYTE)
     s[z].unroll(ki)
     return [ko, ki]
 
