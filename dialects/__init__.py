@@ -1,6 +1,6 @@
 """ember's dialects, one file each: `graph` (operators on tensors), `te` (tensor
-expressions), `loop` (loop nests), and `llvm` (xDSL's llvm dialect with the
-instructions ember adds)."""
+expressions), `loop` (loop nests), `dot` (byte dot products), and `llvm` (xDSL's
+llvm dialect with the instructions ember adds)."""
 
 from collections.abc import Callable
 
@@ -26,12 +26,17 @@ def get_ember_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Loop
 
+    def dot() -> Dialect:
+        from ember.dialects.dot import Dot
+
+        return Dot
+
     def llvm() -> Dialect:
         from ember.dialects.llvm import LLVM
 
         return LLVM
 
-    return {"graph": graph, "te": te, "loop": loop, "llvm": llvm}
+    return {"graph": graph, "te": te, "loop": loop, "dot": dot, "llvm": llvm}
 
 
 def register_all_dialects(ctx: Context) -> Context:

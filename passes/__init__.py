@@ -64,6 +64,7 @@ _EMBER_PASSES = (
     "func-packed-abi",
     "convert-arith-to-llvm",
     "convert-math-to-llvm",
+    "convert-dot-to-llvm",
     "convert-index-to-llvm",
     "convert-memref-to-llvm",
     "convert-func-to-llvm",

@@ -116,6 +116,7 @@ LOOP_TO_CF: tuple[str, ...] = (
 TO_LLVM: tuple[str, ...] = (
     # upstream dialects → llvm
     "convert-math-to-llvm",
+    "convert-dot-to-llvm",
     "convert-vector-to-llvm",
     "convert-arith-to-llvm",
     "convert-index-to-llvm",

@@ -2,7 +2,8 @@
 
 Shared by the lowerings of te (today `convert-te-to-loop`): `identity` is the value
 a reduction buffer starts from, `combine` folds one more value into it. The builtin
-combiners (sum, max, min) are one arith op each; a custom combiner's `combine`
+combiners (sum, max, min) are one arith op each (a sum of byte dot products
+accumulates in the `dot.u8i8` itself); a custom combiner's `combine`
 region is cloned where the value is folded:
 
     te.compute "P" (%i) reduce prod (%k : 8) -> tensor<4xf32> { ... }
@@ -30,7 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from ember.dialects import te
+from ember.dialects import dot, te
 from ember.runtime.errors import EmberValueError
 
 _FLOAT_COMBINERS = {
@@ -78,6 +79,11 @@ def combine(
     block = op.combine_block
     if block is not None:
         return _clone_combiner(block, acc, value, at)
+    if reduce == "sum" and (summed := _accumulating(value)) is not None:
+        new = dot.U8I8Op(acc, summed.lhs, summed.rhs)
+        Rewriter.insert_op(new, at)
+        Rewriter.erase_op(summed)
+        return new.result
     element = op.output_type.element_type
     if isinstance(element, AnyFloat):
         cls = _FLOAT_COMBINERS[reduce]
@@ -92,6 +98,20 @@ def combine(
     new.results[0].name_hint = reduce
     Rewriter.insert_op(new, at)
     return new.results[0]
+
+
+def _accumulating(value: SSAValue) -> dot.U8I8Op | None:
+    """The byte dot product `value` is, where it adds to zero and nothing else
+    uses it: a sum of it accumulates in the instruction instead."""
+    owner = value.owner
+    if not isinstance(owner, dot.U8I8Op) or value.uses:
+        return None
+    zero = owner.acc.owner
+    if not isinstance(zero, arith.ConstantOp) or not isinstance(
+        zero.value, IntegerAttr
+    ):
+        return None
+    return owner if zero.value.value.data == 0 else None
 
 
 def _clone_combiner(

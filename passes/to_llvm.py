@@ -343,16 +343,20 @@ class Builder(list[Operation]):
         result: Attribute,
         flags: llvm.FastMathAttr = _NO_FASTMATH,
         overload: Attribute | None = None,
+        mangle: bool = True,
     ) -> SSAValue:
         """Call the intrinsic `name` mangled for the type `overload` (by default
         `result`'s): `intrinsic("llvm.smax", [x, y], i32)` calls `llvm.smax.i32`,
         `intrinsic("llvm.vector.reduce.add", [v], i32, overload=v.type)` calls
-        `llvm.vector.reduce.add.v8i32`."""
+        `llvm.vector.reduce.add.v8i32`. Without `mangle`, `name` is called as
+        it is (a target's own intrinsic, `llvm.x86.avx512.vpdpbusd.512`)."""
+        if mangle:
+            name = f"{name}.{intrinsic_suffix(overload or result)}"
         return self.op(
             llvm.CallIntrinsicOp,
             *args,
             result=result,
-            intrin=StringAttr(f"{name}.{intrinsic_suffix(overload or result)}"),
+            intrin=StringAttr(name),
             fastmathFlags=flags,
             operandSegmentSizes=_segments(len(args)),
         )

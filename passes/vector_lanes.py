@@ -310,7 +310,7 @@ class BodyVectorizer:
                 self.branch(op)
             case loop.AllocOp():
                 raise Fallback("expected no loop.alloc in a vectorized loop")
-            case _ if op.dialect_name() in ("arith", "math") and not op.regions:
+            case _ if op.dialect_name() in ("arith", "math", "dot") and not op.regions:
                 self.lanewise(op)
             case _:
                 raise Fallback(f"'{op.name}' cannot be vectorized")

@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from ember import te
-from ember.dialects import loop
+from ember.dialects import dot, loop
 from ember.dialects import te as te_ir
 from ember.dialects.graph_shapes import emit_dim, tensor_of
 from ember.runtime.errors import EmberTypeError, EmberValueError
@@ -545,6 +545,8 @@ class _BodyEmitter:
                 return self._binary(e.fn, e.dtype, args[0], args[1])
             if e.fn == "reinterpret":
                 return self.add(arith.BitcastOp(args[0], ir_type(e.dtype)))
+            if e.fn == "dot_u8i8":
+                return self.add(dot.U8I8Op(self._constant(0, "int32"), *args))
             return self.add(_MATH[e.fn](args[0]))
         if isinstance(e, te.Cast):
             return self._cast(self.emit(e.value), e.value.dtype, e.dtype)

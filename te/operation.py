@@ -550,6 +550,21 @@ def reinterpret(dtype: str, value: ExprLike) -> Expr:
     return call
 
 
+def dot_u8i8(a: ExprLike, b: ExprLike) -> Expr:
+    """The int32 sum of the products of the four bytes of int32 `a`, read
+    unsigned, with the four bytes of int32 `b`, read signed: the multiply-add
+    of int8 kernels (x86 VNNI's `vpdpbusd`, aarch64's `usdot`, widening
+    multiplies elsewhere). `te.sum(te.dot_u8i8(a, b), axis=k)` accumulates in
+    the instruction."""
+    a, b = _x.as_expr(a, "int32"), _x.as_expr(b, "int32")
+    if a.dtype != "int32" or b.dtype != "int32":
+        raise EmberTypeError(
+            f"te.dot_u8i8: expected int32 words of four bytes, got {a.dtype} "
+            f"and {b.dtype}"
+        )
+    return Call("dot_u8i8", [a, b])
+
+
 def create_schedule(ops: Operation | Sequence[Operation]) -> Schedule:
     """A schedule for the stages computing `ops` (see `ember.te.schedule`)."""
     from ember.te.schedule import create_schedule as create

@@ -193,8 +193,29 @@ def sigmoid(target: str) -> Built:
     return mod, "sigmoid", [a], [expected]
 
 
+def dot_bytes(target: str) -> Built:
+    """C[j] = sum_r dot_u8i8(A[r], B[r, j]) on int32 words of four bytes,
+    eight columns a vector: the target's byte dot product where it has one
+    (aarch64 i8mm's usdot, x86 VNNI), widened products elsewhere."""
+    m, n = 19, 40
+    A = te.placeholder((m,), "int32", name="A")
+    B = te.placeholder((m, n), "int32", name="B")
+    r = te.reduce_axis((0, m), name="r")
+    C = te.compute((n,), lambda j: te.sum(te.dot_u8i8(A[r], B[r, j]), axis=r), name="C")
+    s = te.create_schedule(C.op)
+    outer, inner = s[C].split(C.op.axis[0], factor=8)
+    s[C].reorder(outer, r, inner)
+    s[C].vectorize(inner)
+    a8 = _rng(10).integers(0, 256, (m, 4), dtype=np.uint8)
+    b8 = _rng(11).integers(-128, 128, (m, n, 4), dtype=np.int8)
+    want = np.einsum("rk,rjk->j", a8.astype(np.int64), b8.astype(np.int64))
+    mod = ember.build(s, [A, B, C], target=target, name="dot_bytes")
+    inputs = [a8.view(np.int32).reshape(m), b8.view(np.int32).reshape(m, n)]
+    return mod, "dot_bytes", inputs, [want.astype(np.int32)]
+
+
 KERNELS: dict[str, Callable[[str], Built]] = {
-    f.__name__: f for f in (vecadd, matmul, colsum, rowsum, conv2d, sigmoid)
+    f.__name__: f for f in (vecadd, matmul, colsum, rowsum, conv2d, sigmoid, dot_bytes)
 }
 
 
@@ -280,6 +301,19 @@ def test_the_scheduled_matmul_runs_on_the_vector_unit(target):
     """What the run tests run is vector code (NEON, RVV, Wasm SIMD)."""
     asm = built("matmul", target)[0].get_source("asm")
     assert re.search(rf"^\s+(?:{BY_NAME[target].vector})\b", asm, re.M), asm
+
+
+def test_byte_dot_products_use_the_targets_instruction():
+    """aarch64 with i8mm (Neoverse V2) runs usdot; the host's VNNI, where it
+    has it, vpdpbusd; Cortex-A72 has neither and widens."""
+    assert re.search(
+        r"^\s+usdot\b",
+        built("dot_bytes", "aarch64-neoverse-v2")[0].get_source("asm"),
+        re.M,
+    )
+    assert "usdot" not in built("dot_bytes", "aarch64-cortex-a72")[0].get_source("asm")
+    host = built("dot_bytes", "host")[0].get_source("asm")
+    assert ("vpdpbusd" in host) == Target.host().has_feature("avx512vnni")
 
 
 @pytest.mark.parametrize("target", [t.name for t in TARGETS])

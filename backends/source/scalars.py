@@ -211,7 +211,31 @@ class ScalarPrinter:
             return f"{one} / {self.math('math.sqrt', t, args)}"
         if name == "math.absi":
             return f"{args[0]} < 0 ? -{args[0]} : {args[0]}"
+        if name == "dot.u8i8":
+            return f"{self.dot_u8i8()}({', '.join(args)})"
         raise SourceError(f"{self.face.name} source: unsupported op '{name}'")
+
+    def dot_u8i8(self) -> str:
+        """The helper computing `dot.u8i8` on one lane: unsigned arithmetic
+        (the sum wraps, as the instruction's does), the signed bytes widened
+        by their sign bit."""
+        i32, u32 = self.face.int_type(32), self.face.int_type(32, unsigned=True)
+        a, b = self.face.cast(u32, "a"), self.face.cast(u32, "b")
+        terms = []
+        for j in (0, 8, 16, 24):
+            product = f"(({a} >> {j}) & 255u) * (((({b} >> {j}) & 255u) ^ 128u) - 128u)"
+            terms.append(f"  s += {self.face.cast(u32, f'({product})')};")
+        return self.unit.helper(
+            "ember_dot_u8i8",
+            [
+                f"{i32} ember_dot_u8i8({i32} acc, {i32} a, {i32} b) {{",
+                "  /* dot.u8i8: a's bytes unsigned times b's signed, plus acc */",
+                f"  {u32} s = {self.face.cast(u32, 'acc')};",
+                *terms,
+                f"  return {self.face.cast(i32, 's')};",
+                "}",
+            ],
+        )
 
     def math(self, name: str, t: Attribute, args: list[str]) -> str:
         if bits(t) == 16 and not self.face.native_half:

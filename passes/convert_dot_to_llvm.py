@@ -1,0 +1,150 @@
+"""convert-dot-to-llvm: byte dot products on the target's instruction.
+
+`dot.u8i8` on vectors of i32 lanes becomes the widest instruction the module's
+target (`ember.target`) has whose width divides the lanes, one call per piece:
+
+- x86 with AVX512-VNNI: `vpdpbusd` on 16 lanes, and on 8 or 4 with AVX512-VL;
+  with AVX-VNNI alone, on 8 or 4 lanes (the same LLVM intrinsics, VEX-encoded);
+- aarch64 with i8mm: `usdot` on 4 or 2 lanes.
+
+Elsewhere (a scalar, an odd width, a target without them) the bytes are widened
+to i32, multiplied, and each lane's four products added: what the instruction
+computes, in the target's plain vector instructions (x86 without VNNI: pmaddwd
+pairs).
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import IntegerType, ModuleOp, VectorType, i32
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from ember.backends.llvm.target import Target, module_target
+from ember.dialects import dot
+from ember.passes.convert_vector_to_llvm import _shuffle
+from ember.passes.to_llvm import (
+    Builder,
+    ConvertToLLVMPass,
+    Handler,
+    Lowering,
+    check_converted,
+    handlers_for,
+)
+
+BYTES = 4
+"""Bytes in an i32 lane: the products each lane sums."""
+
+
+def instructions(target: Target) -> dict[int, tuple[str, str]]:
+    """Lanes -> (the intrinsic, the type of its byte operands' lanes: "i32" or
+    "i8") of the target's byte dot products."""
+    if target.arch == "x86_64":
+        vnni = target.has_feature("avx512vnni")
+        narrow = (vnni and target.has_feature("avx512vl")) or target.has_feature(
+            "avxvnni"
+        )
+        found = {16: ("llvm.x86.avx512.vpdpbusd.512", "i32")} if vnni else {}
+        if narrow:
+            found[8] = ("llvm.x86.avx512.vpdpbusd.256", "i32")
+            found[4] = ("llvm.x86.avx512.vpdpbusd.128", "i32")
+        return found
+    if target.arch == "aarch64" and target.has_feature("i8mm"):
+        return {
+            4: ("llvm.aarch64.neon.usdot.v4i32.v16i8", "i8"),
+            2: ("llvm.aarch64.neon.usdot.v2i32.v8i8", "i8"),
+        }
+    return {}
+
+
+def _lanes(t: Attribute) -> int:
+    return t.get_shape()[0] if isinstance(t, VectorType) else 1
+
+
+def _pieces(e: Builder, v: SSAValue, width: int) -> list[SSAValue]:
+    n = _lanes(v.type)
+    if n == width:
+        return [v]
+    return [_shuffle(e, v, v, list(range(i, i + width))) for i in range(0, n, width)]
+
+
+def _joined(e: Builder, pieces: list[SSAValue]) -> SSAValue:
+    """The pieces' lanes in order, one vector (pairs joined by shuffles)."""
+    while len(pieces) > 1:
+        pairs = zip(pieces[::2], pieces[1::2], strict=True)
+        pieces = [_shuffle(e, a, b, list(range(2 * _lanes(a.type)))) for a, b in pairs]
+    return pieces[0]
+
+
+def _widened(e: Builder, v: SSAValue, lanes: int, signed: bool) -> SSAValue:
+    as_bytes = e.op(llvm.BitcastOp, v, result=VectorType(IntegerType(8), [lanes * 4]))
+    cast = llvm.SExtOp if signed else llvm.ZExtOp
+    return e.op(cast, as_bytes, result=VectorType(i32, [lanes * 4]))
+
+
+def _generic(acc: SSAValue, a: SSAValue, b: SSAValue, e: Builder) -> SSAValue:
+    """acc + the four products of each lane, on widened bytes."""
+    lanes = _lanes(acc.type)
+    products = e.op(
+        llvm.MulOp, _widened(e, a, lanes, False), _widened(e, b, lanes, True)
+    )
+    if not isinstance(acc.type, VectorType):
+        total = e.intrinsic(
+            "llvm.vector.reduce.add", [products], i32, overload=products.type
+        )
+        return e.op(llvm.AddOp, acc, total)
+    total = acc
+    for j in range(BYTES):
+        part = _shuffle(e, products, products, list(range(j, lanes * BYTES, BYTES)))
+        total = e.op(llvm.AddOp, total, part)
+    return total
+
+
+def _lowering(target: Target) -> Lowering:
+    found = instructions(target)
+
+    def lower(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
+        acc, a, b = args
+        n = _lanes(acc.type)
+        vector = isinstance(acc.type, VectorType)
+        width = max((w for w in found if vector and n % w == 0), default=0)
+        if not width:
+            return [_generic(acc, a, b, e)]
+        name, operand = found[width]
+        out = []
+        for p, x, y in zip(*(_pieces(e, v, width) for v in (acc, a, b)), strict=True):
+            if operand == "i8":
+                t = VectorType(IntegerType(8), [width * BYTES])
+                x, y = (e.op(llvm.BitcastOp, v, result=t) for v in (x, y))
+            out.append(e.intrinsic(name, [p, x, y], p.type, mangle=False))
+        return [_joined(e, out)]
+
+    return lower
+
+
+@dataclass(frozen=True)
+class ConvertDotToLLVMPass(ConvertToLLVMPass):
+    """Lower `dot.u8i8` to the target's byte dot product, or widening
+    multiplies and adds (see the module docstring).
+
+        %s = dot.u8i8 %acc, %a, %b : vector<16xi32>
+      ──► (x86 with avx512vnni)
+        %s = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%acc, %a, %b)
+    """
+
+    name = "convert-dot-to-llvm"
+    dialect = "dot"
+
+    def handlers(self) -> dict[type[Operation], Handler]:
+        raise NotImplementedError  # made per module: they depend on its target
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lowerings: dict[type[Operation], Lowering] = {
+            dot.U8I8Op: _lowering(module_target(op))
+        }
+        table = handlers_for(self.name, lowerings)
+        for inner in list(op.walk()):
+            handler = table.get(type(inner))
+            if handler is not None:
+                handler(inner)
+        check_converted(op, self.dialect, self.name)
