@@ -94,6 +94,7 @@ from ember.dialects.graph_nn import (
     LogSoftmaxOp,
     MatmulOp,
     MaxPool2DOp,
+    QConv2DOp,
     SoftmaxOp,
 )
 from ember.dialects.graph_shapes import ShapeError
@@ -509,6 +510,7 @@ __all__ = [
     "Conv2dOp",
     "DenseDequantOp",
     "DenseOp",
+    "QConv2DOp",
     "DivOp",
     "ErfOp",
     "ExpOp",

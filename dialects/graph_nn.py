@@ -21,7 +21,7 @@ from xdsl.traits import (
 
 from ember.dialects import graph_numpy as gn
 from ember.dialects import graph_shapes as shapes
-from ember.dialects.graph_base import REQUIRED, GraphOp
+from ember.dialects.graph_base import NUMPY_TYPES, REQUIRED, GraphOp
 from ember.dialects.graph_numpy import Array
 from ember.dialects.graph_shapes import Shape, ShapeError
 
@@ -64,6 +64,106 @@ class Conv2DOp(GraphOp):
 
 
 Conv2dOp = Conv2DOp
+
+
+@irdl_op_definition
+class QConv2DOp(GraphOp):
+    """A quantized 2-D convolution (onnxruntime's QLinearConv, and QDQ's
+    DequantizeLinear -> Conv -> QuantizeLinear): NCHW data of ui8 or i8, an
+    OIHW weight of i8, an i32 bias (O) and an f32 scale (O); one group.
+
+        acc = sum over (c, i, j) of (x_padded - x_zero) * w     (exact, int32)
+        y   = clamp(roundeven(f32(acc + bias[o]) * scale[o]) + y_zero, clip)
+
+    The data is padded with `x_zero` (a real zero); `clip` is [lo, hi] within
+    the result's type, ui8 or i8 as `signed` says (a ReLU after the
+    convolution raises lo to y_zero). `scale` is x_scale * w_scale[o] /
+    y_scale.
+
+    %y = graph.qconv2d %x, %w, %b, %s {padding = [1, 1, 1, 1], x_zero = 128,
+           y_zero = 0, clip = [0, 255]} : (tensor<1x8x6x6xui8>, tensor<16x8x3x3xi8>,
+           tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x6x6xui8>
+    """
+
+    name = "graph.qconv2d"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "strides": ("ints", (1, 1)),
+        "padding": ("ints", (0, 0, 0, 0)),
+        "dilation": ("ints", (1, 1)),
+        "x_zero": ("int", REQUIRED),
+        "y_zero": ("int", REQUIRED),
+        "clip": ("ints", REQUIRED),
+        "signed": ("bool", False),
+    }
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if len(s) != 4:
+            raise ShapeError(f"expected 4 operands, got {len(s)}")
+        geometry = {k: cfg[k] for k in ("strides", "padding", "dilation")}
+        out = shapes.conv2d(s[0], s[1], None, groups=1, **geometry)
+        o = s[1][0]
+        for what, shape in (("bias", s[2]), ("scale", s[3])):
+            if tuple(shape) != (o,):
+                raise ShapeError(f"expected a {what} ({o},), got {tuple(shape)}")
+        lo, hi = _range(cfg["signed"])
+        low, high = (list(cfg["clip"]) + [None, None])[:2]
+        if len(cfg["clip"]) != 2 or not lo <= low <= high <= hi:
+            raise ShapeError(
+                f"expected clip [lo, hi] within [{lo}, {hi}], got {list(cfg['clip'])}"
+            )
+        if not lo <= cfg["y_zero"] <= hi:
+            raise ShapeError(
+                f"expected y_zero within [{lo}, {hi}], got {cfg['y_zero']}"
+            )
+        return out
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        data, weight, bias, scale = map(str, elements)
+        if data not in ("ui8", "i8") or (weight, bias, scale) != ("i8", "i32", "f32"):
+            raise ShapeError(
+                "expected ui8 or i8 data, an i8 weight, an i32 bias and an f32 "
+                f"scale, got {data}, {weight}, {bias}, {scale}"
+            )
+        lo, hi = _range(data == "i8")
+        if not lo <= cfg["x_zero"] <= hi:
+            raise ShapeError(
+                f"expected x_zero within [{lo}, {hi}], got {cfg['x_zero']}"
+            )
+        return NUMPY_TYPES["int8" if cfg["signed"] else "uint8"]
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, w, bias, scale = inputs
+        cfg = self.config
+        shifted = x.astype(np.float64) - cfg["x_zero"]
+        acc = gn.conv2d(
+            shifted,
+            w.astype(np.float64),
+            None,
+            strides=cfg["strides"],
+            padding=cfg["padding"],
+            dilation=cfg["dilation"],
+            groups=1,
+        )
+        acc = acc.astype(np.int64) + bias[None, :, None, None]
+        y = np.rint(acc.astype(np.float32) * scale[None, :, None, None]) + cfg["y_zero"]
+        return np.clip(y, *cfg["clip"]).astype(np.int8 if cfg["signed"] else np.uint8)
+
+
+def _range(signed: bool) -> tuple[int, int]:
+    return (-128, 127) if signed else (0, 255)
 
 
 @irdl_op_definition

@@ -23,6 +23,7 @@ from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
 from ember.topi import reduce as topi_reduce
 from ember.topi.conv2d import Blocks, channel_block, conv2d, conv2d_shape
+from ember.topi.conv2d_int8 import conv2d_int8
 from ember.topi.conv2d_winograd import winograd_applies
 from ember.topi.dense import (
     batch_matmul,
@@ -123,6 +124,31 @@ def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> K
         bias=len(op.operands) > 2,
         epilogue=epilogue,
         epilogue_inputs_=epilogue_inputs,
+    )
+
+
+@anchor_strategy(
+    graph.QConv2DOp,
+    data=(0,),
+    weights=(1, 2, 3),
+    dtypes=("uint8", "int8", "int32", "float32"),
+)
+def _qconv2d_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    cfg = op.config
+    return conv2d_int8(
+        data[0],
+        dims_of(op.weight.type),
+        x_zero=cfg["x_zero"],
+        y_zero=cfg["y_zero"],
+        out_dtype="int8" if cfg["signed"] else "uint8",
+        clip=tuple(cfg["clip"]),
+        strides=cfg["strides"],
+        padding=cfg["padding"],
+        dilation=cfg["dilation"],
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name="conv2d",
+        target=target,
     )
 
 

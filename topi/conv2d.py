@@ -32,7 +32,7 @@ given in `epilogue_inputs`, which become the last placeholders.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +40,7 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
+from ember.te.schedule import Schedule
 from ember.topi.kernel import (
     Epilogue,
     Kernel,
@@ -443,29 +444,8 @@ def _nchwc(
     )
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
     output = _output(_unblocked(conv, ob), b, epilogue, shape, layout.out, name)
-    ot, yt, xt = _tile(shape, blocks, target)
-    default = {
-        "tile": (ot, yt, xt),
-        "unroll": _unroll_copy_out(shape, (ob * ot, yt, xt)),
-        "sweep": _sweeps(shape, ot * ob, target),
-    }
-
-    def schedule(s, config: dict) -> None:
-        _schedule_pack(s, packed, cb)
-        ot, yt, xt = config["tile"]
-        tile = (ob * ot, yt, xt)
-        sweep = config["sweep"] and _sweep_fits(shape, ob * ot, target)
-        _schedule_tile(s, conv, output, tile, config["unroll"], sweep)
-
-    knobs = Knobs(
-        {
-            "tile": _tile_space(shape, blocks, target, default["tile"]),
-            "unroll": (False, True),
-            "sweep": (False, True) if _sweep_fits(shape, ob, target) else (False,),
-        },
-        default,
-        schedule,
-    )
+    default, knobs = nchwc_schedule(shape, blocks, ob, cb, packed, conv, output, target)
+    ot, yt, xt = default["tile"]
 
     def pack_weight(w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, np.float32)
@@ -479,10 +459,54 @@ def _nchwc(
         output,
         placeholders,
         {weight.name: pack_weight},
-        lambda s: schedule(s, default),
+        lambda s: knobs.apply(s, default),
         {"kernel": "nchwc", "cb": cb, "ob": ob, "tile": (ot, yt, xt)},
         knobs,
     )
+
+
+def nchwc_schedule(
+    shape: Conv2dShape,
+    blocks: int,
+    ob: int,
+    cb: int,
+    packed: te.Tensor,
+    conv: te.Tensor,
+    output: te.Tensor,
+    target: Target,
+    also: Callable[[Schedule], None] | None = None,
+) -> tuple[dict, Knobs]:
+    """The NCHWc kernel's default schedule and its knobs, for `conv` (N,
+    blocks, OH, OW, ob) over `packed` data whose last axis is `cb` long,
+    written out by `output`: the register tile (`_tile`), whether the copy
+    out unrolls, whether the reduction sweeps; `also` schedules other stages
+    of the kernel's."""
+    ot, yt, xt = _tile(shape, blocks, target)
+    default = {
+        "tile": (ot, yt, xt),
+        "unroll": _unroll_copy_out(shape, (ob * ot, yt, xt)),
+        "sweep": _sweeps(shape, ot * ob, target),
+    }
+
+    def schedule(s, config: dict) -> None:
+        _schedule_pack(s, packed, cb)
+        ot, yt, xt = config["tile"]
+        tile = (ob * ot, yt, xt)
+        sweep = config["sweep"] and _sweep_fits(shape, ob * ot, target)
+        _schedule_tile(s, conv, output, tile, config["unroll"], sweep)
+        if also is not None:
+            also(s)
+
+    knobs = Knobs(
+        {
+            "tile": _tile_space(shape, blocks, target, default["tile"]),
+            "unroll": (False, True),
+            "sweep": (False, True) if _sweep_fits(shape, ob, target) else (False,),
+        },
+        default,
+        schedule,
+    )
+    return default, knobs
 
 
 def _depthwise(

@@ -525,3 +525,48 @@ func.func @case50(%x: tensor<1x64xf32>, %w: tensor<10x32xui8>, %s: tensor<10x4xf
 }
 
 // CHECK: expected a scale (10, 2), got (10, 4)
+
+// -----
+
+func.func @case51(%x: tensor<1x8x6x6xf32>, %w: tensor<16x8x3x3xi8>, %b: tensor<16xi32>, %s: tensor<16xf32>) {
+  %y = graph.qconv2d %x, %w, %b, %s {x_zero = 0, y_zero = 0, clip = [0, 255]} : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x4x4xui8>
+  func.return
+}
+
+// CHECK: expected ui8 or i8 data, an i8 weight, an i32 bias and an f32 scale, got f32, i8, i32, f32
+
+// -----
+
+func.func @case52(%x: tensor<1x8x6x6xui8>, %w: tensor<16x8x3x3xi8>, %b: tensor<16xi32>, %s: tensor<16xf32>) {
+  %y = graph.qconv2d %x, %w, %b, %s {x_zero = 0, y_zero = 0, clip = [-1, 255]} : (tensor<1x8x6x6xui8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x4x4xui8>
+  func.return
+}
+
+// CHECK: expected clip [lo, hi] within [0, 255], got [-1, 255]
+
+// -----
+
+func.func @case53(%x: tensor<1x8x6x6xui8>, %w: tensor<16x8x3x3xi8>, %b: tensor<16xi32>, %s: tensor<8xf32>) {
+  %y = graph.qconv2d %x, %w, %b, %s {x_zero = 0, y_zero = 0, clip = [0, 255]} : (tensor<1x8x6x6xui8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<8xf32>) -> tensor<1x16x4x4xui8>
+  func.return
+}
+
+// CHECK: expected a scale (16,), got (8,)
+
+// -----
+
+func.func @case54(%x: tensor<1x8x6x6xi8>, %w: tensor<16x8x3x3xi8>, %b: tensor<16xi32>, %s: tensor<16xf32>) {
+  %y = graph.qconv2d %x, %w, %b, %s {x_zero = 200, y_zero = 0, clip = [0, 255]} : (tensor<1x8x6x6xi8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x4x4xui8>
+  func.return
+}
+
+// CHECK: expected x_zero within [-128, 127], got 200
+
+// -----
+
+func.func @case55(%x: tensor<1x8x6x6xui8>, %w: tensor<16x8x3x3xi8>, %b: tensor<16xi32>, %s: tensor<16xf32>) {
+  %y = graph.qconv2d %x, %w, %b, %s {x_zero = 0, y_zero = 0, clip = [0, 255]} : (tensor<1x8x6x6xui8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x4x4xi8>
+  func.return
+}
+
+// CHECK: expected tensor<1x16x4x4xui8>, got tensor<1x16x4x4xi8>

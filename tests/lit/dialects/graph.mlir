@@ -243,3 +243,19 @@ func.func @dense_dequant(%x: tensor<?x64xf32, ["n"]>) -> tensor<?x10xf32, ["n"]>
   %z = graph.dense_dequant %x, %w8, %s8 {bits = 8, group = 64} : (tensor<?x64xf32, ["n"]>, tensor<10x64xi8>, tensor<10x1xf32>) -> tensor<?x10xf32, ["n"]>
   func.return %z : tensor<?x10xf32, ["n"]>
 }
+
+// -----
+
+// A quantized convolution: ui8 data in and out, and i8 data to i8 with a
+// fused ReLU (clip from the zero point).
+// CHECK-LABEL: func.func @qconv2d(
+// CHECK:         graph.qconv2d %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {padding = [1, 1, 1, 1], x_zero = 128, y_zero = 3, clip = [0, 255]} : (tensor<1x8x6x6xui8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x6x6xui8>
+// CHECK-NEXT:    graph.qconv2d %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {strides = [2, 2], x_zero = -4, y_zero = -2, clip = [-2, 127], signed = true} : (tensor<1x8x6x6xi8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x2x2xi8>
+func.func @qconv2d(%x: tensor<1x8x6x6xui8>, %xs: tensor<1x8x6x6xi8>) -> tensor<1x16x2x2xi8> {
+  %w = graph.param "w" : tensor<16x8x3x3xi8>
+  %b = graph.param "b" : tensor<16xi32>
+  %s = graph.param "s" : tensor<16xf32>
+  %y = graph.qconv2d %x, %w, %b, %s {padding = [1, 1, 1, 1], x_zero = 128, y_zero = 3, clip = [0, 255]} : (tensor<1x8x6x6xui8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x6x6xui8>
+  %z = graph.qconv2d %xs, %w, %b, %s {strides = [2, 2], x_zero = -4, y_zero = -2, clip = [-2, 127], signed = true} : (tensor<1x8x6x6xi8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x2x2xi8>
+  func.return %z : tensor<1x16x2x2xi8>
+}

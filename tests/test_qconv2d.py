@@ -1,0 +1,151 @@
+"""graph.qconv2d and topi's conv2d_int8: quantized convolutions on byte dot
+products, exact against numpy's integer reference (the op's `reference`), on
+random shapes, zero points, clips and data types (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember import te
+from ember.dialects import graph
+from ember.runtime import GraphModule, cpu
+from ember.runtime.errors import EmberValueError
+from ember.topi.conv2d_int8 import conv2d_int8
+
+RANGES = {"uint8": (0, 255), "int8": (-128, 127)}
+ELEMENT = {"uint8": "ui8", "int8": "i8"}
+
+
+def reference(x, w, bias, scale, x_zero, y_zero, clip, out, strides, padding):
+    """The integer convolution in int64, requantized in float32 (numpy)."""
+    t, left, b, r = padding
+    xp = np.pad(x.astype(np.int64) - x_zero, ((0, 0), (0, 0), (t, b), (left, r)))
+    kh, kw = w.shape[2:]
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+    windows = windows[:, :, :: strides[0], :: strides[1]]
+    acc = np.einsum("nchwij,ocij->nohw", windows, w.astype(np.int64))
+    acc = acc + bias[None, :, None, None]
+    y = np.rint(acc.astype(np.float32) * scale[None, :, None, None]) + y_zero
+    return np.clip(y, *clip).astype(out)
+
+
+def operands(rng, n, c, h, w_, o, k, dtype):
+    lo, hi = RANGES[dtype]
+    x = rng.integers(lo, hi + 1, (n, c, h, w_)).astype(dtype)
+    w = rng.integers(-128, 128, (o, c, k, k)).astype(np.int8)
+    bias = rng.integers(-2000, 2000, o).astype(np.int32)
+    scale = (rng.random(o) * 2e-3 + 1e-4).astype(np.float32)
+    return x, w, bias, scale
+
+
+def model(x, w, out, cfg) -> str:
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    (sh, sw), (t, left, b, r) = cfg["strides"], cfg["padding"]
+    oh, ow = (h + t + b - kh) // sh + 1, (wd + left + r - kw) // sw + 1
+    xt = f"tensor<{n}x{c}x{h}x{wd}x{ELEMENT[x.dtype.name]}>"
+    wt = f"tensor<{o}x{c}x{kh}x{kw}xi8>"
+    yt = f"tensor<{n}x{o}x{oh}x{ow}x{ELEMENT[out]}>"
+    attrs = (
+        f"strides = {list(cfg['strides'])}, padding = {list(cfg['padding'])}, "
+        f"x_zero = {cfg['x_zero']}, y_zero = {cfg['y_zero']}, "
+        f"clip = {list(cfg['clip'])}, signed = {str(out == 'int8').lower()}"
+    )
+    return f"""func.func @main(%x: {xt}) -> {yt} {{
+  %w = graph.param "w" : {wt}
+  %b = graph.param "b" : tensor<{o}xi32>
+  %s = graph.param "s" : tensor<{o}xf32>
+  %y = graph.qconv2d %x, %w, %b, %s {{{attrs}}} : ({xt}, {wt}, tensor<{o}xi32>, tensor<{o}xf32>) -> {yt}
+  func.return %y : {yt}
+}}"""
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    c=st.integers(1, 40),
+    o=st.integers(1, 40),
+    hw=st.tuples(st.integers(3, 12), st.integers(3, 12)),
+    k=st.sampled_from([1, 3, 5]),
+    stride=st.sampled_from([1, 2]),
+    pad=st.integers(0, 2),
+    dtypes=st.sampled_from([("uint8", "uint8"), ("int8", "int8"), ("uint8", "int8")]),
+    relu=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_quantized_convolutions_are_exact(c, o, hw, k, stride, pad, dtypes, relu, seed):
+    rng = np.random.default_rng(seed)
+    data, out = dtypes
+    h, w_ = max(hw[0], k), max(hw[1], k)
+    x, w, bias, scale = operands(rng, 1, c, h, w_, o, k, data)
+    lo, hi = RANGES[out]
+    y_zero = int(rng.integers(lo, hi + 1))
+    cfg = {
+        "strides": (stride, stride),
+        "padding": (pad, pad, pad, pad),
+        "x_zero": int(rng.integers(*RANGES[data])),
+        "y_zero": y_zero,
+        "clip": (y_zero if relu else lo, hi),
+    }
+    lib = ember.compile_model(model(x, w, out, cfg), {"w": w, "b": bias, "s": scale})
+    (y,) = GraphModule(lib["default"](cpu()))(input0=x)
+    want = reference(x, w, bias, scale, clip=cfg.pop("clip"), out=out, **cfg)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_the_reference_is_the_ops_definition():
+    rng = np.random.default_rng(1)
+    x, w, bias, scale = operands(rng, 2, 5, 7, 6, 9, 3, "int8")
+    cfg = {"strides": (2, 1), "padding": (1, 0, 2, 1), "x_zero": -3, "y_zero": 4}
+    clip = (4, 127)
+    op = graph.QConv2DOp.build_inferred(
+        *[graph.ConstantOp.from_numpy(a).result for a in (x, w, bias, scale)],
+        **cfg,
+        clip=clip,
+        signed=True,
+    )
+    got = op.reference([x, w, bias, scale])
+    want = reference(x, w, bias, scale, clip=clip, out="int8", **cfg)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "target", ["llvm", "llvm -mcpu=haswell", "c"], ids=["host", "avx2", "c"]
+)
+def test_the_kernel_is_exact_with_and_without_dot_instructions(target):
+    rng = np.random.default_rng(2)
+    x, w, bias, scale = operands(rng, 1, 6, 9, 9, 20, 3, "uint8")
+    X = te.placeholder(x.shape, "uint8", name="x")
+    k = conv2d_int8(
+        X,
+        w.shape,
+        x_zero=131,
+        y_zero=9,
+        out_dtype="uint8",
+        padding=1,
+        name="conv",
+        target=None if target == "c" else target,
+    )
+    mod = ember.build(k.schedule(), k.args, target=target, name="conv")
+    y = np.zeros(k.output.shape, np.uint8)
+    mod(x, k.transform("conv.weight", w), bias, scale, y)
+    want = reference(x, w, bias, scale, 131, 9, (0, 255), "uint8", (1, 1), (1,) * 4)
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"x_zero": 300}, "zero points out of range"),
+        ({"clip": (0, 300)}, "clip range within uint8"),
+        ({"out_dtype": "float32"}, "expected output of uint8 or int8"),
+    ],
+)
+def test_the_kernel_refuses_what_it_cannot_compute(kwargs, message):
+    X = te.placeholder((1, 4, 5, 5), "uint8", name="x")
+    args = {"x_zero": 0, "y_zero": 0, "out_dtype": "uint8", **kwargs}
+    with pytest.raises(EmberValueError, match=message):
+        conv2d_int8(X, (8, 4, 3, 3), **args)

@@ -1,0 +1,257 @@
+"""Quantized conv2d on byte dot products: uint8 or int8 data, int8 weights,
+int32 accumulation, requantized to uint8 or int8 in the same pass.
+
+    k = conv2d_int8(x, (64, 64, 3, 3), x_zero=128, y_zero=0, out_dtype="uint8",
+                    padding=1)
+    mod = ember.build(k.schedule(), k.args)
+    mod(x_u8, k.transform("conv.weight", w_i8), bias_i32, scale_f32, y_u8)
+
+computes, for every output (n, o, y, x),
+
+    acc = sum over (c, i, j) of (data_padded - x_zero) * weight    (int32, exact)
+    y   = clamp(roundeven((acc + bias[o]) * scale[o]) + y_zero, lo, hi)
+
+where the data is padded with `x_zero` (a real zero) and [lo, hi] is `clip`
+(by default the output type's range; a fused ReLU raises lo to y_zero). The
+product and the float32 requantization are onnxruntime's QLinearConv, and
+QDQ's Conv between DequantizeLinear and QuantizeLinear up to the rounding of
+float sums.
+
+The kernel is the NCHWc kernel of `conv2d.py` on words: the data is packed to
+(N, C4/cb, H', W', cb/4) int32 words, four channels' bytes each (int8 data
+flipped to uint8 by adding 128, and x_zero with it; channels past C read as
+x_zero), the weight at compile time to (O/ob, C4/cb, KH, KW, cb/4, ob) words
+of four input channels' signed bytes, and each multiply-add is
+`te.dot_u8i8`: one `vpdpbusd` on a vector of `ob` output channels with
+AVX512-VNNI or AVX-VNNI, `usdot` on aarch64 with i8mm, widened products
+elsewhere. The register tile, the sweep and the knobs are the float kernel's.
+`x_zero` times each output channel's weight sum (a small stage, the sum of
+the weight words' bytes by `te.dot_u8i8` with ones) is subtracted in the
+final stage, so the reduction is over the raw bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ember import te
+from ember.backends.llvm.target import Target
+from ember.runtime.errors import EmberValueError
+from ember.te.expr import int_range
+from ember.topi.conv2d import conv2d_shape, nchwc_schedule
+from ember.topi.kernel import Epilogue, Kernel, apply_epilogue
+
+BYTES = 4
+"""Channels a word holds: the bytes of an int32 lane a dot product sums."""
+
+ONES = 0x01010101
+"""A word of four bytes of 1: its dot product with a weight word is the sum of
+the weight's bytes."""
+
+FLIP = 128
+"""What turns int8 data into uint8 (the byte's sign bit flipped)."""
+
+DATA_TYPES = ("uint8", "int8")
+
+
+def conv2d_int8(
+    data: te.Tensor,
+    weight_shape: Sequence[int],
+    *,
+    x_zero: int,
+    y_zero: int,
+    out_dtype: str,
+    clip: tuple[int, int] | None = None,
+    strides: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "conv2d",
+    target: Target | None = None,
+) -> Kernel:
+    """A quantized 2-D convolution over NCHW uint8 or int8 data, one group.
+
+    Args:
+        data: NCHW, uint8 or int8.
+        weight_shape: OIHW of the int8 weight.
+        x_zero, y_zero: the zero points of the data and of the output.
+        out_dtype: uint8 or int8.
+        clip: [lo, hi] the output is clamped to (within its type's range).
+        strides, padding, dilation: as `topi.conv2d`'s.
+        epilogue: applied to every requantized output `(value, (n, c, h, w))`
+            (a dequantization of it, where a float op follows), reading
+            `epilogue_inputs`, which become the last placeholders.
+        name: the output's name; placeholders `<name>.weight`, `<name>.bias`
+            (int32, (O,)) and `<name>.scale` (float32, (O,)).
+        target: the machine the schedule is for (None: `Target.current()`).
+
+    Returns:
+        The Kernel: placeholders [data, weight words, bias, scale, *epilogue
+        inputs];
+        `transform("<name>.weight", oihw_int8)` packs a weight.
+    """
+    machine = Target.resolve(target)
+    for what, dtype in (("data", data.dtype), ("output", out_dtype)):
+        if dtype not in DATA_TYPES:
+            raise EmberValueError(
+                f"conv2d_int8 '{name}': expected {what} of uint8 or int8, got {dtype}"
+            )
+    shape = conv2d_shape(data.shape, weight_shape, strides, padding, dilation, 1)
+    lo, hi = int_range(out_dtype)
+    clip = clip or (lo, hi)
+    if not lo <= clip[0] <= clip[1] <= hi:
+        raise EmberValueError(
+            f"conv2d_int8 '{name}': expected a clip range within {out_dtype}'s "
+            f"[{lo}, {hi}], got {list(clip)}"
+        )
+    flip = FLIP if data.dtype == "int8" else 0
+    zero = x_zero + flip
+    if not 0 <= zero <= 255 or not lo <= y_zero <= hi:
+        raise EmberValueError(
+            f"conv2d_int8 '{name}': zero points out of range: x_zero {x_zero} "
+            f"({data.dtype}), y_zero {y_zero} ({out_dtype})"
+        )
+
+    ob = machine.vector_lanes("int32")
+    c4 = -(-shape.c // BYTES) * BYTES
+    words = _largest_divisor(c4 // BYTES, ob)  # words of a channel block
+    cb = words * BYTES
+    op = -(-shape.o // ob) * ob
+    blocks = op // ob
+    packed = _packed_words(data, shape, c4, words, zero, flip, name)
+    weight = te.placeholder(
+        (blocks, c4 // cb, shape.kh, shape.kw, words, ob),
+        "int32",
+        name=f"{name}.weight",
+    )
+    rco = te.reduce_axis((0, c4 // cb), name="rco")
+    rh = te.reduce_axis((0, shape.kh), name="rh")
+    rw = te.reduce_axis((0, shape.kw), name="rw")
+    rci = te.reduce_axis((0, words), name="rci")
+    (sh, sw), (dh, dw) = shape.strides, shape.dilation
+    conv = te.compute(
+        (shape.n, blocks, shape.oh, shape.ow, ob),
+        lambda n, o, y, x, oi: te.sum(
+            te.dot_u8i8(
+                packed[n, rco, y * sh + rh * dh, x * sw + rw * dw, rci],
+                weight[o, rco, rh, rw, rci, oi],
+            ),
+            axis=[rco, rh, rw, rci],
+        ),
+        name=f"{name}.conv",
+    )
+    sums = [
+        te.reduce_axis((0, d), name=f"s{i}") for i, d in enumerate(weight.shape[1:5])
+    ]
+    weight_sum = te.compute(
+        (blocks, ob),
+        lambda o, oi: te.sum(
+            te.dot_u8i8(te.const(ONES, "int32"), weight[o, *sums, oi]), axis=sums
+        ),
+        name=f"{name}.weight_sum",
+    )
+    bias = te.placeholder((shape.o,), "int32", name=f"{name}.bias")
+    scale = te.placeholder((shape.o,), "float32", name=f"{name}.scale")
+
+    def requantized(n, c, y, x):
+        acc = conv[n, c // ob, y, x, c % ob] + bias[c]
+        if zero:
+            acc = acc - weight_sum[c // ob, c % ob] * zero
+        value = te.roundeven(acc.astype("float32") * scale[c]) + float(y_zero)
+        clamped = te.min(te.max(value, float(clip[0])), float(clip[1]))
+        return apply_epilogue(epilogue, clamped.astype(out_dtype), (n, c, y, x))
+
+    output = te.compute(shape.out_shape, requantized, name=name)
+
+    def schedule_sum(s) -> None:
+        s[weight_sum].vectorize(s[weight_sum].op.axis[-1])
+
+    default, knobs = nchwc_schedule(
+        shape,
+        blocks,
+        ob,
+        words,
+        packed,
+        conv,
+        output,
+        machine,
+        also=schedule_sum,
+    )
+
+    def pack_weight(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w)
+        if w.dtype != np.int8:
+            raise EmberValueError(
+                f"conv2d_int8 '{name}': expected an int8 weight, got {w.dtype}"
+            )
+        full = np.zeros((op, c4, shape.kh, shape.kw), np.int8)
+        full[: shape.o, : shape.c] = w
+        # (O/ob, ob, C4/cb, words, 4, KH, KW) -> (O/ob, C4/cb, KH, KW, words, ob, 4)
+        blocked = full.reshape(blocks, ob, c4 // cb, words, BYTES, shape.kh, shape.kw)
+        blocked = np.ascontiguousarray(blocked.transpose(0, 2, 5, 6, 3, 1, 4))
+        return blocked.view(np.int32).reshape(weight.shape)
+
+    ot, yt, xt = default["tile"]
+    return Kernel(
+        output,
+        [data, weight, bias, scale, *epilogue_inputs],
+        {weight.name: pack_weight},
+        lambda s: knobs.apply(s, default),
+        {"kernel": "nchwc_int8", "cb": cb, "ob": ob, "tile": (ot, yt, xt)},
+        knobs,
+    )
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
+
+
+def _packed_words(
+    data: te.Tensor,
+    shape,
+    c4: int,
+    words: int,
+    zero: int,
+    flip: int,
+    name: str,
+) -> te.Tensor:
+    """(N, C4/cb, H', W', words) int32: each word four channels' bytes (data
+    as uint8: int8 plus `flip`), `zero` wherever the convolution pads and in
+    the channels past C."""
+    pt, pl, _, _ = shape.padding
+    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
+    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+    h, w, c = shape.h, shape.w, shape.c
+
+    def byte(n, channel, y, x):
+        inside = []
+        if pt:
+            inside.append(y >= pt)
+        if hp - pt > h:
+            inside.append(y < h + pt)
+        if pl:
+            inside.append(x >= pl)
+        if wp - pl > w:
+            inside.append(x < w + pl)
+        if c != c4:
+            inside.append(channel < c)
+        value = data[n, channel, y - pt, x - pl].astype("int32")
+        if flip:
+            value = value + flip
+        if not inside:
+            return value
+        return te.if_then_else(te.all(*inside), value, te.const(zero, "int32"))
+
+    def word(n, co, y, x, wi):
+        first = (co * words + wi) * BYTES
+        total = byte(n, first, y, x)
+        for j in range(1, BYTES):
+            total = total | (byte(n, first + j, y, x) << (8 * j))
+        return total
+
+    return te.compute(
+        (shape.n, c4 // (words * BYTES), hp, wp, words), word, name=f"{name}.data_pack"
+    )
