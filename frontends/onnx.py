@@ -72,6 +72,7 @@ from ember.frontends import (
     onnx_loss,
     onnx_math,
     onnx_ops,
+    onnx_qdq,
     onnx_quant,
     onnx_reduce,
     onnx_rnn,
@@ -668,6 +669,7 @@ def from_onnx(
     model, opset = _opset(model, label)
     if freeze:
         model = _frozen(model, freeze, label)
+    model = onnx_qdq.fuse_qdq(model)
     graph = model.graph
     if not graph.output:
         raise OnnxImportError(f"{label}: expected at least one graph output, got none")

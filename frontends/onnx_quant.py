@@ -393,8 +393,58 @@ def _conv_integer(c: NodeContext):
     return [_conv_int(c, 0, 2, 1, 3)]
 
 
+def _integer_conv(c: NodeContext) -> SSAValue | None:
+    """QLinearConv as `graph.qconv2d` (byte dot products, requantized in the
+    kernel), where its form allows: 2-D, one group, a uint8 or int8 input, an
+    int8 weight known at import time with zero points of 0, and every scale
+    and zero point known (one per tensor; the weight's may be per channel).
+    None otherwise: the exact decomposition below computes it."""
+    x_shape, w_shape = _shape(c, 0), _shape(c, 3)
+    if len(x_shape) != 4 or c.attr("group", 1) != 1 or len(w_shape) != 4:
+        return None
+    if not all(c.is_const(i) for i in (1, 2, 3, 4, 5, 6, 7)):
+        return None
+    if c.has(8) and not c.is_const(8):
+        return None
+    x_dtype, w = _input_dtype(c, 0), c.const(3, "w")
+    scales = [c.const(i, "a scale").astype(np.float32) for i in (1, 4, 6)]
+    zeros = [c.const(i, "a zero point") for i in (2, 5, 7)]
+    o = w_shape[0]
+    if x_dtype not in ("uint8", "int8") or w.dtype != np.int8 or np.any(zeros[1]):
+        return None
+    if zeros[2].dtype.name not in ("uint8", "int8"):
+        return None
+    if scales[0].size != 1 or scales[2].size != 1 or scales[1].size not in (1, o):
+        return None
+    if zeros[0].size != 1 or zeros[2].size != 1:
+        return None
+    x_scale, w_scale, y_scale = scales
+    scale = (x_scale.reshape(()) * np.broadcast_to(w_scale.reshape(-1), (o,)))
+    scale = (scale / y_scale.reshape(())).astype(np.float32)
+    bias = c.const(8, "B").astype(np.int32) if c.has(8) else np.zeros(o, np.int32)
+    y_dtype = zeros[2].dtype.name
+    kernel = c.attr("kernel_shape") or w_shape[2:]
+    return c.emit(
+        G.QConv2DOp,
+        c.value(0),
+        c.value(3),
+        c.array(bias.reshape(o), "bias"),
+        c.array(scale, "scale"),
+        strides=c.attr("strides", [1, 1]),
+        padding=_same_padding(c, x_shape[2:], kernel),
+        dilation=c.attr("dilations", [1, 1]),
+        x_zero=int(zeros[0].reshape(())),
+        y_zero=int(zeros[2].reshape(())),
+        clip=list(RANGES[y_dtype]),
+        signed=y_dtype == "int8",
+    )
+
+
 @converter("QLinearConv")
 def _qlinear_conv(c: NodeContext):
+    fused = _integer_conv(c)
+    if fused is not None:
+        return [fused]
     acc = _conv_int(c, 0, 2, 3, 5)
     if c.has(8):
         bias = _cast(c, c.value(8), "int32")

@@ -167,7 +167,8 @@ def conv2d_int8(
     output = te.compute(shape.out_shape, requantized, name=name)
 
     def schedule_sum(s) -> None:
-        s[weight_sum].vectorize(s[weight_sum].op.axis[-1])
+        if zero:  # the stage exists where the output reads it
+            s[weight_sum].vectorize(s[weight_sum].op.axis[-1])
 
     default, knobs = nchwc_schedule(
         shape,
