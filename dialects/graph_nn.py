@@ -1,6 +1,7 @@
 """`graph` dialect ops of neural networks: conv2d, dense (and dense_dequant),
 matmul, batch_matmul, batch_norm, pooling and softmax (the dialect is assembled in `graph.py`)."""
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -90,6 +91,7 @@ class QConv2DOp(GraphOp):
         "strides": ("ints", (1, 1)),
         "padding": ("ints", (0, 0, 0, 0)),
         "dilation": ("ints", (1, 1)),
+        "groups": ("int", 1),
         "x_zero": ("int", REQUIRED),
         "y_zero": ("int", REQUIRED),
         "clip": ("ints", REQUIRED),
@@ -109,9 +111,14 @@ class QConv2DOp(GraphOp):
     def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
         if len(s) != 4:
             raise ShapeError(f"expected 4 operands, got {len(s)}")
-        geometry = {k: cfg[k] for k in ("strides", "padding", "dilation")}
-        out = shapes.conv2d(s[0], s[1], None, groups=1, **geometry)
-        o = s[1][0]
+        geometry = {k: cfg[k] for k in ("strides", "padding", "dilation", "groups")}
+        out = shapes.conv2d(s[0], s[1], None, **geometry)
+        o, terms = s[1][0], math.prod(s[1][1:])
+        if cfg["groups"] > 1 and terms > GROUPED_TERMS:
+            raise ShapeError(
+                f"expected at most {GROUPED_TERMS} products per output of a "
+                f"grouped convolution, got {terms}"
+            )
         for what, shape in (("bias", s[2]), ("scale", s[3])):
             if tuple(shape) != (o,):
                 raise ShapeError(f"expected a {what} ({o},), got {tuple(shape)}")
@@ -160,6 +167,11 @@ class QConv2DOp(GraphOp):
         acc = acc.astype(np.int64) + bias[None, :, None, None]
         y = np.rint(acc.astype(np.float32) * scale[None, :, None, None]) + cfg["y_zero"]
         return np.clip(y, *cfg["clip"]).astype(np.int8 if cfg["signed"] else np.uint8)
+
+
+GROUPED_TERMS = 2**24 // (255 * 128)
+"""Products per output of a grouped `graph.qconv2d`: what a float32 sum of
+integers of magnitude up to 255 * 128 holds exactly."""
 
 
 def _range(signed: bool) -> tuple[int, int]:

@@ -452,9 +452,16 @@ class _Importer:
     def materialize(self, name: str, array: np.ndarray) -> SSAValue:
         """An import-time array as a tensor operand: a graph.param bound to `name`
         (initializers, and folded values past a few elements) or a literal; a
-        shape value with symbolic dims, a graph.sizes computed at run time."""
+        shape value with symbolic dims, a graph.sizes computed at run time.
+        A converter's reshaped copy of a value materialized already (a scale
+        another node read as it is) is a value of its own."""
         if name in self.materialized:
-            return self.materialized[name]
+            known = self.materialized[name]
+            if tuple(dims_of(known.type)) == array.shape:
+                return known
+            name = f"{name}.{'x'.join(map(str, array.shape))}"
+            if name in self.materialized:
+                return self.materialized[name]
         if onnx_fold.symbolic(array):  # sizes used as data: computed at run time
             sizes = G.SizesOp.build_inferred(values=list(array.flat), shape=array.shape)
             self.block.add_op(sizes)
@@ -669,7 +676,7 @@ def from_onnx(
     model, opset = _opset(model, label)
     if freeze:
         model = _frozen(model, freeze, label)
-    model = onnx_qdq.fuse_qdq(model)
+    model = onnx_qdq.fuse_qdq(onnx_qdq.expand_qoperators(model))
     graph = model.graph
     if not graph.output:
         raise OnnxImportError(f"{label}: expected at least one graph output, got none")

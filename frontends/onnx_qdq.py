@@ -23,6 +23,8 @@ float).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -136,8 +138,8 @@ def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
         return None
     if _attr(quantize, "axis", 1) != 1 and y_scale.size != 1:
         return None
-    bias = _bias(g, conv, float(x_scale.reshape(())), w_scale, weight.shape[0])
-    if bias is False:
+    usable, bias = _bias(g, conv, float(x_scale.reshape(())), w_scale, weight.shape[0])
+    if not usable:
         return None
     prefix = f"{conv.output[0]}.qlinear"
     inits = []
@@ -172,12 +174,12 @@ def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
 
 def _bias(
     g: _Graph, conv: onnx.NodeProto, x_scale: float, w_scale: np.ndarray, o: int
-) -> np.ndarray | None | bool:
-    """The Conv's bias as int32 at scale x_scale * w_scale (None without one;
-    False where it is not an initializer, or its dequantization, of O values
-    that fit)."""
+) -> tuple[bool, np.ndarray | None]:
+    """Whether the Conv's bias can be an int32 at scale x_scale * w_scale
+    (an initializer, or its dequantization, of O values that fit), and that
+    int32 bias (None without one)."""
     if len(conv.input) < 3 or not conv.input[2]:
-        return None
+        return True, None
     name = conv.input[2]
     dq = g.dequantized(name)
     if dq is not None:
@@ -185,17 +187,156 @@ def _bias(
         values, scale = g.array(bq), g.array(bs)
         zero = g.array(bz) if bz else np.zeros((), np.int32)
         if values is None or scale is None or zero is None:
-            return False
+            return False, None
         real = (values.astype(np.float64) - zero.astype(np.float64)) * scale
     else:
         real = g.array(name)
         if real is None:
-            return False
+            return False, None
         real = real.astype(np.float64)
     if real.shape != (o,):
-        return False
+        return False, None
     step = x_scale * w_scale.astype(np.float64).reshape(-1)
     quantized = np.rint(real / np.where(step == 0, 1.0, step))
     if np.any(np.abs(quantized) > INT32.max):
-        return False
-    return quantized.astype(np.int32)
+        return False, None
+    return True, quantized.astype(np.int32)
+
+
+# -- QOperator ops of onnxruntime's contrib domain ----------------------------------
+
+MS = "com.microsoft"
+
+
+def expand_qoperators(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with onnxruntime's contrib quantized ops (QGemm, QLinearAdd,
+    QLinearMul, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat,
+    QLinearSigmoid, QLinearLeakyRelu, as its quantizer's QOperator format
+    writes them) as the DequantizeLinear -> float op -> QuantizeLinear they
+    define (a copy; the model itself when it has none). Convolutions
+    (QLinearConv) are a standard op and stay."""
+    if not any(n.domain == MS and n.op_type in EXPANSIONS for n in model.graph.node):
+        return model
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    graph = out.graph
+    shapes = {t.name: tuple(t.dims) for t in graph.initializer}
+    nodes: list[onnx.NodeProto] = []
+    for index, node in enumerate(model.graph.node):
+        expand = EXPANSIONS.get(node.op_type) if node.domain == MS else None
+        if expand is None:
+            nodes.append(node)
+            continue
+        prefix = f"{node.output[0]}.{node.op_type}{index}"
+        made, inits = expand(node, prefix, shapes)
+        nodes.extend(made)
+        graph.initializer.extend(inits)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return out
+
+
+def _dq(x: str, scale: str, zero: str, out: str, axis: int | None = None):
+    inputs = [x, scale] + ([zero] if zero else [])
+    attrs: dict[str, Any] = {} if axis is None else {"axis": axis}
+    return helper.make_node("DequantizeLinear", inputs, [out], **attrs)
+
+
+def _q(x: str, scale: str, zero: str, out: str):
+    return helper.make_node(
+        "QuantizeLinear", [x, scale] + ([zero] if zero else []), [out]
+    )
+
+
+def _inputs(node: onnx.NodeProto, count: int) -> list[str]:
+    return [*node.input, *[""] * count][:count]
+
+
+def _elementwise(op: str):
+    """QLinearAdd/QLinearMul (A, As, Az, B, Bs, Bz, Cs, Cz)."""
+
+    def expand(node, prefix, shapes):
+        a, a_s, a_z, b, b_s, b_z, c_s, c_z = _inputs(node, 8)
+        real_a, real_b, real_c = (f"{prefix}.{n}" for n in "abc")
+        return [
+            _dq(a, a_s, a_z, real_a),
+            _dq(b, b_s, b_z, real_b),
+            helper.make_node(op, [real_a, real_b], [real_c]),
+            _q(real_c, c_s, c_z, node.output[0]),
+        ], []
+
+    return expand
+
+
+def _unary(op: str, **fixed):
+    """QLinearSigmoid/QLinearLeakyRelu/QLinearGlobalAveragePool/
+    QLinearAveragePool (X, Xs, Xz, Ys, Yz), the node's attributes passed on
+    (but channels_last, which must be 0)."""
+
+    def expand(node, prefix, shapes):
+        x, x_s, x_z, y_s, y_z = _inputs(node, 5)
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if attrs.pop("channels_last", 0):
+            return [node], []  # left for the unsupported-op report
+        real, done = f"{prefix}.x", f"{prefix}.y"
+        return [
+            _dq(x, x_s, x_z, real),
+            helper.make_node(op, [real], [done], **{**attrs, **fixed}),
+            _q(done, y_s, y_z, node.output[0]),
+        ], []
+
+    return expand
+
+
+def _concat(node, prefix, shapes):
+    """QLinearConcat(Ys, Yz, X0, X0s, X0z, X1, ...)."""
+    y_s, y_z, *rest = node.input
+    made, reals = [], []
+    for i in range(0, len(rest), 3):
+        x, x_s, x_z = [*rest[i : i + 3], "", ""][:3]
+        reals.append(f"{prefix}.x{i // 3}")
+        made.append(_dq(x, x_s, x_z, reals[-1]))
+    axis = _attr(node, "axis", 0)
+    joined = f"{prefix}.y"
+    made.append(helper.make_node("Concat", reals, [joined], axis=axis))
+    made.append(_q(joined, y_s, y_z, node.output[0]))
+    return made, []
+
+
+def _qgemm(node, prefix, shapes):
+    """QGemm(A, As, Az, B, Bs, Bz, C, Ys, Yz): C is int32 at As * Bs; without
+    Ys the output is float."""
+    a, a_s, a_z, b, b_s, b_z, c, y_s, y_z = _inputs(node, 9)
+    trans_b = _attr(node, "transB", 0)
+    per_column = len(shapes.get(b_s, ())) == 1 and shapes.get(b_s) != (1,)
+    real_a, real_b, real_c, real_y = (f"{prefix}.{n}" for n in "abcy")
+    made = [
+        _dq(a, a_s, a_z, real_a),
+        _dq(b, b_s, b_z, real_b, axis=(0 if trans_b else 1) if per_column else None),
+    ]
+    gemm_inputs = [real_a, real_b]
+    if c:
+        step = f"{prefix}.c_scale"
+        made.append(helper.make_node("Mul", [a_s, b_s], [step]))
+        made.append(_dq(c, step, "", real_c, axis=0 if per_column else None))
+        gemm_inputs.append(real_c)
+    attrs: dict[str, Any] = {
+        k: _attr(node, k, d) for k, d in (("alpha", 1.0), ("transA", 0), ("transB", 0))
+    }
+    out = node.output[0] if not y_s else real_y
+    made.append(helper.make_node("Gemm", gemm_inputs, [out], **attrs))
+    if y_s:
+        made.append(_q(real_y, y_s, y_z, node.output[0]))
+    return made, []
+
+
+EXPANSIONS = {
+    "QLinearAdd": _elementwise("Add"),
+    "QLinearMul": _elementwise("Mul"),
+    "QLinearSigmoid": _unary("Sigmoid"),
+    "QLinearLeakyRelu": _unary("LeakyRelu"),
+    "QLinearGlobalAveragePool": _unary("GlobalAveragePool"),
+    "QLinearAveragePool": _unary("AveragePool"),
+    "QLinearConcat": _concat,
+    "QGemm": _qgemm,
+}

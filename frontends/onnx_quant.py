@@ -35,6 +35,7 @@ from ember.dialects import graph as G
 from ember.dialects import graph_dtype as gd
 from ember.dialects import graph_math as gm
 from ember.dialects.graph_base import dtype_of
+from ember.dialects.graph_nn import GROUPED_TERMS
 from ember.frontends.onnx_fold import shape_of
 from ember.frontends.onnx_im2col import _conv_im2col
 from ember.frontends.onnx_ops import (
@@ -395,12 +396,16 @@ def _conv_integer(c: NodeContext):
 
 def _integer_conv(c: NodeContext) -> SSAValue | None:
     """QLinearConv as `graph.qconv2d` (byte dot products, requantized in the
-    kernel), where its form allows: 2-D, one group, a uint8 or int8 input, an
+    kernel), where its form allows: 2-D (grouped ones of at most
+    `GROUPED_TERMS` products per output), a uint8 or int8 input, an
     int8 weight known at import time with zero points of 0, and every scale
     and zero point known (one per tensor; the weight's may be per channel).
     None otherwise: the exact decomposition below computes it."""
     x_shape, w_shape = _shape(c, 0), _shape(c, 3)
-    if len(x_shape) != 4 or c.attr("group", 1) != 1 or len(w_shape) != 4:
+    if len(x_shape) != 4 or len(w_shape) != 4:
+        return None
+    groups = c.attr("group", 1)
+    if groups > 1 and math.prod(w_shape[1:]) > GROUPED_TERMS:
         return None
     if not all(c.is_const(i) for i in (1, 2, 3, 4, 5, 6, 7)):
         return None
@@ -419,7 +424,7 @@ def _integer_conv(c: NodeContext) -> SSAValue | None:
     if zeros[0].size != 1 or zeros[2].size != 1:
         return None
     x_scale, w_scale, y_scale = scales
-    scale = (x_scale.reshape(()) * np.broadcast_to(w_scale.reshape(-1), (o,)))
+    scale = x_scale.reshape(()) * np.broadcast_to(w_scale.reshape(-1), (o,))
     scale = (scale / y_scale.reshape(())).astype(np.float32)
     bias = c.const(8, "B").astype(np.int32) if c.has(8) else np.zeros(o, np.int32)
     y_dtype = zeros[2].dtype.name
@@ -433,6 +438,7 @@ def _integer_conv(c: NodeContext) -> SSAValue | None:
         strides=c.attr("strides", [1, 1]),
         padding=_same_padding(c, x_shape[2:], kernel),
         dilation=c.attr("dilations", [1, 1]),
+        groups=groups,
         x_zero=int(zeros[0].reshape(())),
         y_zero=int(zeros[2].reshape(())),
         clip=list(RANGES[y_dtype]),

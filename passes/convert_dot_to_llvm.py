@@ -69,11 +69,15 @@ def _pieces(e: Builder, v: SSAValue, width: int) -> list[SSAValue]:
 
 
 def _joined(e: Builder, pieces: list[SSAValue]) -> SSAValue:
-    """The pieces' lanes in order, one vector (pairs joined by shuffles)."""
-    while len(pieces) > 1:
-        pairs = zip(pieces[::2], pieces[1::2], strict=True)
-        pieces = [_shuffle(e, a, b, list(range(2 * _lanes(a.type)))) for a, b in pairs]
-    return pieces[0]
+    """The pieces' lanes in order, one vector: each piece widened to the
+    lanes joined so far (shufflevector takes operands of one type), then
+    appended."""
+    joined, width = pieces[0], _lanes(pieces[0].type)
+    for piece in pieces[1:]:
+        have = _lanes(joined.type)
+        wide = _shuffle(e, piece, piece, [i % width for i in range(have)])
+        joined = _shuffle(e, joined, wide, [*range(have), *range(have, have + width)])
+    return joined
 
 
 def _widened(e: Builder, v: SSAValue, lanes: int, signed: bool) -> SSAValue:

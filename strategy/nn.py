@@ -145,6 +145,7 @@ def _qconv2d_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
         strides=cfg["strides"],
         padding=cfg["padding"],
         dilation=cfg["dilation"],
+        groups=cfg["groups"],
         epilogue=epilogue,
         epilogue_inputs=epilogue_inputs,
         name="conv2d",

@@ -40,8 +40,8 @@ from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
 from ember.te.expr import int_range
-from ember.topi.conv2d import conv2d_shape, nchwc_schedule
-from ember.topi.kernel import Epilogue, Kernel, apply_epilogue
+from ember.topi.conv2d import conv2d, conv2d_shape, nchwc_schedule
+from ember.topi.kernel import Epilogue, Kernel, Knobs, apply_epilogue
 
 BYTES = 4
 """Channels a word holds: the bytes of an int32 lane a dot product sums."""
@@ -67,12 +67,13 @@ def conv2d_int8(
     strides: int | Sequence[int] = 1,
     padding: int | Sequence[int] = 0,
     dilation: int | Sequence[int] = 1,
+    groups: int = 1,
     epilogue: Epilogue | None = None,
     epilogue_inputs: Sequence[te.Tensor] = (),
     name: str = "conv2d",
     target: Target | None = None,
 ) -> Kernel:
-    """A quantized 2-D convolution over NCHW uint8 or int8 data, one group.
+    """A quantized 2-D convolution over NCHW uint8 or int8 data.
 
     Args:
         data: NCHW, uint8 or int8.
@@ -80,7 +81,9 @@ def conv2d_int8(
         x_zero, y_zero: the zero points of the data and of the output.
         out_dtype: uint8 or int8.
         clip: [lo, hi] the output is clamped to (within its type's range).
-        strides, padding, dilation: as `topi.conv2d`'s.
+        strides, padding, dilation, groups: as `topi.conv2d`'s; grouped
+            convolutions (depthwise) take `grouped` (at most `EXACT_TERMS`
+            products per output).
         epilogue: applied to every requantized output `(value, (n, c, h, w))`
             (a dequantization of it, where a float op follows), reading
             `epilogue_inputs`, which become the last placeholders.
@@ -99,7 +102,7 @@ def conv2d_int8(
             raise EmberValueError(
                 f"conv2d_int8 '{name}': expected {what} of uint8 or int8, got {dtype}"
             )
-    shape = conv2d_shape(data.shape, weight_shape, strides, padding, dilation, 1)
+    shape = conv2d_shape(data.shape, weight_shape, strides, padding, dilation, groups)
     lo, hi = int_range(out_dtype)
     clip = clip or (lo, hi)
     if not lo <= clip[0] <= clip[1] <= hi:
@@ -115,6 +118,11 @@ def conv2d_int8(
             f"({data.dtype}), y_zero {y_zero} ({out_dtype})"
         )
 
+    if groups > 1:
+        return grouped(
+            data, shape, x_zero, y_zero, out_dtype, clip, epilogue,
+            epilogue_inputs, name, machine,
+        )  # fmt: skip
     ob = machine.vector_lanes("int32")
     c4 = -(-shape.c // BYTES) * BYTES
     words = _largest_divisor(c4 // BYTES, ob)  # words of a channel block
@@ -156,15 +164,14 @@ def conv2d_int8(
     bias = te.placeholder((shape.o,), "int32", name=f"{name}.bias")
     scale = te.placeholder((shape.o,), "float32", name=f"{name}.scale")
 
-    def requantized(n, c, y, x):
-        acc = conv[n, c // ob, y, x, c % ob] + bias[c]
+    def value(n, c, y, x):
+        acc = conv[n, c // ob, y, x, c % ob]
         if zero:
             acc = acc - weight_sum[c // ob, c % ob] * zero
-        value = te.roundeven(acc.astype("float32") * scale[c]) + float(y_zero)
-        clamped = te.min(te.max(value, float(clip[0])), float(clip[1]))
-        return apply_epilogue(epilogue, clamped.astype(out_dtype), (n, c, y, x))
+        return requantize(acc, (n, c, y, x))
 
-    output = te.compute(shape.out_shape, requantized, name=name)
+    requantize = _requantize(bias, scale, y_zero, clip, out_dtype, epilogue)
+    output = te.compute(shape.out_shape, value, name=name)
 
     def schedule_sum(s) -> None:
         if zero:  # the stage exists where the output reads it
@@ -202,6 +209,110 @@ def conv2d_int8(
         {weight.name: pack_weight},
         lambda s: knobs.apply(s, default),
         {"kernel": "nchwc_int8", "cb": cb, "ob": ob, "tile": (ot, yt, xt)},
+        knobs,
+    )
+
+
+EXACT_TERMS = 2**24 // (255 * 128)
+"""Products per output a float32 sum holds exactly: (x - x_zero) * w is an
+integer of magnitude at most 255 * 128, and float32 sums integers exactly to
+2^24 (`graph.qconv2d` limits its grouped convolutions to as many)."""
+
+
+def _requantize(
+    bias: te.Tensor,
+    scale: te.Tensor,
+    y_zero: int,
+    clip: tuple[int, int],
+    out_dtype: str,
+    epilogue: Epilogue | None,
+) -> Epilogue:
+    """The final stage's expression of an int32 accumulator at (n, c, y, x):
+    the bias added, scaled, rounded half to even, shifted by y_zero, clamped
+    and cast, then the epilogue."""
+
+    def requantize(acc: te.Expr, index: tuple) -> te.Expr:
+        c = index[1]
+        scaled = (acc + bias[c]).astype("float32") * scale[c]
+        value = te.roundeven(scaled) + float(y_zero)
+        clamped = te.min(te.max(value, float(clip[0])), float(clip[1]))
+        return apply_epilogue(epilogue, clamped.astype(out_dtype), index)
+
+    return requantize
+
+
+def grouped(
+    data: te.Tensor,
+    shape,
+    x_zero: int,
+    y_zero: int,
+    out_dtype: str,
+    clip: tuple[int, int],
+    epilogue: Epilogue | None,
+    epilogue_inputs: Sequence[te.Tensor],
+    name: str,
+    target: Target,
+) -> Kernel:
+    """A grouped quantized convolution (depthwise, most often) on the float
+    kernels of `topi.conv2d`: data - x_zero widened to float32 as the kernel
+    pads it, the weight packed as floats, the products summed exactly (at
+    most `EXACT_TERMS` of them), the accumulator back to int32 for the bias
+    and the requantization in the epilogue."""
+    terms = shape.c // shape.groups * shape.kh * shape.kw
+    if terms > EXACT_TERMS:
+        raise EmberValueError(
+            f"conv2d_int8 '{name}': a grouped convolution sums at most "
+            f"{EXACT_TERMS} products per output exactly, got {terms}"
+        )
+    real = te.compute(
+        data.shape,
+        lambda n, c, y, x: (data[n, c, y, x].astype("int32") - x_zero).astype(
+            "float32"
+        ),
+        name=f"{name}.real",
+    )
+    bias = te.placeholder((shape.o,), "int32", name=f"{name}.bias")
+    scale = te.placeholder((shape.o,), "float32", name=f"{name}.scale")
+    requantize = _requantize(bias, scale, y_zero, clip, out_dtype, epilogue)
+    floats = conv2d(
+        real,
+        (shape.o, shape.c // shape.groups, shape.kh, shape.kw),
+        strides=shape.strides,
+        padding=shape.padding,
+        dilation=shape.dilation,
+        groups=shape.groups,
+        epilogue=lambda v, index: requantize(v.astype("int32"), index),
+        epilogue_inputs=[bias, scale, *epilogue_inputs],
+        name=name,
+        target=target,
+        algorithm="direct",
+    )
+    inner = floats.knobs
+
+    def inline(s) -> None:
+        s[real].compute_inline()
+
+    def schedule(s, config: dict) -> None:
+        assert inner is not None
+        inner.fn(s, config)
+        inline(s)
+
+    knobs = None
+    if inner is not None:
+        knobs = Knobs(inner.space, inner.default, schedule)
+
+    def default(s) -> None:
+        floats.schedule(s)
+        inline(s)
+
+    weight = floats.placeholders[1].name
+    widen = floats.weight_transforms.get(weight, lambda w: np.asarray(w, np.float32))
+    return Kernel(
+        floats.output,
+        [data, *floats.placeholders[1:]],
+        {**floats.weight_transforms, weight: widen},  # int8 params to floats
+        default,
+        {**floats.attrs, "kernel": f"{floats.attrs['kernel']}_int8"},
         knobs,
     )
 

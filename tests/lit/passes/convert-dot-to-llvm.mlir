@@ -52,3 +52,17 @@ builtin.module attributes {ember.target = "llvm -mtriple=aarch64-linux-gnu -matt
     func.return %s : vector<4xi32>
   }
 }
+
+// -----
+
+// 48 lanes are three vpdpbusd, joined in order.
+
+// CHECK-LABEL: func.func @three(
+// CHECK-COUNT-3: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK:         %{{.*}} = llvm.shufflevector %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47] : vector<32xi32>
+builtin.module attributes {ember.target = "llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=icelake-server"} {
+  func.func @three(%v: vector<48xi32>) -> vector<48xi32> {
+    %s = dot.u8i8 %v, %v, %v : vector<48xi32>
+    func.return %s : vector<48xi32>
+  }
+}
