@@ -155,15 +155,8 @@ class QConv2DOp(GraphOp):
         x, w, bias, scale = inputs
         cfg = self.config
         shifted = x.astype(np.float64) - cfg["x_zero"]
-        acc = gn.conv2d(
-            shifted,
-            w.astype(np.float64),
-            None,
-            strides=cfg["strides"],
-            padding=cfg["padding"],
-            dilation=cfg["dilation"],
-            groups=1,
-        )
+        geometry = {k: cfg[k] for k in ("strides", "padding", "dilation", "groups")}
+        acc = gn.conv2d(shifted, w.astype(np.float64), None, **geometry)
         acc = acc.astype(np.int64) + bias[None, :, None, None]
         y = np.rint(acc.astype(np.float32) * scale[None, :, None, None]) + cfg["y_zero"]
         return np.clip(y, *cfg["clip"]).astype(np.int8 if cfg["signed"] else np.uint8)

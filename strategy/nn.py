@@ -132,8 +132,11 @@ def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> K
     data=(0,),
     weights=(1, 2, 3),
     dtypes=("uint8", "int8", "int32", "float32"),
+    blocks=_blocks,
 )
-def _qconv2d_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+def _qconv2d_strategy(
+    op, data, epilogue, epilogue_inputs, target, layout: Blocks = _NCHW
+) -> Kernel:
     cfg = op.config
     return conv2d_int8(
         data[0],
@@ -150,6 +153,8 @@ def _qconv2d_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
         epilogue_inputs=epilogue_inputs,
         name="conv2d",
         target=target,
+        data_block=layout.data,
+        out_block=layout.out,
     )
 
 

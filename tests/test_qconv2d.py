@@ -149,3 +149,58 @@ def test_the_kernel_refuses_what_it_cannot_compute(kwargs, message):
     args = {"x_zero": 0, "y_zero": 0, "out_dtype": "uint8", **kwargs}
     with pytest.raises(EmberValueError, match=message):
         conv2d_int8(X, (8, 4, 3, 3), **args)
+
+
+def test_chained_convolutions_pass_blocked_bytes_exactly():
+    """conv -> depthwise -> conv, 16 and 32 channels: the activations between
+    them stay channel-blocked bytes (N, C/16, H, W, 16); the result is the
+    ops' definitions composed."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (1, 8, 10, 10)).astype(np.uint8)
+    w1 = rng.integers(-128, 128, (16, 8, 3, 3)).astype(np.int8)
+    wd = rng.integers(-128, 128, (16, 1, 3, 3)).astype(np.int8)
+    w2 = rng.integers(-128, 128, (32, 16, 1, 1)).astype(np.int8)
+    params = {"w1": w1, "wd": wd, "w2": w2}
+    for name, o in (("1", 16), ("d", 16), ("2", 32)):
+        params[f"b{name}"] = rng.integers(-500, 500, o).astype(np.int32)
+        params[f"s{name}"] = (rng.random(o) * 1e-3 + 1e-4).astype(np.float32)
+    t = {
+        "x": "tensor<1x8x10x10xui8>", "y1": "tensor<1x16x10x10xui8>",
+        "yd": "tensor<1x16x5x5xui8>", "y2": "tensor<1x32x5x5xi8>",
+    }  # fmt: skip
+    common = "clip = [0, 255]"
+    text = f"""func.func @main(%x: {t["x"]}) -> {t["y2"]} {{
+  %w1 = graph.param "w1" : tensor<16x8x3x3xi8>
+  %b1 = graph.param "b1" : tensor<16xi32>
+  %s1 = graph.param "s1" : tensor<16xf32>
+  %wd = graph.param "wd" : tensor<16x1x3x3xi8>
+  %bd = graph.param "bd" : tensor<16xi32>
+  %sd = graph.param "sd" : tensor<16xf32>
+  %w2 = graph.param "w2" : tensor<32x16x1x1xi8>
+  %b2 = graph.param "b2" : tensor<32xi32>
+  %s2 = graph.param "s2" : tensor<32xf32>
+  %y1 = graph.qconv2d %x, %w1, %b1, %s1 {{padding = [1, 1, 1, 1], x_zero = 100, y_zero = 5, {common}}} : ({t["x"]}, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> {t["y1"]}
+  %yd = graph.qconv2d %y1, %wd, %bd, %sd {{strides = [2, 2], padding = [1, 1, 1, 1], groups = 16, x_zero = 5, y_zero = 7, {common}}} : ({t["y1"]}, tensor<16x1x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> {t["yd"]}
+  %y2 = graph.qconv2d %yd, %w2, %b2, %s2 {{x_zero = 7, y_zero = -3, clip = [-128, 127], signed = true}} : ({t["yd"]}, tensor<32x16x1x1xi8>, tensor<32xi32>, tensor<32xf32>) -> {t["y2"]}
+  func.return %y2 : {t["y2"]}
+}}"""
+    lib = ember.compile_model(text, params)
+    (y,) = GraphModule(lib["default"](cpu()))(input0=x)
+    p = params
+    y1 = qconv(x, p["w1"], p["b1"], p["s1"], padding=(1,) * 4, x_zero=100, y_zero=5)
+    yd = qconv(
+        y1, p["wd"], p["bd"], p["sd"], strides=(2, 2), padding=(1,) * 4,
+        groups=16, x_zero=5, y_zero=7,
+    )  # fmt: skip
+    y2 = qconv(
+        yd, p["w2"], p["b2"], p["s2"], x_zero=7, y_zero=-3, clip=(-128, 127),
+        signed=True,
+    )  # fmt: skip
+    np.testing.assert_array_equal(y, y2)
+
+
+def qconv(x, w, bias, scale, clip=(0, 255), **cfg):
+    """graph.qconv2d's definition (`reference`) on arrays."""
+    values = [graph.ConstantOp.from_numpy(a).result for a in (x, w, bias, scale)]
+    op = graph.QConv2DOp.build_inferred(*values, clip=clip, **cfg)
+    return op.reference([x, w, bias, scale])

@@ -40,7 +40,7 @@ from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
 from ember.te.expr import int_range
-from ember.topi.conv2d import conv2d, conv2d_shape, nchwc_schedule
+from ember.topi.conv2d import Blocks, conv2d, conv2d_shape, nchwc_schedule
 from ember.topi.kernel import Epilogue, Kernel, Knobs, apply_epilogue
 
 BYTES = 4
@@ -72,6 +72,8 @@ def conv2d_int8(
     epilogue_inputs: Sequence[te.Tensor] = (),
     name: str = "conv2d",
     target: Target | None = None,
+    data_block: int | None = None,
+    out_block: int | None = None,
 ) -> Kernel:
     """A quantized 2-D convolution over NCHW uint8 or int8 data.
 
@@ -90,6 +92,10 @@ def conv2d_int8(
         name: the output's name; placeholders `<name>.weight`, `<name>.bias`
             (int32, (O,)) and `<name>.scale` (float32, (O,)).
         target: the machine the schedule is for (None: `Target.current()`).
+        data_block, out_block: the data is, and the output is to be written,
+            channel-blocked (N, C/b, H, W, b), as `topi.conv2d`'s (b =
+            `channel_block`): the output's vectors of channels are then
+            stored whole, not scattered to NCHW.
 
     Returns:
         The Kernel: placeholders [data, weight words, bias, scale, *epilogue
@@ -102,7 +108,16 @@ def conv2d_int8(
             raise EmberValueError(
                 f"conv2d_int8 '{name}': expected {what} of uint8 or int8, got {dtype}"
             )
-    shape = conv2d_shape(data.shape, weight_shape, strides, padding, dilation, groups)
+    logical = data.shape
+    if data_block is not None:
+        if data.ndim != 5 or data.shape[-1] != data_block or data_block % BYTES:
+            raise EmberValueError(
+                f"conv2d_int8 '{name}': expected blocked data (N, C/{data_block}, "
+                f"H, W, {data_block}) of whole words, got shape {tuple(data.shape)}"
+            )
+        n, blocks, h, w, b = data.shape
+        logical = (n, blocks * b, h, w)
+    shape = conv2d_shape(logical, weight_shape, strides, padding, dilation, groups)
     lo, hi = int_range(out_dtype)
     clip = clip or (lo, hi)
     if not lo <= clip[0] <= clip[1] <= hi:
@@ -121,7 +136,7 @@ def conv2d_int8(
     if groups > 1:
         return grouped(
             data, shape, x_zero, y_zero, out_dtype, clip, epilogue,
-            epilogue_inputs, name, machine,
+            epilogue_inputs, name, machine, Blocks(data_block, out_block),
         )  # fmt: skip
     ob = machine.vector_lanes("int32")
     c4 = -(-shape.c // BYTES) * BYTES
@@ -171,7 +186,14 @@ def conv2d_int8(
         return requantize(acc, (n, c, y, x))
 
     requantize = _requantize(bias, scale, y_zero, clip, out_dtype, epilogue)
-    output = te.compute(shape.out_shape, value, name=name)
+    if out_block is None:
+        output = te.compute(shape.out_shape, value, name=name)
+    else:
+        output = te.compute(
+            (shape.n, shape.o // out_block, shape.oh, shape.ow, out_block),
+            lambda n, co, y, x, ci: value(n, co * out_block + ci, y, x),
+            name=name,
+        )
 
     def schedule_sum(s) -> None:
         if zero:  # the stage exists where the output reads it
@@ -252,6 +274,7 @@ def grouped(
     epilogue_inputs: Sequence[te.Tensor],
     name: str,
     target: Target,
+    layout: Blocks,
 ) -> Kernel:
     """A grouped quantized convolution (depthwise, most often) on the float
     kernels of `topi.conv2d`: data - x_zero widened to float32 as the kernel
@@ -266,9 +289,7 @@ def grouped(
         )
     real = te.compute(
         data.shape,
-        lambda n, c, y, x: (data[n, c, y, x].astype("int32") - x_zero).astype(
-            "float32"
-        ),
+        lambda *i: (data[i].astype("int32") - x_zero).astype("float32"),
         name=f"{name}.real",
     )
     bias = te.placeholder((shape.o,), "int32", name=f"{name}.bias")
@@ -285,6 +306,8 @@ def grouped(
         epilogue_inputs=[bias, scale, *epilogue_inputs],
         name=name,
         target=target,
+        data_block=layout.data,
+        out_block=layout.out,
         algorithm="direct",
     )
     inner = floats.knobs
@@ -350,7 +373,12 @@ def _packed_words(
             inside.append(x < w + pl)
         if c != c4:
             inside.append(channel < c)
-        value = data[n, channel, y - pt, x - pl].astype("int32")
+        if data.ndim == 5:  # blocked
+            b = data.shape[-1]
+            value = data[n, channel // b, y - pt, x - pl, channel % b]
+        else:
+            value = data[n, channel, y - pt, x - pl]
+        value = value.astype("int32")
         if flip:
             value = value + flip
         if not inside:
