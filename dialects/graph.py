@@ -95,6 +95,7 @@ from ember.dialects.graph_nn import (
     MatmulOp,
     MaxPool2DOp,
     QConv2DOp,
+    QDenseOp,
     SoftmaxOp,
 )
 from ember.dialects.graph_shapes import ShapeError
@@ -511,6 +512,7 @@ __all__ = [
     "DenseDequantOp",
     "DenseOp",
     "QConv2DOp",
+    "QDenseOp",
     "DivOp",
     "ErfOp",
     "ExpOp",

@@ -122,34 +122,14 @@ class QConv2DOp(GraphOp):
         for what, shape in (("bias", s[2]), ("scale", s[3])):
             if tuple(shape) != (o,):
                 raise ShapeError(f"expected a {what} ({o},), got {tuple(shape)}")
-        lo, hi = _range(cfg["signed"])
-        low, high = (list(cfg["clip"]) + [None, None])[:2]
-        if len(cfg["clip"]) != 2 or not lo <= low <= high <= hi:
-            raise ShapeError(
-                f"expected clip [lo, hi] within [{lo}, {hi}], got {list(cfg['clip'])}"
-            )
-        if not lo <= cfg["y_zero"] <= hi:
-            raise ShapeError(
-                f"expected y_zero within [{lo}, {hi}], got {cfg['y_zero']}"
-            )
+        _check_requantization(cfg)
         return out
 
     @classmethod
     def _infer_element(
         cls, elements: list[Attribute], cfg: dict[str, Any]
     ) -> Attribute:
-        data, weight, bias, scale = map(str, elements)
-        if data not in ("ui8", "i8") or (weight, bias, scale) != ("i8", "i32", "f32"):
-            raise ShapeError(
-                "expected ui8 or i8 data, an i8 weight, an i32 bias and an f32 "
-                f"scale, got {data}, {weight}, {bias}, {scale}"
-            )
-        lo, hi = _range(data == "i8")
-        if not lo <= cfg["x_zero"] <= hi:
-            raise ShapeError(
-                f"expected x_zero within [{lo}, {hi}], got {cfg['x_zero']}"
-            )
-        return NUMPY_TYPES["int8" if cfg["signed"] else "uint8"]
+        return _quantized_element(elements, cfg)
 
     def reference(self, inputs: list[Array]) -> Array:
         x, w, bias, scale = inputs
@@ -157,9 +137,96 @@ class QConv2DOp(GraphOp):
         shifted = x.astype(np.float64) - cfg["x_zero"]
         geometry = {k: cfg[k] for k in ("strides", "padding", "dilation", "groups")}
         acc = gn.conv2d(shifted, w.astype(np.float64), None, **geometry)
-        acc = acc.astype(np.int64) + bias[None, :, None, None]
-        y = np.rint(acc.astype(np.float32) * scale[None, :, None, None]) + cfg["y_zero"]
-        return np.clip(y, *cfg["clip"]).astype(np.int8 if cfg["signed"] else np.uint8)
+        return _requantized(acc.astype(np.int64) + bias[:, None, None], scale, cfg, 1)
+
+
+@irdl_op_definition
+class QDenseOp(GraphOp):
+    """A quantized dense layer (QDQ's DequantizeLinear -> MatMul or Gemm ->
+    QuantizeLinear, QLinearMatMul by a known weight): data (M, K) of ui8 or
+    i8, weight (N, K) of i8, an i32 bias (N) and an f32 scale (N).
+
+        acc = sum over k of (x[m, k] - x_zero) * w[n, k]         (exact, int32)
+        y   = clamp(roundeven(f32(acc + bias[n]) * scale[n]) + y_zero, clip)
+
+    %y = graph.qdense %x, %w, %b, %s {x_zero = 128, y_zero = 0, clip = [0, 255]}
+           : (tensor<?x64xui8, ["m"]>, tensor<10x64xi8>, tensor<10xi32>,
+              tensor<10xf32>) -> tensor<?x10xui8, ["m"]>
+    """
+
+    name = "graph.qdense"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "x_zero": ("int", REQUIRED),
+        "y_zero": ("int", REQUIRED),
+        "clip": ("ints", REQUIRED),
+        "signed": ("bool", False),
+    }
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if len(s) != 4:
+            raise ShapeError(f"expected 4 operands, got {len(s)}")
+        out = shapes.dense(s[0], s[1], None)
+        n = s[1][0]
+        for what, shape in (("bias", s[2]), ("scale", s[3])):
+            if tuple(shape) != (n,):
+                raise ShapeError(f"expected a {what} ({n},), got {tuple(shape)}")
+        _check_requantization(cfg)
+        return out
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        return _quantized_element(elements, cfg)
+
+    def reference(self, inputs: list[Array]) -> Array:
+        x, w, bias, scale = inputs
+        cfg = self.config
+        acc = (x.astype(np.int64) - cfg["x_zero"]) @ w.astype(np.int64).T
+        return _requantized(acc + bias, scale, cfg, axis=-1)
+
+
+def _check_requantization(cfg: dict[str, Any]) -> None:
+    """A quantized op's clip range and output zero point, within its type."""
+    lo, hi = _range(cfg["signed"])
+    clip = list(cfg["clip"])
+    if len(clip) != 2 or not lo <= clip[0] <= clip[1] <= hi:
+        raise ShapeError(f"expected clip [lo, hi] within [{lo}, {hi}], got {clip}")
+    if not lo <= cfg["y_zero"] <= hi:
+        raise ShapeError(f"expected y_zero within [{lo}, {hi}], got {cfg['y_zero']}")
+
+
+def _quantized_element(elements: list[Attribute], cfg: dict[str, Any]) -> Attribute:
+    """A quantized op's result element type, its operands' checked."""
+    data, weight, bias, scale = map(str, elements)
+    if data not in ("ui8", "i8") or (weight, bias, scale) != ("i8", "i32", "f32"):
+        raise ShapeError(
+            "expected ui8 or i8 data, an i8 weight, an i32 bias and an f32 "
+            f"scale, got {data}, {weight}, {bias}, {scale}"
+        )
+    lo, hi = _range(data == "i8")
+    if not lo <= cfg["x_zero"] <= hi:
+        raise ShapeError(f"expected x_zero within [{lo}, {hi}], got {cfg['x_zero']}")
+    return NUMPY_TYPES["int8" if cfg["signed"] else "uint8"]
+
+
+def _requantized(acc: Array, scale: Array, cfg: dict[str, Any], axis: int) -> Array:
+    """The int64 accumulator, bias added, requantized: scaled in float32 per
+    output channel (on `axis`), rounded half to even, y_zero added, clipped."""
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    y = np.rint(acc.astype(np.float32) * scale.reshape(shape)) + cfg["y_zero"]
+    return np.clip(y, *cfg["clip"]).astype(np.int8 if cfg["signed"] else np.uint8)
 
 
 GROUPED_TERMS = 2**24 // (255 * 128)

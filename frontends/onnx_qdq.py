@@ -76,7 +76,11 @@ def fuse_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
     """`model` with its QDQ convolutions as QLinearConv nodes (a copy; the
     model itself when nothing matches)."""
     g = _Graph(model.graph)
-    plans = [p for n in model.graph.node if (p := _conv_plan(g, n)) is not None]
+    plans = [
+        p
+        for n in model.graph.node
+        if (p := _conv_plan(g, n) or _dense_plan(g, n)) is not None
+    ]
     if not plans:
         return model
     out = onnx.ModelProto()
@@ -125,20 +129,13 @@ def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
         return None
     if wz and (g.array(wz) is None or np.any(g.array(wz))):
         return None
-    relu = None
-    reader = g.only_reader(conv.output[0])
-    if reader is not None and reader.op_type == "Relu" and not reader.domain:
-        relu, reader = reader, g.only_reader(reader.output[0])
-    if reader is None or reader.op_type != "QuantizeLinear" or reader.domain:
+    after = _requantized_output(g, conv)
+    if after is None:
         return None
-    quantize = reader
-    ys, yz = [*quantize.input, "", ""][1:3]
-    y_scale, y_zero = g.array(ys), g.array(yz) if yz else None
-    if y_scale is None or y_zero is None or y_scale.size != 1 or y_zero.size != 1:
-        return None
-    if _attr(quantize, "axis", 1) != 1 and y_scale.size != 1:
-        return None
-    usable, bias = _bias(g, conv, float(x_scale.reshape(())), w_scale, weight.shape[0])
+    relu, quantize, ys, yz = after
+    bias_name = conv.input[2] if len(conv.input) > 2 else ""
+    step = float(x_scale.reshape(()))
+    usable, bias = _bias(g, bias_name, step, w_scale, weight.shape[0])
     if not usable:
         return None
     prefix = f"{conv.output[0]}.qlinear"
@@ -153,34 +150,128 @@ def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
     if bias is not None:
         inputs.append(constant("bias", bias))
     attrs = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
-    fused = quantize.output[0] if relu is None else f"{prefix}.out"
-    nodes = [
-        helper.make_node(
-            "QLinearConv", inputs, [fused], name=conv.name or prefix, **attrs
-        )
-    ]
-    if relu is not None:  # max(q, yz), as the float graph quantizes a relu
-        real, rectified = f"{prefix}.real", f"{prefix}.relu"
-        nodes += [
-            helper.make_node("DequantizeLinear", [fused, ys, yz], [real]),
-            helper.make_node("Relu", [real], [rectified]),
-            helper.make_node("QuantizeLinear", [rectified, ys, yz], quantize.output),
-        ]
+    fused = helper.make_node(
+        "QLinearConv", inputs, [f"{prefix}.out"], name=conv.name or prefix, **attrs
+    )
     remove = [_identity(conv), _identity(quantize)]
     if relu is not None:
         remove.append(_identity(relu))
-    return {"remove": remove, "at": _identity(quantize), "nodes": nodes, "inits": inits}
+    return {
+        "remove": remove,
+        "at": _identity(quantize),
+        "nodes": _with_output(fused, relu, quantize, ys, yz, prefix),
+        "inits": inits,
+    }
+
+
+def _requantized_output(g: _Graph, node: onnx.NodeProto):
+    """The (Relu or None, QuantizeLinear, y_scale name, y_zero name) that
+    alone read `node`'s output, the scale and zero point one value each
+    and known; None otherwise."""
+    relu = None
+    reader = g.only_reader(node.output[0])
+    if reader is not None and reader.op_type == "Relu" and not reader.domain:
+        relu, reader = reader, g.only_reader(reader.output[0])
+    if reader is None or reader.op_type != "QuantizeLinear" or reader.domain:
+        return None
+    ys, yz = [*reader.input, "", ""][1:3]
+    y_scale, y_zero = g.array(ys), g.array(yz) if yz else None
+    if y_scale is None or y_zero is None or y_scale.size != 1 or y_zero.size != 1:
+        return None
+    return relu, reader, ys, yz
+
+
+def _with_output(
+    fused: onnx.NodeProto, relu, quantize: onnx.NodeProto, ys: str, yz: str, prefix: str
+) -> list[onnx.NodeProto]:
+    """`fused` writing the QuantizeLinear's output, or through a quantized
+    ReLU (DequantizeLinear -> Relu -> QuantizeLinear: exactly max(q, yz))."""
+    if relu is None:
+        fused.output[:] = quantize.output
+        return [fused]
+    real, rectified = f"{prefix}.real", f"{prefix}.relu"
+    return [
+        fused,
+        helper.make_node("DequantizeLinear", [fused.output[0], ys, yz], [real]),
+        helper.make_node("Relu", [real], [rectified]),
+        helper.make_node("QuantizeLinear", [rectified, ys, yz], quantize.output),
+    ]
+
+
+DOMAIN = "ai.ember"
+"""The domain of the one node `fuse_qdq` makes that ONNX has no op for:
+`QLinearDense(x, x_scale, x_zero, w, w_scale, y_scale, y_zero[, bias])`, a
+dense layer with an int8 weight (N, K) of zero zero points, an int32 bias at
+x_scale * w_scale, on data (..., K)."""
+
+
+def _dense_plan(g: _Graph, node: onnx.NodeProto) -> dict | None:
+    """How a QDQ MatMul (by a 2-D weight) or Gemm becomes a QLinearDense."""
+    if node.domain or node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2:
+        return None
+    if node.op_type == "Gemm" and (
+        _attr(node, "transA", 0)
+        or _attr(node, "alpha", 1.0) != 1.0
+        or _attr(node, "beta", 1.0) != 1.0
+    ):
+        return None
+    x, w = g.dequantized(node.input[0]), g.dequantized(node.input[1])
+    if x is None or w is None:
+        return None
+    (_, (xq, xs, xz)), (w_node, (wq, ws, wz)) = x, w
+    weight, w_scale = g.array(wq), g.array(ws)
+    x_scale, x_zero = g.array(xs), g.array(xz) if xz else None
+    if weight is None or w_scale is None or x_scale is None or x_zero is None:
+        return None
+    if weight.dtype != np.int8 or weight.ndim != 2 or x_scale.size != 1:
+        return None
+    if x_zero.size != 1 or (wz and (g.array(wz) is None or np.any(g.array(wz)))):
+        return None
+    transposed = node.op_type == "Gemm" and _attr(node, "transB", 0)
+    n = weight.shape[0] if transposed else weight.shape[1]
+    if w_scale.size not in (1, n):
+        return None
+    if w_scale.size > 1 and _attr(w_node, "axis", 1) % 2 != (0 if transposed else 1):
+        return None  # a scale per row of K, not per output
+    after = _requantized_output(g, node)
+    if after is None:
+        return None
+    relu, quantize, ys, yz = after
+    prefix = f"{node.output[0]}.qlinear"
+    inits = [
+        numpy_helper.from_array(
+            np.ascontiguousarray(weight if transposed else weight.T), f"{prefix}.w"
+        )
+    ]
+    inputs = [xq, xs, xz, inits[0].name, ws, ys, yz]
+    if len(node.input) > 2 and node.input[2]:
+        usable, bias = _bias(g, node.input[2], float(x_scale.reshape(())), w_scale, n)
+        if not usable or bias is None:
+            return None
+        inits.append(numpy_helper.from_array(bias, f"{prefix}.bias"))
+        inputs.append(inits[-1].name)
+    fused = helper.make_node(
+        "QLinearDense", inputs, [f"{prefix}.out"], domain=DOMAIN, name=node.name
+    )
+    remove = [_identity(node), _identity(quantize)]
+    if relu is not None:
+        remove.append(_identity(relu))
+    return {
+        "remove": remove,
+        "at": _identity(quantize),
+        "nodes": _with_output(fused, relu, quantize, ys, yz, prefix),
+        "inits": inits,
+    }
 
 
 def _bias(
-    g: _Graph, conv: onnx.NodeProto, x_scale: float, w_scale: np.ndarray, o: int
+    g: _Graph, name: str, x_scale: float, w_scale: np.ndarray, o: int
 ) -> tuple[bool, np.ndarray | None]:
-    """Whether the Conv's bias can be an int32 at scale x_scale * w_scale
-    (an initializer, or its dequantization, of O values that fit), and that
-    int32 bias (None without one)."""
-    if len(conv.input) < 3 or not conv.input[2]:
+    """Whether the bias `name` ("": none) can be an int32 at scale x_scale *
+    w_scale (an initializer, or its dequantization, of O values that fit),
+    and that int32 bias (None without one)."""
+    if not name:
         return True, None
-    name = conv.input[2]
     dq = g.dequantized(name)
     if dq is not None:
         _, (bq, bs, bz) = dq

@@ -347,8 +347,85 @@ def _matmul_integer(c: NodeContext):
     return [_matmul_int(c, 0, 2, 1, 3)]
 
 
+def _qdense(
+    c: NodeContext,
+    x: SSAValue,
+    w: np.ndarray,
+    scales: tuple[np.ndarray, np.ndarray, np.ndarray],
+    zeros: tuple[np.ndarray, np.ndarray],
+    bias: np.ndarray | None,
+) -> SSAValue:
+    """`graph.qdense` of data (..., K) (flattened to rows and back) by an
+    int8 weight (N, K): scale x_scale * w_scale / y_scale, the output of
+    y_zero's type."""
+    n, k = w.shape
+    x_scale, w_scale, y_scale = (np.asarray(v, np.float32) for v in scales)
+    x_zero, y_zero = zeros
+    scale = x_scale.reshape(()) * np.broadcast_to(w_scale.reshape(-1), (n,))
+    scale = (scale / y_scale.reshape(())).astype(np.float32)
+    lead = list(shape_of(x)[:-1])
+    rows = x if len(lead) == 1 else c.emit(G.ReshapeOp, x, shape=[-1, k])
+    y_dtype = y_zero.dtype.name
+    y = c.emit(
+        G.QDenseOp,
+        rows,
+        c.array(w, "weight"),
+        c.array(np.zeros(n, np.int32) if bias is None else bias, "bias"),
+        c.array(scale, "scale"),
+        x_zero=int(x_zero.reshape(())),
+        y_zero=int(y_zero.reshape(())),
+        clip=list(RANGES[y_dtype]),
+        signed=y_dtype == "int8",
+    )
+    return y if len(lead) == 1 else c.emit(G.ReshapeOp, y, shape=[*lead, n])
+
+
+@converter("ai.ember.QLinearDense")
+def _qlinear_dense(c: NodeContext):
+    """QLinearDense(x, x_scale, x_zero, w (N, K), w_scale, y_scale, y_zero,
+    [bias]): what `onnx_qdq.fuse_qdq` makes of a QDQ MatMul or Gemm."""
+    w = c.const(3, "w")
+    scales = (c.const(1, "x_scale"), c.const(4, "w_scale"), c.const(5, "y_scale"))
+    zeros = (c.const(2, "x_zero"), c.const(6, "y_zero"))
+    bias = c.const(7, "bias") if c.has(7) else None
+    return [_qdense(c, c.value(0), w, scales, zeros, bias)]
+
+
+def _integer_matmul(c: NodeContext) -> SSAValue | None:
+    """QLinearMatMul by a 2-D int8 weight known at import time, zero points
+    0, every scale and zero point known (the weight's scale may be per
+    column): `graph.qdense`. None otherwise."""
+    if not all(c.is_const(i) for i in range(1, 8)):
+        return None
+    b, x_dtype = c.const(3, "b"), _input_dtype(c, 0)
+    scales = [c.const(i, "a scale") for i in (1, 4, 6)]
+    zeros = [c.const(i, "a zero point") for i in (2, 5, 7)]
+    if b.ndim != 2 or b.dtype != np.int8 or np.any(zeros[1]):
+        return None
+    if x_dtype not in ("uint8", "int8") or zeros[2].dtype.name not in ("uint8", "int8"):
+        return None
+    if scales[0].size != 1 or scales[2].size != 1 or zeros[0].size != 1:
+        return None
+    if scales[1].size not in (1, b.shape[1]) or zeros[2].size != 1:
+        return None
+    if len(_shape(c, 0)) < 2:
+        return None
+    weight = np.ascontiguousarray(b.T)
+    return _qdense(
+        c,
+        c.value(0),
+        weight,
+        (scales[0], scales[1], scales[2]),
+        (zeros[0], zeros[2]),
+        None,
+    )
+
+
 @converter("QLinearMatMul")
 def _qlinear_matmul(c: NodeContext):
+    fused = _integer_matmul(c)
+    if fused is not None:
+        return [fused]
     _per_row(c, 1, len(shape_of(c.value(0))))
     acc = _matmul_int(c, 0, 2, 3, 5)
     dtype = _quantized(c, 7, "y's zero point")

@@ -29,6 +29,7 @@ from ember.topi.dense import (
     batch_matmul,
     dense,
     dense_dequant,
+    dense_int8,
     matmul,
     matmul_weight,
 )
@@ -155,6 +156,28 @@ def _qconv2d_strategy(
         target=target,
         data_block=layout.data,
         out_block=layout.out,
+    )
+
+
+@anchor_strategy(
+    graph.QDenseOp,
+    data=(0,),
+    weights=(1, 2, 3),
+    dtypes=("uint8", "int8", "int32", "float32"),
+)
+def _qdense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    cfg = op.config
+    return dense_int8(
+        data[0],
+        dims_of(op.weight.type)[0],
+        x_zero=cfg["x_zero"],
+        y_zero=cfg["y_zero"],
+        out_dtype="int8" if cfg["signed"] else "uint8",
+        clip=tuple(cfg["clip"]),
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name="dense",
+        target=target,
     )
 
 

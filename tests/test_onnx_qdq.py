@@ -125,3 +125,49 @@ def test_quantized_models_agree_with_onnxruntime(quantized):
         allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
         assert ours <= allowed, (ours, allowed)
         assert y.argmax() == want.argmax()
+
+
+def test_a_quantized_bert_encoder_runs_its_dense_layers_on_integers(tmp_path):
+    """onnxruntime's QDQ BERT encoder: the MatMuls by weights and the Gemms
+    become `graph.qdense` (the attention's matmuls of two activations stay
+    exact float decompositions); outputs within onnxruntime's own rounding."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import onnx_models
+
+    q = quantization
+    model = onnx_models.bert_encoder(seq=16, d=32, heads=2, layers=1, vocab=50)
+    source, out = tmp_path / "float.onnx", tmp_path / "int8.onnx"
+    onnx.save(model, source)
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter(onnx_models.random_input(model, seed=s) for s in range(4))
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    q.quantize_static(
+        str(source), str(out), Reader(), quant_format=q.QuantFormat.QDQ,
+        per_channel=True, activation_type=q.QuantType.QUInt8,
+    )  # fmt: skip
+    module, _ = from_onnx(out)
+    assert str(module).count("graph.qdense") == 6  # q, k, v, out, two MLP layers
+    lib = ember.compile_model(out)
+    gm = GraphModule(lib["default"](cpu()))
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    reference = ort.InferenceSession(
+        str(out), plain, providers=["CPUExecutionProvider"]
+    )
+    fused = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    for seed in (7, 8):
+        feeds = onnx_models.random_input(model, seed=seed)
+        (y,) = gm(**feeds)
+        (want,) = reference.run(None, feeds)
+        (theirs,) = fused.run(None, feeds)
+        span = float(np.ptp(want)) or 1.0
+        allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
+        assert float(np.abs(y - want).max()) / span <= allowed

@@ -204,3 +204,51 @@ def qconv(x, w, bias, scale, clip=(0, 255), **cfg):
     values = [graph.ConstantOp.from_numpy(a).result for a in (x, w, bias, scale)]
     op = graph.QConv2DOp.build_inferred(*values, clip=clip, **cfg)
     return op.reference([x, w, bias, scale])
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    k=st.integers(1, 70),
+    n=st.integers(1, 50),
+    rows=st.sampled_from([None, 1, 3, 8]),
+    dtypes=st.sampled_from([("uint8", "uint8"), ("int8", "int8"), ("uint8", "int8")]),
+    seed=st.integers(0, 2**16),
+)
+def test_quantized_dense_layers_are_exact(k, n, rows, dtypes, seed):
+    """graph.qdense against its definition, at fixed and symbolic rows (the
+    GEMV variant where they are 1)."""
+    rng = np.random.default_rng(seed)
+    data, out = dtypes
+    w = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    bias = rng.integers(-3000, 3000, n).astype(np.int32)
+    scale = (rng.random(n) * 2e-3 + 1e-4).astype(np.float32)
+    lo, hi = RANGES[out]
+    cfg = {
+        "x_zero": int(rng.integers(*RANGES[data])),
+        "y_zero": int(rng.integers(lo, hi + 1)),
+        "clip": (lo, hi),
+        "signed": out == "int8",
+    }
+    m = "?" if rows is None else str(rows)
+    enc = ', ["m"]' if rows is None else ""
+    xt = f"tensor<{m}x{k}x{ELEMENT[data]}{enc}>"
+    yt = f"tensor<{m}x{n}x{ELEMENT[out]}{enc}>"
+    attrs = (
+        f"x_zero = {cfg['x_zero']}, y_zero = {cfg['y_zero']}, clip = "
+        f"{list(cfg['clip'])}, signed = {str(cfg['signed']).lower()}"
+    )
+    text = f"""func.func @main(%x: {xt}) -> {yt} {{
+  %w = graph.param "w" : tensor<{n}x{k}xi8>
+  %b = graph.param "b" : tensor<{n}xi32>
+  %s = graph.param "s" : tensor<{n}xf32>
+  %y = graph.qdense %x, %w, %b, %s {{{attrs}}} : ({xt}, tensor<{n}x{k}xi8>, tensor<{n}xi32>, tensor<{n}xf32>) -> {yt}
+  func.return %y : {yt}
+}}"""
+    lib = ember.compile_model(text, {"w": w, "b": bias, "s": scale})
+    gm = GraphModule(lib["default"](cpu()))
+    for r in [1, 5] if rows is None else [rows]:
+        x = rng.integers(*RANGES[data], size=(r, k), endpoint=True).astype(data)
+        (y,) = gm(input0=x)
+        values = [graph.ConstantOp.from_numpy(a).result for a in (x, w, bias, scale)]
+        op = graph.QDenseOp.build_inferred(*values, **cfg)
+        np.testing.assert_array_equal(y, op.reference([x, w, bias, scale]))

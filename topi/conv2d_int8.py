@@ -39,21 +39,10 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
-from ember.te.expr import int_range
+from ember.topi import quantized
 from ember.topi.conv2d import Blocks, conv2d, conv2d_shape, nchwc_schedule
-from ember.topi.kernel import Epilogue, Kernel, Knobs, apply_epilogue
-
-BYTES = 4
-"""Channels a word holds: the bytes of an int32 lane a dot product sums."""
-
-ONES = 0x01010101
-"""A word of four bytes of 1: its dot product with a weight word is the sum of
-the weight's bytes."""
-
-FLIP = 128
-"""What turns int8 data into uint8 (the byte's sign bit flipped)."""
-
-DATA_TYPES = ("uint8", "int8")
+from ember.topi.kernel import Epilogue, Kernel, Knobs
+from ember.topi.quantized import BYTES, ONES
 
 
 def conv2d_int8(
@@ -103,11 +92,9 @@ def conv2d_int8(
         `transform("<name>.weight", oihw_int8)` packs a weight.
     """
     machine = Target.resolve(target)
-    for what, dtype in (("data", data.dtype), ("output", out_dtype)):
-        if dtype not in DATA_TYPES:
-            raise EmberValueError(
-                f"conv2d_int8 '{name}': expected {what} of uint8 or int8, got {dtype}"
-            )
+    q = quantized.check(
+        f"conv2d_int8 '{name}'", data.dtype, out_dtype, x_zero, y_zero, clip
+    )
     logical = data.shape
     if data_block is not None:
         if data.ndim != 5 or data.shape[-1] != data_block or data_block % BYTES:
@@ -118,20 +105,7 @@ def conv2d_int8(
         n, blocks, h, w, b = data.shape
         logical = (n, blocks * b, h, w)
     shape = conv2d_shape(logical, weight_shape, strides, padding, dilation, groups)
-    lo, hi = int_range(out_dtype)
-    clip = clip or (lo, hi)
-    if not lo <= clip[0] <= clip[1] <= hi:
-        raise EmberValueError(
-            f"conv2d_int8 '{name}': expected a clip range within {out_dtype}'s "
-            f"[{lo}, {hi}], got {list(clip)}"
-        )
-    flip = FLIP if data.dtype == "int8" else 0
-    zero = x_zero + flip
-    if not 0 <= zero <= 255 or not lo <= y_zero <= hi:
-        raise EmberValueError(
-            f"conv2d_int8 '{name}': zero points out of range: x_zero {x_zero} "
-            f"({data.dtype}), y_zero {y_zero} ({out_dtype})"
-        )
+    clip, flip, zero = q.clip, q.flip, q.zero
 
     if groups > 1:
         return grouped(
@@ -185,7 +159,9 @@ def conv2d_int8(
             acc = acc - weight_sum[c // ob, c % ob] * zero
         return requantize(acc, (n, c, y, x))
 
-    requantize = _requantize(bias, scale, y_zero, clip, out_dtype, epilogue)
+    requantize = quantized.requantizer(
+        bias, scale, y_zero, clip, out_dtype, epilogue, axis=1
+    )
     if out_block is None:
         output = te.compute(shape.out_shape, value, name=name)
     else:
@@ -241,28 +217,6 @@ integer of magnitude at most 255 * 128, and float32 sums integers exactly to
 2^24 (`graph.qconv2d` limits its grouped convolutions to as many)."""
 
 
-def _requantize(
-    bias: te.Tensor,
-    scale: te.Tensor,
-    y_zero: int,
-    clip: tuple[int, int],
-    out_dtype: str,
-    epilogue: Epilogue | None,
-) -> Epilogue:
-    """The final stage's expression of an int32 accumulator at (n, c, y, x):
-    the bias added, scaled, rounded half to even, shifted by y_zero, clamped
-    and cast, then the epilogue."""
-
-    def requantize(acc: te.Expr, index: tuple) -> te.Expr:
-        c = index[1]
-        scaled = (acc + bias[c]).astype("float32") * scale[c]
-        value = te.roundeven(scaled) + float(y_zero)
-        clamped = te.min(te.max(value, float(clip[0])), float(clip[1]))
-        return apply_epilogue(epilogue, clamped.astype(out_dtype), index)
-
-    return requantize
-
-
 def grouped(
     data: te.Tensor,
     shape,
@@ -294,7 +248,9 @@ def grouped(
     )
     bias = te.placeholder((shape.o,), "int32", name=f"{name}.bias")
     scale = te.placeholder((shape.o,), "float32", name=f"{name}.scale")
-    requantize = _requantize(bias, scale, y_zero, clip, out_dtype, epilogue)
+    requantize = quantized.requantizer(
+        bias, scale, y_zero, clip, out_dtype, epilogue, axis=1
+    )
     floats = conv2d(
         real,
         (shape.o, shape.c // shape.groups, shape.kh, shape.kw),

@@ -40,6 +40,7 @@ from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
 from ember.runtime.shape_expr import SymExpr, planned
 from ember.te.schedule import Schedule
+from ember.topi import quantized
 from ember.topi.elementwise import PARALLEL_MIN_WORK, broadcast_shape
 from ember.topi.kernel import (
     Epilogue,
@@ -49,6 +50,8 @@ from ember.topi.kernel import (
     accumulator_registers,
     apply_epilogue,
 )
+
+BYTES = quantized.BYTES
 
 NIBBLES_PER_BYTE = 2
 """4-bit weights a byte holds (`graph.dense_dequant`'s format, not the
@@ -269,6 +272,145 @@ def dense(
     )
 
 
+def dense_int8(
+    data: te.Tensor,
+    n: int,
+    *,
+    x_zero: int,
+    y_zero: int,
+    out_dtype: str,
+    clip: tuple[int, int] | None = None,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "dense",
+    target: Target | None = None,
+) -> Kernel:
+    """A quantized dense layer: data (M, K) of uint8 or int8, an int8 weight
+    (N, K), int32 accumulation on byte dot products, requantized as
+    `graph.qdense` defines (`topi.quantized`).
+
+    The data's rows are read as words of four bytes (int8 data flipped to
+    uint8 by the word; K padded with the zero point), the weight packed at
+    compile time to (N'/nb, K/4, nb) words, and each multiply-add is
+    `te.dot_u8i8` in `dense`'s GEMM template (and its GEMV variant).
+    x_zero times each column's weight sum is taken off before the
+    requantization.
+
+    Returns:
+        The Kernel: placeholders [data, <name>.weight, <name>.bias (N,)
+        int32, <name>.scale (N,) float32, *epilogue_inputs].
+    """
+    if data.ndim != 2:
+        raise EmberValueError(
+            f"dense_int8 '{name}': expected data (M, K), got {tuple(data.shape)}"
+        )
+    q = quantized.check(
+        f"dense_int8 '{name}'", data.dtype, out_dtype, x_zero, y_zero, clip
+    )
+    machine = Target.resolve(target)
+    m, k = data.shape
+    k4 = -(-k // BYTES)
+    raw_zero = q.zero ^ q.flip  # the byte that reads as the zero point once flipped
+
+    def byte(i: te.Expr, c: int | te.Expr) -> te.Expr:
+        value = data[i, c]
+        if data.dtype == "int8":
+            value = value.astype("uint8")
+        value = value.astype("int32")
+        if k % BYTES:
+            value = te.if_then_else(c < k, value, te.const(raw_zero, "int32"))
+        return value
+
+    def word(i, r):
+        total = byte(i, r * BYTES)
+        for j in range(1, BYTES):
+            total = total | (byte(i, r * BYTES + j) << (8 * j))
+        if not q.flip:
+            return total
+        flips = q.flip * quantized.ONES  # every byte's sign bit, as an int32
+        return total ^ te.const(flips - (1 << 32) if flips >> 31 else flips, "int32")
+
+    words = te.compute((m, k4), word, name=f"{name}.words")
+    nb, blocks = _panels(m, n, machine.vector_lanes("int32"))
+    weight = te.placeholder((blocks, k4, nb), "int32", name=f"{name}.weight")
+    bias = te.placeholder((n,), "int32", name=f"{name}.bias")
+    scale = te.placeholder((n,), "float32", name=f"{name}.scale")
+    rs = te.reduce_axis((0, k4), name="rs")
+    weight_sum = te.compute(
+        (blocks * nb,),
+        lambda j: te.sum(
+            te.dot_u8i8(te.const(quantized.ONES, "int32"), weight[j // nb, rs, j % nb]),
+            axis=rs,
+        ),
+        name=f"{name}.weight_sum",
+    )
+    requantize = quantized.requantizer(
+        bias, scale, y_zero, q.clip, out_dtype, epilogue, axis=-1
+    )
+
+    def finish(acc: te.Expr, index: tuple) -> te.Expr:
+        if q.zero:
+            acc = acc - weight_sum[index[-1]] * q.zero
+        return requantize(acc, index)
+
+    def pack(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w)
+        if w.dtype != np.int8 or w.shape != (n, k):
+            raise EmberValueError(
+                f"dense_int8 '{name}': expected an int8 weight ({n}, {k}), got "
+                f"{w.dtype} {w.shape}"
+            )
+        full = np.zeros((n, k4 * BYTES), np.int8)
+        full[:, :k] = w
+        return _pack_panels(full.view(np.int32), nb)
+
+    gemm = _gemm_by_panels(
+        words,
+        n,
+        nb,
+        lambda j, r: weight[j // nb, r, j % nb],
+        {weight: pack},
+        bias=False,
+        epilogue=finish,
+        epilogue_inputs=[bias, scale, *epilogue_inputs],
+        name=name,
+        target=machine,
+        kind="dense_int8",
+        product=te.dot_u8i8,
+    )
+
+    def around(schedule: Callable[[Schedule], None]) -> Callable[[Schedule], None]:
+        """`schedule`, the words read inline (LLVM loads each as one i32) and
+        the weight sums vectorized."""
+
+        def apply(s) -> None:
+            schedule(s)
+            s[words].compute_inline()
+            if q.zero:
+                s[weight_sum].vectorize(s[weight_sum].op.axis[0])
+
+        return apply
+
+    knobs = gemm.knobs
+    if knobs is not None:
+        inner = knobs.fn
+        knobs = Knobs(
+            knobs.space,
+            knobs.default,
+            lambda s, config: around(lambda s2: inner(s2, config))(s),
+        )
+    assert gemm.schedule_fn is not None
+    return Kernel(
+        gemm.output,
+        [data, *gemm.placeholders[1:]],
+        gemm.weight_transforms,
+        around(gemm.schedule_fn),
+        gemm.attrs,
+        knobs,
+        [Variant(v.size, v.equals, around(v.schedule_fn)) for v in gemm.variants],
+    )
+
+
 def dense_dequant(
     data: te.Tensor,
     n: int,
@@ -344,11 +486,13 @@ def _gemm_by_panels(
     target: Target,
     kind: str = "dense",
     k_pairs: bool = False,
+    product: Callable[[te.Expr, te.Expr], te.Expr] = lambda a, b: a * b,
 ) -> Kernel:
     """data (M, K) times the right operand's panels, `right(j, k)` the
     element (k, j) read from the packed `packed` placeholders (weights and
     their transforms, in call order), (+ bias), then the epilogue: the GEMM
-    template, and a GEMV variant where M is one symbol that is 1."""
+    template, and a GEMV variant where M is one symbol that is 1. `product`
+    multiplies an element of each (`te.dot_u8i8` for words of bytes)."""
     m, k = data.shape
     lanes = target.vector_lanes(data.dtype)
     blocks = -(-n // nb)
@@ -363,7 +507,7 @@ def _gemm_by_panels(
 
     z = te.compute(
         (mp, blocks * nb),
-        lambda i, j: te.sum(row(i, rk) * right(j, rk), axis=rk),
+        lambda i, j: te.sum(product(row(i, rk), right(j, rk)), axis=rk),
         name=f"{name}.gemm",
     )
 

@@ -570,3 +570,30 @@ func.func @case55(%x: tensor<1x8x6x6xui8>, %w: tensor<16x8x3x3xi8>, %b: tensor<1
 }
 
 // CHECK: expected tensor<1x16x4x4xui8>, got tensor<1x16x4x4xi8>
+
+// -----
+
+func.func @case56(%x: tensor<4x64xui8>, %w: tensor<10x32xi8>, %b: tensor<10xi32>, %s: tensor<10xf32>) {
+  %y = graph.qdense %x, %w, %b, %s {x_zero = 0, y_zero = 0, clip = [0, 255]} : (tensor<4x64xui8>, tensor<10x32xi8>, tensor<10xi32>, tensor<10xf32>) -> tensor<4x10xui8>
+  func.return
+}
+
+// CHECK: expected weight with K = 64, got 10x32
+
+// -----
+
+func.func @case57(%x: tensor<4x64xui8>, %w: tensor<10x64xi8>, %b: tensor<10xf32>, %s: tensor<10xf32>) {
+  %y = graph.qdense %x, %w, %b, %s {x_zero = 0, y_zero = 0, clip = [0, 255]} : (tensor<4x64xui8>, tensor<10x64xi8>, tensor<10xf32>, tensor<10xf32>) -> tensor<4x10xui8>
+  func.return
+}
+
+// CHECK: expected ui8 or i8 data, an i8 weight, an i32 bias and an f32 scale, got ui8, i8, f32, f32
+
+// -----
+
+func.func @case58(%x: tensor<4x64xui8>, %w: tensor<10x64xi8>, %b: tensor<10xi32>, %s: tensor<10xf32>) {
+  %y = graph.qdense %x, %w, %b, %s {x_zero = 0, y_zero = 300, clip = [0, 255]} : (tensor<4x64xui8>, tensor<10x64xi8>, tensor<10xi32>, tensor<10xf32>) -> tensor<4x10xui8>
+  func.return
+}
+
+// CHECK: expected y_zero within [0, 255], got 300

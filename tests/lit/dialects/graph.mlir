@@ -259,3 +259,16 @@ func.func @qconv2d(%x: tensor<1x8x6x6xui8>, %xs: tensor<1x8x6x6xi8>) -> tensor<1
   %z = graph.qconv2d %xs, %w, %b, %s {strides = [2, 2], x_zero = -4, y_zero = -2, clip = [-2, 127], signed = true} : (tensor<1x8x6x6xi8>, tensor<16x8x3x3xi8>, tensor<16xi32>, tensor<16xf32>) -> tensor<1x16x2x2xi8>
   func.return %z : tensor<1x16x2x2xi8>
 }
+
+// -----
+
+// A quantized dense layer over symbolic rows.
+// CHECK-LABEL: func.func @qdense(
+// CHECK:         graph.qdense %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {x_zero = 128, y_zero = -3, clip = [-128, 127], signed = true} : (tensor<?x64xui8, ["m"]>, tensor<10x64xi8>, tensor<10xi32>, tensor<10xf32>) -> tensor<?x10xi8, ["m"]>
+func.func @qdense(%x: tensor<?x64xui8, ["m"]>) -> tensor<?x10xi8, ["m"]> {
+  %w = graph.param "w" : tensor<10x64xi8>
+  %b = graph.param "b" : tensor<10xi32>
+  %s = graph.param "s" : tensor<10xf32>
+  %y = graph.qdense %x, %w, %b, %s {x_zero = 128, y_zero = -3, clip = [-128, 127], signed = true} : (tensor<?x64xui8, ["m"]>, tensor<10x64xi8>, tensor<10xi32>, tensor<10xf32>) -> tensor<?x10xi8, ["m"]>
+  func.return %y : tensor<?x10xi8, ["m"]>
+}
