@@ -1,18 +1,19 @@
 """Precision side by side: float32 and int8 in ember, onnxruntime and OpenVINO.
 
-    .venv/bin/python benchmarks/precision.py                 # resnet18, mobilenet_v2
+    .venv/bin/python benchmarks/precision.py                 # resnet18, mobilenet_v2, bert
     .venv/bin/python benchmarks/precision.py --quick         # 64x64 images, 1 round
     .venv/bin/python benchmarks/precision.py --model resnet18 --rounds 5
 
 Each model is `examples/onnx_models.py`'s (batch 1, seeded weights), run through
 onnxruntime's `quant_pre_process` (batch norms folded) and quantized by
 `onnxruntime.quantization.quantize_static`: QDQ format, int8 weights per
-channel, uint8 activations, calibrated on 8 seeded random images. The
+channel, uint8 activations, calibrated on 8 seeded random inputs (bert is
+`bert_encoder`: 4 layers, d 256, 128 tokens; 32 with --quick). The
 runtimes, each in a worker process of its own:
 
     ember f32          ember.compile_model(float model), exported and loaded
-    ember int8         ember.compile_model(QDQ model): convolutions on byte
-                       dot products (graph.qconv2d)
+    ember int8         ember.compile_model(QDQ model): convolutions and dense
+                       layers on byte dot products (graph.qconv2d, qdense)
     onnxruntime f32    InferenceSession, default options
     onnxruntime int8   the same on the QDQ model (its fused int8 kernels)
     openvino f32       OpenVINO's CPU plugin, INFERENCE_PRECISION_HINT f32
@@ -21,10 +22,11 @@ runtimes, each in a worker process of its own:
 
 ember's bfloat16 (`precision="bf16"`) is not built yet; its row is missing.
 
-Each runtime classifies 16 fixed images (seeded normal noise); "top-1" is how
-many of them get the class onnxruntime's float32 gives. Then rounds: in each,
-every runtime in turn (the order rotated), one `common.measure` on the first
-image. The table gives the median over rounds and the ratio to ember's float32
+Each runtime classifies 16 fixed inputs (images of seeded normal noise; for
+bert, random token ids): "top-1" is how many of its argmaxes (one per image;
+for bert, one per token over the hidden features) are onnxruntime float32's.
+Then rounds: in each, every runtime in turn (the order rotated), one
+`common.measure` on the first input. The table gives the median over rounds and the ratio to ember's float32
 (above 1: slower).
 """
 
@@ -50,6 +52,7 @@ import common  # noqa: E402
 REPLY = "PRECISION "
 SETTLE = 0.2
 IMAGES = 16
+"""Inputs each runtime classifies."""
 CALIBRATION = 8
 RUNTIMES = (
     "ember f32",
@@ -60,7 +63,7 @@ RUNTIMES = (
     "openvino default",
     "openvino int8",
 )
-MODELS = ("resnet18", "mobilenet_v2")
+MODELS = ("resnet18", "mobilenet_v2", "bert")
 REFERENCE = "onnxruntime f32"
 
 
@@ -69,7 +72,7 @@ def _model_file(runtime: str) -> str:
 
 
 def prepare(model: str, size: int, directory: Path) -> None:
-    """The float and QDQ models, the images and ember's libraries."""
+    """The float and QDQ models, the inputs and ember's libraries."""
     import onnx
     import onnx_models
     from onnxruntime.quantization import (
@@ -83,18 +86,21 @@ def prepare(model: str, size: int, directory: Path) -> None:
     import ember
 
     raw = directory / "raw.onnx"
-    onnx.save(getattr(onnx_models, model)(size=size), raw)
+    if model == "bert":
+        proto = onnx_models.bert_encoder(seq=128 if size >= 224 else 32)
+    else:
+        proto = getattr(onnx_models, model)(size=size)
+    onnx.save(proto, raw)
     quant_pre_process(str(raw), str(directory / "float.onnx"))
-    shape = (1, 3, size, size)
-    name = onnx.load(raw).graph.input[0].name
 
-    def images(count: int, seed: int) -> list[np.ndarray]:
-        rng = np.random.default_rng(seed)
-        return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
+    def inputs(count: int, seed: int) -> list[dict[str, np.ndarray]]:
+        return [
+            onnx_models.random_input(proto, seed=seed * 100 + i) for i in range(count)
+        ]
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.feeds = iter({name: x} for x in images(CALIBRATION, 1))
+            self.feeds = iter(inputs(CALIBRATION, 1))
 
         def get_next(self):
             return next(self.feeds, None)
@@ -110,8 +116,10 @@ def prepare(model: str, size: int, directory: Path) -> None:
             activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8,
         )
-    np.savez(directory / "images.npz", *images(IMAGES, 2))
-    (directory / "input_name").write_text(name)
+    arrays = {
+        f"{i}/{k}": v for i, f in enumerate(inputs(IMAGES, 2)) for k, v in f.items()
+    }
+    np.savez(directory / "inputs.npz", **arrays)
     for precision, source in (("f32", "float.onnx"), ("int8", "int8.onnx")):
         start = time.perf_counter()
         lib = ember.compile_model(str(directory / source))
@@ -120,14 +128,13 @@ def prepare(model: str, size: int, directory: Path) -> None:
 
 
 def _loader(runtime: str, directory: Path):
-    """(run(image) -> logits, note) of `runtime`, its model loaded once."""
+    """(run(feeds) -> output, note) of `runtime`, its model loaded once."""
     path = str(directory / _model_file(runtime))
-    name = (directory / "input_name").read_text()
     if runtime.startswith("onnxruntime"):
         import onnxruntime
 
         session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-        return (lambda x: session.run(None, {name: x})[0]), onnxruntime.__version__
+        return (lambda feeds: session.run(None, feeds)[0]), onnxruntime.__version__
     if runtime.startswith("openvino"):
         import openvino
 
@@ -137,8 +144,8 @@ def _loader(runtime: str, directory: Path):
         request = compiled.create_infer_request()
         hint = compiled.get_property("INFERENCE_PRECISION_HINT")
 
-        def run_openvino(x):
-            request.infer({0: x})
+        def run_openvino(feeds):
+            request.infer(feeds)
             return request.get_output_tensor(0).data
 
         precision = getattr(hint, "get_type_name", lambda: str(hint))()
@@ -148,8 +155,8 @@ def _loader(runtime: str, directory: Path):
     precision = runtime.split()[-1]
     gm = GraphModule(load_module(directory / f"ember_{precision}.so")["default"](cpu()))
 
-    def run_ember(x):
-        gm.set_input(0, x)
+    def run_ember(feeds):
+        gm.set_input(**feeds)
         gm.run()
         return gm.get_output(0).numpy()
 
@@ -157,15 +164,22 @@ def _loader(runtime: str, directory: Path):
 
 
 def worker(runtime: str, directory: Path) -> None:
-    """Load `runtime`'s model, then answer: "classify" (the top-1 class of
-    every image) or "time" (one measurement on the first image)."""
-    images = list(np.load(directory / "images.npz").values())
+    """Load `runtime`'s model, then answer: "classify" (the argmaxes of every
+    input's output, over its last axis) or "time" (one measurement on the
+    first input)."""
+    feeds: list[dict[str, np.ndarray]] = []
+    for key, value in np.load(directory / "inputs.npz").items():
+        index, name = key.split("/", 1)
+        while len(feeds) <= int(index):
+            feeds.append({})
+        feeds[int(index)][name] = value
 
     def answer(run, command: dict) -> dict:
         if command["op"] == "classify":
-            return {"top1": [int(np.argmax(run(x))) for x in images]}
+            top = [np.argmax(run(f), axis=-1).reshape(-1).tolist() for f in feeds]
+            return {"top1": [int(c) for t in top for c in t]}
         t = common.measure(
-            lambda: run(images[0]), command["min_time"], command["repeat"]
+            lambda: run(feeds[0]), command["min_time"], command["repeat"]
         )
         return {"median": t.median}
 
@@ -243,7 +257,9 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--model", action="append", choices=MODELS)
     p.add_argument("--size", type=int, default=224, help="image side (default 224)")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--quick", action="store_true", help="64x64 images, one round")
+    p.add_argument(
+        "--quick", action="store_true", help="64x64 images (bert: 32 tokens), one round"
+    )
     p.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     common.add_timing_options(p)
     return p.parse_args(argv)
