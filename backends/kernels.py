@@ -33,7 +33,7 @@ import os
 import struct
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -255,21 +255,47 @@ def compile_kernels(
         return objects
     # Largest kernels first keeps both workers busy to the end.
     misses.sort(key=lambda j: -len(j.text))
-    with ProcessPoolExecutor(
+    def done(job: KernelJob, code: bytes) -> None:
+        cache.put(job.key, code)
+        objects[job.symbol] = code
+        if progress:
+            progress(len(objects), total, job.symbol, False)
+
+    pool = ProcessPoolExecutor(
         workers,
         mp_context=_fork_context(),
         initializer=_die_with_parent,
         initargs=(os.getpid(),),
-    ) as pool:
-        futures = {pool.submit(_compile_job, j, target): j for j in misses}
-        for future in as_completed(futures):
-            job = futures[future]
-            code = future.result()
-            cache.put(job.key, code)
-            objects[job.symbol] = code
-            if progress:
-                progress(len(objects), total, job.symbol, False)
+    )
+    futures = {pool.submit(_compile_job, j, target): j for j in misses}
+    pending = set(futures)
+    try:
+        while pending:
+            finished, pending = wait(pending, STALL_SECONDS, FIRST_COMPLETED)
+            if not finished:  # a task lost between the pool's queues: go on here
+                _stop(pool)
+                for future in pending:
+                    done(futures[future], _compile_job(futures[future], target))
+                return objects
+            for future in finished:
+                done(futures[future], future.result())
+    finally:
+        pool.shutdown(wait=not pending, cancel_futures=True)
     return objects
+
+
+STALL_SECONDS = 300
+"""How long the compile pool may go without finishing any kernel before the
+jobs left are compiled in this process instead: a forked worker can lose a
+task (seen once in CI: every worker waiting for work, the parent for
+results), and a compile never hangs silently. A kernel takes seconds."""
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End a stalled pool's workers (its manager thread then ends too, so
+    the interpreter's exit does not wait for it)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.terminate()
 
 
 def _fork_context():

@@ -576,3 +576,31 @@ def test_a_directory_given_as_a_string_is_a_path(tmp_path):
     cache = CompileCache(str(tmp_path))  # type: ignore[arg-type]
     cache.put("a" * 64, b"code")
     assert CompileCache(tmp_path).get("a" * 64) == b"code"
+
+
+def test_a_stalled_compile_pool_hands_its_jobs_to_this_process(monkeypatch, tmp_path):
+    """Where the worker pool finishes nothing for STALL_SECONDS (a lost task),
+    the kernels left compile here: the model is complete and runs."""
+    from ember.backends import kernels
+    from ember.compiler.model import compile_model
+    from ember.runtime import GraphModule, cpu
+
+    stopped = []
+    stop = kernels._stop
+    monkeypatch.setattr(kernels, "STALL_SECONDS", 0)
+    monkeypatch.setattr(kernels, "_stop", lambda pool: stopped.append(stop(pool)))
+    lib = compile_model(TWO_KERNELS, {}, cache=CompileCache(tmp_path), workers=2)
+    assert stopped and lib.compile_stats.compiled >= 2
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    (y,) = GraphModule(lib["default"](cpu()))(input0=x)
+    e = np.exp(-x)
+    np.testing.assert_allclose(y, np.exp(e) / np.exp(e).sum() + e, rtol=1e-5)
+
+
+TWO_KERNELS = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %n = graph.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+  %e = graph.exp %n : (tensor<4xf32>) -> tensor<4xf32>
+  %s = graph.softmax %e {axis = 0} : (tensor<4xf32>) -> tensor<4xf32>
+  %t = graph.add %s, %e : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %t : tensor<4xf32>
+}"""
