@@ -17,8 +17,11 @@ divides the float sum by ys. A Relu between the Conv and its QuantizeLinear
 stays as DequantizeLinear -> Relu -> QuantizeLinear on the fused result, exactly
 max(q, yz). The quantized weight, its scales and the zero points must be
 initializers; a bias not quantized at xs·ws (or a float one) is requantized to
-int32 at it. Groups that do not match stay as they are (and compute exactly in
-float).
+int32 at it. A MatMul by a 2-D weight, or a Gemm, between the same nodes
+becomes `ai.ember.QLinearDense` (`graph.qdense`), and a MaxPool between a
+DequantizeLinear and a QuantizeLinear of one scale and zero point the MaxPool
+of the bytes. Groups that do not match stay as they are (and compute exactly
+in float).
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ def fuse_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
     plans = [
         p
         for n in model.graph.node
-        if (p := _conv_plan(g, n) or _dense_plan(g, n)) is not None
+        if (p := _conv_plan(g, n) or _dense_plan(g, n) or _pool_plan(g, n)) is not None
     ]
     if not plans:
         return model
@@ -161,6 +164,44 @@ def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
         "at": _identity(quantize),
         "nodes": _with_output(fused, relu, quantize, ys, yz, prefix),
         "inits": inits,
+    }
+
+
+def _pool_plan(g: _Graph, pool: onnx.NodeProto) -> dict | None:
+    """A MaxPool between a DequantizeLinear and a QuantizeLinear of the same
+    scale and zero point is the MaxPool of the quantized tensor (the maximum
+    commutes with a monotone map, and the padding's -inf is the type's
+    lowest value): the bytes stay bytes."""
+    if pool.op_type != "MaxPool" or pool.domain or len(pool.output) != 1:
+        return None
+    x = g.dequantized(pool.input[0])
+    reader = g.only_reader(pool.output[0])
+    if x is None or reader is None or reader.op_type != "QuantizeLinear":
+        return None
+    _, (xq, xs, xz) = x
+    ys, yz = [*reader.input, "", ""][1:3]
+    pairs = [
+        (g.array(xs), g.array(ys)),
+        (g.array(xz) if xz else None, g.array(yz) if yz else None),
+    ]
+    for a, b in pairs:
+        if (
+            a is None
+            or b is None
+            or a.size != 1
+            or a.dtype != b.dtype
+            or a.reshape(()) != b.reshape(())
+        ):
+            return None
+    attrs = {a.name: helper.get_attribute_value(a) for a in pool.attribute}
+    fused = helper.make_node(
+        "MaxPool", [xq], list(reader.output), name=pool.name, **attrs
+    )
+    return {
+        "remove": [_identity(pool), _identity(reader)],
+        "at": _identity(reader),
+        "nodes": [fused],
+        "inits": [],
     }
 
 

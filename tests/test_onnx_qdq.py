@@ -171,3 +171,39 @@ def test_a_quantized_bert_encoder_runs_its_dense_layers_on_integers(tmp_path):
         span = float(np.ptp(want)) or 1.0
         allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
         assert float(np.abs(y - want).max()) / span <= allowed
+
+
+def test_a_max_pool_between_quantizations_of_one_scale_pools_the_bytes():
+    """DequantizeLinear -> MaxPool -> QuantizeLinear (one scale and zero
+    point) is the MaxPool of the bytes: exactly the same values."""
+    x = np.random.default_rng(3).integers(0, 256, (1, 4, 9, 9)).astype(np.uint8)
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "s", "z"], ["real"]),
+        helper.make_node(
+            "MaxPool", ["real"], ["pooled"], kernel_shape=[3, 3], strides=[2, 2],
+            pads=[1, 1, 1, 1],
+        ),
+        helper.make_node("QuantizeLinear", ["pooled", "s", "z"], ["y"]),
+    ]  # fmt: skip
+    consts = [
+        numpy_helper.from_array(np.float32(0.05), "s"),
+        numpy_helper.from_array(np.uint8(17), "z"),
+    ]
+    graph = helper.make_graph(
+        nodes, "pool",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, (1, 4, 5, 5))],
+        consts,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    module, _ = from_onnx(model)
+    assert "graph.max_pool2d" in str(module) and ": (tensor<1x4x9x9xui8>) ->" in str(
+        module
+    )
+    lib = ember.compile_model(model)
+    (y,) = GraphModule(lib["default"](cpu()))(x=x)
+    session = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    np.testing.assert_array_equal(y, session.run(None, {"x": x})[0])
