@@ -126,13 +126,17 @@ class Prepared:
 
     An implementation that times itself (a library's own timer, such as
     `time_evaluator`) gives `timing(min_time, repeat) -> Timing`, used instead of
-    `measure(run)`; it is still checked through `run` and `fetch` first."""
+    `measure(run)`; it is still checked through `run` and `fetch` first. One
+    that computes in lower precision on purpose (OpenVINO's bfloat16 default)
+    gives the `tolerance` (rtol, atol relative to the expected's largest
+    magnitude) it is checked to instead of `RTOL`, `ATOL`."""
 
     run: Callable[[], object]
     fetch: Callable[[], np.ndarray]
     note: str = ""
     extra: dict = field(default_factory=dict)
     timing: Callable[[float, int], Timing] | None = None
+    tolerance: tuple[float, float] | None = None
 
 
 @dataclass
@@ -191,8 +195,12 @@ def evaluate(
         got = np.asarray(prepared.fetch())
     except Exception as exc:
         return Row(impl.name, "failed", note=_first_line(exc), threads=threads)
+    rtol, atol = RTOL, ATOL
+    if prepared.tolerance is not None:
+        rtol = prepared.tolerance[0]
+        atol = prepared.tolerance[1] * float(np.max(np.abs(expected), initial=0.0))
     if got.shape != expected.shape or not np.allclose(
-        got, expected, rtol=RTOL, atol=ATOL
+        got, expected, rtol=rtol, atol=atol
     ):
         if got.shape != expected.shape:
             why = f"shape {got.shape}, expected {expected.shape}"

@@ -1,4 +1,4 @@
-"""Whole models side by side: ember vs onnxruntime vs PyTorch vs apache-tvm.
+"""Whole models side by side: ember vs onnxruntime vs OpenVINO vs PyTorch vs apache-tvm.
 
     .venv/bin/python benchmarks/models.py            # MobileNetV2 and ResNet-18, 224x224
     .venv/bin/python benchmarks/models.py --quick    # MobileNetV2 at 96x96, short timing
@@ -14,6 +14,10 @@ Each model is the ONNX file `examples/onnx_models.py` writes (batch 1, fp32, see
 random weights), fed the same input to every implementation in one process:
 
     onnxruntime   InferenceSession.run, default options (all graph optimizations)
+    OpenVINO f32  OpenVINO's CPU plugin with INFERENCE_PRECISION_HINT f32
+    OpenVINO default  its default precision: bfloat16 where the CPU has it
+                  (checked to bfloat16's precision: rtol 0.05, atol 5% of the
+                  output's largest magnitude)
     ember         ember.compile_model, then GraphModule.run (the AOT default_run);
                   the note gives the compile time with a cold and a warm kernel cache
     PyTorch eager the ONNX graph executed node by node with torch.nn.functional
@@ -54,6 +58,37 @@ EMBER = "ember"
 TORCH = "PyTorch eager"
 TORCH_COMPILE = "torch.compile"
 TVM = "apache-tvm default build"
+OPENVINO_F32 = "OpenVINO f32"
+OPENVINO_DEFAULT = "OpenVINO default"
+BF16_TOLERANCE = (0.05, 0.05)
+"""rtol, and atol relative to the output's largest magnitude, a bfloat16
+computation is checked to (8 bits of mantissa, errors summed over layers)."""
+
+
+def openvino_impl(model, inputs, f32: bool):
+    def setup() -> Prepared:
+        import openvino
+
+        core = openvino.Core()
+        config = {"INFERENCE_PRECISION_HINT": "f32"} if f32 else {}
+        compiled = core.compile_model(
+            core.read_model(model.SerializeToString(), b""), "CPU", config
+        )
+        request = compiled.create_infer_request()
+        hint = compiled.get_property("INFERENCE_PRECISION_HINT")
+        precision = getattr(hint, "get_type_name", lambda: str(hint))()
+
+        def run():
+            request.infer(inputs)
+
+        return Prepared(
+            run,
+            lambda: request.get_output_tensor(0).data.copy(),
+            f"openvino {openvino.__version__.split('-')[0]}, {precision}",
+            tolerance=None if f32 else BF16_TOLERANCE,
+        )
+
+    return Impl(OPENVINO_F32 if f32 else OPENVINO_DEFAULT, setup, lambda: "default")
 
 
 def onnxruntime_impl(model, inputs):
@@ -337,6 +372,8 @@ def bench(
     print(f"\n{name}: {shapes}")
     impls = [
         onnxruntime_impl(model, inputs),
+        openvino_impl(model, inputs, f32=True),
+        openvino_impl(model, inputs, f32=False),
         ember_impl(model, inputs),
         *(ember_impl(model, inputs, mcpu) for mcpu in mcpus),
         torch_impl(model, inputs),
@@ -350,6 +387,13 @@ def bench(
     )
     ember = next(r for r in rows if r.name == EMBER)
     ort = next(r for r in rows if r.name == ORT)
+    for other in (OPENVINO_F32, OPENVINO_DEFAULT):
+        row = next(r for r in rows if r.name == other)
+        if ember.status == "ok" and row.status == "ok":
+            ratio = ember.timing.median / row.timing.median
+            print(
+                f"  ember f32 / {other}: {ratio:.2f}x ({'at or below' if ratio <= 1 else 'above'} its latency)"
+            )
     torch_row = next(r for r in rows if r.name == TORCH)
     if ember.status == "ok" and ort.status == "ok":
         ratio = ember.timing.median / ort.timing.median
