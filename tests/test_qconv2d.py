@@ -252,3 +252,27 @@ def test_quantized_dense_layers_are_exact(k, n, rows, dtypes, seed):
         values = [graph.ConstantOp.from_numpy(a).result for a in (x, w, bias, scale)]
         op = graph.QDenseOp.build_inferred(*values, **cfg)
         np.testing.assert_array_equal(y, op.reference([x, w, bias, scale]))
+
+
+def test_the_tuner_tunes_quantized_kernels_without_changing_results(tmp_path):
+    """A quantized convolution's template has the float kernel's knobs (tile,
+    unroll, sweep): the tuner measures them, and the tuned model computes the
+    same bytes."""
+    from ember.tune.model import extract_tasks, tune_model
+
+    rng = np.random.default_rng(4)
+    x, w, bias, scale = operands(rng, 1, 8, 6, 6, 16, 3, "uint8")
+    cfg = {
+        "strides": (1, 1), "padding": (1, 1, 1, 1), "x_zero": 128, "y_zero": 3,
+        "clip": (3, 255),
+    }  # fmt: skip
+    text, params = model(x, w, "uint8", cfg), {"w": w, "b": bias, "s": scale}
+    (task,) = extract_tasks(text, params)
+    assert {"tile", "unroll", "sweep"} <= set(task.kernel.knobs.space)
+    log = tmp_path / "records.json"
+    tune_model(text, params, trials=4, records=log)
+    assert log.read_text().count('"config"') >= 2
+    tuned = ember.compile_model(text, params, tuning_records=log)
+    (y,) = GraphModule(tuned["default"](cpu()))(input0=x)
+    want = reference(x, w, bias, scale, clip=cfg.pop("clip"), out="uint8", **cfg)
+    np.testing.assert_array_equal(y, want)
