@@ -5,7 +5,9 @@ target (`ember.target`) has whose width divides the lanes, one call per piece:
 
 - x86 with AVX512-VNNI: `vpdpbusd` on 16 lanes, and on 8 or 4 with AVX512-VL;
   with AVX-VNNI alone, on 8 or 4 lanes (the same LLVM intrinsics, VEX-encoded);
-- aarch64 with i8mm: `usdot` on 4 or 2 lanes.
+- aarch64 with i8mm: `usdot` on 4 or 2 lanes; with the dot product
+  extension alone, `sdot` of the unsigned bytes less 128 (their sign bits
+  flipped), plus 128 times the signed bytes' sum (`sdot` with ones).
 
 Elsewhere (a scalar, an odd width, a target without them) the bytes are widened
 to i32, multiplied, and each lane's four products added: what the instruction
@@ -38,7 +40,8 @@ BYTES = 4
 
 def instructions(target: Target) -> dict[int, tuple[str, str]]:
     """Lanes -> (the intrinsic, the type of its byte operands' lanes: "i32" or
-    "i8") of the target's byte dot products."""
+    "i8", or "signed": i8, the instruction signed x signed) of the target's
+    byte dot products."""
     if target.arch == "x86_64":
         vnni = target.has_feature("avx512vnni")
         narrow = (vnni and target.has_feature("avx512vl")) or target.has_feature(
@@ -54,7 +57,20 @@ def instructions(target: Target) -> dict[int, tuple[str, str]]:
             4: ("llvm.aarch64.neon.usdot.v4i32.v16i8", "i8"),
             2: ("llvm.aarch64.neon.usdot.v2i32.v8i8", "i8"),
         }
+    if target.arch == "aarch64" and target.has_feature("dotprod"):
+        return {
+            4: ("llvm.aarch64.neon.sdot.v4i32.v16i8", "signed"),
+            2: ("llvm.aarch64.neon.sdot.v2i32.v8i8", "signed"),
+        }
     return {}
+
+
+SIGN_BITS = -0x7F7F7F80
+"""0x80808080 as an i32: each byte's sign bit, which flipped makes an
+unsigned byte u the signed byte u - 128."""
+
+HALF_BYTE_RANGE = 7
+"""log2(128): the signed sum's correction, 128 * sum(b), is a shift."""
 
 
 def _lanes(t: Attribute) -> int:
@@ -117,6 +133,9 @@ def _lowering(target: Target) -> Lowering:
         name, operand = found[width]
         out = []
         for p, x, y in zip(*(_pieces(e, v, width) for v in (acc, a, b)), strict=True):
+            if operand == "signed":
+                out.append(_signed(e, name, p, x, y))
+                continue
             if operand == "i8":
                 t = VectorType(IntegerType(8), [width * BYTES])
                 x, y = (e.op(llvm.BitcastOp, v, result=t) for v in (x, y))
@@ -124,6 +143,27 @@ def _lowering(target: Target) -> Lowering:
         return [_joined(e, out)]
 
     return lower
+
+
+def _signed(e: Builder, name: str, acc: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+    """acc + a.u8 . b.s8 on a signed x signed dot product: (a - 128) . b,
+    a's sign bits flipped, plus 128 * sum(b), the dot product of b with
+    ones."""
+    t = acc.type
+    as_bytes = VectorType(IntegerType(8), [_lanes(t) * BYTES])
+    flipped = e.op(llvm.XOrOp, a, e.constant(SIGN_BITS, t))
+    x, y, ones = (
+        e.op(llvm.BitcastOp, v, result=as_bytes)
+        for v in (flipped, b, e.constant(ONES, t))
+    )
+    shifted = e.intrinsic(name, [acc, x, y], t, mangle=False)
+    total = e.intrinsic(name, [e.constant(0, t), ones, y], t, mangle=False)
+    correction = e.op(llvm.ShlOp, total, e.constant(HALF_BYTE_RANGE, t))
+    return e.op(llvm.AddOp, shifted, correction)
+
+
+ONES = 0x01010101
+"""A word of four bytes of 1: its dot product with b is the sum of b's bytes."""
 
 
 @dataclass(frozen=True)

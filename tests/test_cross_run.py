@@ -316,6 +316,29 @@ def test_byte_dot_products_use_the_targets_instruction():
     assert ("vpdpbusd" in host) == Target.host().has_feature("avx512vnni")
 
 
+def test_byte_dot_products_on_sdot_alone_run_and_match(c_host, tmp_path):
+    """Cortex-A76 has the dot product extension but not i8mm: unsigned by
+    signed bytes are sdot of the flipped bytes plus the correction, exact
+    under qemu."""
+    a76 = CrossTarget(
+        "aarch64-cortex-a76",
+        "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76",
+        (Machine("aarch64", "max"),),
+    )
+    _require(a76)
+    mod, function, inputs, expected = dot_bytes(a76.target)
+    asm = mod.get_source("asm")
+    assert re.search(r"^\s+sdot\b", asm, re.M) and "usdot" not in asm
+    library = _export(mod, a76, tmp_path / f"{function}.so")
+    machine = a76.machines[0]
+    done, outputs = run_kernel(
+        machine, c_host(machine, "run_kernel.c"), library, function, inputs,
+        expected, tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(outputs[0], expected[0])
+
+
 @pytest.mark.parametrize("target", [t.name for t in TARGETS])
 def test_a_refused_call_reports_the_kernels_message(target, c_host, tmp_path):
     """The error path crosses the ABI too: a wrong shape is refused with the

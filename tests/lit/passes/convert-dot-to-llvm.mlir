@@ -66,3 +66,21 @@ builtin.module attributes {ember.target = "llvm -mtriple=x86_64-unknown-linux-gn
     func.return %s : vector<48xi32>
   }
 }
+
+// -----
+
+// aarch64 with the dot product extension but no i8mm: sdot of the unsigned
+// bytes less 128 (sign bits flipped), plus 128 times sdot(ones, b).
+
+// CHECK-LABEL: func.func @sdot(
+// CHECK:         llvm.xor
+// CHECK:         llvm.call_intrinsic "llvm.aarch64.neon.sdot.v4i32.v16i8"
+// CHECK:         llvm.call_intrinsic "llvm.aarch64.neon.sdot.v4i32.v16i8"
+// CHECK:         llvm.shl
+// CHECK:         llvm.add
+builtin.module attributes {ember.target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76"} {
+  func.func @sdot(%v: vector<4xi32>) -> vector<4xi32> {
+    %s = dot.u8i8 %v, %v, %v : vector<4xi32>
+    func.return %s : vector<4xi32>
+  }
+}
