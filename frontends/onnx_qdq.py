@@ -33,6 +33,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 INT32 = np.iinfo(np.int32)
+RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
 class _Graph:
@@ -49,8 +50,27 @@ class _Graph:
         self.outputs = {o.name for o in graph.output}
 
     def array(self, name: str) -> np.ndarray | None:
+        """The value of `name` where it is known: an initializer, or the
+        QuantizeLinear of initializers (a weight exporters quantize in the
+        graph, as PyTorch's PT2E export writes it)."""
         t = self.init.get(name)
-        return None if t is None else numpy_helper.to_array(t)
+        if t is not None:
+            return numpy_helper.to_array(t)
+        node = self.producer.get(name)
+        if node is None or node.op_type != "QuantizeLinear" or node.domain:
+            return None
+        x, scale, zero = (self.array(i) if i else None for i in [*node.input, ""][:3])
+        if x is None or scale is None or zero is None or zero.dtype.name not in RANGES:
+            return None
+        axis = _attr(node, "axis", 1)
+        shape = [1] * x.ndim
+        if scale.size > 1:
+            if not -x.ndim <= axis < x.ndim or _attr(node, "block_size", 0):
+                return None
+            shape[axis] = -1
+        quotient = x.astype(np.float32) / scale.astype(np.float32).reshape(shape)
+        q = np.rint(quotient) + zero.astype(np.float32).reshape(shape)
+        return np.clip(q, *RANGES[zero.dtype.name]).astype(zero.dtype)
 
     def dequantized(self, name: str) -> tuple[onnx.NodeProto, list] | None:
         """The DequantizeLinear producing `name` and its (x, scale, zero)

@@ -207,3 +207,43 @@ def test_a_max_pool_between_quantizations_of_one_scale_pools_the_bytes():
         model.SerializeToString(), providers=["CPUExecutionProvider"]
     )
     np.testing.assert_array_equal(y, session.run(None, {"x": x})[0])
+
+
+def test_a_weight_quantized_in_the_graph_is_folded():
+    """PyTorch's PT2E export quantizes float weights in the graph
+    (QuantizeLinear of an initializer, per channel): that weight is known at
+    import time, so the convolution is still `graph.qconv2d`."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, (1, 3, 8, 8)).astype(np.uint8)
+    w = (rng.standard_normal((8, 3, 3, 3)) * 0.2).astype(np.float32)
+    ws = (np.abs(w).reshape(8, -1).max(1) / 127).astype(np.float32)
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xd"]),
+        helper.make_node("QuantizeLinear", ["w", "ws", "wz"], ["wq"], axis=0),
+        helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=0),
+        helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["y"]),
+    ]
+    consts = {
+        "xs": np.float32(0.02), "xz": np.uint8(120), "w": w, "ws": ws,
+        "wz": np.zeros(8, np.int8), "ys": np.float32(0.05), "yz": np.uint8(0),
+    }  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "pt2e",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, (1, 8, 8, 8))],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    assert "graph.qconv2d" in str(from_onnx(model)[0])
+    lib = ember.compile_model(model)
+    (y,) = GraphModule(lib["default"](cpu()))(x=x)
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(
+        model.SerializeToString(), plain, providers=["CPUExecutionProvider"]
+    )
+    want = session.run(None, {"x": x})[0]
+    assert np.abs(y.astype(int) - want.astype(int)).max() <= 1
