@@ -247,3 +247,63 @@ def test_a_weight_quantized_in_the_graph_is_folded():
     )
     want = session.run(None, {"x": x})[0]
     assert np.abs(y.astype(int) - want.astype(int)).max() <= 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+def test_quantized_zoo_cnns_agree_with_onnxruntime(name, fmt, tmp_path):
+    """ResNet-18 and MobileNetV2 (64x64) as onnxruntime's quantizer writes
+    them after its pre-processing (batch norms folded), per-channel weights,
+    uint8 activations: every convolution on integers, outputs within
+    onnxruntime's own rounding, the same top-1."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import onnx_models
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    q = quantization
+    raw, pre, out = (tmp_path / f for f in ("raw.onnx", "pre.onnx", "int8.onnx"))
+    onnx.save(getattr(onnx_models, name)(size=64), raw)
+    quant_pre_process(str(raw), str(pre))
+
+    def images(count, seed):
+        rng = np.random.default_rng(seed)
+        return [
+            rng.standard_normal((1, 3, 64, 64)).astype(np.float32) for _ in range(count)
+        ]
+
+    input_name = onnx.load(pre).graph.input[0].name
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter({input_name: x} for x in images(4, 1))
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    q.quantize_static(
+        str(pre), str(out), Reader(), quant_format=getattr(q.QuantFormat, fmt),
+        per_channel=True, activation_type=q.QuantType.QUInt8,
+    )  # fmt: skip
+    module, _ = from_onnx(out)
+    convs = sum(n.op_type in ("Conv", "QLinearConv") for n in onnx.load(out).graph.node)
+    assert str(module).count("graph.qconv2d") == convs
+    lib = ember.compile_model(out)
+    gm = GraphModule(lib["default"](cpu()))
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    reference = ort.InferenceSession(
+        str(out), plain, providers=["CPUExecutionProvider"]
+    )
+    fused = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    for x in images(2, 9):
+        (y,) = gm(x)
+        (want,) = reference.run(None, {input_name: x})
+        (theirs,) = fused.run(None, {input_name: x})
+        span = float(np.ptp(want)) or 1.0
+        allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
+        assert float(np.abs(y - want).max()) / span <= allowed
+        assert y.argmax() == want.argmax()
