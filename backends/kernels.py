@@ -242,24 +242,21 @@ def compile_kernels(
         objects[job.symbol] = code
         if progress:
             progress(len(objects), total, job.symbol, True)
-    if workers is None:
-        workers = min(len(misses), os.cpu_count() or 1)
-    if workers <= 1 or len(misses) <= 1:
-        done = (_compile_job(j, target) for j in misses)
-        results = zip(misses, done, strict=True)
-        for job, code in results:
-            cache.put(job.key, code)
-            objects[job.symbol] = code
-            if progress:
-                progress(len(objects), total, job.symbol, False)
-        return objects
-    # Largest kernels first keeps both workers busy to the end.
-    misses.sort(key=lambda j: -len(j.text))
+
     def done(job: KernelJob, code: bytes) -> None:
         cache.put(job.key, code)
         objects[job.symbol] = code
         if progress:
             progress(len(objects), total, job.symbol, False)
+
+    if workers is None:
+        workers = min(len(misses), os.cpu_count() or 1)
+    if workers <= 1 or len(misses) <= 1:
+        for job in misses:
+            done(job, _compile_job(job, target))
+        return objects
+    # Largest kernels first keeps both workers busy to the end.
+    misses.sort(key=lambda j: -len(j.text))
 
     pool = ProcessPoolExecutor(
         workers,

@@ -32,6 +32,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ember.frontends.onnx_quant import signed_weight
+
 INT32 = np.iinfo(np.int32)
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 
@@ -146,12 +148,14 @@ def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
     x_scale, x_zero = g.array(xs), g.array(xz) if xz else None
     if weight is None or w_scale is None or x_scale is None or x_zero is None:
         return None
-    if weight.dtype != np.int8 or weight.ndim != 4 or x_zero.size != 1:
+    if weight.dtype.name not in ("int8", "uint8") or weight.ndim != 4:
+        return None
+    if x_zero.size != 1:
         return None
     if x_scale.size != 1 or w_scale.size not in (1, weight.shape[0]):
         return None
-    if wz and (g.array(wz) is None or np.any(g.array(wz))):
-        return None
+    if wz and g.array(wz) is None:
+        return None  # QLinearConv's converter decides by the zero points
     after = _requantized_output(g, conv)
     if after is None:
         return None
@@ -168,7 +172,7 @@ def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
         inits.append(numpy_helper.from_array(array, f"{prefix}.{suffix}"))
         return inits[-1].name
 
-    w_zero = wz or constant("w_zero", np.zeros(w_scale.shape, np.int8))
+    w_zero = wz or constant("w_zero", np.zeros(w_scale.shape, weight.dtype))
     inputs = [xq, xs, xz, wq, ws, w_zero, ys, yz]
     if bias is not None:
         inputs.append(constant("bias", bias))
@@ -284,12 +288,16 @@ def _dense_plan(g: _Graph, node: onnx.NodeProto) -> dict | None:
     x_scale, x_zero = g.array(xs), g.array(xz) if xz else None
     if weight is None or w_scale is None or x_scale is None or x_zero is None:
         return None
-    if weight.dtype != np.int8 or weight.ndim != 2 or x_scale.size != 1:
-        return None
-    if x_zero.size != 1 or (wz and (g.array(wz) is None or np.any(g.array(wz)))):
+    if weight.ndim != 2 or x_scale.size != 1 or x_zero.size != 1:
         return None
     transposed = node.op_type == "Gemm" and _attr(node, "transB", 0)
     n = weight.shape[0] if transposed else weight.shape[1]
+    w_zero = g.array(wz) if wz else np.zeros((), weight.dtype)
+    if w_zero is None:
+        return None
+    weight = signed_weight(weight, w_zero, axis=0 if transposed else 1)
+    if weight is None:
+        return None
     if w_scale.size not in (1, n):
         return None
     if w_scale.size > 1 and _attr(w_node, "axis", 1) % 2 != (0 if transposed else 1):

@@ -392,15 +392,16 @@ def _qlinear_dense(c: NodeContext):
 
 
 def _integer_matmul(c: NodeContext) -> SSAValue | None:
-    """QLinearMatMul by a 2-D int8 weight known at import time, zero points
-    0, every scale and zero point known (the weight's scale may be per
-    column): `graph.qdense`. None otherwise."""
+    """QLinearMatMul by a 2-D weight known at import time whose values less
+    their zero points fit int8 (`signed_weight`), every scale and zero
+    point known (the weight's may be per column): `graph.qdense`. None
+    otherwise."""
     if not all(c.is_const(i) for i in range(1, 8)):
         return None
     b, x_dtype = c.const(3, "b"), _input_dtype(c, 0)
     scales = [c.const(i, "a scale") for i in (1, 4, 6)]
     zeros = [c.const(i, "a zero point") for i in (2, 5, 7)]
-    if b.ndim != 2 or b.dtype != np.int8 or np.any(zeros[1]):
+    if b.ndim != 2 or (b := signed_weight(b, zeros[1], axis=1)) is None:
         return None
     if x_dtype not in ("uint8", "int8") or zeros[2].dtype.name not in ("uint8", "int8"):
         return None
@@ -471,12 +472,32 @@ def _conv_integer(c: NodeContext):
     return [_conv_int(c, 0, 2, 1, 3)]
 
 
+def signed_weight(w: np.ndarray, zero: np.ndarray, axis: int) -> np.ndarray | None:
+    """The integer weight less its zero point (one, or one per index of
+    `axis`) as int8 (`w` itself where it is int8 with zero points of 0);
+    None where the difference does not fit int8."""
+    if w.dtype == np.int8 and not np.any(zero):
+        return w
+    if w.dtype.name not in ("int8", "uint8") or zero.size not in (1, w.shape[axis]):
+        return None
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    shifted = w.astype(np.int16) - zero.astype(np.int16).reshape(
+        shape if zero.size > 1 else ()
+    )
+    if shifted.min(initial=0) < -128 or shifted.max(initial=0) > 127:
+        return None
+    return shifted.astype(np.int8)
+
+
 def _integer_conv(c: NodeContext) -> SSAValue | None:
     """QLinearConv as `graph.qconv2d` (byte dot products, requantized in the
     kernel), where its form allows: 2-D (grouped ones of at most
-    `GROUPED_TERMS` products per output), a uint8 or int8 input, an
-    int8 weight known at import time with zero points of 0, and every scale
-    and zero point known (one per tensor; the weight's may be per channel).
+    `GROUPED_TERMS` products per output), a uint8 or int8 input, a weight
+    known at import time whose values less their zero points fit int8
+    (`signed_weight`: int8 with zero points of 0, uint8 around 128), and
+    every scale and zero point known (one per tensor; the weight's may be
+    per channel).
     None otherwise: the exact decomposition below computes it."""
     x_shape, w_shape = _shape(c, 0), _shape(c, 3)
     if len(x_shape) != 4 or len(w_shape) != 4:
@@ -488,11 +509,12 @@ def _integer_conv(c: NodeContext) -> SSAValue | None:
         return None
     if c.has(8) and not c.is_const(8):
         return None
-    x_dtype, w = _input_dtype(c, 0), c.const(3, "w")
+    x_dtype, stored = _input_dtype(c, 0), c.const(3, "w")
     scales = [c.const(i, "a scale").astype(np.float32) for i in (1, 4, 6)]
     zeros = [c.const(i, "a zero point") for i in (2, 5, 7)]
     o = w_shape[0]
-    if x_dtype not in ("uint8", "int8") or w.dtype != np.int8 or np.any(zeros[1]):
+    w = signed_weight(stored, zeros[1], axis=0)
+    if x_dtype not in ("uint8", "int8") or w is None:
         return None
     if zeros[2].dtype.name not in ("uint8", "int8"):
         return None
@@ -509,7 +531,7 @@ def _integer_conv(c: NodeContext) -> SSAValue | None:
     return c.emit(
         G.QConv2DOp,
         c.value(0),
-        c.value(3),
+        c.value(3) if w is stored else c.array(w, "weight"),
         c.array(bias.reshape(o), "bias"),
         c.array(scale, "scale"),
         strides=c.attr("strides", [1, 1]),

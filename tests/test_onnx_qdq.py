@@ -307,3 +307,37 @@ def test_quantized_zoo_cnns_agree_with_onnxruntime(name, fmt, tmp_path):
         allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
         assert float(np.abs(y - want).max()) / span <= allowed
         assert y.argmax() == want.argmax()
+
+
+def test_uint8_weights_around_128_are_signed_weights():
+    """QLinearConv with uint8 weights of zero point 128 (onnxruntime's
+    QOperator with weight_type QUInt8): w - 128 is an int8 weight, so the
+    convolution runs on integers, exactly."""
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 256, (1, 4, 6, 6)).astype(np.uint8)
+    w = rng.integers(0, 256, (8, 4, 3, 3)).astype(np.uint8)
+    consts = {
+        "xs": np.float32(0.02), "xz": np.uint8(100), "w": w,
+        "ws": np.float32(0.01), "wz": np.uint8(128), "ys": np.float32(0.3),
+        "yz": np.uint8(7),
+    }  # fmt: skip
+    node = helper.make_node(
+        "QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
+        pads=[1, 1, 1, 1],
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [node], "u8w",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, (1, 8, 6, 6))],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    assert "graph.qconv2d" in str(from_onnx(model)[0])
+    lib = ember.compile_model(model)
+    (y,) = GraphModule(lib["default"](cpu()))(x=x)
+    session = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    want = session.run(None, {"x": x})[0]
+    assert np.abs(y.astype(int) - want.astype(int)).max() <= 1
