@@ -180,15 +180,7 @@ def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
     fused = helper.make_node(
         "QLinearConv", inputs, [f"{prefix}.out"], name=conv.name or prefix, **attrs
     )
-    remove = [_identity(conv), _identity(quantize)]
-    if relu is not None:
-        remove.append(_identity(relu))
-    return {
-        "remove": remove,
-        "at": _identity(quantize),
-        "nodes": _with_output(fused, relu, quantize, ys, yz, prefix),
-        "inits": inits,
-    }
+    return _plan(conv, fused, relu, quantize, ys, yz, prefix, inits)
 
 
 def _pool_plan(g: _Graph, pool: onnx.NodeProto) -> dict | None:
@@ -244,6 +236,30 @@ def _requantized_output(g: _Graph, node: onnx.NodeProto):
     if y_scale is None or y_zero is None or y_scale.size != 1 or y_zero.size != 1:
         return None
     return relu, reader, ys, yz
+
+
+def _plan(
+    node: onnx.NodeProto,
+    fused: onnx.NodeProto,
+    relu,
+    quantize: onnx.NodeProto,
+    ys: str,
+    yz: str,
+    prefix: str,
+    inits: list,
+) -> dict:
+    """The rewrite of `node` (and its Relu and QuantizeLinear) into `fused`:
+    the nodes removed, those put where the QuantizeLinear was, the
+    initializers added."""
+    remove = [_identity(node), _identity(quantize)]
+    if relu is not None:
+        remove.append(_identity(relu))
+    return {
+        "remove": remove,
+        "at": _identity(quantize),
+        "nodes": _with_output(fused, relu, quantize, ys, yz, prefix),
+        "inits": inits,
+    }
 
 
 def _with_output(
@@ -322,15 +338,7 @@ def _dense_plan(g: _Graph, node: onnx.NodeProto) -> dict | None:
     fused = helper.make_node(
         "QLinearDense", inputs, [f"{prefix}.out"], domain=DOMAIN, name=node.name
     )
-    remove = [_identity(node), _identity(quantize)]
-    if relu is not None:
-        remove.append(_identity(relu))
-    return {
-        "remove": remove,
-        "at": _identity(quantize),
-        "nodes": _with_output(fused, relu, quantize, ys, yz, prefix),
-        "inits": inits,
-    }
+    return _plan(node, fused, relu, quantize, ys, yz, prefix, inits)
 
 
 def _bias(

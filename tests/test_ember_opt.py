@@ -190,3 +190,15 @@ def test_an_output_that_is_the_input_is_refused(neg, capsys, monkeypatch):
             "name another file\n"
         )
         assert neg.read_text() == NEG
+
+
+def test_an_upstream_pass_that_asserts_on_its_input_is_an_input_error(tmp_path, capsys):
+    """xDSL's apply-eqsat-pdl asserts its PDL file exists: ember-opt reports
+    the pass and the assertion as an error of the input (status 1), not as
+    an internal error of ember's."""
+    p = tmp_path / "f.mlir"
+    p.write_text("func.func @f() {\n  func.return\n}\n")
+    assert main([str(p), "-p", "apply-eqsat-pdl{pdl-file=missing}"]) == 1
+    err = capsys.readouterr().err
+    assert "xDSL's pass (apply_eqsat_pdl.py:" in err and "AssertionError" in err
+    assert "internal error" not in err and "Traceback" not in err

@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from io import BytesIO, StringIO
@@ -667,9 +668,28 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug in ember or xDSL, reported as one line
         if show_tb:
             raise
+        upstream = _upstream_pass(e)
+        if upstream is not None:  # xDSL's pass refusing this input its own way
+            print(
+                f"ember-opt: error: xDSL's pass ({upstream}) failed on this input: "
+                f"{type(e).__name__}{f': {e}' if str(e) else ''}",
+                file=sys.stderr,
+            )
+            return INPUT_ERROR
         print(internal_error("ember-opt", e), file=sys.stderr)
         return INTERNAL_ERROR
     return OK
+
+
+def _upstream_pass(e: BaseException) -> str | None:
+    """Where in xDSL's transforms `e` was raised (`file.py:line`), if it was:
+    the upstream passes ember-opt offers assert what they expect of their
+    input and options (apply-eqsat-pdl of a missing file), which is not a
+    bug of ember's."""
+    frames = traceback.extract_tb(e.__traceback__)
+    if frames and "/xdsl/transforms/" in frames[-1].filename.replace(os.sep, "/"):
+        return f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}"
+    return None
 
 
 if __name__ == "__main__":

@@ -303,7 +303,6 @@ def _padded(
     hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
     wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
     hp, wp = size or (hp, wp)
-    h, w = shape.h, shape.w
 
     def read(n, co, y, x, ci):
         if data.ndim == 5:  # blocked already: a copy of whole vectors
@@ -312,18 +311,30 @@ def _padded(
 
     def body(n, co, y, x, ci):
         value = read(n, co, y - pt, x - pl, ci)
-        conds = []
-        if pt:
-            conds.append(y >= pt)
-        if hp - pt > h:
-            conds.append(y < h + pt)
-        if pl:
-            conds.append(x >= pl)
-        if wp - pl > w:
-            conds.append(x < w + pl)
+        conds = inside_border(shape, (hp, wp), y, x)
         return te.if_then_else(te.all(*conds), value, 0.0) if conds else value
 
     return te.compute((shape.n, shape.c // cb, hp, wp, cb), body, name=stage)
+
+
+def inside_border(
+    shape: Conv2dShape, size: tuple[int, int], y: te.Expr, x: te.Expr
+) -> list[te.Expr]:
+    """The conditions that row y and column x of the padded input (size
+    `size`) lie inside the data, not in its border: none where no border
+    is read on that side."""
+    pt, pl, _, _ = shape.padding
+    hp, wp = size
+    conds = []
+    if pt:
+        conds.append(y >= pt)
+    if hp - pt > shape.h:
+        conds.append(y < shape.h + pt)
+    if pl:
+        conds.append(x >= pl)
+    if wp - pl > shape.w:
+        conds.append(x < shape.w + pl)
+    return conds
 
 
 def _packed_data(data: te.Tensor, shape: Conv2dShape, cb: int, block, name: str):

@@ -40,7 +40,13 @@ from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
 from ember.topi import quantized
-from ember.topi.conv2d import Blocks, conv2d, conv2d_shape, nchwc_schedule
+from ember.topi.conv2d import (
+    Blocks,
+    conv2d,
+    conv2d_shape,
+    inside_border,
+    nchwc_schedule,
+)
 from ember.topi.kernel import Epilogue, Kernel, Knobs
 from ember.topi.quantized import BYTES, ONES
 
@@ -315,18 +321,10 @@ def _packed_words(
     pt, pl, _, _ = shape.padding
     hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
     wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
-    h, w, c = shape.h, shape.w, shape.c
+    c = shape.c
 
     def byte(n, channel, y, x):
-        inside = []
-        if pt:
-            inside.append(y >= pt)
-        if hp - pt > h:
-            inside.append(y < h + pt)
-        if pl:
-            inside.append(x >= pl)
-        if wp - pl > w:
-            inside.append(x < w + pl)
+        inside = inside_border(shape, (hp, wp), y, x)
         if c != c4:
             inside.append(channel < c)
         if data.ndim == 5:  # blocked
