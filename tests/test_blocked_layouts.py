@@ -168,7 +168,7 @@ LAYER = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([8, 16, 24]), st.lists(LAYER, min_size=2, max_size=4))
 def test_random_chains_of_convolutions_match_onnxruntime(c_in, layers):
     layers[0]["c_in"] = c_in

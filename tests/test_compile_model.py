@@ -391,9 +391,14 @@ def test_cnn_models_match_onnxruntime(name, cache):
         assert 3.4e6 < floats < 3.6e6
 
 
-@pytest.mark.parametrize("cpu", ["haswell", "x86-64"])
 @pytest.mark.parametrize(
-    "name", ["mobilenet_v2", pytest.param("resnet18", marks=pytest.mark.slow)]
+    "name, cpu",
+    [
+        ("mobilenet_v2", "haswell"),
+        pytest.param("mobilenet_v2", "x86-64", marks=pytest.mark.slow),
+        pytest.param("resnet18", "haswell", marks=pytest.mark.slow),
+        pytest.param("resnet18", "x86-64", marks=pytest.mark.slow),
+    ],
 )
 def test_cnn_models_for_narrower_x86_match_onnxruntime(name, cpu, cache):
     """Built for AVX2 (haswell) and SSE2 (x86-64), the models run on this host

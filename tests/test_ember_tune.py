@@ -29,6 +29,7 @@ def env(tmp_path, monkeypatch):
     return dict(os.environ)
 
 
+@pytest.mark.slow  # record application is tested in-process (test_tune_model.py)
 def test_tune_resume_and_compile_with_the_records(tmp_path, env):
     model = tmp_path / "m.onnx"
     onnx.save(small_cnn(), model)

@@ -153,7 +153,7 @@ def _model(nodes, inits, in_shape, out_shape) -> onnx.ModelProto:
 
 
 @settings(
-    max_examples=int(os.environ.get("EMBER_PIPELINE_EXAMPLES", 8)),
+    max_examples=int(os.environ.get("EMBER_PIPELINE_EXAMPLES", 6)),
     deadline=None,
     derandomize=True,
     database=None,

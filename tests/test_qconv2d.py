@@ -64,7 +64,7 @@ def model(x, w, out, cfg) -> str:
 }}"""
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     c=st.integers(1, 40),
     o=st.integers(1, 40),
@@ -206,7 +206,7 @@ def qconv(x, w, bias, scale, clip=(0, 255), **cfg):
     return op.reference([x, w, bias, scale])
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     k=st.integers(1, 70),
     n=st.integers(1, 50),
@@ -270,7 +270,7 @@ def test_the_tuner_tunes_quantized_kernels_without_changing_results(tmp_path):
     (task,) = extract_tasks(text, params)
     assert {"tile", "unroll", "sweep"} <= set(task.kernel.knobs.space)
     log = tmp_path / "records.json"
-    tune_model(text, params, trials=4, records=log)
+    tune_model(text, params, trials=2, records=log)
     assert log.read_text().count('"config"') >= 2
     tuned = ember.compile_model(text, params, tuning_records=log)
     (y,) = GraphModule(tuned["default"](cpu()))(input0=x)

@@ -22,7 +22,7 @@ import ember
 from ember import te
 
 FAST = settings(
-    max_examples=40,
+    max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

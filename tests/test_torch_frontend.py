@@ -52,7 +52,13 @@ def assert_matches(got: torch.Tensor, want: torch.Tensor) -> None:
     assert torch.equal(got.argmax(-1), want.argmax(-1))
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n == "mobilenet_v2" else n
+        for n in MODELS
+    ],
+)
 def test_exported_program_matches_eager(name):
     model, x = MODELS[name]()
     with torch.no_grad():

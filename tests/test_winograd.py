@@ -94,7 +94,7 @@ def test_kernel_matches_numpy(m, blocked):
 
 
 @settings(
-    max_examples=12,
+    max_examples=8,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
