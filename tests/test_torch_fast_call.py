@@ -216,6 +216,9 @@ def test_fast_torch_calls_keep_nothing(monkeypatch):
     ours = [
         tracemalloc.Filter(True, str(Path(rt.__file__).parent / "*")),
         tracemalloc.Filter(True, "<ember fast call*"),
+        # the load monitor's thread (runtime/parallel.py) allocates as the
+        # machine's load changes, whatever the calls do
+        tracemalloc.Filter(False, str(Path(rt.__file__).parent / "parallel.py")),
     ]
     tracemalloc.start()
     try:
