@@ -26,6 +26,7 @@ in float).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -133,26 +134,50 @@ def _identity(node: onnx.NodeProto) -> tuple[str, ...]:
     return (node.op_type, *node.output)
 
 
+@dataclass(frozen=True)
+class _Operands:
+    """A QDQ product's data and weight, each the DequantizeLinear of a
+    quantized tensor: `names` (xq, xs, xz, wq, ws, wz; "" for an absent
+    zero point), the weight's DequantizeLinear, and the values known."""
+
+    names: tuple[str, str, str, str, str, str]
+    w_node: onnx.NodeProto
+    weight: np.ndarray
+    w_scale: np.ndarray
+    x_scale: np.ndarray
+
+
+def _operands(g: _Graph, node: onnx.NodeProto, rank: int) -> _Operands | None:
+    """`node`'s inputs 0 and 1 as a QDQ product's operands: a weight of
+    `rank` and its scale known, the data's scale and zero point one value
+    each and known; None otherwise."""
+    x, w = g.dequantized(node.input[0]), g.dequantized(node.input[1])
+    if x is None or w is None:
+        return None
+    (_, (xq, xs, xz)), (w_node, (wq, ws, wz)) = x, w
+    weight, w_scale = g.array(wq), g.array(ws)
+    x_scale, x_zero = g.array(xs), g.array(xz) if xz else None
+    if weight is None or w_scale is None or x_scale is None or x_zero is None:
+        return None
+    if weight.ndim != rank or x_scale.size != 1 or x_zero.size != 1:
+        return None
+    return _Operands((xq, xs, xz, wq, ws, wz), w_node, weight, w_scale, x_scale)
+
+
 def _conv_plan(g: _Graph, conv: onnx.NodeProto) -> dict | None:
     """How a QDQ Conv becomes a QLinearConv: the nodes to remove, those to
     put where its QuantizeLinear was, the initializers they add; None where
     the pattern does not hold."""
     if conv.op_type != "Conv" or conv.domain or len(conv.input) < 2:
         return None
-    x = g.dequantized(conv.input[0])
-    w = g.dequantized(conv.input[1])
-    if x is None or w is None:
+    found = _operands(g, conv, rank=4)
+    if found is None:
         return None
-    (_, (xq, xs, xz)), (_, (wq, ws, wz)) = x, w
-    weight, w_scale = g.array(wq), g.array(ws)
-    x_scale, x_zero = g.array(xs), g.array(xz) if xz else None
-    if weight is None or w_scale is None or x_scale is None or x_zero is None:
+    xq, xs, xz, wq, ws, wz = found.names
+    weight, w_scale, x_scale = found.weight, found.w_scale, found.x_scale
+    if weight.dtype.name not in ("int8", "uint8"):
         return None
-    if weight.dtype.name not in ("int8", "uint8") or weight.ndim != 4:
-        return None
-    if x_zero.size != 1:
-        return None
-    if x_scale.size != 1 or w_scale.size not in (1, weight.shape[0]):
+    if w_scale.size not in (1, weight.shape[0]):
         return None
     if wz and g.array(wz) is None:
         return None  # QLinearConv's converter decides by the zero points
@@ -296,16 +321,12 @@ def _dense_plan(g: _Graph, node: onnx.NodeProto) -> dict | None:
         or _attr(node, "beta", 1.0) != 1.0
     ):
         return None
-    x, w = g.dequantized(node.input[0]), g.dequantized(node.input[1])
-    if x is None or w is None:
+    found = _operands(g, node, rank=2)
+    if found is None:
         return None
-    (_, (xq, xs, xz)), (w_node, (wq, ws, wz)) = x, w
-    weight, w_scale = g.array(wq), g.array(ws)
-    x_scale, x_zero = g.array(xs), g.array(xz) if xz else None
-    if weight is None or w_scale is None or x_scale is None or x_zero is None:
-        return None
-    if weight.ndim != 2 or x_scale.size != 1 or x_zero.size != 1:
-        return None
+    xq, xs, xz, wq, ws, wz = found.names
+    weight, w_scale, x_scale = found.weight, found.w_scale, found.x_scale
+    w_node = found.w_node
     transposed = node.op_type == "Gemm" and _attr(node, "transB", 0)
     n = weight.shape[0] if transposed else weight.shape[1]
     w_zero = g.array(wz) if wz else np.zeros((), weight.dtype)

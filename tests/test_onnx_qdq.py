@@ -61,6 +61,34 @@ def float_cnn(seed: int = 0) -> onnx.ModelProto:
     return model
 
 
+def qdq_semantics(model):
+    """onnxruntime with graph optimizations off: the model's QDQ semantics,
+    float ops between quantizations, not its fused int8 kernels."""
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model, plain, providers=["CPUExecutionProvider"])
+
+
+def within_onnxruntime(path):
+    """`compare(y, feeds)`: y agrees with the QDQ semantics within the
+    rounding onnxruntime's own fused int8 kernels show against them (at
+    least 2% of the output's range), plus a step of 2%; returns the
+    semantics' output."""
+    reference = qdq_semantics(str(path))
+    fused = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+    def compare(y: np.ndarray, feeds: dict) -> np.ndarray:
+        (want,) = reference.run(None, feeds)
+        (theirs,) = fused.run(None, feeds)
+        span = float(np.ptp(want)) or 1.0
+        ours = float(np.abs(y - want).max()) / span
+        allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
+        assert ours <= allowed, (ours, allowed)
+        return want
+
+    return compare
+
+
 def inputs(count: int, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     return [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(count)]
@@ -108,22 +136,10 @@ def test_quantized_models_agree_with_onnxruntime(quantized):
     _, path = quantized
     lib = ember.compile_model(path)
     gm = GraphModule(lib["default"](cpu()))
-    plain = ort.SessionOptions()
-    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    reference = ort.InferenceSession(
-        str(path), plain, providers=["CPUExecutionProvider"]
-    )
-    fused = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    compare = within_onnxruntime(path)
     for x in inputs(4, seed=7):
         (y,) = gm(x=x)
-        (want,) = reference.run(None, {"x": x})
-        (theirs,) = fused.run(None, {"x": x})
-        span = float(np.ptp(want)) or 1.0
-        ours = float(np.abs(y - want).max()) / span
-        # onnxruntime's own int8 kernels differ from its QDQ semantics by
-        # requantization rounding; ember's may by as much, plus a step
-        allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
-        assert ours <= allowed, (ours, allowed)
+        want = compare(y, {"x": x})
         assert y.argmax() == want.argmax()
 
 
@@ -157,20 +173,11 @@ def test_a_quantized_bert_encoder_runs_its_dense_layers_on_integers(tmp_path):
     assert str(module).count("graph.qdense") == 6  # q, k, v, out, two MLP layers
     lib = ember.compile_model(out)
     gm = GraphModule(lib["default"](cpu()))
-    plain = ort.SessionOptions()
-    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    reference = ort.InferenceSession(
-        str(out), plain, providers=["CPUExecutionProvider"]
-    )
-    fused = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    compare = within_onnxruntime(out)
     for seed in (7, 8):
         feeds = onnx_models.random_input(model, seed=seed)
         (y,) = gm(**feeds)
-        (want,) = reference.run(None, feeds)
-        (theirs,) = fused.run(None, feeds)
-        span = float(np.ptp(want)) or 1.0
-        allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
-        assert float(np.abs(y - want).max()) / span <= allowed
+        compare(y, feeds)
 
 
 def test_a_max_pool_between_quantizations_of_one_scale_pools_the_bytes():
@@ -240,12 +247,7 @@ def test_a_weight_quantized_in_the_graph_is_folded():
     assert "graph.qconv2d" in str(from_onnx(model)[0])
     lib = ember.compile_model(model)
     (y,) = GraphModule(lib["default"](cpu()))(x=x)
-    plain = ort.SessionOptions()
-    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(
-        model.SerializeToString(), plain, providers=["CPUExecutionProvider"]
-    )
-    want = session.run(None, {"x": x})[0]
+    want = qdq_semantics(model.SerializeToString()).run(None, {"x": x})[0]
     assert np.abs(y.astype(int) - want.astype(int)).max() <= 1
 
 
@@ -293,19 +295,10 @@ def test_quantized_zoo_cnns_agree_with_onnxruntime(name, fmt, tmp_path):
     assert str(module).count("graph.qconv2d") == convs
     lib = ember.compile_model(out)
     gm = GraphModule(lib["default"](cpu()))
-    plain = ort.SessionOptions()
-    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    reference = ort.InferenceSession(
-        str(out), plain, providers=["CPUExecutionProvider"]
-    )
-    fused = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    compare = within_onnxruntime(out)
     for x in images(2, 9):
         (y,) = gm(x)
-        (want,) = reference.run(None, {input_name: x})
-        (theirs,) = fused.run(None, {input_name: x})
-        span = float(np.ptp(want)) or 1.0
-        allowed = max(float(np.abs(theirs - want).max()) / span, 0.02) + 0.02
-        assert float(np.abs(y - want).max()) / span <= allowed
+        want = compare(y, {input_name: x})
         assert y.argmax() == want.argmax()
 
 
