@@ -1,4 +1,5 @@
-"""Precision side by side: float32 and int8 in ember, onnxruntime and OpenVINO.
+"""Precision side by side: float32, bfloat16 and int8 in ember, onnxruntime
+and OpenVINO.
 
     .venv/bin/python benchmarks/precision.py                 # resnet18, mobilenet_v2, bert
     .venv/bin/python benchmarks/precision.py --quick         # 64x64 images, 1 round
@@ -12,6 +13,9 @@ channel, uint8 activations, calibrated on 8 seeded random inputs (bert is
 runtimes, each in a worker process of its own:
 
     ember f32          ember.compile_model(float model), exported and loaded
+    ember bf16         ember.compile_model(float model, precision="bf16"):
+                       convolutions and dense layers on bfloat16 dot products
+                       (a CPU without them: the row says why not)
     ember int8         ember.compile_model(QDQ model): convolutions and dense
                        layers on byte dot products (graph.qconv2d, qdense)
     onnxruntime f32    InferenceSession, default options
@@ -19,8 +23,6 @@ runtimes, each in a worker process of its own:
     openvino f32       OpenVINO's CPU plugin, INFERENCE_PRECISION_HINT f32
     openvino default   its default precision (bfloat16 where the CPU has it)
     openvino int8      the QDQ model
-
-ember's bfloat16 (`precision="bf16"`) is not built yet; its row is missing.
 
 Each runtime classifies 16 fixed inputs (images of seeded normal noise; for
 bert, random token ids): "top-1" is how many of its argmaxes (one per image;
@@ -56,6 +58,7 @@ IMAGES = 16
 CALIBRATION = 8
 RUNTIMES = (
     "ember f32",
+    "ember bf16",
     "ember int8",
     "onnxruntime f32",
     "onnxruntime int8",
@@ -84,6 +87,7 @@ def prepare(model: str, size: int, directory: Path) -> None:
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     import ember
+    from ember.compiler.model import ModelCompileError
 
     raw = directory / "raw.onnx"
     if model == "bert":
@@ -120,9 +124,20 @@ def prepare(model: str, size: int, directory: Path) -> None:
         f"{i}/{k}": v for i, f in enumerate(inputs(IMAGES, 2)) for k, v in f.items()
     }
     np.savez(directory / "inputs.npz", **arrays)
-    for precision, source in (("f32", "float.onnx"), ("int8", "int8.onnx")):
+    for precision, source in (
+        ("f32", "float.onnx"),
+        ("bf16", "float.onnx"),
+        ("int8", "int8.onnx"),
+    ):
         start = time.perf_counter()
-        lib = ember.compile_model(str(directory / source))
+        try:
+            lib = ember.compile_model(
+                str(directory / source),
+                precision="bf16" if precision == "bf16" else "float32",
+            )
+        except ModelCompileError as e:  # no bfloat16 dot product here
+            print(f"  ember {precision}: {e}")
+            continue
         lib.export_library(str(directory / f"ember_{precision}.so"))
         print(f"  ember {precision}: compiled in {time.perf_counter() - start:.1f} s")
 

@@ -100,6 +100,7 @@ def compile_model(
     workers: int | None = None,
     tuning_records: str | os.PathLike | Sequence | bool | None = None,
     debug: bool = False,
+    precision: str = "float32",
 ) -> Module:
     """Compile a model ahead of time into one module running `default_run`.
 
@@ -140,6 +141,12 @@ def compile_model(
             tensor its result is (`graph-plan-memory{debug}`), for `ember
             debug` and the profile's node names; every library keeps the
             kernels' graph ops.
+        precision: the products' precision: "float32", or "bf16":
+            convolutions of one group, dense layers and matmuls by a weight
+            multiply bfloat16 roundings of their operands (weights stored so)
+            and sum in float32 (`ember.topi.bf16`), on a target with a
+            bfloat16 dot product (x86 avx512bf16, aarch64 bf16); elsewhere
+            refused. Activations between kernels stay float32.
 
     Returns:
         The compiled module: `mod["default"](dev)` makes the graph executor,
@@ -154,10 +161,13 @@ def compile_model(
     from ember.backends.source import resolve_target, target_kind
     from ember.backends.source.target import set_target
     from ember.passes.bound_params import bind_params
+    from ember.passes.convert_graph_to_te import precision_problem
     from ember.passes.pipelines import model_passes
 
     tgt = resolve_target(target)
     kind = target_kind(tgt)
+    if problem := precision_problem(precision, tgt):
+        raise ModelCompileError(f"compile_model: {problem}")
     if not backend(kind).models:
         raise ModelCompileError(
             f"compile_model: target {kind!r} builds kernels (ember.build) but not "
@@ -177,6 +187,7 @@ def compile_model(
         embed_params=embed_params,
         debug=debug,
         kind=kind,
+        precision=precision,
     )
     hits = 0
 

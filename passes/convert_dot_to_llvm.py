@@ -13,8 +13,16 @@ Elsewhere (a scalar, an odd width, a target without them) the bytes are widened
 to i32, multiplied, and each lane's four products added: what the instruction
 computes, in the target's plain vector instructions (x86 without VNNI: pmaddwd
 pairs).
+
+`dot.bf16` likewise: x86 with AVX512-BF16, `vdpbf16ps` on 16 lanes (8 or 4
+with AVX512-VL); aarch64 with the bf16 extension, `bfdot` on 4 or 2 lanes;
+elsewhere each word's halves widened to float32 (a mask and a shift) and two
+fused multiply-adds, the odd pair's first as the instruction adds them. The
+intrinsics are called on i32 (x86) and i8 (aarch64) vectors, which LLVM
+upgrades to its bfloat vectors.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -61,6 +69,23 @@ def instructions(target: Target) -> dict[int, tuple[str, str]]:
         return {
             4: ("llvm.aarch64.neon.sdot.v4i32.v16i8", "signed"),
             2: ("llvm.aarch64.neon.sdot.v2i32.v8i8", "signed"),
+        }
+    return {}
+
+
+def bf16_instructions(target: Target) -> dict[int, tuple[str, str]]:
+    """Lanes -> (the intrinsic, the type of its word operands' lanes) of the
+    target's bfloat16 dot products."""
+    if target.arch == "x86_64" and target.has_feature("avx512bf16"):
+        found = {16: ("llvm.x86.avx512bf16.dpbf16ps.512", "i32")}
+        if target.has_feature("avx512vl"):
+            found[8] = ("llvm.x86.avx512bf16.dpbf16ps.256", "i32")
+            found[4] = ("llvm.x86.avx512bf16.dpbf16ps.128", "i32")
+        return found
+    if target.arch == "aarch64" and target.has_feature("bf16"):
+        return {
+            4: ("llvm.aarch64.neon.bfdot.v4f32.v16i8", "i8"),
+            2: ("llvm.aarch64.neon.bfdot.v2f32.v8i8", "i8"),
         }
     return {}
 
@@ -120,8 +145,34 @@ def _generic(acc: SSAValue, a: SSAValue, b: SSAValue, e: Builder) -> SSAValue:
     return total
 
 
-def _lowering(target: Target) -> Lowering:
-    found = instructions(target)
+HIGH_HALF = -(1 << 16)
+"""0xFFFF0000 as an i32: a word's high bfloat16, in place as a float32."""
+
+
+def _bf16_generic(acc: SSAValue, a: SSAValue, b: SSAValue, e: Builder) -> SSAValue:
+    """acc + each word's odd product, then its even one: the halves widened
+    to float32 (exact) and fused multiply-adds (the products are exact, so
+    each addition rounds once, as the instruction's)."""
+    t = acc.type
+    words = a.type
+    mask, shift = e.constant(HIGH_HALF, words), e.constant(16, words)
+
+    def half(word: SSAValue, high: bool) -> SSAValue:
+        bits = e.op(llvm.AndOp if high else llvm.ShlOp, word, mask if high else shift)
+        return e.op(llvm.BitcastOp, bits, result=t)
+
+    total = acc
+    for high in (True, False):
+        total = e.intrinsic("llvm.fma", [half(a, high), half(b, high), total], t)
+    return total
+
+
+def _lowering(
+    found: dict[int, tuple[str, str]],
+    generic: Callable[[SSAValue, SSAValue, SSAValue, Builder], SSAValue],
+) -> Lowering:
+    """Lower a dot product on the widest of the `found` instructions whose
+    width divides its lanes, piece by piece, else by `generic`."""
 
     def lower(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
         acc, a, b = args
@@ -129,7 +180,7 @@ def _lowering(target: Target) -> Lowering:
         vector = isinstance(acc.type, VectorType)
         width = max((w for w in found if vector and n % w == 0), default=0)
         if not width:
-            return [_generic(acc, a, b, e)]
+            return [generic(acc, a, b, e)]
         name, operand = found[width]
         out = []
         for p, x, y in zip(*(_pieces(e, v, width) for v in (acc, a, b)), strict=True):
@@ -168,8 +219,8 @@ ONES = 0x01010101
 
 @dataclass(frozen=True)
 class ConvertDotToLLVMPass(ConvertToLLVMPass):
-    """Lower `dot.u8i8` to the target's byte dot product, or widening
-    multiplies and adds (see the module docstring).
+    """Lower `dot.u8i8` and `dot.bf16` to the target's dot product
+    instructions, or widening multiplies and adds (see the module docstring).
 
         %s = dot.u8i8 %acc, %a, %b : vector<16xi32>
       ──► (x86 with avx512vnni)
@@ -183,8 +234,10 @@ class ConvertDotToLLVMPass(ConvertToLLVMPass):
         raise NotImplementedError  # made per module: they depend on its target
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = module_target(op)
         lowerings: dict[type[Operation], Lowering] = {
-            dot.U8I8Op: _lowering(module_target(op))
+            dot.U8I8Op: _lowering(instructions(target), _generic),
+            dot.BF16Op: _lowering(bf16_instructions(target), _bf16_generic),
         }
         table = handlers_for(self.name, lowerings)
         for inner in list(op.walk()):

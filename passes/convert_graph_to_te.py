@@ -57,6 +57,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import graph
 from ember.dialects.graph_shapes import tensor_of
+from ember.passes.pass_context import PassContext
 from ember.runtime.shape_expr import planning
 
 ALIASES = (graph.ReshapeOp, graph.FlattenOp)
@@ -175,9 +176,17 @@ class ConvertGraphToTe(ModulePass):
     """Fusion groups to te kernel functions and `graph.call_kernel`s.
 
     ember-opt model.mlir -p 'ember-graph,convert-graph-to-te'
+    ember-opt model.mlir -p 'ember-graph,convert-graph-to-te{precision=bf16}'
+
+    `precision` is that of the products: "float32", or "bf16": convolutions
+    of one group, dense layers and matmuls by a weight multiply bfloat16
+    roundings of their operands on the target's bfloat16 dot product and sum
+    in float32 (`topi.bf16`); refused on a target without one.
     """
 
     name = "convert-graph-to-te"
+
+    precision: str = "float32"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.backends.llvm.target import MODULE_ATTR, module_target
@@ -192,6 +201,11 @@ class ConvertGraphToTe(ModulePass):
                 target = module_target(op)
         except ValueError as e:
             raise PassFailedException(f"convert-graph-to-te: {e}") from None
+        problem = precision_problem(self.precision, target)
+        if problem:
+            raise PassFailedException(f"convert-graph-to-te: {problem}")
+        context = PassContext.current()
+        config = {**context.config, "precision": self.precision}
         bound = bound_params()
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and is_graph_function(f)
@@ -199,9 +213,32 @@ class ConvertGraphToTe(ModulePass):
         with (
             target.host if isinstance(target, DeviceTarget) else target,
             planning(module_bounds(op), PLANNING_SIZE),
+            PassContext(context.opt_level, context.disabled_pass, config),
         ):
             for f in functions:
                 _Converter(op, f, target, bound.values if bound else None).run()
+
+
+PRECISIONS = ("float32", "bf16")
+
+
+def precision_problem(precision: str, target) -> str:
+    """Why `precision` cannot be compiled for `target` ("" if it can): an
+    unknown name, or bfloat16 products on a target without a bfloat16 dot
+    product, where they would be slower than float32's."""
+    from ember.backends.llvm.target import Target
+    from ember.passes.convert_dot_to_llvm import bf16_instructions
+
+    if precision not in PRECISIONS:
+        return f"expected precision 'float32' or 'bf16', got {precision!r}"
+    if precision == "bf16" and not (
+        isinstance(target, Target) and bf16_instructions(target)
+    ):
+        return (
+            f"precision 'bf16' needs a CPU with a bfloat16 dot product (x86 "
+            f"avx512bf16, aarch64 bf16); target '{target}' has none"
+        )
+    return ""
 
 
 class _Converter:

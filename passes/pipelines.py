@@ -147,6 +147,7 @@ def model_segments(
     embed_params: bool = True,
     debug: bool = False,
     kind: str = "llvm",
+    precision: str = "float32",
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The model pipeline `ember-model` for target kind `kind`: (stage,
     passes) in order, the graph passes those of `ctx` (the current
@@ -163,6 +164,8 @@ def model_segments(
         debug: whether the call plan names each kernel's source nodes and
             tensors (`graph-plan-memory{debug}`, for `ember debug`).
         kind: the target kind ("llvm", "opencl", ...).
+        precision: the products' ("float32" or "bf16",
+            `convert-graph-to-te{precision}`).
     """
     from ember.backends import backend
 
@@ -179,7 +182,7 @@ def model_segments(
     return (
         ("graph", graph_pipeline(ctx)),
         # each kernel's best schedule from a tuning log, where it has one
-        ("te", (*GRAPH_TO_TE, apply_records)),
+        ("te", (_to_te(precision), apply_records)),
         # each kernel compiled apart (in parallel, cached), as MLIR's
         # gpu-module-to-binary compiles device modules; the model function
         # becomes `default_run`: kernel calls on views of the memory planned
@@ -187,6 +190,11 @@ def model_segments(
         # backend adds to lower the entry
         *owner.model_lowering(plan),
     )
+
+
+def _to_te(precision: str) -> str:
+    (to_te,) = GRAPH_TO_TE
+    return to_te if precision == "float32" else f"{to_te}{{precision={precision}}}"
 
 
 def model_passes(
@@ -250,13 +258,18 @@ class EmberModelPipeline(ModulePass):
     opt_level: int = 2
     records: str = "auto"
     """The tuning log to apply ("auto": the one under ember's cache directory)."""
+    precision: str = "float32"
+    """The products' precision, "float32" or "bf16" (`convert-graph-to-te`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.backends.source.target import target_kind, target_of
 
         context = PassContext(opt_level=self.opt_level)
         kind = target_kind(target_of(op))
-        _run(ctx, op, model_passes(context, records=self.records, kind=kind))
+        passes = model_passes(
+            context, records=self.records, kind=kind, precision=self.precision
+        )
+        _run(ctx, op, passes)
 
 
 PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -80,7 +80,7 @@ def combine(
     if block is not None:
         return _clone_combiner(block, acc, value, at)
     if reduce == "sum" and (summed := _accumulating(value)) is not None:
-        new = dot.U8I8Op(acc, summed.lhs, summed.rhs)
+        new = type(summed)(acc, summed.lhs, summed.rhs)
         Rewriter.insert_op(new, at)
         Rewriter.erase_op(summed)
         return new.result
@@ -100,15 +100,15 @@ def combine(
     return new.results[0]
 
 
-def _accumulating(value: SSAValue) -> dot.U8I8Op | None:
-    """The byte dot product `value` is, where it adds to zero and nothing else
+def _accumulating(value: SSAValue) -> dot.U8I8Op | dot.BF16Op | None:
+    """The dot product `value` is, where it adds to zero and nothing else
     uses it: a sum of it accumulates in the instruction instead."""
     owner = value.owner
-    if not isinstance(owner, dot.U8I8Op) or value.uses:
+    if not isinstance(owner, dot.U8I8Op | dot.BF16Op) or value.uses:
         return None
     zero = owner.acc.owner
     if not isinstance(zero, arith.ConstantOp) or not isinstance(
-        zero.value, IntegerAttr
+        zero.value, IntegerAttr | FloatAttr
     ):
         return None
     return owner if zero.value.value.data == 0 else None

@@ -22,6 +22,7 @@ from ember.passes.pass_context import PassContext
 from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
 from ember.topi import reduce as topi_reduce
+from ember.topi.bf16 import conv2d_bf16, dense_bf16
 from ember.topi.conv2d import Blocks, channel_block, conv2d, conv2d_shape
 from ember.topi.conv2d_int8 import conv2d_int8
 from ember.topi.conv2d_winograd import winograd_applies
@@ -60,6 +61,22 @@ def _conv2d_strategy(
 ) -> Kernel:
     cfg = op.config
     algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
+    if _bf16() and cfg["groups"] == 1:
+        return conv2d_bf16(
+            data[0],
+            dims_of(op.weight.type),
+            strides=cfg["strides"],
+            padding=cfg["padding"],
+            dilation=cfg["dilation"],
+            bias=len(op.operands) > 2,
+            epilogue=epilogue,
+            epilogue_inputs=epilogue_inputs,
+            name="conv2d",
+            target=target,
+            data_block=layout.data,
+            out_block=layout.out,
+            algorithm=algorithm if _computes(algorithm, op) else "direct",
+        )
     return conv2d(
         data[0],
         dims_of(op.weight.type),
@@ -76,6 +93,14 @@ def _conv2d_strategy(
         out_block=layout.out,
         algorithm=algorithm if _computes(algorithm, op) else "direct",
     )
+
+
+def _bf16() -> bool:
+    """Whether the compilation asks for bfloat16 products
+    (`convert-graph-to-te{precision=bf16}`, `compile_model(precision=...)`):
+    convolutions of one group, dense layers and matmuls by a weight then take
+    the kernels of `topi.bf16`."""
+    return PassContext.current().config.get("precision", "float32") == "bf16"
 
 
 def _computes(algorithm: str, op) -> bool:
@@ -183,7 +208,7 @@ def _qdense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
 
 @anchor_strategy(graph.DenseOp, data=(0,), weights=(1, 2))
 def _dense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    return dense(
+    return (dense_bf16 if _bf16() else dense)(
         data[0],
         dims_of(op.weight.type),
         bias=len(op.operands) > 2,
@@ -231,6 +256,7 @@ def _matmul_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
                 epilogue_inputs=epilogue_inputs,
                 name=name,
                 target=target,
+                bf16=_bf16(),
             )
         b = te.placeholder(shape, name="data1")
     return build(

@@ -565,6 +565,49 @@ def dot_u8i8(a: ExprLike, b: ExprLike) -> Expr:
     return Call("dot_u8i8", [a, b])
 
 
+def dot_bf16(a: ExprLike, b: ExprLike) -> Expr:
+    """The float32 sum of the products of the two bfloat16 numbers in int32
+    `a` with the two in int32 `b` (`bf16_word`'s pairs): the multiply-add of
+    bfloat16 kernels (x86's `vdpbf16ps`, aarch64's `bfdot`, two fused
+    multiply-adds elsewhere). `te.sum(te.dot_bf16(a, b), axis=k)` accumulates
+    in the instruction."""
+    a, b = _x.as_expr(a, "int32"), _x.as_expr(b, "int32")
+    if a.dtype != "int32" or b.dtype != "int32":
+        raise EmberTypeError(
+            f"te.dot_bf16: expected int32 words of two bfloat16 numbers, got "
+            f"{a.dtype} and {b.dtype}"
+        )
+    call = Call("dot_bf16", [a, b])
+    call.dtype = "float32"
+    return call
+
+
+BF16_ROUND = 0x7FFF
+"""Added to a float32's bits (with the kept part's lowest bit) before the
+low 16 are cut: rounding to the nearest bfloat16, ties to even."""
+
+
+def bf16_bits(value: ExprLike) -> Expr:
+    """float32 `value` rounded to the nearest bfloat16 (ties to even), as the
+    int32 whose high 16 bits are the bfloat16's and low 16 bits are zero. A
+    NaN stays a NaN; infinities and overflow to them as the rounding says."""
+    x = _x.as_expr(value, "float32")
+    if x.dtype != "float32":
+        raise EmberTypeError(f"te.bf16_bits: expected float32, got {x.dtype}")
+    bits = reinterpret("int32", x)
+    odd = (bits >> 16) & 1
+    rounded = (bits + (odd + BF16_ROUND)) & -(1 << 16)
+    quiet = bits | (1 << 22)  # a NaN keeps its sign and payload's top, quiet
+    return select(not_equal(x, x), quiet & -(1 << 16), rounded)
+
+
+def bf16_word(low: ExprLike, high: ExprLike) -> Expr:
+    """The int32 word of two float32 values rounded to bfloat16 (`bf16_bits`):
+    `low`'s in the low half, `high`'s in the high half, the pair
+    `te.dot_bf16` multiplies."""
+    return bf16_bits(high) | ((bf16_bits(low) >> 16) & 0xFFFF)
+
+
 def create_schedule(ops: Operation | Sequence[Operation]) -> Schedule:
     """A schedule for the stages computing `ops` (see `ember.te.schedule`)."""
     from ember.te.schedule import create_schedule as create

@@ -81,6 +81,14 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
         "default those under ember's cache directory apply",
     )
     parser.add_argument(
+        "--precision",
+        choices=("float32", "bf16"),
+        default="float32",
+        help="the products' precision: bf16 multiplies bfloat16 roundings of "
+        "the operands of convolutions and dense layers, summed in float32, on "
+        "a CPU with a bfloat16 dot product (x86 avx512bf16, aarch64 bf16)",
+    )
+    parser.add_argument(
         "--params-separate",
         metavar="FILE",
         help="write the params to FILE (save_param_dict) instead of the library",
@@ -271,6 +279,7 @@ def run(opts: argparse.Namespace) -> None:
             progress=_Progress(),
             tuning_records=opts.tuning_records,
             debug=opts.debug,
+            precision=opts.precision,
         )
     log.info("linking %s", output)
     mod.export_library(str(output))

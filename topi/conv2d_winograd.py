@@ -34,6 +34,7 @@ import numpy as np
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
+from ember.topi.bf16 import PAIR, pairs
 from ember.topi.conv2d import (
     Blocks,
     Conv2dShape,
@@ -195,9 +196,14 @@ def winograd(
     target: Target,
     layout: Blocks,
     m: int = 4,
+    bf16: bool = False,
 ) -> Kernel:
-    """The F(m x m, 3 x 3) kernel of `shape` (see the module docstring)."""
+    """The F(m x m, 3 x 3) kernel of `shape` (see the module docstring);
+    with `bf16`, its GEMMs on bfloat16 pairs (`topi.bf16`): the transformed
+    input rounded into words of two channels as it is computed, the
+    transformed weight paired at compile time, `te.dot_bf16` the product."""
     bt, g, at = TRANSFORMS[m]
+    step = PAIR if bf16 else 1  # channels in an element of the GEMMs' operands
     a = m + 2
     lanes = target.vector_lanes(data.dtype)
     cb = layout.data or channel_block(shape.c, target)
@@ -218,17 +224,31 @@ def winograd(
     rows_b = te.compute(
         (tiles, shape.c // cb, a, a, cb), row_times_b, name=f"{name}.data_rows"
     )
+
+    def transformed(e, v, p, c):
+        return _choose(e, bt, lambda r: rows_b[p, c // cb, r, v, c % cb])
+
+    def element(e, v, p, c):
+        if not bf16:
+            return transformed(e, v, p, c)
+        return te.bf16_word(
+            transformed(e, v, p, c * PAIR), transformed(e, v, p, c * PAIR + 1)
+        )
+
     data_t = te.compute(
-        (a, a, tiles, shape.c),
-        lambda e, v, p, c: _choose(e, bt, lambda r: rows_b[p, c // cb, r, v, c % cb]),
-        name=f"{name}.data_transform",
+        (a, a, tiles, shape.c // step), element, name=f"{name}.data_transform"
     )
     # the GEMMs: rows of tiles x panels of output channels
     nb = 2 * lanes if shape.o > lanes else lanes
     kp = -(-shape.o // nb) * nb
     mt, mp = _row_tile(tiles, nb // lanes, target)
-    weight = te.placeholder((a, a, kp // nb, shape.c, nb), name=f"{name}.weight")
-    rc = te.reduce_axis((0, shape.c), name="rc")
+    weight = te.placeholder(
+        (a, a, kp // nb, shape.c // step, nb),
+        "int32" if bf16 else "float32",
+        name=f"{name}.weight",
+    )
+    rc = te.reduce_axis((0, shape.c // step), name="rc")
+    product = te.dot_bf16 if bf16 else (lambda x, y: x * y)
 
     def tile_row(e, v, p, c):
         return data_t[e, v, p if mp == tiles else te.min(p, tiles - 1), c]
@@ -236,7 +256,7 @@ def winograd(
     gemm = te.compute(
         (a, a, mp, kp),
         lambda e, v, p, k: te.sum(
-            tile_row(e, v, p, rc) * weight[e, v, k // nb, rc, k % nb], axis=rc
+            product(tile_row(e, v, p, rc), weight[e, v, k // nb, rc, k % nb]), axis=rc
         ),
         name=f"{name}.gemm",
     )
@@ -262,17 +282,26 @@ def winograd(
 
     def schedule(s, config: dict) -> None:
         _schedule_pack(s, padded, cb)
-        _schedule_data_transform(s, rows_b, data_t, cb)
+        _schedule_data_transform(s, rows_b, data_t, cb // step)
         gemm_knobs.fn(s, config)
         _schedule_inverse(s, cols_a, output, m, vector)
+
+    def transform(wt: np.ndarray) -> np.ndarray:
+        u = _transform_weight(wt, g, nb, kp)
+        return pairs(u, 3) if bf16 else u
 
     placeholders = [data, weight] + ([b] if b is not None else [])
     return Kernel(
         output,
         placeholders,
-        {weight.name: lambda wt: _transform_weight(wt, g, nb, kp)},
+        {weight.name: transform},
         lambda s: schedule(s, gemm_knobs.default),
-        {"kernel": "winograd", "m": m, "cb": cb, "tile": (mt, nb)},
+        {
+            "kernel": "winograd_bf16" if bf16 else "winograd",
+            "m": m,
+            "cb": cb,
+            "tile": (mt, nb),
+        },
         Knobs(gemm_knobs.space, gemm_knobs.default, schedule),
     )
 

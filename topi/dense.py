@@ -674,12 +674,14 @@ def matmul_weight(
     epilogue_inputs: Sequence[te.Tensor] = (),
     name: str = "matmul",
     target: Target | None = None,
+    bf16: bool = False,
 ) -> Kernel:
     """numpy's `a @ w` for a weight w (K, N) known at compile time (an ONNX
     MatMul by an initializer), a (..., M, K): dense's GEMM over a's batch
     dimensions, the weight packed to (N'/nb, K, nb) panels. Read in place, a
     (768, 3072) weight's column tile strides 12 KiB a row: 2.6x slower at
-    M = 197 (ViT's MLP).
+    M = 197 (ViT's MLP). With `bf16`, on bfloat16 pairs (`topi.bf16`): a's
+    rows rounded into a stage of words, the panels (N'/nb, K/2, nb) words.
 
     Returns:
         The Kernel: placeholders [a, <name>.weight (packed), *epilogue_inputs].
@@ -694,15 +696,24 @@ def matmul_weight(
     machine = Target.resolve(target)
     lanes = machine.vector_lanes(a.dtype)
     nb, blocks = _panels(planned(m * math.prod(batch)), n, lanes)
-    weight = te.placeholder((blocks, k, nb), name=f"{name}.weight")
     mt, mp = _row_tile(m, nb // lanes, machine)
     outer = _panel_outer(k, nb, a.dtype, machine)
-    rk = te.reduce_axis((0, k), name="rk")
+    left, product, words = a, (lambda x, y: x * y), None
+    if bf16:
+        from ember.topi.bf16 import pair_words  # it builds on this module
+
+        words = left = pair_words(a, f"{name}.words")
+        product = te.dot_bf16
+    kw = left.shape[-1]
+    weight = te.placeholder((blocks, kw, nb), left.dtype, name=f"{name}.weight")
+    rk = te.reduce_axis((0, kw), name="rk")
 
     def body(*idx):
         *bi, i, j = idx
         row = i if mp == m else te.min(i, m - 1)  # padded rows: never copied out
-        return te.sum(a[(*bi, row, rk)] * weight[j // nb, rk, j % nb], axis=rk)
+        return te.sum(
+            product(left[(*bi, row, rk)], weight[j // nb, rk, j % nb]), axis=rk
+        )
 
     z = te.compute((*batch, mp, blocks * nb), body, name=f"{name}.gemm")
     output = te.compute(
@@ -710,18 +721,41 @@ def matmul_weight(
         lambda *idx: apply_epilogue(epilogue, z[idx], tuple(idx)),
         name=name,
     )
+
+    def pack(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w, np.float32).T
+        if bf16:
+            from ember.topi.bf16 import pairs
+
+            w = pairs(w, 1)
+        return _pack_panels(w, nb)
+
+    def also(s) -> None:
+        if words is not None:
+            schedule_words(s, words, lanes)
+
+    knobs = _gemm_knobs(z, output, (mt, nb), mp, outer, machine)
     return Kernel(
         output,
         [a, weight, *epilogue_inputs],
-        {weight.name: lambda w: _pack_panels(np.asarray(w, np.float32).T, nb)},
-        lambda s: _schedule_gemm(s, z, output, mt, nb, outer),
+        {weight.name: pack},
+        lambda s: (_schedule_gemm(s, z, output, mt, nb, outer), also(s)),
         {
-            "kernel": "matmul",
+            "kernel": "matmul_bf16" if bf16 else "matmul",
             "tile": (mt, nb),
             "flops": 2 * planned(math.prod((*batch, m, n)) * k),
         },
-        _gemm_knobs(z, output, (mt, nb), mp, outer, machine),
+        Knobs(knobs.space, knobs.default, lambda s, c: (knobs.fn(s, c), also(s))),
     )
+
+
+def schedule_words(s, words: te.Tensor, lanes: int) -> None:
+    """A stage of words computed from rows of floats (`topi.bf16`'s pairs):
+    its rows in parallel, vectors of words."""
+    *rows, r = s[words].op.axis
+    s[words].parallel(s[words].fuse(*rows) if len(rows) > 1 else rows[0])
+    _, ri = s[words].split(r, factor=lanes)
+    s[words].vectorize(ri)
 
 
 def batch_matmul(

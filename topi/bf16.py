@@ -1,0 +1,356 @@
+"""bfloat16 kernels: float32 activations, weights stored as bfloat16, products
+on the target's bfloat16 dot product, sums in float32.
+
+    k = conv2d_bf16(x, (64, 64, 1, 1))
+    mod = ember.build(k.schedule(), k.args)
+    mod(x, k.transform("conv2d.weight", w), y)
+
+A bfloat16 number is a float32's high half: 8 bits of significand instead of
+24, the same exponent range. Both operands of every product are rounded to it
+(to nearest, ties to even: `te.bf16_word` for the activations, in the
+kernel's pack stage; `pairs` for the weights, at compile time) and paired,
+two channels in an int32 word, even channel low; `te.dot_bf16` then adds
+both products of a pair to a float32 accumulator in one lane (`vdpbf16ps`
+on x86 with AVX512-BF16, `bfdot` on aarch64). Each product is exact, so the
+error against float32 is the operands' rounding: relative 2^-9 each.
+
+The kernels are the float32 ones on words: the convolution is the NCHWc
+kernel of `conv2d.py` (its register tile, sweep and knobs), a block of input
+channels `2 * words` wide; dense is the GEMM template of `dense.py` (and its
+GEMV variant) over rows of words. Grouped and depthwise convolutions are
+bound by memory, not multiplies, and stay float32 (`applies`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ember import te
+from ember.backends.llvm.target import Target
+from ember.runtime.errors import EmberValueError
+from ember.te.schedule import Schedule
+from ember.topi.conv2d import (
+    Blocks,
+    Conv2dShape,
+    _largest_divisor,
+    _output,
+    conv2d_shape,
+    inside_border,
+    nchwc_schedule,
+)
+from ember.topi.dense import _gemm_by_panels, _pack_panels, _panels, schedule_words
+from ember.topi.kernel import Epilogue, Kernel, Knobs, Variant
+
+PAIR = 2
+"""bfloat16 numbers in an int32 word: the products each lane of
+`te.dot_bf16` adds."""
+
+
+def pairs(w: np.ndarray, axis: int) -> np.ndarray:
+    """`w` rounded to bfloat16 (to nearest, ties to even, as `te.bf16_bits`)
+    and paired along `axis` (even index low) into int32 words; an odd
+    length gets a zero."""
+    w = np.asarray(w, np.float32)
+    if w.shape[axis] % PAIR:
+        pad = [(0, 0)] * w.ndim
+        pad[axis] = (0, 1)
+        w = np.pad(w, pad)
+    bits = w.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    quiet = (bits >> 16) | 0x40  # a NaN stays a NaN
+    half = np.where(np.isnan(w), quiet, rounded).astype(np.uint32) & 0xFFFF
+    half = np.moveaxis(half, axis, -1)
+    words = half[..., 0::2] | (half[..., 1::2] << 16)
+    return np.moveaxis(words.astype(np.uint32).view(np.int32), -1, axis)
+
+
+def widened(words: np.ndarray, axis: int) -> np.ndarray:
+    """The float32 values of `pairs`' words along `axis` (for references)."""
+    u = np.moveaxis(np.asarray(words).view(np.uint32), axis, -1)
+    low, high = (u << 16).view(np.float32), (u & 0xFFFF0000).view(np.float32)
+    out = np.stack([low, high], axis=-1).reshape(*u.shape[:-1], -1)
+    return np.moveaxis(out, -1, axis)
+
+
+WINOGRAD_TILE = 2
+"""The largest Winograd tile m in bfloat16: F(4x4, 3x3)'s transforms
+(coefficients to 8, weights scaled by 1/24) amplify the operands' rounding,
+measured on a 64-channel 28x28 layer of normal data, max error 6.9 against
+0.24 for the direct bfloat16 kernel (outputs of mean magnitude 18.6); F(2x2,
+3x3)'s is 0.41."""
+
+
+def applies(shape: Conv2dShape) -> bool:
+    """Whether a convolution takes the bfloat16 kernel: one group (a grouped
+    or depthwise one reads a weight per few products: memory, not
+    multiplies, bounds it)."""
+    return shape.groups == 1
+
+
+def conv2d_bf16(
+    data: te.Tensor,
+    weight_shape: Sequence[int],
+    *,
+    strides: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    bias: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "conv2d",
+    target: Target | None = None,
+    data_block: int | None = None,
+    out_block: int | None = None,
+    algorithm: str = "auto",
+) -> Kernel:
+    """A 2-D convolution of one group, as `topi.conv2d`'s NCHWc or Winograd
+    kernel, on bfloat16 pairs (see the module docstring).
+
+    Args:
+        data: float32, NCHW or channel-blocked (N, C/b, H, W, b).
+        weight_shape: OIHW.
+        strides, padding, dilation, bias, epilogue, epilogue_inputs, name,
+            target, data_block, out_block, algorithm: as `topi.conv2d`'s.
+
+    Returns:
+        The Kernel: placeholders [data, <name>.weight words, (<name>.bias),
+        *epilogue_inputs]; `transform("<name>.weight", oihw)` packs a weight.
+    """
+    machine = Target.resolve(target)
+    logical = data.shape
+    if data_block is not None:
+        if data.ndim != 5 or data.shape[-1] != data_block:
+            raise EmberValueError(
+                f"conv2d_bf16 '{name}': expected blocked data (N, C/{data_block}, "
+                f"H, W, {data_block}), got shape {tuple(data.shape)}"
+            )
+        n, blocks, h, w, b = data.shape
+        logical = (n, blocks * b, h, w)
+    if data.dtype != "float32":
+        raise EmberValueError(
+            f"conv2d_bf16 '{name}': expected float32 data, got {data.dtype}"
+        )
+    shape = conv2d_shape(logical, weight_shape, strides, padding, dilation, 1)
+    # imported here: the Winograd kernel builds on this module's pairs
+    from ember.topi import conv2d_winograd
+
+    m = conv2d_winograd.algorithm_tile(algorithm, shape, machine, name)
+    if m > WINOGRAD_TILE and algorithm != "auto":
+        raise EmberValueError(
+            f"conv2d_bf16 '{name}': {algorithm} amplifies bfloat16's rounding "
+            f"(F(4x4, 3x3)'s transforms); use winograd-2, direct or auto"
+        )
+    m = min(m, WINOGRAD_TILE)
+    if m:
+        layout = Blocks(data_block, out_block)
+        kernel = conv2d_winograd.winograd(
+            data, shape, bias, epilogue, name, machine, layout, m=m, bf16=True
+        )
+        kernel.placeholders.extend(epilogue_inputs)
+        kernel.attrs["flops"] = shape.flops
+        return kernel
+    ob = machine.vector_lanes("int32")
+    c2 = -(-shape.c // PAIR) * PAIR
+    words = _largest_divisor(c2 // PAIR, ob)  # words of a channel block
+    cb = words * PAIR
+    op = -(-shape.o // ob) * ob
+    blocks = op // ob
+    packed = _packed_pairs(data, shape, c2, words, name)
+    weight = te.placeholder(
+        (blocks, c2 // cb, shape.kh, shape.kw, words, ob),
+        "int32",
+        name=f"{name}.weight",
+    )
+    rco = te.reduce_axis((0, c2 // cb), name="rco")
+    rh = te.reduce_axis((0, shape.kh), name="rh")
+    rw = te.reduce_axis((0, shape.kw), name="rw")
+    rci = te.reduce_axis((0, words), name="rci")
+    (sh, sw), (dh, dw) = shape.strides, shape.dilation
+    conv = te.compute(
+        (shape.n, blocks, shape.oh, shape.ow, ob),
+        lambda n, o, y, x, oi: te.sum(
+            te.dot_bf16(
+                packed[n, rco, y * sh + rh * dh, x * sw + rw * dw, rci],
+                weight[o, rco, rh, rw, rci, oi],
+            ),
+            axis=[rco, rh, rw, rci],
+        ),
+        name=f"{name}.conv",
+    )
+    b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
+    output = _output(
+        lambda n, c, y, x: conv[n, c // ob, y, x, c % ob],
+        b,
+        epilogue,
+        shape,
+        out_block,
+        name,
+    )
+    default, knobs = nchwc_schedule(
+        shape, blocks, ob, words, packed, conv, output, machine
+    )
+
+    def pack_weight(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w, np.float32)
+        if w.shape != tuple(weight_shape):
+            raise EmberValueError(
+                f"conv2d_bf16 '{name}': expected a weight {tuple(weight_shape)}, "
+                f"got {w.shape}"
+            )
+        full = np.zeros((op, c2, shape.kh, shape.kw), np.float32)
+        full[: shape.o, : shape.c] = w
+        # (O/ob, ob, C2/cb, words*2, KH, KW) -> (O/ob, C2/cb, KH, KW, words, ob)
+        paired = pairs(full, 1).reshape(blocks, ob, c2 // cb, words, *full.shape[2:])
+        return np.ascontiguousarray(paired.transpose(0, 2, 4, 5, 3, 1))
+
+    ot, yt, xt = default["tile"]
+    return Kernel(
+        output,
+        [data, weight, *([b] if b is not None else []), *epilogue_inputs],
+        {weight.name: pack_weight},
+        lambda s: knobs.apply(s, default),
+        {
+            "kernel": "nchwc_bf16",
+            "cb": cb,
+            "ob": ob,
+            "tile": (ot, yt, xt),
+            "flops": shape.flops,
+        },
+        knobs,
+    )
+
+
+def _packed_pairs(
+    data: te.Tensor, shape: Conv2dShape, c2: int, words: int, name: str
+) -> te.Tensor:
+    """(N, C2/cb, H', W', words) int32: each word two channels rounded to
+    bfloat16, zero wherever the convolution pads and in a channel past C."""
+    pt, pl, _, _ = shape.padding
+    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
+    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+
+    def value(n, channel, y, x):
+        inside = inside_border(shape, (hp, wp), y, x)
+        if shape.c != c2:
+            inside.append(channel < shape.c)
+        if data.ndim == 5:  # blocked
+            b = data.shape[-1]
+            v = data[n, channel // b, y - pt, x - pl, channel % b]
+        else:
+            v = data[n, channel, y - pt, x - pl]
+        return te.if_then_else(te.all(*inside), v, 0.0) if inside else v
+
+    def word(n, co, y, x, wi):
+        first = (co * words + wi) * PAIR
+        return te.bf16_word(value(n, first, y, x), value(n, first + 1, y, x))
+
+    return te.compute(
+        (shape.n, c2 // (words * PAIR), hp, wp, words), word, name=f"{name}.data_pack"
+    )
+
+
+def pair_words(data: te.Tensor, name: str) -> te.Tensor:
+    """Stage `name`: `data` (..., K) float32 rounded to bfloat16 in words of
+    two along its last axis, (..., ceil(K/2)) int32, an odd K's last word
+    padded with zero."""
+    *lead, k = data.shape
+
+    def half(idx: tuple, c: te.Expr) -> te.Expr:
+        if k % PAIR == 0:
+            return data[(*idx, c)]
+        return te.if_then_else(c < k, data[(*idx, te.min(c, k - 1))], 0.0)
+
+    return te.compute(
+        (*lead, -(-k // PAIR)),
+        lambda *i: te.bf16_word(
+            half(i[:-1], i[-1] * PAIR), half(i[:-1], i[-1] * PAIR + 1)
+        ),
+        name=name,
+    )
+
+
+def dense_bf16(
+    data: te.Tensor,
+    weight_shape: Sequence[int],
+    *,
+    bias: bool = False,
+    epilogue: Epilogue | None = None,
+    epilogue_inputs: Sequence[te.Tensor] = (),
+    name: str = "dense",
+    target: Target | None = None,
+) -> Kernel:
+    """y = data . weight^T (+ bias), then the epilogue, as `topi.dense` on
+    bfloat16 pairs: data (M, K) float32 rounded into a stage of (M, K/2)
+    words, the weight packed at compile time to (N'/nb, K/2, nb) words.
+
+    Returns:
+        The Kernel: placeholders [data, <name>.weight words, (<name>.bias (N,)),
+        *epilogue_inputs].
+    """
+    if data.ndim != 2 or len(weight_shape) != 2 or data.shape[1] != weight_shape[1]:
+        raise EmberValueError(
+            f"dense_bf16 '{name}': expected data (M, K) and weight (N, K), got "
+            f"{tuple(data.shape)} and {tuple(weight_shape)}"
+        )
+    machine = Target.resolve(target)
+    m, k = data.shape
+    n = weight_shape[0]
+    k2 = -(-k // PAIR)
+    words = pair_words(data, f"{name}.words")
+    nb, blocks = _panels(m, n, machine.vector_lanes("int32"))
+    weight = te.placeholder((blocks, k2, nb), "int32", name=f"{name}.weight")
+
+    def pack(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w, np.float32)
+        if w.shape != (n, k):
+            raise EmberValueError(
+                f"dense_bf16 '{name}': expected a weight ({n}, {k}), got {w.shape}"
+            )
+        return _pack_panels(pairs(w, 1), nb)
+
+    gemm = _gemm_by_panels(
+        words,
+        n,
+        nb,
+        lambda j, r: weight[j // nb, r, j % nb],
+        {weight: pack},
+        bias=bias,
+        epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
+        name=name,
+        target=machine,
+        kind="dense_bf16",
+        product=te.dot_bf16,
+    )
+    lanes = machine.vector_lanes("float32")
+
+    def around(schedule: Callable[[Schedule], None]) -> Callable[[Schedule], None]:
+        """`schedule`, then the words' stage's (`schedule_words`)."""
+
+        def apply(s) -> None:
+            schedule(s)
+            schedule_words(s, words, lanes)
+
+        return apply
+
+    knobs = gemm.knobs
+    if knobs is not None:
+        inner = knobs.fn
+        knobs = Knobs(
+            knobs.space,
+            knobs.default,
+            lambda s, config: around(lambda s2: inner(s2, config))(s),
+        )
+    assert gemm.schedule_fn is not None
+    gemm.attrs["flops"] = 2 * m * n * k
+    return Kernel(
+        gemm.output,
+        [data, *gemm.placeholders[1:]],
+        gemm.weight_transforms,
+        around(gemm.schedule_fn),
+        gemm.attrs,
+        knobs,
+        [Variant(v.size, v.equals, around(v.schedule_fn)) for v in gemm.variants],
+    )
