@@ -548,7 +548,7 @@ class _BodyEmitter:
             if e.fn == "dot_u8i8":
                 return self.add(dot.U8I8Op(self._constant(0, "int32"), *args))
             if e.fn == "dot_bf16":
-                return self.add(dot.BF16Op(self._constant(0.0, "float32"), *args))
+                return self.add(dot.BF16Op(self._constant(0, "float32"), *args))
             return self.add(_MATH[e.fn](args[0]))
         if isinstance(e, te.Cast):
             return self._cast(self.emit(e.value), e.value.dtype, e.dtype)

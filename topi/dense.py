@@ -730,22 +730,24 @@ def matmul_weight(
             w = pairs(w, 1)
         return _pack_panels(w, nb)
 
-    def also(s) -> None:
+    knobs = _gemm_knobs(z, output, (mt, nb), mp, outer, machine)
+
+    def schedule(s, config: dict) -> None:
+        knobs.fn(s, config)
         if words is not None:
             schedule_words(s, words, lanes)
 
-    knobs = _gemm_knobs(z, output, (mt, nb), mp, outer, machine)
     return Kernel(
         output,
         [a, weight, *epilogue_inputs],
         {weight.name: pack},
-        lambda s: (_schedule_gemm(s, z, output, mt, nb, outer), also(s)),
+        lambda s: schedule(s, knobs.default),
         {
             "kernel": "matmul_bf16" if bf16 else "matmul",
             "tile": (mt, nb),
             "flops": 2 * planned(math.prod((*batch, m, n)) * k),
         },
-        Knobs(knobs.space, knobs.default, lambda s, c: (knobs.fn(s, c), also(s))),
+        Knobs(knobs.space, knobs.default, schedule),
     )
 
 

@@ -1,0 +1,316 @@
+"""bfloat16 products (`precision="bf16"`, `ember.topi.bf16`): the rounding
+against torch's, the kernels against numpy on the rounded operands (random
+shapes, hypothesis), the model against onnxruntime's float32 within
+bfloat16's error with the same top-1, and the refusals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember import te
+from ember.backends.llvm import Target
+from ember.compiler.model import ModelCompileError
+from ember.passes.convert_dot_to_llvm import bf16_instructions
+from ember.runtime import GraphModule, cpu
+from ember.runtime.errors import EmberValueError
+from ember.topi.bf16 import conv2d_bf16, dense_bf16, pairs, widened
+from ember.topi.dense import matmul_weight
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import onnx_models  # noqa: E402
+
+HOST_BF16 = bool(bf16_instructions(Target("llvm")))
+needs_bf16 = pytest.mark.skipif(
+    not HOST_BF16,
+    reason="this CPU has no bfloat16 dot product (x86 avx512bf16, aarch64 bf16): "
+    "compile_model refuses precision='bf16' for it",
+)
+EPS = 2.0**-8
+"""bfloat16's relative rounding error bound (8 bits of significand, to
+nearest)."""
+
+
+def rounded(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """x rounded to bfloat16, as float64 (through `pairs`)."""
+    return (
+        widened(pairs(x, axis), axis)
+        .take(range(x.shape[axis]), axis)
+        .astype(np.float64)
+    )
+
+
+def conv_reference(x, w, b, strides, padding, dilation):
+    return torch.nn.functional.conv2d(
+        torch.from_numpy(x),
+        torch.from_numpy(w),
+        None if b is None else torch.from_numpy(b).double(),
+        stride=strides,
+        padding=padding,
+        dilation=dilation,
+    ).numpy()
+
+
+def test_rounding_is_torchs_round_to_nearest_even():
+    """`te.bf16_word` in a kernel and `pairs` in numpy round as torch's
+    bfloat16 does: ties to even, infinities and NaNs kept, overflow to
+    infinity, subnormals rounded too."""
+    rng = np.random.default_rng(0)
+    special = [np.inf, -np.inf, np.nan, -0.0, 3.4e38, -3.4e38, 1e-40, -1e-39]
+    ties = (np.arange(1, 9, dtype=np.uint32) << 16 | 0x8000).view(np.float32)
+    x = np.concatenate([special, ties, rng.standard_normal(48) * 100]).astype(
+        np.float32
+    )
+    want = torch.from_numpy(x).bfloat16().float().numpy()
+    assert np.array_equal(widened(pairs(x, 0), 0), want, equal_nan=True)
+
+    a = te.placeholder(x.shape, name="a")
+    words = te.compute(
+        (x.size // 2,), lambda i: te.bf16_word(a[2 * i], a[2 * i + 1]), name="w"
+    )
+    got = np.zeros(x.size // 2, np.int32)
+    ember.build(te.create_schedule(words.op), [a, words])(x, got)
+    assert np.array_equal(got, pairs(x, 0))
+
+
+@pytest.mark.parametrize("target", ["llvm", "llvm -mcpu=haswell"], ids=["host", "avx2"])
+def test_dot_bf16_is_the_instructions_sum_with_and_without_it(target):
+    """te.dot_bf16 summed: on vdpbf16ps where the target has it, on fused
+    multiply-adds of the widened halves elsewhere; the same float32 sums
+    (the products are exact, the odd pair added first in both)."""
+    rng = np.random.default_rng(1)
+    m, k2, n = 5, 37, 48
+    a = te.placeholder((m, k2), "int32", name="a")
+    b = te.placeholder((n, k2), "int32", name="b")
+    r = te.reduce_axis((0, k2), name="r")
+    c = te.compute(
+        (m, n), lambda i, j: te.sum(te.dot_bf16(a[i, r], b[j, r]), axis=r), name="c"
+    )
+    s = te.create_schedule(c.op)
+    s[c].vectorize(s[c].op.axis[1])
+    x = pairs(rng.standard_normal((m, 2 * k2)).astype(np.float32), 1)
+    w = pairs(rng.standard_normal((n, 2 * k2)).astype(np.float32), 1)
+    got = np.zeros((m, n), np.float32)
+    ember.build(s, [a, b, c], target=target)(x, w, got)
+    xf, wf = widened(x, 1).astype(np.float64), widened(w, 1).astype(np.float64)
+    want = xf @ wf.T
+    bound = np.abs(xf) @ np.abs(wf).T * 2.0**-22
+    assert np.all(np.abs(got - want) <= bound)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    c=st.integers(1, 24),
+    o=st.integers(1, 40),
+    hw=st.tuples(st.integers(3, 11), st.integers(3, 11)),
+    k=st.sampled_from([1, 3, 5]),
+    stride=st.sampled_from([1, 2]),
+    pad=st.integers(0, 2),
+    dilation=st.sampled_from([1, 2]),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_direct_convolutions_sum_the_rounded_operands(
+    c, o, hw, k, stride, pad, dilation, bias, seed
+):
+    """The NCHWc kernel on pairs computes the convolution of the operands
+    rounded to bfloat16, up to float32 summation."""
+    if (hw[0] + 2 * pad - dilation * (k - 1) - 1) < 0 or (
+        hw[1] + 2 * pad - dilation * (k - 1) - 1
+    ) < 0:
+        return
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, c, *hw)).astype(np.float32)
+    w = rng.standard_normal((o, c, k, k)).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32) if bias else None
+    cfg = {"strides": stride, "padding": pad, "dilation": dilation}
+    kern = conv2d_bf16(
+        te.placeholder(x.shape, name="x"),
+        w.shape,
+        bias=bias,
+        epilogue=lambda v, _: te.max(v, 0.0),
+        algorithm="direct",
+        **cfg,
+    )
+    args = [x, kern.transform("conv2d.weight", w), *([b] if bias else [])]
+    y = np.zeros(kern.output.shape, np.float32)
+    ember.build(kern.schedule(), kern.args)(*args, y)
+    xr, wr = rounded(x, 1), rounded(w, 1)
+    want = np.maximum(conv_reference(xr, wr, b, **cfg), 0)
+    bound = conv_reference(np.abs(xr), np.abs(wr), None, **cfg) * 2.0**-20 + 1e-6
+    assert np.all(np.abs(y - want) <= bound)
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "winograd-2"])
+def test_winograd_in_bfloat16_stays_within_its_rounding(algorithm):
+    """3x3 stride-1 layers take Winograd F(2x2, 3x3) on pairs: the
+    transformed operands are rounded, so the error is a few bfloat16 steps
+    of the products' sizes, not the direct kernel's exact sums; blocked data
+    in, blocked out."""
+    rng = np.random.default_rng(3)
+    x = np.maximum(rng.standard_normal((1, 4, 12, 12, 16)), 0).astype(np.float32)
+    w = (rng.standard_normal((32, 64, 3, 3)) * 0.1).astype(np.float32)
+    kern = conv2d_bf16(
+        te.placeholder(x.shape, name="x"),
+        w.shape,
+        padding=1,
+        data_block=16,
+        out_block=16,
+        algorithm=algorithm,
+    )
+    assert kern.attrs["kernel"] == "winograd_bf16" and kern.attrs["m"] == 2
+    y = np.zeros(kern.output.shape, np.float32)
+    ember.build(kern.schedule(), kern.args)(x, kern.transform("conv2d.weight", w), y)
+    nchw = x.transpose(0, 1, 4, 2, 3).reshape(1, 64, 12, 12)
+    want = conv_reference(nchw.astype(np.float64), w.astype(np.float64), None, 1, 1, 1)
+    scale = conv_reference(np.abs(nchw), np.abs(w), None, 1, 1, 1)
+    got = y.transpose(0, 1, 4, 2, 3).reshape(want.shape)
+    assert np.abs(got - want).max() <= 8 * EPS * scale.max()
+
+
+def test_winograd_4_is_refused_in_bfloat16():
+    x = te.placeholder((1, 16, 8, 8), name="x")
+    with pytest.raises(EmberValueError, match="winograd-4 amplifies bfloat16"):
+        conv2d_bf16(x, (16, 16, 3, 3), padding=1, algorithm="winograd-4")
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    m=st.integers(1, 20),
+    k=st.integers(1, 70),
+    n=st.integers(1, 50),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_dense_and_matmul_sum_the_rounded_operands(m, k, n, bias, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    xr, wr = rounded(x), rounded(w)
+    want = xr @ wr.T + (b if bias else 0)
+    bound = np.abs(xr) @ np.abs(wr).T * 2.0**-20 + 1e-6
+
+    kern = dense_bf16(te.placeholder((m, k), name="x"), (n, k), bias=bias)
+    y = np.zeros((m, n), np.float32)
+    args = [x, kern.transform("dense.weight", w), *([b] if bias else [])]
+    ember.build(kern.schedule(), kern.args)(*args, y)
+    assert np.all(np.abs(y - want) <= bound)
+
+    batched = x.reshape(1, m, k)
+    kern = matmul_weight(te.placeholder(batched.shape, name="a"), (k, n), bf16=True)
+    y = np.zeros((1, m, n), np.float32)
+    mod = ember.build(kern.schedule(), kern.args)
+    mod(batched, kern.transform("matmul.weight", w.T), y)
+    assert np.all(np.abs(y[0] - (want - (b if bias else 0))) <= bound)
+
+
+@needs_bf16
+def test_rows_known_at_run_time_take_the_gemm_and_its_gemv_variant():
+    """A dense layer over symbolic rows: one library, the GEMM for many rows
+    and its GEMV variant for one, both on pairs."""
+    text = """func.func @main(%x: tensor<?x40xf32, ["m"]>) -> tensor<?x24xf32, ["m"]> {
+  %w = graph.param "w" : tensor<24x40xf32>
+  %y = graph.dense %x, %w : (tensor<?x40xf32, ["m"]>, tensor<24x40xf32>) -> tensor<?x24xf32, ["m"]>
+  func.return %y : tensor<?x24xf32, ["m"]>
+}"""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((24, 40)).astype(np.float32)
+    lib = ember.compile_model(text, {"w": w}, precision="bf16")
+    gm = GraphModule(lib["default"](cpu()))
+    for m in (1, 7):
+        x = rng.standard_normal((m, 40)).astype(np.float32)
+        (y,) = gm(input0=x)
+        np.testing.assert_allclose(y, rounded(x) @ rounded(w).T, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    """A ResNet-18 at 32x32 (the stem, Winograd and strided layers, 1x1
+    shortcuts, the classifier), compiled in float32 and in bfloat16."""
+    proto = onnx_models.resnet18(size=32, num_classes=100)
+    return proto, {
+        p: ember.compile_model(proto, precision=p) for p in ("float32", "bf16")
+    }
+
+
+@needs_bf16
+def test_a_resnet_in_bfloat16_agrees_with_onnxruntime(resnet):
+    import onnxruntime
+
+    proto, libs = resnet
+    session = onnxruntime.InferenceSession(proto.SerializeToString())
+    gm = GraphModule(libs["bf16"]["default"](cpu()))
+    for seed in range(4):
+        feed = onnx_models.random_input(proto, seed=seed)
+        want = session.run(None, feed)[0]
+        gm.set_input(**feed)
+        gm.run()
+        got = gm.get_output(0).numpy()
+        assert np.abs(got - want).max() <= 0.03 * np.abs(want).max()
+        assert got.argmax() == want.argmax()
+
+
+@needs_bf16
+def test_bfloat16_kernels_replace_float32_ones_where_products_dominate(resnet):
+    """Every convolution and the classifier take a bfloat16 kernel; the
+    weights are stored as pairs (half the float32 bytes)."""
+    _, libs = resnet
+    f32, bf16 = (libs[p].compile_stats for p in ("float32", "bf16"))
+    assert bf16.params_bytes < 0.6 * f32.params_bytes
+    assert bf16.kernels == f32.kernels
+
+
+@needs_bf16
+def test_the_encoder_runs_its_dense_layers_in_bfloat16():
+    import onnxruntime
+
+    proto = onnx_models.bert_encoder(seq=16, d=64, heads=2, layers=2, vocab=50)
+    lib = ember.compile_model(proto, precision="bf16")
+    session = onnxruntime.InferenceSession(proto.SerializeToString())
+    feed = onnx_models.random_input(proto, seed=0)
+    (got,) = GraphModule(lib["default"](cpu()))(**feed)
+    want = session.run(None, feed)[0]
+    assert np.abs(got - want).max() <= 0.05 * np.abs(want).max()
+    assert lib.compile_stats.params_bytes < 0.7 * sum(
+        onnx.numpy_helper.to_array(t).nbytes for t in proto.graph.initializer
+    )
+
+
+@pytest.mark.parametrize(
+    "precision, target, message",
+    [
+        ("bf16", "llvm -mcpu=haswell", "needs a CPU with a bfloat16 dot product"),
+        ("bf16", "llvm -mtriple=riscv64-linux-gnu", "bfloat16 dot product"),
+        ("fp8", "llvm", "expected precision 'float32' or 'bf16', got 'fp8'"),
+    ],
+)
+def test_a_precision_the_target_cannot_compute_is_refused(precision, target, message):
+    with pytest.raises(ModelCompileError, match=message):
+        ember.compile_model(onnx_models.mlp(), precision=precision, target=target)
+
+
+def test_ember_compile_refuses_bf16_for_a_target_without_it(tmp_path):
+    model = tmp_path / "mlp.onnx"
+    onnx.save(onnx_models.mlp(), model)
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "ember.tools.ember_compile", str(model),
+            "-o", str(tmp_path / "m.so"), "--target", "llvm -mcpu=haswell",
+            "--precision", "bf16",
+        ],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "needs a CPU with a bfloat16 dot product" in done.stderr
+    assert "Traceback" not in done.stderr
