@@ -356,6 +356,7 @@ def lower_to_te(
     opt_level: int | None = None,
     disabled_pass: Sequence[str] = (),
     bounds: Mapping[str, int] | None = None,
+    precision: str = "float32",
 ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """A model through the `graph` and `te` stages of `ember-model`, as
     `compile_model` runs them (`bounds` as its) but with no tuning records
@@ -375,7 +376,8 @@ def lower_to_te(
     set_module_target(module, tgt)
     context = _pass_context(opt_level, disabled_pass)
     with bind_params(params) as bound:
-        _run(module, model_passes(context, until="te", records=""))
+        passes = model_passes(context, until="te", records="", precision=precision)
+        _run(module, passes)
     return module, bound.values
 
 

@@ -314,3 +314,32 @@ def test_ember_compile_refuses_bf16_for_a_target_without_it(tmp_path):
     assert done.returncode == 1
     assert "needs a CPU with a bfloat16 dot product" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@needs_bf16
+def test_the_tuner_tunes_bfloat16_kernels_without_changing_results(tmp_path):
+    """`tune_model(precision="bf16")` extracts the bfloat16 kernels (the
+    float kernels' knobs), and the tuned model computes what the untuned
+    one does."""
+    from ember.tune.model import extract_tasks, tune_model
+
+    text = """func.func @main(%x: tensor<1x16x10x10xf32>) -> tensor<1x32x10x10xf32> {
+  %w = graph.param "w" : tensor<32x16x3x3xf32>
+  %y = graph.conv2d %x, %w {padding = [1, 1, 1, 1]} : (tensor<1x16x10x10xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x10x10xf32>
+  func.return %y : tensor<1x32x10x10xf32>
+}"""
+    rng = np.random.default_rng(6)
+    params = {"w": rng.standard_normal((32, 16, 3, 3)).astype(np.float32)}
+    x = rng.standard_normal((1, 16, 10, 10)).astype(np.float32)
+    (task,) = extract_tasks(text, params, precision="bf16")
+    assert task.kernel.attrs["kernel"].endswith("_bf16")
+    log = tmp_path / "records.json"
+    tune_model(text, params, precision="bf16", trials=2, records=log)
+    assert log.read_text().count('"config"') >= 2
+    untuned, tuned = (
+        ember.compile_model(text, params, precision="bf16", tuning_records=r)
+        for r in (False, log)
+    )
+    (want,) = GraphModule(untuned["default"](cpu()))(input0=x)
+    (got,) = GraphModule(tuned["default"](cpu()))(input0=x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -67,6 +67,18 @@ def add_model_arguments(parser: argparse.ArgumentParser, output: str) -> None:
     )
 
 
+def add_precision_argument(parser: argparse.ArgumentParser) -> None:
+    """--precision, as `compile_model`'s `precision`."""
+    parser.add_argument(
+        "--precision",
+        choices=("float32", "bf16"),
+        default="float32",
+        help="the products' precision: bf16 multiplies bfloat16 roundings of "
+        "the operands of convolutions and dense layers, summed in float32, on "
+        "a CPU with a bfloat16 dot product (x86 avx512bf16, aarch64 bf16)",
+    )
+
+
 def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -80,14 +92,7 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
         help="apply the best schedules of this tuning log (ember-tune); by "
         "default those under ember's cache directory apply",
     )
-    parser.add_argument(
-        "--precision",
-        choices=("float32", "bf16"),
-        default="float32",
-        help="the products' precision: bf16 multiplies bfloat16 roundings of "
-        "the operands of convolutions and dense layers, summed in float32, on "
-        "a CPU with a bfloat16 dot product (x86 avx512bf16, aarch64 bf16)",
-    )
+    add_precision_argument(parser)
     parser.add_argument(
         "--params-separate",
         metavar="FILE",

@@ -46,7 +46,11 @@ log = logging.getLogger("ember.tools.tune")
 
 
 def _parser(prog: str = "ember-tune") -> argparse.ArgumentParser:
-    from ember.tools.ember_compile import add_bounds_argument, add_model_arguments
+    from ember.tools.ember_compile import (
+        add_bounds_argument,
+        add_model_arguments,
+        add_precision_argument,
+    )
 
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -54,6 +58,7 @@ def _parser(prog: str = "ember-tune") -> argparse.ArgumentParser:
     )
     add_model_arguments(parser, "the tuning log to write (.jsonl)")
     add_bounds_argument(parser)
+    add_precision_argument(parser)
     parser.add_argument(
         "--trials", type=int, help="candidates to measure in all (default 32 a task)"
     )
@@ -202,7 +207,13 @@ def run(opts: argparse.Namespace) -> None:
 
     with shapes_as_flags():
         tasks = extract_tasks(
-            opts.model, None, opts.target, shapes or None, opts.opt_level, bounds
+            opts.model,
+            None,
+            opts.target,
+            shapes or None,
+            opts.opt_level,
+            bounds,
+            precision=opts.precision,
         )
     log.info(
         "%d tasks: %s",

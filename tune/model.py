@@ -140,6 +140,7 @@ def extract_tasks(
     shape=None,
     opt_level: int | None = None,
     bounds=None,
+    precision: str = "float32",
 ) -> list[ModelTask]:
     """The kernels of `model` whose templates have knobs, in the order the
     model first calls them. A kernel over size symbols is measured at the
@@ -148,7 +149,8 @@ def extract_tasks(
     its record by.
 
     Args:
-        model, params, shape, opt_level, bounds: as `ember.compile_model`'s.
+        model, params, shape, opt_level, bounds, precision: as
+            `ember.compile_model`'s.
         target: the CPU target the kernels are tuned for.
 
     Returns:
@@ -170,7 +172,9 @@ def extract_tasks(
 
     tgt = Target(target)
     with observe_kernels() as kernels:
-        module, _ = lower_to_te(model, params, tgt, shape, opt_level, bounds=bounds)
+        module, _ = lower_to_te(
+            model, params, tgt, shape, opt_level, bounds=bounds, precision=precision
+        )
     planned_for = module_bounds(module)  # the given bounds and the model's own
     calls = Counter(
         op.callee.root_reference.data
@@ -298,6 +302,7 @@ def tune_model(
     shape=None,
     opt_level: int | None = None,
     bounds=None,
+    precision: str = "float32",
     trials: int | None = None,
     time_budget_s: float | None = None,
     records: str | os.PathLike | None = None,
@@ -313,7 +318,8 @@ def tune_model(
     """Tune the kernels of `model` for `target` (this machine).
 
     Args:
-        model, params, shape, opt_level, bounds: as `ember.compile_model`'s.
+        model, params, shape, opt_level, bounds, precision: as
+            `ember.compile_model`'s.
         target: a CPU target that is this machine.
         trials: candidates to measure in all (defaults not counted); None:
             32 per task, or no limit with a time budget.
@@ -336,7 +342,9 @@ def tune_model(
 
     start = time.monotonic()
     if tasks is None:
-        tasks = extract_tasks(model, params, target, shape, opt_level, bounds)
+        tasks = extract_tasks(
+            model, params, target, shape, opt_level, bounds, precision
+        )
     if not tasks:
         raise EmberValueError(
             "tune_model: the model has no kernel with knobs to tune (its "
