@@ -252,6 +252,7 @@ def test_conv2d_quick_checks_every_row():
     )
 
 
+@pytest.mark.slow  # 16 s: a tuning run
 def test_tuning_quick_checks_every_row_and_keeps_the_log(tmp_path):
     # a 1x16x16x16 3x3 conv: untuned, tuned (4 trials) and hand-scheduled ember
     out: list[str] = []

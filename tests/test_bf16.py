@@ -233,23 +233,28 @@ def test_rows_known_at_run_time_take_the_gemm_and_its_gemv_variant():
         np.testing.assert_allclose(y, rounded(x) @ rounded(w).T, rtol=1e-5, atol=1e-5)
 
 
-@pytest.fixture(scope="module")
-def resnet():
-    """A ResNet-18 at 32x32 (the stem, Winograd and strided layers, 1x1
-    shortcuts, the classifier), compiled in float32 and in bfloat16."""
-    proto = onnx_models.resnet18(size=32, num_classes=100)
-    return proto, {
-        p: ember.compile_model(proto, precision=p) for p in ("float32", "bf16")
-    }
-
-
 @needs_bf16
-def test_a_resnet_in_bfloat16_agrees_with_onnxruntime(resnet):
+def test_a_resnet_in_bfloat16_agrees_with_onnxruntime():
+    """A ResNet-18 at 32x32 (the stem, Winograd and strided layers, 1x1
+    shortcuts, the classifier) against onnxruntime's float32: within a few
+    percent, the same top-1; every convolution and the classifier take a
+    bfloat16 kernel."""
     import onnxruntime
+    from xdsl.dialects import func
 
-    proto, libs = resnet
+    from ember.compiler.model import lower_to_te
+
+    proto = onnx_models.resnet18(size=32, num_classes=100)
+    module, _ = lower_to_te(proto, precision="bf16")
+    kernels = [f for f in module.ops if isinstance(f, func.FuncOp)]
+    products = [
+        f for f in kernels if "conv2d" in f.sym_name.data or "dense" in f.sym_name.data
+    ]
+    assert len(products) >= 10
+    assert all("dot.bf16" in str(f) for f in products)
+    lib = ember.compile_model(proto, precision="bf16")
     session = onnxruntime.InferenceSession(proto.SerializeToString())
-    gm = GraphModule(libs["bf16"]["default"](cpu()))
+    gm = GraphModule(lib["default"](cpu()))
     for seed in range(4):
         feed = onnx_models.random_input(proto, seed=seed)
         want = session.run(None, feed)[0]
@@ -258,16 +263,6 @@ def test_a_resnet_in_bfloat16_agrees_with_onnxruntime(resnet):
         got = gm.get_output(0).numpy()
         assert np.abs(got - want).max() <= 0.03 * np.abs(want).max()
         assert got.argmax() == want.argmax()
-
-
-@needs_bf16
-def test_bfloat16_kernels_replace_float32_ones_where_products_dominate(resnet):
-    """Every convolution and the classifier take a bfloat16 kernel; the
-    weights are stored as pairs (half the float32 bytes)."""
-    _, libs = resnet
-    f32, bf16 = (libs[p].compile_stats for p in ("float32", "bf16"))
-    assert bf16.params_bytes < 0.6 * f32.params_bytes
-    assert bf16.kernels == f32.kernels
 
 
 @needs_bf16

@@ -339,6 +339,80 @@ def test_byte_dot_products_on_sdot_alone_run_and_match(c_host, tmp_path):
     np.testing.assert_array_equal(outputs[0], expected[0])
 
 
+def _bf16_words(values: np.ndarray) -> np.ndarray:
+    """float32 `values` (finite, last axis even) rounded to bfloat16, ties to
+    even, and packed two an int32 word, the even element low."""
+    bits = values.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint32)
+    return (rounded[..., 0::2] | (rounded[..., 1::2] << 16)).view(np.int32)
+
+
+def _bf16_halves(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (even, odd) bfloat16 numbers of int32 words, widened to float32."""
+    u = words.view(np.uint32)
+    return (u << 16).view(np.float32), (u & 0xFFFF0000).view(np.float32)
+
+
+def dot_bf16(target: str) -> Built:
+    """C[j] = sum_r dot_bf16(A[r], B[r, j]) on int32 words of two bfloat16
+    numbers, eight columns a vector: bfdot on aarch64's bf16 extension,
+    widened halves and fused multiply-adds elsewhere; against float64 sums."""
+    m, n = 19, 40
+    A = te.placeholder((m,), "int32", name="A")
+    B = te.placeholder((m, n), "int32", name="B")
+    r = te.reduce_axis((0, m), name="r")
+    C = te.compute((n,), lambda j: te.sum(te.dot_bf16(A[r], B[r, j]), axis=r), name="C")
+    s = te.create_schedule(C.op)
+    outer, inner = s[C].split(C.op.axis[0], factor=8)
+    s[C].reorder(outer, r, inner)
+    s[C].vectorize(inner)
+    a = _bf16_words(_normal((m, 2), 12)).reshape(m)
+    b = _bf16_words(_normal((m, n, 2), 13)).reshape(m, n)
+    (a0, a1), (b0, b1) = _bf16_halves(a), _bf16_halves(b)
+    want = a0.astype(np.float64) @ b0 + a1.astype(np.float64) @ b1
+    mod = ember.build(s, [A, B, C], target=target, name="dot_bf16")
+    return mod, "dot_bf16", [a, b], [want.astype(np.float32)]
+
+
+@pytest.mark.parametrize(
+    ("cpu", "qemu_cpu", "bfdot"),
+    [("neoverse-v1", "max", True), ("cortex-a72", "cortex-a72", False)],
+)
+def test_bf16_dot_products_run_on_aarch64_and_match(
+    cpu, qemu_cpu, bfdot, c_host, tmp_path
+):
+    """Neoverse V1 has the bf16 extension: bfdot, whose sum of the pair's
+    products (rounded to odd, then added) may differ from two roundings by
+    an ulp of the sums; within a float32 rounding an addition of the float64
+    sums. Cortex-A72 has none (qemu's model refuses bfdot): the halves
+    widened and fused multiply-adds, exactly numpy's float32 sums in the
+    same order, the odd pair's product first."""
+    machine = Machine("aarch64", qemu_cpu)
+    target = CrossTarget(
+        f"aarch64-{cpu}", f"llvm -mtriple=aarch64-linux-gnu -mcpu={cpu}", (machine,)
+    )
+    mod, function, (a, b), (want,) = dot_bf16(target.target)
+    asm = mod.get_source("asm")
+    assert bool(re.search(r"^\s+bfdot\b", asm, re.M)) == bfdot, asm
+    _require(target)
+    library = _export(mod, target, tmp_path / f"{function}.so")
+    done, (got,) = run_kernel(
+        machine, c_host(machine, "run_kernel.c"), library, function, [a, b],
+        [want], tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (a0, a1), (b0, b1) = _bf16_halves(a), _bf16_halves(b)
+    bound = np.abs(a0) @ np.abs(b0) + np.abs(a1) @ np.abs(b1)
+    additions = 2 * len(a)
+    assert np.all(np.abs(got - want) <= additions * 2.0**-23 * bound), got - want
+    if not bfdot:
+        ordered = np.zeros_like(want)
+        for k in range(len(a)):
+            ordered = ordered + a1[k] * b1[k]
+            ordered = ordered + a0[k] * b0[k]
+        np.testing.assert_array_equal(got, ordered)
+
+
 @pytest.mark.parametrize("target", [t.name for t in TARGETS])
 def test_a_refused_call_reports_the_kernels_message(target, c_host, tmp_path):
     """The error path crosses the ABI too: a wrong shape is refused with the

@@ -92,6 +92,7 @@ def test_vit_b16():
     check(onnx_models.vit())
 
 
+@pytest.mark.slow  # 13 s; test_torch_zoo runs an LSTM too
 def test_lstm():
     """Two LSTM layers over 32 steps, unrolled (frontends/onnx_rnn.py)."""
     check(onnx_models.lstm(), both_ways=False)

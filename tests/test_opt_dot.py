@@ -69,6 +69,7 @@ def test_ember_opt_draws_the_graph_as_compiled(tmp_path):
     assert out.rstrip().endswith("}")
 
 
+@pytest.mark.slow  # 13 s: a whole model compiled to draw it
 def test_an_onnx_file_is_drawn_as_compiled(tmp_path):
     """`ember-opt model.onnx` imports with the params bound: the picture has
     one cluster or lone op per call of the compiled model (batch norms folded

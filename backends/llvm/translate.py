@@ -432,13 +432,19 @@ def _intrinsic_name(name: str, fn_type: str) -> str:
 
     LLVM's parser mangles overloaded intrinsics declared without their suffix, and
     fixes a wrong suffix; asking it keeps ember free of LLVM's overloading tables.
+    An intrinsic whose operand types LLVM has since changed comes back renamed
+    for the new types (`bfdot.v4f32.v16i8` as `.v8bf16`): then `name` stays,
+    and LLVM upgrades the call when it parses the module.
     """
     ret, _, args = fn_type.partition(" (")
     try:
         parsed = llvm_binding.parse_assembly(f"declare {ret} @{name}({args}")
     except RuntimeError:
         return name
-    return next(iter(parsed.functions)).name
+    declared = next(iter(parsed.functions))
+    if str(declared.global_value_type) != fn_type:
+        return name
+    return declared.name
 
 
 def _call_intrinsic(

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -213,6 +214,8 @@ class ScalarPrinter:
             return f"{args[0]} < 0 ? -{args[0]} : {args[0]}"
         if name == "dot.u8i8":
             return f"{self.dot_u8i8()}({', '.join(args)})"
+        if name == "dot.bf16":
+            return f"{self.dot_bf16()}({', '.join(args)})"
         raise SourceError(f"{self.face.name} source: unsupported op '{name}'")
 
     def dot_u8i8(self) -> str:
@@ -233,6 +236,32 @@ class ScalarPrinter:
                 f"  {u32} s = {self.face.cast(u32, 'acc')};",
                 *terms,
                 f"  return {self.face.cast(i32, 's')};",
+                "}",
+            ],
+        )
+
+    def dot_bf16(self) -> str:
+        """The helper computing `dot.bf16` on one lane: each bfloat16 widened
+        to float32 by moving its bits to the high half (exact), the odd pair's
+        product added first. The products are exact in float32, so a multiply
+        and an add round once, as the instruction's addition does, without
+        libm's `fmaf` where the machine has no fused multiply-add."""
+        i32, u32 = self.face.int_type(32), self.face.int_type(32, unsigned=True)
+        f32 = self.ctype(_F32)
+        halves = []
+        for word in "ab":
+            w = self.face.cast(u32, word)
+            for high, moved in ((1, f"{w} & 0xffff0000u"), (0, f"{w} << 16")):
+                value = self.bitcast(_I32, _F32, self.face.cast(i32, f"({moved})"))
+                halves.append(f"  {f32} {word}{high} = {value};")
+        return self.unit.helper(
+            "ember_dot_bf16",
+            [
+                f"{f32} ember_dot_bf16({f32} acc, {i32} a, {i32} b) {{",
+                "  /* dot.bf16: acc + a1 * b1, then + a0 * b0 (word = a1:a0) */",
+                *halves,
+                f"  {f32} s = acc + a1 * b1;",
+                "  return s + a0 * b0;",
                 "}",
             ],
         )
@@ -361,6 +390,7 @@ class ScalarPrinter:
 
 
 _F32 = Float32Type()
+_I32 = IntegerType(32)
 
 
 def _tname(t: Attribute) -> str:
