@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from xdsl.parser import Parser
 
 from ember.passes import get_context, run
