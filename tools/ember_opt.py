@@ -182,6 +182,13 @@ class EmberOptMain(xDSLOptMain):
             default=2,
             help="graph pass level for --emit on graph input (default 2)",
         )
+        arg_parser.add_argument(
+            "--precision",
+            choices=("float32", "bf16"),
+            default="float32",
+            help="the products' precision for --emit on graph input "
+            "(convert-graph-to-te{precision})",
+        )
         arg_parser.add_argument("--mcpu", help="the CPU LLVM compiles for")
         arg_parser.add_argument(
             "--input-shapes",
@@ -531,7 +538,10 @@ class EmberOptMain(xDSLOptMain):
         text_stage = stage if stage in st.TEXT_MODULE_STAGES else "llvm"
         ctx = PassContext(opt_level=self.args.opt_level)
         kind = self._model_kind()
-        run(",".join(model_passes(ctx, until=text_stage, kind=kind)), module)
+        passes = model_passes(
+            ctx, until=text_stage, kind=kind, precision=self.args.precision
+        )
+        run(",".join(passes), module)
         if stage == text_stage:
             return [self._print(module)]
         with timer.time(f"codegen ({stage})"):

@@ -1,6 +1,8 @@
 // RUN: ember-opt %s -p 'convert-graph-to-te{precision=bf16}' | filecheck %s
 // RUN: ember-opt %s -p convert-graph-to-te | filecheck %s --check-prefix=F32
 // RUN: sed 's/-mcpu=znver4/-mcpu=haswell/' %s | not ember-opt -p 'convert-graph-to-te{precision=bf16}' 2>&1 | filecheck %s --check-prefix=NOBF16
+// RUN: ember-opt %s --emit te --precision bf16 | filecheck %s --check-prefix=EMIT
+// RUN: sed 's/-mcpu=znver4/-mcpu=haswell/' %s | not ember-opt --emit te --precision bf16 2>&1 | filecheck %s --check-prefix=NOBF16
 
 // With precision=bf16 on a CPU with AVX512-BF16 (Zen 4), convolutions and
 // dense layers multiply bfloat16 pairs: the data rounded and packed two
@@ -61,3 +63,6 @@ func.func @main(%x: tensor<1x64x8x8xf32> {ember.name = "data"}) -> tensor<1x10xf
   func.return %d : tensor<1x10xf32>
 }
 }
+
+// The model pipeline to te, as `ember-opt --emit te --precision bf16` runs it.
+// EMIT: dot.bf16
