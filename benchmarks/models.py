@@ -8,7 +8,10 @@
 
 Models: mobilenet_v2, resnet18 (224x224), mobilenet_v3_large (224x224), bert
 (the BERT-style encoder: 4 layers, d 256, sequence 128, int64 ids and a
-padding mask) and vit_b16 (ViT-B/16 at 224x224).
+padding mask), vit_b16 (ViT-B/16 at 224x224), the audit zoo's squeezenet1_1,
+efficientnet_b0, regnet_y_400mf and shufflenet_v2 (224x224), gpt_block (one
+GPT-2-style causal block, d 256, sequence 128) and lstm (two LSTM layers, 64
+features, hidden 128, 32 steps); --quick: 96x96, sequence 32, 8 steps.
 
 Each model is the ONNX file `examples/onnx_models.py` writes (batch 1, fp32, seeded
 random weights), fed the same input to every implementation in one process:
@@ -34,8 +37,9 @@ same model compiled for that CPU, run on this one (whose features include it).
 Every row is checked against onnxruntime's output (allclose, rtol = atol = 1e-4)
 before it is timed; the table gives the median latency and the ratio to
 onnxruntime, then the targets: ember faster than PyTorch eager, and at most
-1.2x (MobileNetV2, MobileNetV3-large) / 1.0x (ResNet-18) / 1.3x (BERT, ViT)
-onnxruntime's latency on the host target.
+1.2x (MobileNetV2, MobileNetV3-large, EfficientNet-B0, RegNetY-400MF,
+ShuffleNetV2) / 1.0x (ResNet-18, SqueezeNet 1.1) / 1.3x (BERT, ViT, the GPT
+block, the LSTM) onnxruntime's latency on the host target.
 """
 
 from __future__ import annotations
@@ -114,6 +118,12 @@ TARGETS = {
     "mobilenet_v3_large": 1.2,
     "bert": 1.3,
     "vit_b16": 1.3,
+    "squeezenet1_1": 1.0,
+    "efficientnet_b0": 1.2,
+    "regnet_y_400mf": 1.2,
+    "shufflenet_v2": 1.2,
+    "gpt_block": 1.3,
+    "lstm": 1.3,
 }
 """ember's latency target, as a multiple of onnxruntime's, on the host target."""
 
@@ -127,6 +137,18 @@ MODELS = {
     "vit_b16": lambda quick: onnx_models.vit(
         size=96 if quick else 224, layers=2 if quick else 12
     ),
+    "squeezenet1_1": lambda quick: onnx_models.squeezenet(
+        "1.1", size=96 if quick else 224
+    ),
+    "efficientnet_b0": lambda quick: onnx_models.efficientnet_b0(
+        size=96 if quick else 224
+    ),
+    "regnet_y_400mf": lambda quick: onnx_models.regnet_y_400mf(
+        size=96 if quick else 224
+    ),
+    "shufflenet_v2": lambda quick: onnx_models.shufflenet_v2(size=96 if quick else 224),
+    "gpt_block": lambda quick: onnx_models.gpt_block(seq=32 if quick else 128),
+    "lstm": lambda quick: onnx_models.lstm(seq=8 if quick else 32),
 }
 """How each model is built (quick: smaller, for a smoke run)."""
 
@@ -261,7 +283,18 @@ def _torch_forward(model, inputs):
         if op == "Add":
             return x[0] + x[1]
         if op == "MaxPool":
-            return F.max_pool2d(x[0], a["kernel_shape"], a.get("strides", 1), pads(a))
+            return F.max_pool2d(
+                x[0],
+                a["kernel_shape"],
+                a.get("strides", 1),
+                pads(a),
+                ceil_mode=bool(a.get("ceil_mode", 0)),
+            )
+        if op == "Split":
+            return torch.split(x[0], [int(s) for s in x[1]], a.get("axis", 0))
+        if op == "ReduceMean":
+            axes = a["axes"] if "axes" in a else [int(d) for d in x[1]]
+            return torch.mean(x[0], axes, keepdim=bool(a.get("keepdims", 1)))
         if op == "GlobalAveragePool":
             return F.adaptive_avg_pool2d(x[0], 1)
         if op == "Flatten":
@@ -312,7 +345,9 @@ def _torch_forward(model, inputs):
     def forward():
         env = {**values, **feeds}
         for n, a in nodes:
-            env[n.output[0]] = node(n.op_type, a, [env[i] for i in n.input])
+            y = node(n.op_type, a, [env[i] for i in n.input])
+            ys = y if isinstance(y, tuple) else (y,)  # Split's outputs
+            env.update(zip(n.output, ys, strict=True))
         return env[output]
 
     return forward

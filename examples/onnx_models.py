@@ -17,6 +17,7 @@ named "input" and the output "output" unless the builder says otherwise.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import math
 import sys
@@ -535,6 +536,239 @@ def resnet18(
     )
 
 
+# torchvision's Fire modules per SqueezeNet version: squeeze, expand1x1 and
+# expand3x3 channels, with "M" for a MaxPool 3x3 stride 2 ceil_mode; and each
+# version's stem (output channels, kernel).
+SQUEEZENET_SETTINGS = {
+    "1.0": [
+        (16, 64, 64),
+        (16, 64, 64),
+        (32, 128, 128),
+        "M",
+        (32, 128, 128),
+        (48, 192, 192),
+        (48, 192, 192),
+        (64, 256, 256),
+        "M",
+        (64, 256, 256),
+    ],
+    "1.1": [
+        (16, 64, 64),
+        (16, 64, 64),
+        "M",
+        (32, 128, 128),
+        (32, 128, 128),
+        "M",
+        (48, 192, 192),
+        (48, 192, 192),
+        (64, 256, 256),
+        (64, 256, 256),
+    ],
+}
+SQUEEZENET_STEM = {"1.0": (96, 7), "1.1": (64, 3)}
+
+
+def squeezenet(
+    version: str = "1.1",
+    batch: int = 1,
+    size: int = 224,
+    num_classes: int = 1000,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """SqueezeNet (Iandola et al. 2016), "1.0" or "1.1", as torchvision exports
+    it: convolutions with bias and no batch norm, an unpadded stride-2 stem and
+    Relu, MaxPool 3x3 stride 2 with ceil_mode, Fire modules (a 1x1 squeeze conv
+    and Relu, then 1x1 and padded 3x3 expand convs, each with Relu, Concat on
+    channels), a 1x1 conv to the classes with Relu, GlobalAveragePool and
+    Flatten (the classifier's Dropout is gone at inference)."""
+    if version not in SQUEEZENET_SETTINGS:
+        raise ValueError(f"expected version '1.0' or '1.1', got {version!r}")
+    g = GraphBuilder(f"squeezenet{version.replace('.', '_')}", seed, opset)
+
+    def conv_relu(x, cin, cout, k, name, stride=1, pad=None):
+        # Without batch norms to rescale them, the convs after a MaxPool take
+        # its growth of the second moment out of their weights instead.
+        gain = 2.0 / g.moment_of(x)
+        y = g.conv(x, cin, cout, k, name, stride, pad, gain=gain, bias=True)
+        return g.relu(y, f"{name}_activation")
+
+    def max_pool(x, name, growth=2.0):
+        # The max of nine rectified normals has 5 times their second moment
+        # (the stem's outputs are nearly independent); later, overlapping
+        # receptive fields correlate the nine and the max grows about half as much.
+        return g.node(
+            "MaxPool",
+            [x],
+            f"{name}/MaxPool",
+            growth * g.moment_of(x),
+            ceil_mode=1,
+            kernel_shape=[3, 3],
+            pads=[0] * 4,
+            strides=[2, 2],
+        )
+
+    stem, k = SQUEEZENET_STEM[version]
+    x = conv_relu("input", 3, stem, k, "features.0", stride=2, pad=0)
+    x, cin = max_pool(x, "features.2", growth=5.0), stem
+    for index, fire in enumerate(SQUEEZENET_SETTINGS[version], start=3):
+        if fire == "M":
+            x = max_pool(x, f"features.{index}")
+            continue
+        squeeze, e1, e3 = fire
+        name = f"features.{index}"
+        s = conv_relu(x, cin, squeeze, 1, f"{name}.squeeze")
+        left = conv_relu(s, squeeze, e1, 1, f"{name}.expand1x1")
+        right = conv_relu(s, squeeze, e3, 3, f"{name}.expand3x3")
+        x, cin = g.node("Concat", [left, right], f"{name}/Concat", axis=1), e1 + e3
+    x = conv_relu(x, cin, num_classes, 1, "classifier.1")
+    x = g.node("GlobalAveragePool", [x], "classifier.3/GlobalAveragePool")
+    x = g.node("Flatten", [x], "Flatten", axis=1)
+    return g.model(
+        [("input", [batch, 3, size, size])], [(x, "output", [batch, num_classes])]
+    )
+
+
+def _silu(g: GraphBuilder, x: str, name: str) -> str:
+    """SiLU as torch exports it before opset 22: x * Sigmoid(x)."""
+    s = g.node("Sigmoid", [x], f"{name}/Sigmoid", 0.3)
+    return g.node("Mul", [x, s], f"{name}/Mul", 0.36 * g.moment_of(x))
+
+
+def _squeeze_excite(
+    g: GraphBuilder,
+    x: str,
+    channels: int,
+    squeeze: int,
+    name: str,
+    act: Callable[[str, str], str],
+) -> str:
+    """torchvision's SqueezeExcitation: GlobalAveragePool, a 1x1 conv with bias
+    to `squeeze` channels, `act`, a 1x1 conv back, Sigmoid, and the input
+    scaled by it (Mul)."""
+    s = g.node("GlobalAveragePool", [x], f"{name}/avgpool/GlobalAveragePool")
+    s = g.conv(s, channels, squeeze, 1, f"{name}.fc1", pad=0, bias=True)
+    s = act(s, f"{name}/activation")
+    s = g.conv(s, squeeze, channels, 1, f"{name}.fc2", pad=0, bias=True, gain=1.0)
+    s = g.node("Sigmoid", [s], f"{name}/scale_activation/Sigmoid", 0.3)
+    return g.node("Mul", [s, x], f"{name}/Mul", 0.3 * g.moment_of(x))
+
+
+# expansion, kernel, stride, input channels, output channels, layers:
+# torchvision's EfficientNet-B0 stages.
+EFFICIENTNET_B0_SETTINGS = [
+    (1, 3, 1, 32, 16, 1),
+    (6, 3, 2, 16, 24, 2),
+    (6, 5, 2, 24, 40, 2),
+    (6, 3, 2, 40, 80, 3),
+    (6, 5, 1, 80, 112, 3),
+    (6, 5, 2, 112, 192, 4),
+    (6, 3, 1, 192, 320, 1),
+]
+
+
+def efficientnet_b0(
+    batch: int = 1,
+    size: int = 224,
+    num_classes: int = 1000,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """EfficientNet-B0 (Tan and Le 2019) as torchvision exports it: SiLU as
+    x * Sigmoid(x), a 3x3 stride-2 stem, 16 MBConv blocks (a 1x1 expansion
+    conv unless the ratio is 1, a depthwise 3x3 or 5x5 conv, squeeze-and-
+    excitation to a quarter of the block's input channels with SiLU and
+    Sigmoid, a 1x1 projection conv without activation, and a residual Add
+    where the shape allows), a 1x1 conv to 1280, GlobalAveragePool, Flatten
+    and a Gemm (the Dropout and stochastic depth are gone at inference)."""
+    g = GraphBuilder("efficientnet_b0", seed, opset)
+    silu = functools.partial(_silu, g)
+
+    def conv_bn(x, cin, cout, k, name, stride=1, groups=1, act=True):
+        gain = 2.0 if act else 1.0
+        y = g.conv(x, cin, cout, k, f"{name}.0", stride, groups=groups, gain=gain)
+        y = g.batch_norm(y, cout, f"{name}.1", gamma=(0.8, 1.2) if act else (0.3, 0.6))
+        return silu(y, f"{name}.2") if act else y
+
+    x = conv_bn("input", 3, 32, 3, "features.0", stride=2)
+    for stage, (t, k, s, cin, cout, layers) in enumerate(
+        EFFICIENTNET_B0_SETTINGS, start=1
+    ):
+        for i in range(layers):
+            cin, stride = (cin, s) if i == 0 else (cout, 1)
+            prefix, hidden = f"features.{stage}.{i}.block", cin * t
+            y, j = x, 0
+            if hidden != cin:
+                y, j = conv_bn(y, cin, hidden, 1, f"{prefix}.0"), 1
+            y = conv_bn(y, hidden, hidden, k, f"{prefix}.{j}", stride, hidden)
+            y = _squeeze_excite(
+                g, y, hidden, max(1, cin // 4), f"{prefix}.{j + 1}", silu
+            )
+            y = conv_bn(y, hidden, cout, 1, f"{prefix}.{j + 2}", act=False)
+            if stride == 1 and cin == cout:
+                y = g.node("Add", [y, x], f"features.{stage}.{i}/Add")
+            x = y
+    x = conv_bn(x, 320, 1280, 1, "features.8")
+    x = g.node("GlobalAveragePool", [x], "avgpool/GlobalAveragePool")
+    x = g.node("Flatten", [x], "Flatten", axis=1)
+    x = g.gemm(x, 1280, num_classes, "classifier.1")
+    return g.model(
+        [("input", [batch, 3, size, size])], [(x, "output", [batch, num_classes])]
+    )
+
+
+def regnet_y_400mf(
+    batch: int = 1,
+    size: int = 224,
+    num_classes: int = 1000,
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+) -> onnx.ModelProto:
+    """RegNetY-400MF (Radosavovic et al. 2020) as torchvision exports it: a 3x3
+    stride-2 stem to 32 channels, four stages (widths 48, 104, 208, 440; 1, 3,
+    6, 6 blocks; stride 2 at each stage's first block) of bottleneck blocks (a
+    1x1 conv, a 3x3 conv in groups of 8 channels, squeeze-and-excitation to a
+    quarter of the block's input width with Relu and Sigmoid, a 1x1 conv
+    without activation; a 1x1 strided conv and BatchNormalization on the
+    shortcut where the shape changes; Add, Relu), GlobalAveragePool, Flatten
+    and a Gemm."""
+    g = GraphBuilder("regnet_y_400mf", seed, opset)
+
+    def conv_bn(x, cin, cout, k, name, stride=1, groups=1, relu=True, gamma=None):
+        gain = 2.0 if relu else 1.0
+        y = g.conv(x, cin, cout, k, f"{name}.0", stride, groups=groups, gain=gain)
+        y = g.batch_norm(y, cout, f"{name}.1", gamma=gamma or (0.8, 1.2))
+        return g.relu(y, f"{name}.2") if relu else y
+
+    x, cin = conv_bn("input", 3, 32, 3, "stem", stride=2), 32
+    for stage, (width, depth) in enumerate(
+        zip((48, 104, 208, 440), (1, 3, 6, 6), strict=True), start=1
+    ):
+        for i in range(depth):
+            stride = 2 if i == 0 else 1
+            name = f"trunk_output.block{stage}.block{stage}-{i}"
+            y = conv_bn(x, cin, width, 1, f"{name}.f.a")
+            y = conv_bn(y, width, width, 3, f"{name}.f.b", stride, width // 8)
+            squeeze = int(round(0.25 * cin))
+            y = _squeeze_excite(g, y, width, squeeze, f"{name}.f.se", g.relu)
+            # The residual branch starts small, as in trained networks.
+            y = conv_bn(y, width, width, 1, f"{name}.f.c", relu=False, gamma=(0.3, 0.6))
+            # Relu keeps an identity shortcut, already rectified, nearly whole.
+            moment = g.moment_of(x) + g.moment_of(y) / 2
+            if stride != 1 or cin != width:
+                x = conv_bn(x, cin, width, 1, f"{name}.proj", stride, relu=False)
+                moment = (g.moment_of(x) + g.moment_of(y)) / 2
+            x = g.node("Add", [x, y], f"{name}/Add")
+            x = g.node("Relu", [x], f"{name}.activation/Relu", moment)
+            cin = width
+    x = g.node("GlobalAveragePool", [x], "avgpool/GlobalAveragePool")
+    x = g.node("Flatten", [x], "Flatten", axis=1)
+    x = g.gemm(x, cin, num_classes, "fc")
+    return g.model(
+        [("input", [batch, 3, size, size])], [(x, "output", [batch, num_classes])]
+    )
+
+
 def mlp(
     batch: int = 8,
     in_features: int = 64,
@@ -886,6 +1120,9 @@ MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "mobilenet_v3": mobilenet_v3,
     "shufflenet_v2": shufflenet_v2,
     "resnet18": resnet18,
+    "squeezenet": squeezenet,
+    "efficientnet_b0": efficientnet_b0,
+    "regnet_y_400mf": regnet_y_400mf,
     "mlp": mlp,
     "transformer_block": transformer_block,
     "bert_encoder": bert_encoder,
@@ -956,6 +1193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--width", type=float, help="mobilenet_v2 channel multiplier")
     parser.add_argument("--layer-norm", choices=["decomposed", "onnx"])
     parser.add_argument("--variant", choices=["large", "small"], help="mobilenet_v3")
+    parser.add_argument("--version", choices=["1.0", "1.1"], help="squeezenet")
     parser.add_argument("--shape-ops", action="store_true", default=None)
     args = parser.parse_args(argv)
 
