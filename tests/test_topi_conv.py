@@ -102,7 +102,18 @@ FORMS = [
     ),
     ((1, 24, 7, 7), (24, 1, 3, 3), {"padding": 1, "groups": 24}, "depthwise"),
     ((1, 8, 9, 9), (12, 4, 3, 3), {"padding": 1, "groups": 2}, "direct"),
-    ((1, 8, 9, 9), (8, 2, 3, 3), {"padding": 1, "groups": 4}, "direct"),
+    # groups whole within a vector: each block of outputs reads its own span
+    ((1, 8, 9, 9), (8, 2, 3, 3), {"padding": 1, "groups": 4}, "grouped"),
+    ((1, 48, 10, 10), (48, 8, 3, 3), {"padding": 1, "groups": 6}, "grouped"),
+    # RegNetY's 104 = 13 groups of 8: the last block's span past C reads zeros
+    (
+        (1, 104, 7, 7),
+        (104, 8, 3, 3),
+        {"padding": 1, "strides": 2, "groups": 13},
+        "grouped",
+    ),
+    # groups of 32 output channels: each vector inside one group
+    ((1, 64, 6, 6), (64, 32, 3, 3), {"padding": 1, "groups": 2}, "grouped"),
     ((1, 8, 11, 11), (16, 8, 3, 3), {"padding": 2, "dilation": 2}, "nchwc"),
     (
         (1, 8, 9, 11),
