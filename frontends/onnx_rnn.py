@@ -1,9 +1,14 @@
 """ONNX LSTM, GRU and RNN unrolled over their static sequence length into graph ops.
 
-Each step and gate is a `graph.dense` of the step's input (the weight sliced out
-of W at import, both biases summed into its bias) and a `graph.dense` of the
-hidden state (sliced out of R), added, then the gates' elementwise arithmetic,
-which graph-fuse-ops fuses into the second dense. The steps are structurally
+An LSTM projects every step's input at once, one `graph.dense` of X by all
+four gates' W (both biases summed into its bias); each step is then one
+`graph.dense` of the hidden state by all four gates' R, added to its step's
+row of the projection, and the cell's elementwise arithmetic on slices of
+that (the gates), which graph-fuse-ops fuses: a few kernel calls a step,
+where each call costs about a microsecond and the step's work is a
+matrix-vector product. A GRU and an RNN step each gate as a `graph.dense` of
+the step's input (the weight sliced out of W at import) and a `graph.dense`
+of the hidden state (sliced out of R), added, then the gates' arithmetic. The steps are structurally
 identical (each one's input is a gather of index t, an operand of the kernel,
 where a slice's bounds would be compiled into one kernel per step), so they
 share their compiled kernels whatever the sequence length. Why unrolling rather
@@ -194,17 +199,58 @@ def _gate(
     return c.emit(G.AddOp, c.emit(G.DenseOp, h, rnn.weight(2, d, gate)), xw)
 
 
+def _projected(rnn: _Rnn, d: int) -> SSAValue:
+    """X by all gates' W of direction `d`, plus both biases, for every step at
+    once: (seq, batch, gates * hidden), or (batch, seq, ...) with `layout`."""
+    c, x = rnn.c, rnn.c.value(0)
+    lead = shape_of(x)[:2]
+    rows = c.emit(G.ReshapeOp, x, shape=[lead[0] * lead[1], shape_of(x)[2]])
+    w = c.const(1, "W")[d]
+    weight = c._materialize(
+        f"{c.node.input[1]}.{d}", np.ascontiguousarray(w, np.float32)
+    )
+    bias = np.concatenate(
+        [rnn.bias(d, k, False) + rnn.bias(d, k, True) for k in range(rnn.gates)]
+    )
+    projected = c.emit(G.DenseOp, rows, weight, rnn.param(f"b{d}", bias))
+    return c.emit(G.ReshapeOp, projected, shape=[*lead, rnn.gates * rnn.hidden])
+
+
+def _step_rows(rnn: _Rnn, projected: SSAValue) -> list[SSAValue]:
+    """Each step's rows of `projected`, (batch, gates * hidden), in time order:
+    a gather of index t, so every step reads them by one kernel."""
+    c = rnn.c
+    rows = []
+    for t in range(rnn.seq):
+        index = c.emit_op(G.ConstantOp.from_numpy(np.asarray(t, np.int64)))
+        rows.append(c.emit(G.GatherOp, projected, index, axis=rnn.layout))
+    return rows
+
+
+def _gates(rnn: _Rnn, z: SSAValue) -> list[SSAValue]:
+    """The gates' columns of z (batch, gates * hidden), in W's order."""
+    b, h = rnn.batch, rnn.hidden
+    return [
+        rnn.c.emit(G.SliceOp, z, starts=[0, k * h], ends=[b, (k + 1) * h], steps=[1, 1])
+        for k in range(rnn.gates)
+    ]
+
+
 @converter("LSTM")
 def _lstm(c: NodeContext):
     rnn = _Rnn.of(c, 4)
-    xs = rnn.step_inputs()
     hs, h_last, c_last = [], [], []
     for d in range(rnn.dirs):
         h, cell = rnn.initial(5, d), rnn.initial(6, d)
-        bias = [rnn.bias(d, k, False) + rnn.bias(d, k, True) for k in range(4)]
+        steps = _step_rows(rnn, _projected(rnn, d))
+        r = c.const(2, "R")[d]
+        recurrent = c._materialize(
+            f"{c.node.input[2]}.{d}", np.ascontiguousarray(r, np.float32)
+        )
         states: dict[int, SSAValue] = {}
         for t in rnn.order(d):
-            a = [_gate(rnn, d, k, xs[t], h, bias[k]) for k in range(4)]
+            z = c.emit(G.AddOp, c.emit(G.DenseOp, h, recurrent), steps[t])
+            a = _gates(rnn, z)
             i, o, f = (c.emit(G.SigmoidOp, a[k]) for k in range(3))
             g = c.emit(G.TanhOp, a[3])
             cell = c.emit(G.AddOp, c.emit(G.MulOp, f, cell), c.emit(G.MulOp, i, g))
