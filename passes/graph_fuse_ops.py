@@ -13,7 +13,10 @@ order:
 - elementwise, broadcast and injective ops (reshape, flatten, transpose, pad,
   concat) with no anchor to join form injective chains, on the same single-reader
   rule (an injective op never joins an anchor's group: the epilogue works on the
-  anchor's output elements in place);
+  anchor's output elements in place); an op of such a chain also takes in the
+  injective chains of its other operands that only it reads (TVM fuses
+  injective producers into their consumer the same way): `a * s + b * t`
+  of two dequantizations is one kernel, not three;
 - reductions, pooling and softmax are groups of their own.
 
 A group's operands are the values its ops read from outside (inputs, params, other
@@ -93,9 +96,45 @@ def partition(block: Block, max_group_size: int = 256) -> list[_Group]:
             }.get(op.PATTERN, "closed")
             target = _Group(kind)
             groups.append(target)
+        if target.kind == "injective":
+            for other in _producers(op, target, group_of, max_group_size):
+                target.ops = _in_order(block, target.ops + other.ops)
+                groups.remove(other)
+                for moved in other.ops:
+                    group_of[moved] = target
         target.ops.append(op)
         group_of[op] = target
     return sorted(groups, key=lambda g: block.get_operation_index(g.ops[-1]))
+
+
+def _producers(
+    op: Operation, target: _Group, group_of: dict[Operation, _Group], limit: int
+) -> list[_Group]:
+    """The injective chains other than `target` that compute an operand of
+    `op` read by `op` alone: they join `op`'s chain."""
+    found: list[_Group] = []
+    size = len(target.ops)
+    for value in op.operands:
+        group = (
+            group_of.get(value.owner) if isinstance(value.owner, Operation) else None
+        )
+        if (
+            group is None
+            or group is target
+            or group in found
+            or group.kind != "injective"
+            or value is not group.output
+            or any(use.operation is not op for use in value.uses)
+            or size + len(group.ops) >= limit
+        ):
+            continue
+        found.append(group)
+        size += len(group.ops)
+    return found
+
+
+def _in_order(block: Block, ops: list[Operation]) -> list[Operation]:
+    return sorted(ops, key=block.get_operation_index)
 
 
 def _group_name(group: _Group, index: int) -> str:

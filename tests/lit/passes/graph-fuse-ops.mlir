@@ -162,3 +162,31 @@ func.func @long_chain(%x: tensor<4xf32>) -> tensor<4xf32> {
   %3 = graph.exp %2 : (tensor<4xf32>) -> tensor<4xf32>
   func.return %3 : tensor<4xf32>
 }
+
+// -----
+
+// An injective op takes in the chains of its other operands that it alone
+// reads: two dequantizations and their sum are one kernel. A chain whose
+// result another op reads too stays a group of its own.
+
+// CHECK-LABEL: func.func @two_chains(
+// CAP-LABEL: func.func @two_chains(
+// CHECK:         %[[S:.*]] = graph.fused "fused_cast_mul_cast_mul_add_0" (%{{.*}}, %{{.*}}) ({
+// CHECK:           graph.cast
+// CHECK:           graph.cast
+// CHECK:           graph.add
+// CHECK:         %[[E:.*]] = graph.fused "fused_exp_1"
+// CHECK:         %[[T:.*]] = graph.fused "fused_neg_add_2" (%{{.*}}, %[[E]])
+// CHECK:         func.return %[[S]], %[[T]], %[[E]]
+func.func @two_chains(%a: tensor<8xi32>, %b: tensor<8xi32>, %x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %s = graph.constant dense<0.5> : tensor<1xf32>
+  %ca = graph.cast %a : (tensor<8xi32>) -> tensor<8xf32>
+  %da = graph.mul %ca, %s : (tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+  %cb = graph.cast %b : (tensor<8xi32>) -> tensor<8xf32>
+  %db = graph.mul %cb, %s : (tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+  %sum = graph.add %da, %db : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %e = graph.exp %x : (tensor<8xf32>) -> tensor<8xf32>
+  %n = graph.neg %x : (tensor<8xf32>) -> tensor<8xf32>
+  %t = graph.add %n, %e : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  func.return %sum, %t, %e : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
