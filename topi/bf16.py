@@ -23,14 +23,13 @@ bound by memory, not multiplies, and stay float32 (`applies`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.runtime.errors import EmberValueError
-from ember.te.schedule import Schedule
 from ember.topi.conv2d import (
     Blocks,
     Conv2dShape,
@@ -38,10 +37,17 @@ from ember.topi.conv2d import (
     _output,
     conv2d_shape,
     inside_border,
+    logical_shape,
     nchwc_schedule,
 )
-from ember.topi.dense import _gemm_by_panels, _pack_panels, _panels, schedule_words
-from ember.topi.kernel import Epilogue, Kernel, Knobs, Variant
+from ember.topi.dense import (
+    _gemm_by_panels,
+    _pack_panels,
+    _panels,
+    on_words,
+    schedule_words,
+)
+from ember.topi.kernel import Epilogue, Kernel
 
 PAIR = 2
 """bfloat16 numbers in an int32 word: the products each lane of
@@ -119,15 +125,7 @@ def conv2d_bf16(
         *epilogue_inputs]; `transform("<name>.weight", oihw)` packs a weight.
     """
     machine = Target.resolve(target)
-    logical = data.shape
-    if data_block is not None:
-        if data.ndim != 5 or data.shape[-1] != data_block:
-            raise EmberValueError(
-                f"conv2d_bf16 '{name}': expected blocked data (N, C/{data_block}, "
-                f"H, W, {data_block}), got shape {tuple(data.shape)}"
-            )
-        n, blocks, h, w, b = data.shape
-        logical = (n, blocks * b, h, w)
+    logical = logical_shape(data, data_block, f"conv2d_bf16 '{name}'")
     if data.dtype != "float32":
         raise EmberValueError(
             f"conv2d_bf16 '{name}': expected float32 data, got {data.dtype}"
@@ -325,32 +323,5 @@ def dense_bf16(
         product=te.dot_bf16,
     )
     lanes = machine.vector_lanes("float32")
-
-    def around(schedule: Callable[[Schedule], None]) -> Callable[[Schedule], None]:
-        """`schedule`, then the words' stage's (`schedule_words`)."""
-
-        def apply(s) -> None:
-            schedule(s)
-            schedule_words(s, words, lanes)
-
-        return apply
-
-    knobs = gemm.knobs
-    if knobs is not None:
-        inner = knobs.fn
-        knobs = Knobs(
-            knobs.space,
-            knobs.default,
-            lambda s, config: around(lambda s2: inner(s2, config))(s),
-        )
-    assert gemm.schedule_fn is not None
     gemm.attrs["flops"] = 2 * m * n * k
-    return Kernel(
-        gemm.output,
-        [data, *gemm.placeholders[1:]],
-        gemm.weight_transforms,
-        around(gemm.schedule_fn),
-        gemm.attrs,
-        knobs,
-        [Variant(v.size, v.equals, around(v.schedule_fn)) for v in gemm.variants],
-    )
+    return on_words(gemm, data, lambda s: schedule_words(s, words, lanes))

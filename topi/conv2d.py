@@ -221,15 +221,7 @@ def conv2d(
         `weight_transforms` turns an OIHW array into it.
     """
     machine = Target.resolve(target)
-    logical = data.shape
-    if data_block is not None:
-        if data.ndim != 5 or data.shape[-1] != data_block:
-            raise EmberValueError(
-                f"conv2d '{name}': expected blocked data (N, C/{data_block}, H, W, "
-                f"{data_block}), got shape {tuple(data.shape)}"
-            )
-        n, blocks, h, w, b = data.shape
-        logical = (n, blocks * b, h, w)
+    logical = logical_shape(data, data_block, f"conv2d '{name}'")
     shape = conv2d_shape(logical, weight_shape, strides, padding, dilation, groups)
     if data.dtype != "float32":
         raise EmberValueError(
@@ -261,6 +253,22 @@ def conv2d(
     kernel.placeholders.extend(epilogue_inputs)
     kernel.attrs["flops"] = shape.flops
     return kernel
+
+
+def logical_shape(data: te.Tensor, block: int | None, what: str, word: int = 1):
+    """The NCHW shape of `data`: itself, or, blocked by `block` (N, C/b, H, W,
+    b), its channels joined; a block that is not whole words of `word`
+    channels is refused."""
+    if block is None:
+        return data.shape
+    if data.ndim != 5 or data.shape[-1] != block or block % word:
+        whole = f" of whole words of {word}" if word > 1 else ""
+        raise EmberValueError(
+            f"{what}: expected blocked data (N, C/{block}, H, W, {block}){whole}, "
+            f"got shape {tuple(data.shape)}"
+        )
+    n, blocks, h, w, b = data.shape
+    return (n, blocks * b, h, w)
 
 
 @dataclass(frozen=True)

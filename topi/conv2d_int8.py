@@ -45,6 +45,7 @@ from ember.topi.conv2d import (
     conv2d,
     conv2d_shape,
     inside_border,
+    logical_shape,
     nchwc_schedule,
 )
 from ember.topi.kernel import Epilogue, Kernel, Knobs
@@ -101,15 +102,7 @@ def conv2d_int8(
     q = quantized.check(
         f"conv2d_int8 '{name}'", data.dtype, out_dtype, x_zero, y_zero, clip
     )
-    logical = data.shape
-    if data_block is not None:
-        if data.ndim != 5 or data.shape[-1] != data_block or data_block % BYTES:
-            raise EmberValueError(
-                f"conv2d_int8 '{name}': expected blocked data (N, C/{data_block}, "
-                f"H, W, {data_block}) of whole words, got shape {tuple(data.shape)}"
-            )
-        n, blocks, h, w, b = data.shape
-        logical = (n, blocks * b, h, w)
+    logical = logical_shape(data, data_block, f"conv2d_int8 '{name}'", BYTES)
     shape = conv2d_shape(logical, weight_shape, strides, padding, dilation, groups)
     clip, flip, zero = q.clip, q.flip, q.zero
 

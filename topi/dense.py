@@ -379,15 +379,26 @@ def dense_int8(
         product=te.dot_u8i8,
     )
 
-    def around(schedule: Callable[[Schedule], None]) -> Callable[[Schedule], None]:
-        """`schedule`, the words read inline (LLVM loads each as one i32) and
-        the weight sums vectorized."""
+    def also(s) -> None:
+        """The words read inline (LLVM loads each as one i32), the weight
+        sums vectorized."""
+        s[words].compute_inline()
+        if q.zero:
+            s[weight_sum].vectorize(s[weight_sum].op.axis[0])
 
+    return on_words(gemm, data, also)
+
+
+def on_words(gemm: Kernel, data: te.Tensor, also: Callable[[Schedule], None]) -> Kernel:
+    """`gemm`, a GEMM over words computed from `data`, as a kernel of `data`:
+    its placeholders with `data` first, and `also` scheduling the words'
+    stages after each of its schedules (the default, the knobs', the
+    variants')."""
+
+    def around(schedule: Callable[[Schedule], None]) -> Callable[[Schedule], None]:
         def apply(s) -> None:
             schedule(s)
-            s[words].compute_inline()
-            if q.zero:
-                s[weight_sum].vectorize(s[weight_sum].op.axis[0])
+            also(s)
 
         return apply
 
