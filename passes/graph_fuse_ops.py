@@ -77,6 +77,7 @@ def partition(block: Block, max_group_size: int = 256) -> list[_Group]:
     last op."""
     groups: list[_Group] = []
     group_of: dict[Operation, _Group] = {}
+    position = {op: i for i, op in enumerate(block.ops)}
     for op in block.ops:
         if not isinstance(op, graph.GraphOp):
             continue
@@ -98,13 +99,13 @@ def partition(block: Block, max_group_size: int = 256) -> list[_Group]:
             groups.append(target)
         if target.kind == "injective":
             for other in _producers(op, target, group_of, max_group_size):
-                target.ops = _in_order(block, target.ops + other.ops)
+                target.ops = sorted(target.ops + other.ops, key=position.__getitem__)
                 groups.remove(other)
                 for moved in other.ops:
                     group_of[moved] = target
         target.ops.append(op)
         group_of[op] = target
-    return sorted(groups, key=lambda g: block.get_operation_index(g.ops[-1]))
+    return sorted(groups, key=lambda g: position[g.ops[-1]])
 
 
 def _producers(
@@ -131,10 +132,6 @@ def _producers(
         found.append(group)
         size += len(group.ops)
     return found
-
-
-def _in_order(block: Block, ops: list[Operation]) -> list[Operation]:
-    return sorted(ops, key=block.get_operation_index)
 
 
 def _group_name(group: _Group, index: int) -> str:
