@@ -233,6 +233,78 @@ def test_rows_known_at_run_time_take_the_gemm_and_its_gemv_variant():
         np.testing.assert_allclose(y, rounded(x) @ rounded(w).T, rtol=1e-5, atol=1e-5)
 
 
+def small_cnn() -> onnx.ModelProto:
+    """A 3x3 stem, a 3x3 layer Winograd takes, a strided 3x3 with a 1x1
+    strided shortcut added, global pooling and a classifier: every bfloat16
+    kernel in five kernels."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+
+    def w(*shape):
+        fan_in = int(np.prod(shape[1:])) or 1
+        return (rng.standard_normal(shape) * np.sqrt(2 / fan_in)).astype(np.float32)
+
+    weights = {
+        "w1": w(16, 3, 3, 3), "w2": w(32, 16, 3, 3), "b2": w(32)[:, None][:, 0],
+        "w3": w(32, 32, 3, 3), "ws": w(32, 32, 1, 1), "fc": w(10, 32),
+    }  # fmt: skip
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1] * 4),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1] * 4),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3"], ["c3"], pads=[1] * 4, strides=[2, 2]),
+        helper.make_node("Conv", ["r2", "ws"], ["cs"], strides=[2, 2]),
+        helper.make_node("Add", ["c3", "cs"], ["a"]),
+        helper.make_node("GlobalAveragePool", ["a"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc"], ["y"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 32, 32))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 10))],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@needs_bf16
+def test_a_cnn_in_bfloat16_agrees_with_onnxruntime():
+    """Against onnxruntime's float32 within bfloat16's error, the same top-1;
+    every convolution (Winograd, strided, 1x1) and the classifier take a
+    bfloat16 kernel."""
+    import onnxruntime
+    from xdsl.dialects import func
+
+    from ember.compiler.model import lower_to_te
+
+    proto = small_cnn()
+    module, _ = lower_to_te(proto, precision="bf16")
+    kernels = [f for f in module.ops if isinstance(f, func.FuncOp)]
+    products = [
+        f for f in kernels if "conv2d" in f.sym_name.data or "dense" in f.sym_name.data
+    ]
+    assert len(products) == 5
+    assert all("dot.bf16" in str(f) for f in products)
+    assert sum("data_transform" in str(f) for f in products) == 1  # Winograd
+    lib = ember.compile_model(proto, precision="bf16")
+    session = onnxruntime.InferenceSession(proto.SerializeToString())
+    gm = GraphModule(lib["default"](cpu()))
+    rng = np.random.default_rng(8)
+    for _ in range(4):
+        x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
+        want = session.run(None, {"x": x})[0]
+        (got,) = gm(x=x)
+        assert np.abs(got - want).max() <= 0.03 * np.abs(want).max()
+        assert got.argmax() == want.argmax()
+
+
+@pytest.mark.slow  # 20 s: 21 kernels compiled
 @needs_bf16
 def test_a_resnet_in_bfloat16_agrees_with_onnxruntime():
     """A ResNet-18 at 32x32 (the stem, Winograd and strided layers, 1x1

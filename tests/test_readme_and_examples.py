@@ -23,6 +23,7 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch):
         exec(compile(block, "README.md", "exec"), scope)
 
 
+@pytest.mark.slow  # 19 s; `make demo` runs it
 def test_demo_runs_and_checks_against_numpy():
     """The demo as `make demo` runs it, made small: a 64x64 MobileNetV2 and
     two candidates of schedule search per kernel."""

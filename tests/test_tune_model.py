@@ -198,6 +198,7 @@ def test_damaged_records_are_skipped_and_the_model_stays_right(model, tuned, tmp
     np.testing.assert_allclose(run(mod, x), expected, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # 19 s: two tuning runs' compiles
 def test_a_symbolic_model_is_tuned_at_the_sizes_it_is_planned_for(tmp_path):
     """A dynamic batch: each kernel is measured at the sizes its schedule is
     planned for (the bound, else PLANNING_SIZE) and keyed by them, so the
