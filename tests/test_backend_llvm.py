@@ -812,6 +812,7 @@ def test_unknown_cpu_does_not_kill_the_process():
     not sys.platform.startswith("linux") or platform.machine() != "x86_64",
     reason="shapes the address space with Linux x86-64 mmap flags",
 )
+@pytest.mark.slow  # 9 s: maps most of the address space
 def test_sections_stay_in_reach_in_a_crowded_address_space():
     # Every gap in the mmap area is filled but for one page, and 8 GiB below the
     # lowest mapping are taken: a one-page section lands in a hole at the top,

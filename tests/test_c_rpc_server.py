@@ -460,6 +460,7 @@ def test_the_tuner_measures_through_it(server, tmp_path):
     assert sum(r.error_kind is None for r in records) >= 2, records
 
 
+@pytest.mark.slow  # 9 s: a tuning run under qemu
 def test_ember_tune_tunes_through_the_c_server_under_qemu(tmp_path, monkeypatch):
     """`ember-tune --rpc` against the C server built for aarch64 and run
     under qemu-aarch64: candidates compiled for aarch64 are linked by the
