@@ -61,29 +61,16 @@ def _conv2d_strategy(
 ) -> Kernel:
     cfg = op.config
     algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
-    if _bf16() and cfg["groups"] == 1:
-        return conv2d_bf16(
-            data[0],
-            dims_of(op.weight.type),
-            strides=cfg["strides"],
-            padding=cfg["padding"],
-            dilation=cfg["dilation"],
-            bias=len(op.operands) > 2,
-            epilogue=epilogue,
-            epilogue_inputs=epilogue_inputs,
-            name="conv2d",
-            target=target,
-            data_block=layout.data,
-            out_block=layout.out,
-            algorithm=algorithm if _computes(algorithm, op) else "direct",
-        )
-    return conv2d(
+    groups = cfg["groups"]
+    build, more = (
+        (conv2d_bf16, {}) if _bf16() and groups == 1 else (conv2d, {"groups": groups})
+    )
+    return build(
         data[0],
         dims_of(op.weight.type),
         strides=cfg["strides"],
         padding=cfg["padding"],
         dilation=cfg["dilation"],
-        groups=cfg["groups"],
         bias=len(op.operands) > 2,
         epilogue=epilogue,
         epilogue_inputs=epilogue_inputs,
@@ -92,6 +79,7 @@ def _conv2d_strategy(
         data_block=layout.data,
         out_block=layout.out,
         algorithm=algorithm if _computes(algorithm, op) else "direct",
+        **more,
     )
 
 
