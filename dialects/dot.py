@@ -61,8 +61,22 @@ def _scalar_or_vector(element, name: str) -> VarConstraint:
 I32_OR_VECTOR = _scalar_or_vector(i32, "T")
 
 
+class _DotOp(IRDLOperation):
+    """acc + a dot product per lane: the result has the accumulator's type."""
+
+    def __init__(
+        self,
+        acc: Operation | SSAValue,
+        lhs: Operation | SSAValue,
+        rhs: Operation | SSAValue,
+    ):
+        super().__init__(
+            operands=[acc, lhs, rhs], result_types=[SSAValue.get(acc).type]
+        )
+
+
 @irdl_op_definition
-class U8I8Op(IRDLOperation):
+class U8I8Op(_DotOp):
     """`acc` plus, per i32 lane, the dot product of the four unsigned bytes of
     `lhs` with the four signed bytes of `rhs`."""
 
@@ -78,19 +92,9 @@ class U8I8Op(IRDLOperation):
 
     traits = traits_def(Pure())
 
-    def __init__(
-        self,
-        acc: Operation | SSAValue,
-        lhs: Operation | SSAValue,
-        rhs: Operation | SSAValue,
-    ):
-        super().__init__(
-            operands=[acc, lhs, rhs], result_types=[SSAValue.get(acc).type]
-        )
-
 
 @irdl_op_definition
-class BF16Op(IRDLOperation):
+class BF16Op(_DotOp):
     """`acc` plus, per f32 lane, the dot product of the two bfloat16 numbers
     in the i32 lane of `lhs` with the two in `rhs`'s."""
 
@@ -108,16 +112,6 @@ class BF16Op(IRDLOperation):
     )
 
     traits = traits_def(Pure())
-
-    def __init__(
-        self,
-        acc: Operation | SSAValue,
-        lhs: Operation | SSAValue,
-        rhs: Operation | SSAValue,
-    ):
-        super().__init__(
-            operands=[acc, lhs, rhs], result_types=[SSAValue.get(acc).type]
-        )
 
     def verify_(self) -> None:
         lanes = [

@@ -35,6 +35,8 @@ from ember.topi.conv2d import (
     Conv2dShape,
     _largest_divisor,
     _output,
+    _unblocked,
+    blocked_conv,
     conv2d_shape,
     inside_border,
     logical_shape,
@@ -161,31 +163,9 @@ def conv2d_bf16(
         "int32",
         name=f"{name}.weight",
     )
-    rco = te.reduce_axis((0, c2 // cb), name="rco")
-    rh = te.reduce_axis((0, shape.kh), name="rh")
-    rw = te.reduce_axis((0, shape.kw), name="rw")
-    rci = te.reduce_axis((0, words), name="rci")
-    (sh, sw), (dh, dw) = shape.strides, shape.dilation
-    conv = te.compute(
-        (shape.n, blocks, shape.oh, shape.ow, ob),
-        lambda n, o, y, x, oi: te.sum(
-            te.dot_bf16(
-                packed[n, rco, y * sh + rh * dh, x * sw + rw * dw, rci],
-                weight[o, rco, rh, rw, rci, oi],
-            ),
-            axis=[rco, rh, rw, rci],
-        ),
-        name=f"{name}.conv",
-    )
+    conv = blocked_conv(packed, weight, shape, name, te.dot_bf16)
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
-    output = _output(
-        lambda n, c, y, x: conv[n, c // ob, y, x, c % ob],
-        b,
-        epilogue,
-        shape,
-        out_block,
-        name,
-    )
+    output = _output(_unblocked(conv, ob), b, epilogue, shape, out_block, name)
     default, knobs = nchwc_schedule(
         shape, blocks, ob, words, packed, conv, output, machine
     )

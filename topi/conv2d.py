@@ -449,20 +449,7 @@ def _nchwc(
     weight = te.placeholder(
         (blocks, shape.c // cb, shape.kh, shape.kw, cb, ob), name=f"{name}.weight"
     )
-    rco = te.reduce_axis((0, shape.c // cb), name="rco")
-    rh = te.reduce_axis((0, shape.kh), name="rh")
-    rw = te.reduce_axis((0, shape.kw), name="rw")
-    rci = te.reduce_axis((0, cb), name="rci")
-    (sh, sw), (dh, dw) = shape.strides, shape.dilation
-    conv = te.compute(
-        (shape.n, blocks, shape.oh, shape.ow, ob),
-        lambda n, o, y, x, oi: te.sum(
-            packed[n, rco, y * sh + rh * dh, x * sw + rw * dw, rci]
-            * weight[o, rco, rh, rw, rci, oi],
-            axis=[rco, rh, rw, rci],
-        ),
-        name=f"{name}.conv",
-    )
+    conv = blocked_conv(packed, weight, shape, name)
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
     output = _output(_unblocked(conv, ob), b, epilogue, shape, layout.out, name)
     default, knobs = nchwc_schedule(shape, blocks, ob, cb, packed, conv, output, target)
@@ -483,6 +470,41 @@ def _nchwc(
         lambda s: knobs.apply(s, default),
         {"kernel": "nchwc", "cb": cb, "ob": ob, "tile": (ot, yt, xt)},
         knobs,
+    )
+
+
+def blocked_conv(
+    packed: te.Tensor,
+    weight: te.Tensor,
+    shape: Conv2dShape,
+    name: str,
+    product: Callable[[te.Expr, te.Expr], te.Expr] = lambda a, b: a * b,
+    first: Callable[[te.Expr], te.Expr] | None = None,
+) -> te.Tensor:
+    """Stage `<name>.conv`, (N, blocks, OH, OW, ob): the NCHWc convolution of
+    `packed` (N, *, H', W', cb) by `weight` (blocks, CB, KH, KW, cb, ob),
+    summing `product`s over the CB blocks of channels (elements, or words
+    of the int8 and bfloat16 kernels) starting at `first(o)` for output block
+    o (from 0 by default: a grouped convolution reads its own span)."""
+    blocks, spans, _, _, cb, ob = weight.shape
+    rco = te.reduce_axis((0, spans), name="rco")
+    rh = te.reduce_axis((0, shape.kh), name="rh")
+    rw = te.reduce_axis((0, shape.kw), name="rw")
+    rci = te.reduce_axis((0, cb), name="rci")
+    (sh, sw), (dh, dw) = shape.strides, shape.dilation
+
+    def body(n, o, y, x, oi):
+        block = rco if first is None else first(o) + rco
+        return te.sum(
+            product(
+                packed[n, block, y * sh + rh * dh, x * sw + rw * dw, rci],
+                weight[o, rco, rh, rw, rci, oi],
+            ),
+            axis=[rco, rh, rw, rci],
+        )
+
+    return te.compute(
+        (shape.n, blocks, shape.oh, shape.ow, ob), body, name=f"{name}.conv"
     )
 
 
@@ -656,20 +678,7 @@ def _grouped(
     weight = te.placeholder(
         (blocks, span // cb, shape.kh, shape.kw, cb, ob), name=f"{name}.weight"
     )
-    rco = te.reduce_axis((0, span // cb), name="rco")
-    rh = te.reduce_axis((0, shape.kh), name="rh")
-    rw = te.reduce_axis((0, shape.kw), name="rw")
-    rci = te.reduce_axis((0, cb), name="rci")
-    (sh, sw), (dh, dw) = shape.strides, shape.dilation
-    conv = te.compute(
-        (shape.n, blocks, shape.oh, shape.ow, ob),
-        lambda n, o, y, x, oi: te.sum(
-            packed[n, first(o) // cb + rco, y * sh + rh * dh, x * sw + rw * dw, rci]
-            * weight[o, rco, rh, rw, rci, oi],
-            axis=[rco, rh, rw, rci],
-        ),
-        name=f"{name}.conv",
-    )
+    conv = blocked_conv(packed, weight, shape, name, first=lambda o: first(o) // cb)
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
     output = _output(_unblocked(conv, ob), b, epilogue, shape, layout.out, name)
     default, knobs = nchwc_schedule(shape, blocks, ob, cb, packed, conv, output, target)

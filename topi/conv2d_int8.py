@@ -42,6 +42,7 @@ from ember.runtime.errors import EmberValueError
 from ember.topi import quantized
 from ember.topi.conv2d import (
     Blocks,
+    blocked_conv,
     conv2d,
     conv2d_shape,
     inside_border,
@@ -123,22 +124,7 @@ def conv2d_int8(
         "int32",
         name=f"{name}.weight",
     )
-    rco = te.reduce_axis((0, c4 // cb), name="rco")
-    rh = te.reduce_axis((0, shape.kh), name="rh")
-    rw = te.reduce_axis((0, shape.kw), name="rw")
-    rci = te.reduce_axis((0, words), name="rci")
-    (sh, sw), (dh, dw) = shape.strides, shape.dilation
-    conv = te.compute(
-        (shape.n, blocks, shape.oh, shape.ow, ob),
-        lambda n, o, y, x, oi: te.sum(
-            te.dot_u8i8(
-                packed[n, rco, y * sh + rh * dh, x * sw + rw * dw, rci],
-                weight[o, rco, rh, rw, rci, oi],
-            ),
-            axis=[rco, rh, rw, rci],
-        ),
-        name=f"{name}.conv",
-    )
+    conv = blocked_conv(packed, weight, shape, name, te.dot_u8i8)
     sums = [
         te.reduce_axis((0, d), name=f"s{i}") for i, d in enumerate(weight.shape[1:5])
     ]
