@@ -19,6 +19,16 @@ def erf(x: Array) -> Array:
     return _erf(x).astype(x.dtype)
 
 
+def bf16_halves(x: np.ndarray) -> np.ndarray:
+    """The bfloat16 bits of float32 `x` (to nearest, ties to even, as
+    `te.bf16_bits`; a NaN stays a NaN), as uint32s below 2^16."""
+    x = np.asarray(x, np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    quiet = (bits >> 16) | 0x40
+    return np.where(np.isnan(x), quiet, rounded).astype(np.uint32) & 0xFFFF
+
+
 def conv2d(
     x: Array,
     w: Array,

@@ -57,6 +57,11 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ember.dialects import graph
 from ember.dialects.graph_shapes import tensor_of
+from ember.passes.graph_mixed_precision import (
+    PRECISION_ATTR,
+    marked_precision,
+    takes_bf16,
+)
 from ember.passes.pass_context import PassContext
 from ember.runtime.shape_expr import planning
 
@@ -181,7 +186,9 @@ class ConvertGraphToTe(ModulePass):
     `precision` is that of the products: "float32", or "bf16": convolutions
     of one group, dense layers and matmuls by a weight multiply bfloat16
     roundings of their operands on the target's bfloat16 dot product and sum
-    in float32 (`topi.bf16`); refused on a target without one.
+    in float32 (`topi.bf16`); refused on a target without one. A layer
+    marked `ember.precision` ("float32" or "bf16", as `graph-mixed-precision`
+    marks them) takes its mark's precision instead.
     """
 
     name = "convert-graph-to-te"
@@ -201,7 +208,8 @@ class ConvertGraphToTe(ModulePass):
                 target = module_target(op)
         except ValueError as e:
             raise PassFailedException(f"convert-graph-to-te: {e}") from None
-        problem = precision_problem(self.precision, target)
+        problem = precision_problem(self.precision, target, auto=False)
+        problem = problem or _marks_problem(op, target)
         if problem:
             raise PassFailedException(f"convert-graph-to-te: {problem}")
         context = PassContext.current()
@@ -219,25 +227,52 @@ class ConvertGraphToTe(ModulePass):
                 _Converter(op, f, target, bound.values if bound else None).run()
 
 
-PRECISIONS = ("float32", "bf16")
+PRECISIONS = ("float32", "bf16", "auto")
+"""A model's precisions: "auto" marks each layer "float32" or "bf16"
+(`graph-mixed-precision`), which a kernel's precision is."""
 
 
-def precision_problem(precision: str, target) -> str:
+def precision_problem(precision: str, target, auto: bool = True) -> str:
     """Why `precision` cannot be compiled for `target` ("" if it can): an
-    unknown name, or bfloat16 products on a target without a bfloat16 dot
-    product, where they would be slower than float32's."""
-    from ember.backends.llvm.target import Target
-    from ember.passes.convert_dot_to_llvm import bf16_instructions
-
-    if precision not in PRECISIONS:
-        return f"expected precision 'float32' or 'bf16', got {precision!r}"
-    if precision == "bf16" and not (
-        isinstance(target, Target) and bf16_instructions(target)
-    ):
+    unknown name ("auto" one where not `auto`), or bfloat16 products on a
+    target without a bfloat16 dot product, where they would be slower than
+    float32's."""
+    known = PRECISIONS if auto else PRECISIONS[:2]
+    if precision not in known:
+        names = " or ".join(repr(p) for p in known)
+        return f"expected precision {names}, got {precision!r}"
+    if precision == "bf16" and not _has_bf16(target):
         return (
             f"precision 'bf16' needs a CPU with a bfloat16 dot product (x86 "
             f"avx512bf16, aarch64 bf16); target '{target}' has none"
         )
+    return ""
+
+
+def _has_bf16(target) -> bool:
+    from ember.backends.llvm.target import Target
+    from ember.passes.convert_dot_to_llvm import bf16_instructions
+
+    return isinstance(target, Target) and bool(bf16_instructions(target))
+
+
+def _marks_problem(module: ModuleOp, target) -> str:
+    """Why a layer's `ember.precision` mark cannot be built ("" if every one
+    can): a name other than "float32" or "bf16", "bf16" on an op with no
+    bfloat16 kernel or for a target without a bfloat16 dot product."""
+    for op in module.walk():
+        marked = marked_precision(op)
+        if marked is None or marked == "float32":
+            continue
+        if marked != "bf16":
+            return (
+                f"{op.name}: expected {PRECISION_ATTR} 'float32' or 'bf16', "
+                f"got {marked!r}"
+            )
+        if not takes_bf16(op):
+            return f"{op.name} has no bfloat16 kernel ({PRECISION_ATTR} = 'bf16')"
+        if not _has_bf16(target):
+            return precision_problem("bf16", target)
     return ""
 
 

@@ -165,7 +165,8 @@ def model_segments(
             tensors (`graph-plan-memory{debug}`, for `ember debug`).
         kind: the target kind ("llvm", "opencl", ...).
         precision: the products' ("float32" or "bf16",
-            `convert-graph-to-te{precision}`).
+            `convert-graph-to-te{precision}`; "auto": each layer's measured
+            by `graph-mixed-precision`).
     """
     from ember.backends import backend
 
@@ -180,7 +181,7 @@ def model_segments(
         options.append(f"memory={owner.memory}")
     plan = "graph-plan-memory" + ("{" + " ".join(options) + "}" if options else "")
     return (
-        ("graph", graph_pipeline(ctx)),
+        ("graph", _graph_passes(ctx, precision)),
         # each kernel's best schedule from a tuning log, where it has one
         ("te", (_to_te(precision), apply_records)),
         # each kernel compiled apart (in parallel, cached), as MLIR's
@@ -192,9 +193,22 @@ def model_segments(
     )
 
 
+def _graph_passes(ctx: PassContext | None, precision: str) -> tuple[str, ...]:
+    """The graph passes of `ctx`; for precision "auto", with each layer's
+    precision measured (`graph-mixed-precision`) before the ops fuse."""
+    passes = graph_pipeline(ctx)
+    if precision != "auto":
+        return passes
+    fuse = "graph-fuse-ops"
+    at = passes.index(fuse) if fuse in passes else len(passes)
+    return (*passes[:at], "graph-mixed-precision", *passes[at:])
+
+
 def _to_te(precision: str) -> str:
     (to_te,) = GRAPH_TO_TE
-    return to_te if precision == "float32" else f"{to_te}{{precision={precision}}}"
+    if precision in ("float32", "auto"):  # auto: each layer as it is marked
+        return to_te
+    return f"{to_te}{{precision={precision}}}"
 
 
 def model_passes(
@@ -259,7 +273,8 @@ class EmberModelPipeline(ModulePass):
     records: str = "auto"
     """The tuning log to apply ("auto": the one under ember's cache directory)."""
     precision: str = "float32"
-    """The products' precision, "float32" or "bf16" (`convert-graph-to-te`)."""
+    """The products' precision, "float32" or "bf16" (`convert-graph-to-te`),
+    or "auto" (`graph-mixed-precision`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ember.backends.source.target import target_kind, target_of

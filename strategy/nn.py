@@ -12,12 +12,12 @@ convolutions may then read and write blocked activations (`plan_blocks`).
 from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import BlockArgument
 
 from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
 from ember.dialects.graph_shapes import dims_of
+from ember.passes.graph_mixed_precision import is_weight, marked_precision
 from ember.passes.pass_context import PassContext
 from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
@@ -63,7 +63,7 @@ def _conv2d_strategy(
     algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
     groups = cfg["groups"]
     build, more = (
-        (conv2d_bf16, {}) if _bf16() and groups == 1 else (conv2d, {"groups": groups})
+        (conv2d_bf16, {}) if _bf16(op) and groups == 1 else (conv2d, {"groups": groups})
     )
     return build(
         data[0],
@@ -83,11 +83,14 @@ def _conv2d_strategy(
     )
 
 
-def _bf16() -> bool:
-    """Whether the compilation asks for bfloat16 products
-    (`convert-graph-to-te{precision=bf16}`, `compile_model(precision=...)`):
-    convolutions of one group, dense layers and matmuls by a weight then take
-    the kernels of `topi.bf16`."""
+def _bf16(op) -> bool:
+    """Whether `op` (a convolution of one group, a dense layer, a matmul by a
+    weight) takes the kernel of `topi.bf16`: as `graph-mixed-precision`
+    marked it (`precision="auto"`), else as the compilation asks
+    (`convert-graph-to-te{precision=bf16}`, `compile_model(precision=...)`)."""
+    marked = marked_precision(op)
+    if marked is not None:
+        return marked == "bf16"
     return PassContext.current().config.get("precision", "float32") == "bf16"
 
 
@@ -109,19 +112,9 @@ def _computes(algorithm: str, op) -> bool:
     return winograd_applies(shape)
 
 
-def _is_constant(value) -> bool:
-    """Whether a graph value (a block argument of a fused group: the group's
-    operand) is a param or constant, which a weight transform needs."""
-    if isinstance(value, BlockArgument):
-        parent = value.owner.parent_op()
-        if isinstance(parent, graph.FusedOp):
-            value = parent.inputs[value.index]
-    return isinstance(value.owner, graph.ParamOp | graph.ConstantOp)
-
-
 @anchor_strategy(graph.Conv2DTransposeOp, weights=(1, 2))
 def _conv2d_transpose_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    if _is_constant(op.weight):
+    if is_weight(op.weight):
         return spatial.conv2d_transpose_as_conv2d(
             data[0],
             dims_of(op.weight.type),
@@ -196,7 +189,7 @@ def _qdense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
 
 @anchor_strategy(graph.DenseOp, data=(0,), weights=(1, 2))
 def _dense_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
-    return (dense_bf16 if _bf16() else dense)(
+    return (dense_bf16 if _bf16(op) else dense)(
         data[0],
         dims_of(op.weight.type),
         bias=len(op.operands) > 2,
@@ -244,7 +237,7 @@ def _matmul_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
                 epilogue_inputs=epilogue_inputs,
                 name=name,
                 target=target,
-                bf16=_bf16(),
+                bf16=_bf16(op),
             )
         b = te.placeholder(shape, name="data1")
     return build(

@@ -358,7 +358,7 @@ def test_the_encoder_runs_its_dense_layers_in_bfloat16():
     [
         ("bf16", "llvm -mcpu=haswell", "needs a CPU with a bfloat16 dot product"),
         ("bf16", "llvm -mtriple=riscv64-linux-gnu", "bfloat16 dot product"),
-        ("fp8", "llvm", "expected precision 'float32' or 'bf16', got 'fp8'"),
+        ("fp8", "llvm", "expected precision 'float32' or 'bf16' or 'auto', got 'fp8'"),
     ],
 )
 def test_a_precision_the_target_cannot_compute_is_refused(precision, target, message):

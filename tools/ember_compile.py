@@ -71,11 +71,13 @@ def add_precision_argument(parser: argparse.ArgumentParser) -> None:
     """--precision, as `compile_model`'s `precision`."""
     parser.add_argument(
         "--precision",
-        choices=("float32", "bf16"),
+        choices=("float32", "bf16", "auto"),
         default="float32",
         help="the products' precision: bf16 multiplies bfloat16 roundings of "
         "the operands of convolutions and dense layers, summed in float32, on "
-        "a CPU with a bfloat16 dot product (x86 avx512bf16, aarch64 bf16)",
+        "a CPU with a bfloat16 dot product (x86 avx512bf16, aarch64 bf16); "
+        "auto does so per layer where its error on a calibration example "
+        "stays under 1.6%%",
     )
 
 
@@ -94,6 +96,12 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
     )
     add_precision_argument(parser)
     parser.add_argument(
+        "--calibration",
+        metavar="FILE.npz",
+        help="with --precision auto: the inputs by name (numpy's savez) each "
+        "layer's error is measured on; by default synthetic ones",
+    )
+    parser.add_argument(
         "--params-separate",
         metavar="FILE",
         help="write the params to FILE (save_param_dict) instead of the library",
@@ -106,6 +114,19 @@ def _parser(prog: str = "ember-compile") -> argparse.ArgumentParser:
     )
     add_common_arguments(parser, prog)
     return parser
+
+
+def _calibration(path: str | None) -> dict | None:
+    """The inputs by name in `--calibration`'s file (arrays), or None."""
+    if path is None:
+        return None
+    import numpy as np
+
+    try:
+        with np.load(path) as data:
+            return {name: data[name] for name in data.files}
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--calibration: cannot read {path}: {e}") from None
 
 
 _SHAPE_USAGE = (
@@ -262,6 +283,7 @@ def run(opts: argparse.Namespace) -> None:
         raise FileNotFoundError(
             f"--tuning-records: no such file: {opts.tuning_records}"
         )
+    calibration = _calibration(opts.calibration)
     start = time.perf_counter()
     log.debug(
         "target %r, opt-level %d, input shapes %s",
@@ -285,6 +307,7 @@ def run(opts: argparse.Namespace) -> None:
             tuning_records=opts.tuning_records,
             debug=opts.debug,
             precision=opts.precision,
+            calibration=calibration,
         )
     log.info("linking %s", output)
     mod.export_library(str(output))

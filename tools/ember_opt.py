@@ -184,7 +184,7 @@ class EmberOptMain(xDSLOptMain):
         )
         arg_parser.add_argument(
             "--precision",
-            choices=("float32", "bf16"),
+            choices=("float32", "bf16", "auto"),
             default="float32",
             help="the products' precision for --emit on graph input "
             "(convert-graph-to-te{precision})",

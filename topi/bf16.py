@@ -29,6 +29,7 @@ import numpy as np
 
 from ember import te
 from ember.backends.llvm.target import Target
+from ember.dialects.graph_numpy import bf16_halves
 from ember.runtime.errors import EmberValueError
 from ember.topi.conv2d import (
     Blocks,
@@ -65,11 +66,7 @@ def pairs(w: np.ndarray, axis: int) -> np.ndarray:
         pad = [(0, 0)] * w.ndim
         pad[axis] = (0, 1)
         w = np.pad(w, pad)
-    bits = w.view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    quiet = (bits >> 16) | 0x40  # a NaN stays a NaN
-    half = np.where(np.isnan(w), quiet, rounded).astype(np.uint32) & 0xFFFF
-    half = np.moveaxis(half, axis, -1)
+    half = np.moveaxis(bf16_halves(w), axis, -1)
     words = half[..., 0::2] | (half[..., 1::2] << 16)
     return np.moveaxis(words.astype(np.uint32).view(np.int32), -1, axis)
 
