@@ -22,7 +22,6 @@ has one of its own, is `ember.runtime.<device>_api` (see
 
 from __future__ import annotations
 
-import pkgutil
 from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -152,15 +151,16 @@ def backend(kind: str) -> Backend:
     return found
 
 
-@cache
+KINDS = ("c", "cuda", "llvm", "metal", "opencl", "vulkan")
+"""Every target kind, sorted: each names the module of this package that
+defines its `BACKEND`. Listed rather than found by importing every module, so
+that tools list them without loading LLVM (`tests/test_backend_llvm.py`
+checks the list against the modules)."""
+
+
 def kinds() -> tuple[str, ...]:
     """Every target kind a backend module defines, sorted."""
-    names = [m.name for m in pkgutil.iter_modules(__path__)]
-    return tuple(sorted(n for n in names if isinstance(_backend_or_none(n), Backend)))
-
-
-def _backend_or_none(name: str) -> object:
-    return getattr(import_module(f"{__name__}.{name}"), "BACKEND", None)
+    return KINDS
 
 
 __all__ = ["Backend", "backend", "kinds"]

@@ -287,19 +287,22 @@ class EmberModelPipeline(ModulePass):
         _run(ctx, op, passes)
 
 
-PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ember-model{opt-level=N}": (
-        "graph -> llvm dialect: a whole model, its kernels and its entry",
-        (
-            *(name for name, _ in GRAPH_PASSES),
-            *(p for _, segment in model_segments()[1:] for p in segment),
+def named_pipelines() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The named pipelines ember-opt lists (`--list-pipelines`): a summary and
+    the passes (those of the highest opt level). A function: `ember-model`'s
+    passes come from the llvm backend, which a run that only prints IR does
+    not load."""
+    return {
+        "ember-model{opt-level=N}": (
+            "graph -> llvm dialect: a whole model, its kernels and its entry",
+            (
+                *(name for name, _ in GRAPH_PASSES),
+                *(p for _, segment in model_segments()[1:] for p in segment),
+            ),
         ),
-    ),
-    "ember-graph{opt-level=N}": (
-        "graph -> graph: fold, fuse (N=0 none, 1 fold literals and fuse, 2 all)",
-        tuple(name for name, _ in GRAPH_PASSES),
-    ),
-    "ember-cpu": ("te or loop -> llvm dialect, for a CPU", EMBER_CPU),
-}
-"""The named pipelines ember-opt lists (`--list-pipelines`): a summary and the
-passes (those of the highest opt level)."""
+        "ember-graph{opt-level=N}": (
+            "graph -> graph: fold, fuse (N=0 none, 1 fold literals and fuse, 2 all)",
+            tuple(name for name, _ in GRAPH_PASSES),
+        ),
+        "ember-cpu": ("te or loop -> llvm dialect, for a CPU", EMBER_CPU),
+    }

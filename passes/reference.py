@@ -90,7 +90,7 @@ def _description(name: str, cls: type[ModulePass]) -> str:
 
 def pass_reference() -> str:
     """The Markdown of `docs/passes.md`."""
-    from ember.passes.pipelines import PIPELINES
+    from ember.passes.pipelines import named_pipelines
 
     lines = [
         "# Pass reference",
@@ -102,7 +102,7 @@ def pass_reference() -> str:
         "## Pipelines",
         "",
     ]
-    for name, (summary, passes) in PIPELINES.items():
+    for name, (summary, passes) in named_pipelines().items():
         lines += [f"- `{name}`: {summary}.", f"  Passes: `{','.join(passes)}`."]
     lines.append("")
     for name, cls in _ember_passes().items():

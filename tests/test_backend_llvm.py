@@ -912,3 +912,22 @@ def test_target_strings_and_dicts():
 def test_bad_targets_name_the_bad_part(spec, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         Target(spec)
+
+
+def test_the_listed_target_kinds_are_the_backend_modules():
+    """`kinds()` is a list (tools read it without importing LLVM); each
+    module of `ember.backends` that defines a `BACKEND` is in it, and only
+    those."""
+    import pkgutil
+    from importlib import import_module
+
+    import ember.backends as package
+    from ember.backends import Backend, backend, kinds
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = import_module(f"ember.backends.{info.name}")
+        if isinstance(getattr(module, "BACKEND", None), Backend):
+            found.append(info.name)
+    assert kinds() == tuple(sorted(found))
+    assert all(backend(kind).kind == kind for kind in kinds())

@@ -327,7 +327,9 @@ class EmberOptMain(xDSLOptMain):
         from ember.backends import backend
         from ember.backends.source import target_kind
 
-        kind = target_kind(self.device_target or "llvm")
+        if not self.device_target:
+            return "llvm"  # without loading LLVM: most runs print IR
+        kind = target_kind(self.device_target)
         return kind if backend(kind).models else "llvm"
 
     def _set_target(self, module: ModuleOp) -> None:
@@ -623,10 +625,10 @@ def _append_pass_list_to_help(
 
 def list_pipelines() -> str:
     """The named pipelines with their passes, and the --emit stages."""
-    from ember.passes.pipelines import PIPELINES
+    from ember.passes.pipelines import named_pipelines
 
     lines = ["Named pipelines (-p NAME):"]
-    for name, (summary, passes) in PIPELINES.items():
+    for name, (summary, passes) in named_pipelines().items():
         lines.append(f"  {name}")
         lines.append(f"      {summary}")
         lines.append(f"      = {','.join(passes) or '(no pass)'}")
