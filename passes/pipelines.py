@@ -37,6 +37,9 @@ GRAPH_PASSES: tuple[tuple[str, int], ...] = (
     ("cse", 2),
     # what params and literals alone compute is computed now (new params)
     ("graph-fold-constants", 1),
+    # an elementwise chain on one byte tensor (a quantized model's float
+    # activations between its quantized ops) becomes a 256-entry table
+    ("graph-lookup-tables", 2),
     ("dce", 2),
     # anchors take their elementwise epilogues, injective ops chain: a group per kernel
     ("graph-fuse-ops", 1),

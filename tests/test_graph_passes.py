@@ -293,6 +293,7 @@ def test_pass_context_nesting_and_pipeline():
         "graph-fuse-layer-norm",
         "cse",
         "graph-fold-constants",
+        "graph-lookup-tables",
         "dce",
         "graph-fuse-ops",
     )
