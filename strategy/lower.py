@@ -149,8 +149,13 @@ class _Reads:
     per distinct value in order of first use; single-element constants are
     literals instead."""
 
-    def __init__(self, known: ConstantOf, first: int, block_of: BlockOf = None):
+    def __init__(
+        self, known: ConstantOf, first: int, block_of: BlockOf = None, raw=False
+    ):
         self.known = known
+        self.raw = raw
+        """Whether a blocked activation is read as it lies, (N, C/b, H, W, b),
+        not through its NCHW view."""
         self.values: list[SSAValue] = []
         self.tensors: list[te.Tensor] = []
         self.first = first
@@ -178,7 +183,7 @@ class _Reads:
         )
         self.values.append(value)
         self.tensors.append(t)
-        if self.block_of(value) is None:
+        if self.block_of(value) is None or self.raw:
             return t
         view = blocked_view(t)
         self.views[len(self.tensors) - 1] = view
@@ -294,7 +299,7 @@ def lower_group(
                 raise StrategyError(
                     f"{g.label}: no strategy for '{bad.name}' on this target"
                 )
-            spec = _injective(g, machine)
+            spec = _injective(g, machine, block_of if out_block else None)
     spec.kind = kind
     return spec
 
@@ -384,20 +389,88 @@ def plan_blocks(ops: Sequence[Operation], target: Target) -> dict[SSAValue, int]
     blocked (its data) or whose epilogue reads it (a residual); a value
     returned, viewed or read by any other kernel keeps its layout. No pass
     over memory then packs the data of the next convolution (ORT's NCHWc
-    transformer, decided per value rather than per graph)."""
+    transformer, decided per value rather than per graph). A group that is
+    the same in any layout (`_layout_free`: a quantized model's residual add)
+    reads and writes blocked activations where all its inputs are blocked
+    alike and its readers take its result blocked."""
     registered()
     planned: dict[SSAValue, int] = {}
+    free = {op for op in ops if _layout_free(op)}
     for op in ops:
         offered = _offered(_anchor_of(op), target)
-        if offered is None or offered.out is None or len(op.results) != 1:
-            continue
-        result = op.results[0]
-        if result.uses and all(
-            _reads_blocked(use.operation, use.index, offered.out, target)
-            for use in result.uses
-        ):
-            planned[result] = offered.out
+        if offered is not None and offered.out is not None and len(op.results) == 1:
+            planned[op.results[0]] = offered.out
+        elif op in free:  # after its inputs: program order
+            blocks = {planned.get(v) for v in _tensor_inputs(op)}
+            if len(blocks) == 1:
+                (block,) = blocks
+                if block is not None:
+                    planned[op.results[0]] = block
+    changed = True
+    while changed:  # drop what a reader cannot take blocked, until none is left
+        changed = False
+        for value, block in list(planned.items()):
+            owner = value.owner
+            if (
+                not value.uses
+                or not all(_takes(use, block, planned, target) for use in value.uses)
+                or (
+                    isinstance(owner, Operation)
+                    and owner in free
+                    and any(planned.get(v) != block for v in _tensor_inputs(owner))
+                )
+            ):
+                del planned[value]
+                changed = True
     return planned
+
+
+def _takes(use, block: int, planned: dict[SSAValue, int], target: Target) -> bool:
+    """Whether a use of a value can read it blocked by `block`."""
+    user = use.operation
+    if _layout_free(user):
+        return planned.get(user.results[0]) == block
+    return _reads_blocked(user, use.index, block, target)
+
+
+def _layout_free(op: Operation) -> bool:
+    """Whether `op` is a `graph.fused` group of elementwise ops over 4-D
+    tensors of its result's shape and one-element tensors: the same
+    computation in any layout of its tensors."""
+    if not isinstance(op, graph.FusedOp) or len(op.results) != 1:
+        return False
+    shape = _static_shape(op.results[0])
+    inside = [
+        o
+        for o in op.body.block.ops
+        if not isinstance(o, graph.YieldOp | graph.ConstantOp)
+    ]
+    if shape is None or len(shape) != 4 or not inside:
+        return False
+    for o in inside:
+        if not is_elementwise(o) or _static_shape(o.results[0]) != shape:
+            return False
+        for v in o.operands:
+            if _static_shape(v) != shape and not _one_element(v):
+                return False
+    return True
+
+
+def _tensor_inputs(op: Operation) -> list[SSAValue]:
+    """The operands of a group that are not one-element tensors."""
+    return [v for v in op.operands if not _one_element(v)]
+
+
+def _static_shape(value: SSAValue) -> tuple[int, ...] | None:
+    t = value.type
+    if not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()):
+        return None
+    return tuple(t.get_shape())
+
+
+def _one_element(value: SSAValue) -> bool:
+    shape = _static_shape(value)
+    return shape is not None and all(d == 1 for d in shape)
 
 
 def _reads_blocked(user: Operation, index: int, block: int, target: Target) -> bool:
@@ -485,8 +558,10 @@ def _tensor_form(op: Operation, args: list[te.Tensor | te.Expr | float]) -> te.T
     return te.compute(shape, element, name=name)
 
 
-def _injective(g: _Group, target: Target) -> KernelSpec:
-    reads = _Reads(g.known, first=0)
+def _injective(g: _Group, target: Target, block_of: BlockOf = None) -> KernelSpec:
+    """An injective group's kernel; with `block_of` (a `_layout_free` group
+    planned blocked), over its blocked activations as they lie."""
+    reads = _Reads(g.known, first=0, block_of=block_of, raw=True)
     env: dict[SSAValue, te.Tensor | te.Expr | float] = {}
     for o in g.ops:
         inline = type(o) not in TENSORS  # tensor forms read their operands whole
