@@ -21,10 +21,14 @@ cancels (outputs small against their terms), which is where float32 stays.
 
 Without a calibration batch (`calibrate`, or the `calibration` option: an
 `.npz` of the inputs by name) the inputs are synthetic: standard normal floats,
-zero integers, a symbolic size `SYNTHETIC_SIZE`. On a target without a
-bfloat16 dot product nothing is marked: every layer stays float32.
+zero integers, a symbolic size `SYNTHETIC_SIZE`. Where numpy cannot run the
+graph (ops of symbolic sizes, as a transformer exported with a dynamic
+sequence has), each layer is measured alone, on standard normal data and its
+weights, with a warning. On a target without a bfloat16 dot product nothing is
+marked: every layer stays float32.
 """
 
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -198,11 +202,22 @@ def _mark(
     args = main.body.block.args
     names = io_names(main.arg_attrs, len(args), "input")
     measure = _Measure()
-    for example in examples or [None]:
-        inputs = [
-            _input(name, arg, example) for name, arg in zip(names, args, strict=True)
-        ]
-        measure.block(main.body.block, inputs)
+    try:
+        for example in examples or [None]:
+            inputs = [
+                _input(name, arg, example)
+                for name, arg in zip(names, args, strict=True)
+            ]
+            measure.block(main.body.block, inputs)
+    except _CannotRun as e:
+        warnings.warn(
+            f"graph-mixed-precision: the calibration cannot run through the "
+            f"graph in numpy ({e}); each layer is measured alone on standard "
+            "normal inputs instead",
+            stacklevel=2,
+        )
+        measure = _Measure()
+        measure.alone(main.body.block)
     for op, error in measure.errors.items():
         chosen = "bf16" if error.relative <= bound else "float32"
         op.attributes[PRECISION_ATTR] = StringAttr(chosen)
@@ -244,14 +259,42 @@ class _Measure:
 
     def _evaluate(self, op: Operation, values: list[np.ndarray]) -> np.ndarray:
         try:
-            y = evaluate(op, values)
-        except NotImplementedError as e:
-            raise PassFailedException(
-                f"graph-mixed-precision: cannot run the calibration batch: {e}"
-            ) from None
+            with np.errstate(all="ignore"):
+                y = evaluate(op, values)
+        except Exception as e:  # an op numpy cannot run here: symbolic sizes
+            raise _CannotRun(f"'{op.name}': {e}") from None
         if takes_bf16(op) and marked_precision(op) is None:
             self.errors[op] = self.errors.get(op, Error()) + layer_error(op, values, y)
         return y
+
+    def alone(self, block: Block) -> None:
+        """Measure each unmarked layer of `block` on standard normal data of
+        its input's shape (a symbolic size `SYNTHETIC_SIZE`) and its weights:
+        where the graph cannot run, the weights' conditioning alone."""
+        rng = np.random.default_rng(0)
+        for op in block.ops:
+            if not takes_bf16(op) or marked_precision(op) is not None:
+                continue
+            shape = [
+                d if isinstance(d, int) else SYNTHETIC_SIZE
+                for d in dims_of(op.operands[0].type)  # type: ignore[arg-type]
+            ]
+            values = [rng.standard_normal(shape).astype(np.float32)]
+            for v in op.operands[1:]:
+                owner = v.owner
+                if isinstance(owner, graph.ParamOp):
+                    values.append(self._param(owner))
+                elif isinstance(owner, graph.ConstantOp):
+                    values.append(owner.numpy())
+                else:
+                    break
+            else:
+                y = evaluate(op, values)
+                self.errors[op] = layer_error(op, values, y)
+
+
+class _CannotRun(Exception):
+    """The calibration cannot run through the graph in numpy."""
 
 
 def _input(
