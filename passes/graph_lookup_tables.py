@@ -27,6 +27,7 @@ load an element, so only a chain with a transcendental function
 computed.
 """
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -75,13 +76,15 @@ class GraphLookupTables(ModulePass):
 
 
 def _tabulate_block(block: Block) -> None:
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
     roots = [*block.args, *(r for op in block.ops for r in op.results)]
     for root in roots:
         owner = root.owner
         if isinstance(owner, Operation) and owner.parent is None:
             continue  # erased with an earlier region
         if _is_byte(root) and not isinstance(owner, graph.ConstantOp | graph.ParamOp):
-            _tabulate(block, root)
+            _tabulate(block, root, ops, position)
 
 
 def _is_byte(value: SSAValue) -> bool:
@@ -103,33 +106,53 @@ def _scalar(value: SSAValue) -> np.ndarray | None:
     return None
 
 
-def _region(block: Block, root: SSAValue) -> list[Operation]:
-    """The ops after `root` that compute elementwise from it alone."""
+def _region(
+    root: SSAValue, ops: list[Operation], position: dict[Operation, int]
+) -> list[Operation]:
+    """The ops after `root` that compute elementwise from it alone, in program
+    order: its readers, theirs, ... (the walk is as long as the region)."""
     values = {root}
-    region = []
-    started = isinstance(root.owner, Block)
-    for op in block.ops:
-        if not started:
-            started = op is root.owner
+    region: list[Operation] = []
+    waiting = [position[u.operation] for u in root.uses if u.operation in position]
+    heapq.heapify(waiting)
+    seen: set[int] = set()
+    while waiting:
+        i = heapq.heappop(waiting)  # first in program order: its operands decided
+        if i in seen:
             continue
-        if op.name not in _ELEMENTWISE and not isinstance(op, graph.ReshapeOp):
-            continue
-        if len(op.results) != 1 or not any(v in values for v in op.operands):
-            continue
-        inside = [v for v in op.operands if v in values]
-        if len(inside) + sum(_scalar(v) is not None for v in op.operands) != len(
-            op.operands
-        ):
-            continue
-        if len({v.type.get_shape() for v in inside}) != 1:  # type: ignore[attr-defined]
+        seen.add(i)
+        op = ops[i]
+        if not _joins(op, values):
             continue
         region.append(op)
         values.add(op.results[0])
+        for use in op.results[0].uses:
+            if use.operation in position:
+                heapq.heappush(waiting, position[use.operation])
     return region
 
 
-def _tabulate(block: Block, root: SSAValue) -> None:
-    region = _region(block, root)
+def _joins(op: Operation, values: set[SSAValue]) -> bool:
+    """Whether `op` computes elementwise from `values` and one-element
+    constants, its operands of `values` of one shape."""
+    if op.name not in _ELEMENTWISE and not isinstance(op, graph.ReshapeOp):
+        return False
+    if len(op.results) != 1:
+        return False
+    inside = [v for v in op.operands if v in values]
+    scalars = sum(_scalar(v) is not None for v in op.operands if v not in values)
+    if len(inside) + scalars != len(op.operands):
+        return False
+    return len({v.type.get_shape() for v in inside}) == 1  # type: ignore[attr-defined]
+
+
+def _tabulate(
+    block: Block,
+    root: SSAValue,
+    ops: list[Operation],
+    position: dict[Operation, int],
+) -> None:
+    region = _region(root, ops, position)
     if not any(op.name in EXPENSIVE for op in region):
         return
     members = set(region)

@@ -413,7 +413,9 @@ def plan_blocks(ops: Sequence[Operation], target: Target) -> dict[SSAValue, int]
             owner = value.owner
             if (
                 not value.uses
-                or not all(_takes(use, block, planned, target) for use in value.uses)
+                or not all(
+                    _takes(use, block, planned, free, target) for use in value.uses
+                )
                 or (
                     isinstance(owner, Operation)
                     and owner in free
@@ -425,10 +427,17 @@ def plan_blocks(ops: Sequence[Operation], target: Target) -> dict[SSAValue, int]
     return planned
 
 
-def _takes(use, block: int, planned: dict[SSAValue, int], target: Target) -> bool:
-    """Whether a use of a value can read it blocked by `block`."""
+def _takes(
+    use,
+    block: int,
+    planned: dict[SSAValue, int],
+    free: set[Operation],
+    target: Target,
+) -> bool:
+    """Whether a use of a value can read it blocked by `block` (`free`: the
+    `_layout_free` groups)."""
     user = use.operation
-    if _layout_free(user):
+    if user in free:
         return planned.get(user.results[0]) == block
     return _reads_blocked(user, use.index, block, target)
 

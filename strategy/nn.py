@@ -17,7 +17,11 @@ from ember import te
 from ember.backends.llvm.target import Target
 from ember.dialects import graph
 from ember.dialects.graph_shapes import dims_of
-from ember.passes.graph_mixed_precision import is_weight, marked_precision
+from ember.passes.graph_mixed_precision import (
+    is_weight,
+    marked_precision,
+    takes_bf16,
+)
 from ember.passes.pass_context import PassContext
 from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
@@ -62,9 +66,7 @@ def _conv2d_strategy(
     cfg = op.config
     algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
     groups = cfg["groups"]
-    build, more = (
-        (conv2d_bf16, {}) if _bf16(op) and groups == 1 else (conv2d, {"groups": groups})
-    )
+    build, more = (conv2d_bf16, {}) if _bf16(op) else (conv2d, {"groups": groups})
     return build(
         data[0],
         dims_of(op.weight.type),
@@ -84,10 +86,13 @@ def _conv2d_strategy(
 
 
 def _bf16(op) -> bool:
-    """Whether `op` (a convolution of one group, a dense layer, a matmul by a
-    weight) takes the kernel of `topi.bf16`: as `graph-mixed-precision`
-    marked it (`precision="auto"`), else as the compilation asks
-    (`convert-graph-to-te{precision=bf16}`, `compile_model(precision=...)`)."""
+    """Whether `op` takes the kernel of `topi.bf16`: one that has one
+    (`takes_bf16`: a convolution of one group, a dense layer, a matmul by a
+    weight), as `graph-mixed-precision` marked it (`precision="auto"`), else
+    as the compilation asks (`convert-graph-to-te{precision=bf16}`,
+    `compile_model(precision=...)`)."""
+    if not takes_bf16(op):
+        return False
     marked = marked_precision(op)
     if marked is not None:
         return marked == "bf16"
