@@ -76,7 +76,10 @@ class LoopVectorizePass(ModulePass):
     steps through memory by +-1 element per lane (the last index with stride
     +-1, or an earlier one followed by dimensions of extent 1, as the channel
     index of a (1, C, 1, 1) tensor) become vector.load/store (reversed by a
-    shuffle for -1); others become one scalar access per lane. arith and math ops work on vectors; compares and
+    shuffle for -1); a load of the last index with a constant base and a
+    stride of 2 to 4 becomes one contiguous load inside the row and a shuffle
+    (`BodyVectorizer.strided`); others become one scalar access per lane.
+    arith and math ops work on vectors; compares and
     selects on varying values are `llvm.icmp`/`llvm.fcmp`/`llvm.select` (xDSL's
     arith compares and selects are scalar-only). Inner `loop.for`s with uniform
     bounds and `scf.if`s with uniform conditions are kept, their bodies vectorized.

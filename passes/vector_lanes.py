@@ -5,7 +5,8 @@ lane: defined outside the loop, a constant, or computed from uniforms only),
 *affine* (an index `base + stride * lane`, with a uniform base and a constant
 stride) or *varying* (a vector, one value per lane). `BodyVectorizer` emits a body
 as vector code on these: affine indices make contiguous `vector.load` and
-`vector.store`, other varying addresses are gathered and scattered lane by lane.
+`vector.store` (a small constant stride, a wider load and a shuffle), other
+varying addresses are gathered and scattered lane by lane.
 The pass itself (bounds, strip-mining, versioning) is `loop_vectorize.py`.
 """
 
@@ -48,6 +49,11 @@ verifiers refuse vectors); a lane-wise cast becomes LLVM's, which takes both."""
 _MONOTONE = ("slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 UNSIGNED = ("ult", "ule", "ugt", "uge")
 """Monotone while the lane-affine operand does not wrap around."""
+
+
+MAX_STRIDE = 4
+"""The largest stride of a load made one contiguous load and a shuffle
+(`BodyVectorizer.strided`): it reads that many times the lanes it keeps."""
 
 
 class Fallback(Exception):
@@ -500,6 +506,10 @@ class BodyVectorizer:
                 value = self.reverse(value)
             self.bind(op.res, Varying(value, False))
             return
+        strided = self.strided(op, buffer, lanes)
+        if strided is not None:
+            self.bind(op.res, Varying(strided, False))
+            return
         # A gather: one scalar load per lane.
         loads = [
             self.emit(memref.LoadOp.get(buffer, [self.lane(x, i) for x in lanes]))
@@ -509,6 +519,55 @@ class BodyVectorizer:
         for i, scalar in enumerate(loads[1:], 1):
             value = self.emit(vector.InsertOp(scalar.results[0], value, [i])).results[0]
         self.bind(op.res, Varying(value, False))
+
+    def strided(
+        self, op: memref.LoadOp, buffer: SSAValue, lanes: list[Lanes]
+    ) -> SSAValue | None:
+        """A load whose one varying index is the last, `base + s * lane` with s
+        in 2..`MAX_STRIDE` and base a constant, as one contiguous load inside
+        that dimension (s vectors where they fit, else just the elements from
+        the first lane's to the last's) and a shuffle picking every s-th
+        element: one channel of each pair a bfloat16 pack reads, the even
+        columns of a stride-2 window. None where it is not one."""
+        t = op.memref.type
+        assert isinstance(t, MemRefType)
+        *_, x = lanes
+        shape = t.get_shape()
+        if (
+            not isinstance(x, Affine)
+            or not 2 <= x.stride <= MAX_STRIDE
+            or any(not isinstance(o, Uniform) for o in lanes[:-1])
+            or t.get_strides() is None
+            or (t.get_strides() or [0])[-1] != 1
+            or shape[-1] < 0
+            or element_bytes(t.element_type) is None
+            or t.element_type == i1
+        ):
+            return None
+        base = constant_int(x.base)
+        if base is None:
+            return None
+        # s whole vectors where they fit in the row, else from the first lane's
+        # element to the last's
+        last = x.stride * (self.width - 1)  # the last lane's element, from the first's
+        for span in (x.stride * self.width, last + 1):
+            start = min(base, shape[-1] - span)
+            if 0 <= start and base - start + last < span:
+                break
+        else:
+            return None
+        offset = base - start
+        indices = [self.lane(o, 0) for o in lanes[:-1]] + [self.constant(start)]
+        wide = VectorType(t.element_type, [span])
+        loaded = self.emit(vector.LoadOp(buffer, indices, wide)).results[0]
+        mask = [offset + x.stride * i for i in range(self.width)]
+        pick = vector.ShuffleOp(
+            loaded,
+            loaded,
+            DenseArrayBase.from_list(i64, mask),
+            result_type=self.vector_type(t.element_type),
+        )
+        return self.emit(pick).results[0]
 
     def store(self, op: memref.StoreOp) -> None:
         buffer, lanes, stride = self.indices(op, store=True)

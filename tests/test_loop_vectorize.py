@@ -132,8 +132,9 @@ def test_broadcast_offset_bounds_and_a_remainder():
 
 
 def test_strided_reversed_and_column_accesses():
-    """Stride 2 (a gather), stride -1 (a reversed vector load), a column of a
-    matrix (a gather), a column store and a stride-2 store (scatters)."""
+    """Stride 2 (a wide load and a shuffle), stride -1 (a reversed vector
+    load), a column of a matrix (a gather), a column store and a stride-2
+    store (scatters)."""
     text = kernel(
         "%A: memref<64xf32>, %M: memref<16x8xf32>, %C: memref<16x8xf32> "
         "{ember.output}, %D: memref<32xf32> {ember.output}",
@@ -663,22 +664,28 @@ def test_multiply_add_becomes_fma():
 @given(
     lower=st.integers(0, 9),
     width=st.integers(1, 140),
-    stride=st.sampled_from([1, -1, 2, 0]),
+    stride=st.sampled_from([1, -1, 2, 3, 4, 0]),
+    offset=st.integers(0, 3),
+    tight=st.booleans(),
     limit=st.one_of(st.none(), st.integers(0, 160)),
     t=st.sampled_from(["f32", "i32", "f64"]),
 )
-def test_any_loop_keeps_results(lower, width, stride, limit, t):
-    """Random bounds, access strides and guards: always what the serial loop
-    computes."""
+def test_any_loop_keeps_results(lower, width, stride, offset, tight, limit, t):
+    """Random bounds, access strides and offsets, guards, and rows that end
+    at the last element read: always what the serial loop computes."""
     upper = lower + width
-    size = 2 * upper + 2
+    reach = max(stride, 1) * (upper - 1) + offset + 1
+    size = max(upper, reach) + (0 if tight else 2)
     m = f"memref<{size}x{t}>"
     index = {
         1: "%x = arith.addi %i, %c0 : index",
         -1: f"%x = arith.subi %c{size - 1}, %i : index",
-        2: "%x = arith.muli %i, %c2 : index",
         0: "%x = arith.divui %i, %c3 : index",
-    }[stride]
+    }.get(
+        stride,
+        f"""%y = arith.muli %i, %c{stride} : index
+      %x = arith.addi %y, %c{offset} : index""",
+    )
     add = "addf" if t.startswith("f") else "addi"
     compute = f"""%a = memref.load %A[%x] : {m}
       %b = memref.load %B[%i] : {m}
@@ -704,7 +711,7 @@ def test_any_loop_keeps_results(lower, width, stride, limit, t):
     ember.build(text, name="f")(a, b, c)
     want = np.zeros(size, dtype)
     for i in range(lower, min(upper, size) if limit is None else min(upper, limit)):
-        x = {1: i, -1: size - 1 - i, 2: 2 * i, 0: i // 3}[stride]
+        x = {1: i, -1: size - 1 - i, 0: i // 3}.get(stride, stride * i + offset)
         want[i] = a[x] + b[i]
     check(c, want)
 

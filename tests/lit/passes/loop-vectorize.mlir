@@ -30,42 +30,81 @@ func.func @contiguous(%A: memref<16xf32>, %B: memref<4xf32>, %C: memref<16xf32>)
 
 // -----
 
-// Stride 2 is a gather (one load per lane, inserted into a vector); the store at
+// Stride 5 is a gather (one load per lane, inserted into a vector); the store at
 // 2i + 1 a scatter (one extract and store per lane). Affine indices are folded
 // to constants lane by lane.
 
 // CHECK-LABEL: func.func @gather_scatter(
-// CHECK-SAME:      %[[A:.*]]: memref<8xi32>, %[[C:.*]]: memref<9xi32>)
-// CHECK:         %{{.*}} = arith.constant 4 : index
+// CHECK-SAME:      %[[A:.*]]: memref<16xi32>, %[[C:.*]]: memref<9xi32>)
+// CHECK:         %{{.*}} = arith.constant 5 : index
 // CHECK-NEXT:    %[[I0:.*]] = arith.constant 0 : index
-// CHECK-NEXT:    %[[L0:.*]] = memref.load %[[A]][%[[I0]]] : memref<8xi32>
-// CHECK-NEXT:    %[[I1:.*]] = arith.constant 2 : index
-// CHECK-NEXT:    %[[L1:.*]] = memref.load %[[A]][%[[I1]]] : memref<8xi32>
-// CHECK-NEXT:    %[[I2:.*]] = arith.constant 4 : index
-// CHECK-NEXT:    %[[L2:.*]] = memref.load %[[A]][%[[I2]]] : memref<8xi32>
-// CHECK-NEXT:    %[[I3:.*]] = arith.constant 6 : index
-// CHECK-NEXT:    %[[L3:.*]] = memref.load %[[A]][%[[I3]]] : memref<8xi32>
+// CHECK-NEXT:    %[[L0:.*]] = memref.load %[[A]][%[[I0]]] : memref<16xi32>
+// CHECK-NEXT:    %[[I1:.*]] = arith.constant 5 : index
+// CHECK-NEXT:    %[[L1:.*]] = memref.load %[[A]][%[[I1]]] : memref<16xi32>
+// CHECK-NEXT:    %[[I2:.*]] = arith.constant 10 : index
+// CHECK-NEXT:    %[[L2:.*]] = memref.load %[[A]][%[[I2]]] : memref<16xi32>
+// CHECK-NEXT:    %[[I3:.*]] = arith.constant 15 : index
+// CHECK-NEXT:    %[[L3:.*]] = memref.load %[[A]][%[[I3]]] : memref<16xi32>
 // CHECK-NEXT:    %[[V0:.*]] = vector.broadcast %[[L0]] : i32 to vector<4xi32>
 // CHECK-NEXT:    %[[V1:.*]] = vector.insert %[[L1]], %[[V0]] [1] : i32 into vector<4xi32>
 // CHECK-NEXT:    %[[V2:.*]] = vector.insert %[[L2]], %[[V1]] [2] : i32 into vector<4xi32>
 // CHECK-NEXT:    %[[V:.*]] = vector.insert %[[L3]], %[[V2]] [3] : i32 into vector<4xi32>
-// CHECK-NEXT:    %[[J0:.*]] = arith.constant 1 : index
+// CHECK:         %[[J0:.*]] = arith.constant 1 : index
 // CHECK-NEXT:    %[[E0:.*]] = vector.extract %[[V]][0] : i32 from vector<4xi32>
 // CHECK-NEXT:    memref.store %[[E0]], %[[C]][%[[J0]]] : memref<9xi32>
 // CHECK:         %[[J3:.*]] = arith.constant 7 : index
 // CHECK-NEXT:    %[[E3:.*]] = vector.extract %[[V]][3] : i32 from vector<4xi32>
 // CHECK-NEXT:    memref.store %[[E3]], %[[C]][%[[J3]]] : memref<9xi32>
 // CHECK-NEXT:    func.return
-func.func @gather_scatter(%A: memref<8xi32>, %C: memref<9xi32>) {
+func.func @gather_scatter(%A: memref<16xi32>, %C: memref<9xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  loop.for %i = %c0 to %c4 step %c1 vectorized {
+    %j = arith.muli %i, %c5 : index
+    %a = memref.load %A[%j] : memref<16xi32>
+    %m = arith.muli %i, %c2 : index
+    %k = arith.addi %m, %c1 : index
+    memref.store %a, %C[%k] : memref<9xi32>
+  }
+  func.return
+}
+
+// -----
+
+// A load of the last index with a small constant stride (2 to 4) and a constant
+// base is one contiguous load and a shuffle: of s whole vectors where they lie
+// inside the row (the odd elements of an 8-element row, which a bfloat16 pack
+// of channel pairs reads), else of just the first lane's to the last lane's
+// elements (the even ones of a 7-element row). A base not known at compile
+// time stays a gather: no load is known to stay inside the row.
+
+// CHECK-LABEL: func.func @strided(
+// CHECK-SAME:      %[[A:.*]]: memref<3x8xf32>, %[[B:.*]]: memref<7xi32>, %[[G:.*]]: memref<16xi32>,
+// CHECK:         %[[W:.*]] = vector.load %[[A]][%{{.*}}, %[[S:.*]]] : memref<3x8xf32>, vector<8xf32>
+// CHECK-NEXT:    %[[ODD:.*]] = vector.shuffle %[[W]], %[[W]] [1, 3, 5, 7] : vector<8xf32>, vector<8xf32>
+// CHECK:         %[[V:.*]] = vector.load %[[B]][%{{.*}}] : memref<7xi32>, vector<7xi32>
+// CHECK-NEXT:    %[[EVEN:.*]] = vector.shuffle %[[V]], %[[V]] [0, 2, 4, 6] : vector<7xi32>, vector<7xi32>
+// CHECK:         memref.load %[[G]]
+// CHECK-COUNT-3: memref.load %[[G]]
+// CHECK-NOT:     vector.load %[[G]]
+func.func @strided(%A: memref<3x8xf32>, %B: memref<7xi32>, %G: memref<16xi32>, %n: index, %C: memref<4xf32>, %D: memref<4xi32>, %E: memref<4xi32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %c4 = arith.constant 4 : index
   loop.for %i = %c0 to %c4 step %c1 vectorized {
     %j = arith.muli %i, %c2 : index
-    %a = memref.load %A[%j] : memref<8xi32>
     %k = arith.addi %j, %c1 : index
-    memref.store %a, %C[%k] : memref<9xi32>
+    %a = memref.load %A[%c2, %k] : memref<3x8xf32>
+    memref.store %a, %C[%i] : memref<4xf32>
+    %b = memref.load %B[%j] : memref<7xi32>
+    memref.store %b, %D[%i] : memref<4xi32>
+    %h = arith.addi %j, %n : index
+    %g = memref.load %G[%h] : memref<16xi32>
+    memref.store %g, %E[%i] : memref<4xi32>
   }
   func.return
 }
