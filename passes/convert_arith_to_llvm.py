@@ -6,13 +6,18 @@ convert-index-to-llvm live in `to_llvm.py`.
 
 from dataclasses import dataclass
 
+from xdsl.context import Context
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
+    Float32Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    ModuleOp,
     i1,
+    i16,
     i32,
     i64,
 )
@@ -73,6 +78,43 @@ def _float_binary(cls: type[Operation], contract: bool = False) -> Lowering:
 def _cast(cls: type[Operation]) -> Lowering:
     def lower(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
         return [e.op(cls, args[0], result=llvm_type(op.results[0].type))]
+
+    return lower
+
+
+def _truncf(native_bf16: bool) -> Lowering:
+    """`llvm.fptrunc`; to bfloat16 on a target without a conversion
+    instruction (LLVM would call compiler-rt's `__truncsfbf2`, which ember's
+    libraries do not link), the rounding in integers instead, as MLIR's
+    `arith-expand{include-bf16}`: the float32's bits plus 0x7FFF and the kept
+    part's lowest bit (to nearest, ties to even), a NaN made quiet, the high
+    half kept."""
+
+    def lower(op: Operation, args: list[SSAValue], e: Builder) -> list[SSAValue]:
+        result = llvm_type(op.results[0].type)
+        (x,) = args
+        if native_bf16 or not (
+            isinstance(element_type(result), BFloat16Type)
+            and isinstance(element_type(x.type), Float32Type)
+        ):
+            return [e.op(llvm.FPTruncOp, x, result=result)]
+        words, halves = with_element(x.type, i32), with_element(x.type, i16)
+        bits = e.op(llvm.BitcastOp, x, result=words)
+        sixteen = e.constant(16, words)
+        odd = e.op(llvm.AndOp, e.op(llvm.LShrOp, bits, sixteen), e.constant(1, words))
+        bias = e.op(llvm.AddOp, odd, e.constant(0x7FFF, words))
+        rounded = e.op(llvm.AddOp, bits, bias)
+        quiet = e.op(llvm.OrOp, bits, e.constant(1 << 22, words))
+        nan = e.op(
+            FCmpOp,
+            x,
+            x,
+            result=with_element(x.type, i1),
+            predicate=IntegerAttr(llvm.FCmpPredicateFlag("uno").to_int(), i64),
+        )
+        chosen = e.select(nan, quiet, rounded)
+        high = e.op(llvm.TruncOp, e.op(llvm.LShrOp, chosen, sixteen), result=halves)
+        return [e.op(llvm.BitcastOp, high, result=result)]
 
     return lower
 
@@ -210,7 +252,6 @@ _ARITH: dict[type[Operation], Lowering] = {
     arith.ExtUIOp: _cast(llvm.ZExtOp),
     arith.TruncIOp: _cast(llvm.TruncOp),
     arith.ExtFOp: _cast(llvm.FPExtOp),
-    arith.TruncFOp: _cast(llvm.FPTruncOp),
     arith.SIToFPOp: _cast(llvm.SIToFPOp),
     arith.UIToFPOp: _cast(UIToFPOp),
     arith.FPToSIOp: _cast(FPToSIOp),
@@ -235,6 +276,9 @@ class ConvertArithToLLVMPass(ConvertToLLVMPass):
                                                %f = llvm.fadd %x, %y {fastmathFlags
                                                     = #llvm.fastmath<nnan,contract>}
 
+    `truncf` to bf16 is LLVM's `fptrunc` where the module's target converts
+    in one instruction (AVX512-BF16, aarch64 bf16), else the rounding in
+    integer ops (`_truncf`).
     Integer min/max and float minimum/maximum/minnum/maxnum become intrinsic calls;
     floordivsi, ceildivsi, ceildivui and the *_extended ops are expanded; overflow
     and fastmath flags are kept. addf, subf and mulf also get LLVM's `contract`
@@ -247,5 +291,14 @@ class ConvertArithToLLVMPass(ConvertToLLVMPass):
     name = "convert-arith-to-llvm"
     dialect = "arith"
 
-    def handlers(self) -> dict[type[Operation], Handler]:
-        return handlers_for(self.name, _ARITH)
+    def handlers(self, native_bf16: bool = True) -> dict[type[Operation], Handler]:
+        """The lowerings; `native_bf16`: the target converts float32 to
+        bfloat16 in one instruction."""
+        truncf = {arith.TruncFOp: _truncf(native_bf16)}
+        return handlers_for(self.name, {**_ARITH, **truncf})
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ember.backends.llvm.target import module_target
+        from ember.passes.convert_dot_to_llvm import bf16_instructions
+
+        self.convert(op, self.handlers(bool(bf16_instructions(module_target(op)))))

@@ -41,10 +41,12 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FusedLoc,
     IntegerAttr,
+    IntegerType,
     LocationAttr,
     ModuleOp,
     NameLoc,
     NoneAttr,
+    Signedness,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -74,6 +76,10 @@ KERNEL_ATTR = "ember.kernel"
 LAYOUT_ATTR = "ember.layout"
 """On a `graph.call_kernel` whose result is a blocked activation: its layout,
 `NCHW<b>c` (the buffer is (N, C/b, H, W, b))."""
+
+BF16_BITS = IntegerType(16, Signedness.UNSIGNED)
+"""The element type of a blocked activation a `precision="bf16"` compilation
+stores as bfloat16 (`strategy.plan_bf16`): `ui16`, each the number's bits."""
 
 _observers: list[dict] = []
 
@@ -328,11 +334,12 @@ class _Converter:
 
     def run(self) -> None:
         from ember.backends.llvm.target import Target
-        from ember.strategy import lower_group, plan_blocks
+        from ember.strategy import lower_group, plan_bf16, plan_blocks
 
         ops = list(self.block.ops)
         cpu = isinstance(self.target, Target)
         planned = plan_blocks(ops, self.target) if cpu else {}
+        bf16 = plan_bf16(ops, planned)
         blocked: dict[SSAValue, int] = {}
         for op in ops:
             if isinstance(op, graph.ParamOp | graph.ConstantOp | func.ReturnOp):
@@ -345,9 +352,10 @@ class _Converter:
             if op.dialect_name() != "graph":
                 self.fail(f"expected graph ops, got '{op.name}'")
             out_block = planned.get(op.results[0]) if op.results else None
+            bits = bool(op.results) and op.results[0] in bf16
             try:
                 spec = lower_group(
-                    op, self.constant_of, self.target, blocked.get, out_block
+                    op, self.constant_of, self.target, blocked.get, out_block, bits
                 )
             except ValueError as e:
                 self.fail(str(e))
@@ -355,7 +363,8 @@ class _Converter:
             result = op.results[0].type
             assert isinstance(result, TensorType)
             if out_block is not None:  # the buffer holds (N, C/b, H, W, b)
-                result = tensor_of(result.element_type, spec.kernel.output.shape)
+                element = BF16_BITS if bits else result.element_type
+                result = tensor_of(element, spec.kernel.output.shape)
             call = self._call(spec.kernel, spec.operands, spec.kind, op, result)
             call.location = provenance(op)
             if out_block is not None:

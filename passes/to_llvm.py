@@ -165,7 +165,11 @@ class ConvertToLLVMPass(ModulePass):
         raise NotImplementedError
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        table = self.handlers()
+        self.convert(op, self.handlers())
+
+    def convert(self, op: ModuleOp, table: dict[type[Operation], Handler]) -> None:
+        """Replace each op of `op` that `table` has a handler for, then check
+        that no op of the dialect is left."""
         for inner in list(op.walk()):
             handler = table.get(type(inner))
             if handler is not None:

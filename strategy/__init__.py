@@ -30,6 +30,7 @@ from ember.strategy.lower import (
     copy_kernel,
     is_elementwise,
     lower_group,
+    plan_bf16,
     plan_blocks,
 )
 from ember.strategy.registry import (
@@ -58,6 +59,7 @@ __all__ = [
     "injective_strategy",
     "is_elementwise",
     "lower_group",
+    "plan_bf16",
     "plan_blocks",
     "scalar_strategy",
     "tensor_operand",

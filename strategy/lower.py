@@ -251,6 +251,7 @@ def lower_group(
     target: Target | DeviceTarget | None = None,
     block_of: BlockOf = None,
     out_block: int | None = None,
+    out_bf16: bool = False,
 ) -> KernelSpec:
     """The kernel computing a `graph.fused` group or a lone graph op.
 
@@ -264,6 +265,7 @@ def lower_group(
             activation (see `plan_blocks`); their placeholders are blocked.
         out_block: write the result blocked (its anchor's strategy must
             offer that block).
+        out_bf16: write the blocked result as bfloat16 bits (`plan_bf16`).
 
     Raises:
         StrategyError: naming the group and the op no strategy covers.
@@ -292,7 +294,7 @@ def lower_group(
                         f"{g.label}: expected elementwise ops after '{head.name}', "
                         f"got '{t.name}'"
                     )
-            spec = _anchored(g, head, tail, machine, block_of, out_block)
+            spec = _anchored(g, head, tail, machine, block_of, out_block, out_bf16)
         else:
             bad = next((o for o in g.ops if not _is_injective(o)), None)
             if bad is not None:
@@ -427,6 +429,47 @@ def plan_blocks(ops: Sequence[Operation], target: Target) -> dict[SSAValue, int]
     return planned
 
 
+BF16_ACTIVATIONS = "bf16.activations"
+"""The `PassContext` config key that, set False, keeps a bfloat16
+compilation's activations float32 between kernels (`plan_bf16`)."""
+
+
+def plan_bf16(ops: Sequence[Operation], planned: dict[SSAValue, int]) -> set[SSAValue]:
+    """Which blocked activations (`plan_blocks`) are stored as bfloat16 bits
+    between kernels, half the bytes of float32 (OpenVINO's bf16 inference
+    precision): in a `precision="bf16"` compilation, those a convolution
+    writes where every use is the data of a convolution. A bfloat16 kernel
+    rounds its data to bfloat16 anyway, so there the rounding only moves
+    from its pack to the writer's epilogue; a depthwise or grouped one
+    (float32 arithmetic) then reads rounded data, as every product of the
+    model's does. `precision="auto"` keeps float32 activations: its
+    calibration measured each layer on float32 inputs."""
+    from ember.passes.pass_context import PassContext
+
+    config = PassContext.current().config
+    if config.get("precision") != "bf16" or not config.get(BF16_ACTIVATIONS, True):
+        return set()
+    return {
+        value
+        for value in planned
+        if isinstance(value.owner, Operation)
+        and isinstance(_anchor_of(value.owner), graph.Conv2DOp)
+        and all(_convolution_data(use) for use in value.uses)
+    }
+
+
+def _convolution_data(use) -> bool:
+    """Whether a use is the data of a convolution group's anchor, and only
+    that (no epilogue reads it)."""
+    user = use.operation
+    head = _anchor_of(user)
+    if not isinstance(head, graph.Conv2DOp):
+        return False
+    assert isinstance(user, graph.FusedOp)
+    arg = user.body.block.args[use.index]
+    return all(u.operation is head and u.index == 0 for u in arg.uses)
+
+
 def _takes(
     use,
     block: int,
@@ -507,6 +550,7 @@ def _anchored(
     target: Target,
     block_of: BlockOf = None,
     out_block: int | None = None,
+    out_bf16: bool = False,
 ) -> KernelSpec:
     strategy = ANCHORS[type(head)]
     block_of = block_of or (lambda value: None)
@@ -530,7 +574,12 @@ def _anchored(
             _shape(g.outside(head.operands[i]))
             if i == 0 and data_block
             else _shape(head.operands[i]),
-            dtype=_dtype(head.operands[i]),
+            # a blocked activation's own: bfloat16 bits where it is stored so
+            dtype=_dtype(
+                g.outside(head.operands[i])
+                if i == 0 and data_block
+                else head.operands[i]
+            ),
             name=f"data{n}",
         )
         for n, i in enumerate(strategy.data)
@@ -538,10 +587,22 @@ def _anchored(
     weights = [i for i in strategy.weights if i < len(head.operands)]
     reads = _Reads(g.known, first=len(data), block_of=block_of)
     epilogue = _epilogue(g, head, tail, reads)
+    if out_bf16:
+        epilogue = _rounded(epilogue)
     kernel = strategy.build(head, data, epilogue, reads.tensors, target, **layout)
     reads.inline_views(kernel)
     operands = [g.outside(head.operands[i]) for i in (*strategy.data, *weights)]
     return KernelSpec(kernel, [*operands, *reads.values])
+
+
+def _rounded(epilogue: Epilogue | None) -> Epilogue:
+    """`epilogue` (or none), its value then stored as bfloat16 bits."""
+    from ember.topi.bf16 import to_bits
+
+    if epilogue is None:
+        return lambda value, indices: to_bits(value)
+    inner = epilogue
+    return lambda value, indices: to_bits(inner(value, indices))
 
 
 def _is_weight(value: SSAValue) -> bool:

@@ -86,6 +86,7 @@ from ember.te.operation import (
     tan,
     tanh,
     thread_axis,
+    to_bf16,
     var,
 )
 
@@ -137,6 +138,7 @@ __all__ = [  # the API, the expression nodes included
     "dot_bf16",
     "bf16_bits",
     "bf16_word",
+    "to_bf16",
     "extern",
     "call_packed",
     "ExternOp",

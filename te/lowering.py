@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     DictionaryAttr,
     Float16Type,
     Float32Type,
@@ -549,6 +550,9 @@ class _BodyEmitter:
                 return self.add(dot.U8I8Op(self._constant(0, "int32"), *args))
             if e.fn == "dot_bf16":
                 return self.add(dot.BF16Op(self._constant(0, "float32"), *args))
+            if e.fn == "to_bf16":
+                half = self.add(arith.TruncFOp(args[0], BFloat16Type()))
+                return self.add(arith.BitcastOp(half, ir_type(e.dtype)))
             return self.add(_MATH[e.fn](args[0]))
         if isinstance(e, te.Cast):
             return self._cast(self.emit(e.value), e.value.dtype, e.dtype)

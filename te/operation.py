@@ -601,6 +601,20 @@ def bf16_bits(value: ExprLike) -> Expr:
     return select(not_equal(x, x), quiet & -(1 << 16), rounded)
 
 
+def to_bf16(value: ExprLike) -> Expr:
+    """float32 `value` rounded to the nearest bfloat16 (ties to even), as the
+    uint16 of its bits: `bf16_bits`'s high half, in one instruction where the
+    target has it (LLVM's `fptrunc` to bfloat: `vcvtneps2bf16` with
+    AVX512-BF16, which reads and writes subnormals as zero, as `vdpbf16ps`
+    reads them). LLVM targets only."""
+    x = _x.as_expr(value, "float32")
+    if x.dtype != "float32":
+        raise EmberTypeError(f"te.to_bf16: expected float32, got {x.dtype}")
+    call = Call("to_bf16", [x])
+    call.dtype = "uint16"
+    return call
+
+
 def bf16_word(low: ExprLike, high: ExprLike) -> Expr:
     """The int32 word of two float32 values rounded to bfloat16 (`bf16_bits`):
     `low`'s in the low half, `high`'s in the high half, the pair

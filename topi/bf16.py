@@ -14,6 +14,11 @@ both products of a pair to a float32 accumulator in one lane (`vdpbf16ps`
 on x86 with AVX512-BF16, `bfdot` on aarch64). Each product is exact, so the
 error against float32 is the operands' rounding: relative 2^-9 each.
 
+Between convolutions a `precision="bf16"` compilation stores activations as
+bfloat16 bits (`BITS`, see `strategy.plan_bf16`): a writer's epilogue ends in
+`to_bits`, the pack pairs such data as it is, and a float32 kernel reads it
+through `on_floats`.
+
 The kernels are the float32 ones on words: the convolution is the NCHWc
 kernel of `conv2d.py` (its register tile, sweep and knobs), a block of input
 channels `2 * words` wide; dense is the GEMM template of `dense.py` (and its
@@ -23,7 +28,7 @@ bound by memory, not multiplies, and stay float32 (`applies`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -87,6 +92,35 @@ measured on a 64-channel 28x28 layer of normal data, max error 6.9 against
 3x3)'s is 0.41."""
 
 
+BITS = "uint16"
+"""The dtype of an activation stored as bfloat16 between kernels
+(`precision="bf16"`, see `strategy.plan_bf16`): the number's 16 bits."""
+
+
+def to_bits(value: te.Expr) -> te.Expr:
+    """float32 `value` rounded to bfloat16 (`te.to_bf16`), its 16 bits."""
+    return te.to_bf16(value)
+
+
+def from_bits(bits: te.Expr) -> te.Expr:
+    """The float32 a bfloat16's 16 bits hold (exactly: the high half)."""
+    return te.reinterpret("float32", bits.astype("int32") << 16)
+
+
+def on_floats(data: te.Tensor, build: Callable[[te.Tensor], Kernel]) -> Kernel:
+    """`build`'s kernel on `data`, bfloat16 bits (`BITS`), read as the
+    float32s they hold: a stage the schedule inlines into the kernel's reads,
+    and `data` the kernel's first placeholder in place of that stage."""
+    floats = te.compute(
+        data.shape, lambda *i: from_bits(data[i]), name=f"{data.name}.floats"
+    )
+    kernel = build(floats)
+    assert kernel.placeholders[0] is floats
+    kernel.placeholders[0] = data
+    kernel.wrap_schedule(lambda s: s[floats].compute_inline())
+    return kernel
+
+
 def applies(shape: Conv2dShape) -> bool:
     """Whether a convolution takes the bfloat16 kernel: one group (a grouped
     or depthwise one reads a weight per few products: memory, not
@@ -114,7 +148,9 @@ def conv2d_bf16(
     kernel, on bfloat16 pairs (see the module docstring).
 
     Args:
-        data: float32, NCHW or channel-blocked (N, C/b, H, W, b).
+        data: float32, NCHW or channel-blocked (N, C/b, H, W, b); or
+            blocked bfloat16 bits (`BITS`), which the pack pairs as they are
+            (Winograd's transform reads the float32s they hold).
         weight_shape: OIHW.
         strides, padding, dilation, bias, epilogue, epilogue_inputs, name,
             target, data_block, out_block, algorithm: as `topi.conv2d`'s.
@@ -125,9 +161,10 @@ def conv2d_bf16(
     """
     machine = Target.resolve(target)
     logical = logical_shape(data, data_block, f"conv2d_bf16 '{name}'")
-    if data.dtype != "float32":
+    if data.dtype not in ("float32", BITS) or (data.dtype == BITS and not data_block):
         raise EmberValueError(
-            f"conv2d_bf16 '{name}': expected float32 data, got {data.dtype}"
+            f"conv2d_bf16 '{name}': expected float32 data or blocked bfloat16 "
+            f"bits ({BITS}), got {data.dtype}"
         )
     shape = conv2d_shape(logical, weight_shape, strides, padding, dilation, 1)
     # imported here: the Winograd kernel builds on this module's pairs
@@ -142,9 +179,13 @@ def conv2d_bf16(
     m = min(m, WINOGRAD_TILE)
     if m:
         layout = Blocks(data_block, out_block)
-        kernel = conv2d_winograd.winograd(
-            data, shape, bias, epilogue, name, machine, layout, m=m, bf16=True
-        )
+
+        def winograd(floats: te.Tensor) -> Kernel:
+            return conv2d_winograd.winograd(
+                floats, shape, bias, epilogue, name, machine, layout, m=m, bf16=True
+            )
+
+        kernel = on_floats(data, winograd) if data.dtype == BITS else winograd(data)
         kernel.placeholders.extend(epilogue_inputs)
         kernel.attrs["flops"] = shape.flops
         return kernel
@@ -201,7 +242,8 @@ def _packed_pairs(
     data: te.Tensor, shape: Conv2dShape, c2: int, words: int, name: str
 ) -> te.Tensor:
     """(N, C2/cb, H', W', words) int32: each word two channels rounded to
-    bfloat16, zero wherever the convolution pads and in a channel past C."""
+    bfloat16, zero wherever the convolution pads and in a channel past C;
+    data of bfloat16 bits (`BITS`) is paired as it is."""
     pt, pl, _, _ = shape.padding
     hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
     wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
@@ -215,11 +257,15 @@ def _packed_pairs(
             v = data[n, channel // b, y - pt, x - pl, channel % b]
         else:
             v = data[n, channel, y - pt, x - pl]
-        return te.if_then_else(te.all(*inside), v, 0.0) if inside else v
+        zero = te.const(0, BITS) if data.dtype == BITS else 0.0
+        return te.if_then_else(te.all(*inside), v, zero) if inside else v
 
     def word(n, co, y, x, wi):
         first = (co * words + wi) * PAIR
-        return te.bf16_word(value(n, first, y, x), value(n, first + 1, y, x))
+        low, high = value(n, first, y, x), value(n, first + 1, y, x)
+        if data.dtype == BITS:  # rounded already: the two halves side by side
+            return low.astype("int32") | (high.astype("int32") << 16)
+        return te.bf16_word(low, high)
 
     return te.compute(
         (shape.n, c2 // (words * PAIR), hp, wp, words), word, name=f"{name}.data_pack"

@@ -35,10 +35,12 @@ from xdsl.backend.llvm.convert_type import convert_type
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     ModuleOp,
     StringAttr,
+    VectorType,
 )
 from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -370,7 +372,26 @@ def _convert_body(op: llvm.FuncOp, out: ir.Module) -> None:
             _convert_op(inner, builder, values, block_map)
 
 
+class BFloatType(ir.types._BaseFloatType):  # pyright: ignore[reportPrivateUsage]
+    """LLVM's `bfloat`, which llvmlite's IR builder lacks: the type of an
+    `fptrunc` to bfloat16 (`te.to_bf16`), one instruction where the target
+    has one (`vcvtneps2bf16`, aarch64's `bfcvtn`), expanded by LLVM elsewhere."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+
+BFloatType._create_instance()  # pyright: ignore[reportAttributeAccessIssue]
+
+
 def _type(t: Attribute, op: Operation) -> ir.Type:
+    if isinstance(t, BFloat16Type):
+        return BFloatType()
+    if isinstance(t, VectorType) and isinstance(t.element_type, BFloat16Type):
+        return ir.VectorType(BFloatType(), t.get_shape()[0])
     try:
         return convert_type(t)
     except LLVMTranslationException as e:
@@ -568,6 +589,9 @@ _HANDLERS: dict[type[Operation], Handler] = {
     ember_llvm.FPToSIOp: _cast("fptosi"),
     ember_llvm.FPToUIOp: _cast("fptoui"),
     ember_llvm.UIToFPOp: _cast("uitofp"),
+    # ember's types: a bfloat16 value (`BFloatType`) is made and read by these
+    llvm.FPTruncOp: _cast("fptrunc"),
+    llvm.BitcastOp: _cast("bitcast"),
     ember_llvm.ExtractElementOp: _extractelement,
     ember_llvm.SelectOp: _select,
     ember_llvm.FCmpOp: _fcmp,
