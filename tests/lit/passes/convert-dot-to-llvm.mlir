@@ -106,6 +106,26 @@ builtin.module attributes {ember.target = "llvm -mtriple=x86_64-unknown-linux-gn
 
 // -----
 
+// The bfloat16 product is symmetric, so a broadcast operand goes last, where
+// vdpbf16ps may read memory: the broadcast folds into it (m32bcst). dot.u8i8
+// is not (unsigned by signed bytes) and keeps its order.
+
+// CHECK-LABEL: func.func @broadcast_last(
+// CHECK-SAME:      %[[ACC:[^:]*]]: vector<16xf32>, %[[X:[^:]*]]: i32, %[[W:[^:]*]]: vector<16xi32>, %[[IACC:[^:]*]]: vector<16xi32>)
+// CHECK:         %[[B:.*]] = vector.broadcast %[[X]] : i32 to vector<16xi32>
+// CHECK:         llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%[[ACC]], %[[W]], %[[B]])
+// CHECK:         llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%[[IACC]], %[[B]], %[[W]])
+builtin.module attributes {ember.target = "llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=znver4"} {
+  func.func @broadcast_last(%acc: vector<16xf32>, %x: i32, %w: vector<16xi32>, %iacc: vector<16xi32>) -> (vector<16xf32>, vector<16xi32>) {
+    %b = vector.broadcast %x : i32 to vector<16xi32>
+    %s = dot.bf16 %acc, %b, %w : vector<16xf32>, vector<16xi32>
+    %t = dot.u8i8 %iacc, %b, %w : vector<16xi32>
+    func.return %s, %t : vector<16xf32>, vector<16xi32>
+  }
+}
+
+// -----
+
 // Without AVX512-BF16 (Ice Lake has VNNI, not BF16): each word's high half
 // masked and its low half shifted up are float32 bits; two fused
 // multiply-adds, the high (odd) pair's first.
