@@ -503,6 +503,32 @@ def test_ember_compile_refuses_bf16_for_a_target_without_it(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_the_tuner_measures_kernels_of_bfloat16_activations_on_their_floats():
+    """A kernel reading and writing bfloat16 bits (uint16) is measured on the
+    bits of floats in [-1, 1], not on tiny integers (subnormals, which the
+    products flush), and its outputs compare as floats within two bfloat16
+    units: a reordered sum may round to the neighbour, a wrong one may not."""
+    from ember.tune.model import extract_tasks
+    from ember.tune.runner import check
+
+    proto = _convolutions_only()
+    tasks = extract_tasks(proto, target="llvm -mcpu=znver4", precision="bf16")
+    bits = [
+        t.task for t in tasks if any(dtype == "uint16" for _, dtype, _ in t.task.args)
+    ]
+    assert bits
+    for task in bits:
+        for array, (_, dtype, output) in zip(
+            task.random_inputs(3), task.args, strict=True
+        ):
+            if dtype == "uint16" and not output:
+                floats = (array.astype(np.uint32) << 16).view(np.float32)
+                assert np.abs(floats).max() <= 1 and np.abs(floats).max() > 0.5
+    want = bf16_halves(np.array([1.0, -3.0, 100.0], np.float32)).astype(np.uint16)
+    assert check([want + np.uint16(1)], [want], 1e-3) == ""
+    assert "differ" in check([want + np.uint16(9)], [want], 1e-3)
+
+
 def test_the_tuner_sees_bfloat16_kernels_whose_knobs_keep_results():
     """`extract_tasks(precision="bf16")` gives the bfloat16 kernels, with the
     float templates' knobs (tile, unroll, sweep; rows and panel order), and

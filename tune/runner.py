@@ -25,16 +25,28 @@ from typing import Any
 
 import numpy as np
 
+BF16_ROUNDING = 2.0**-7
+"""Two units in the last place of a bfloat16: a reordered float32 sum may
+round to the neighbouring bfloat16."""
+
 
 def check(outputs: list[np.ndarray], reference: list[np.ndarray], rtol: float) -> str:
     """ "" when `outputs` match `reference`, else why not. Integers and bools
     must be equal; floats within `rtol` of the reference's largest magnitude
-    (a reordered sum rounds differently), NaN where the reference has NaN."""
+    (a reordered sum rounds differently), NaN where the reference has NaN.
+    uint16 outputs are bfloat16 bits (the activations a bfloat16 compilation
+    stores between convolutions): compared as the float32s they hold, within
+    `BF16_ROUNDING`."""
     for n, (got, want) in enumerate(zip(outputs, reference, strict=True)):
         if got.shape != want.shape or got.dtype != want.dtype:
             return (
                 f"output {n}: {got.dtype}{got.shape}, expected {want.dtype}{want.shape}"
             )
+        if want.dtype == np.uint16:
+            got, want = (
+                (a.astype(np.uint32) << 16).view(np.float32) for a in (got, want)
+            )
+            rtol = max(rtol, BF16_ROUNDING)
         if want.dtype.kind != "f":
             bad = np.flatnonzero(got != want)
             if bad.size:

@@ -174,12 +174,19 @@ class Task:
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """Inputs for measuring: small values, so sums stay well inside the
-        dtype (integers in [-3, 3], or [0, 3] unsigned; floats in [-1, 1])."""
+        dtype (integers in [-3, 3], or [0, 3] unsigned; floats in [-1, 1]);
+        uint16 as bfloat16 bits of floats in [-1, 1] (the activations a
+        bfloat16 compilation stores between convolutions: tiny integers
+        would be subnormals, which products flush and float32 arithmetic may
+        take slow paths on)."""
         rng = np.random.default_rng(seed)
         arrays = []
         for shape, dtype, is_output in self.args:
             if is_output:
                 arrays.append(np.zeros(shape, dtype))
+            elif dtype == "uint16":
+                floats = rng.uniform(-1, 1, shape).astype(np.float32)
+                arrays.append((floats.view(np.uint32) >> 16).astype(np.uint16))
             elif dtype == "bool":
                 arrays.append(rng.integers(0, 2, shape).astype(bool))
             elif np.issubdtype(np.dtype(dtype), np.integer):
