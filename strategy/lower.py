@@ -460,10 +460,13 @@ def plan_bf16(ops: Sequence[Operation], planned: dict[SSAValue, int]) -> set[SSA
 
 def _convolution_data(use) -> bool:
     """Whether a use is the data of a convolution group's anchor, and only
-    that (no epilogue reads it)."""
+    that (no epilogue reads it), a convolution not marked float32 by hand
+    (`ember.precision`: its input stays float32 too)."""
+    from ember.passes.graph_mixed_precision import marked_precision
+
     user = use.operation
     head = _anchor_of(user)
-    if not isinstance(head, graph.Conv2DOp):
+    if not isinstance(head, graph.Conv2DOp) or marked_precision(head) == "float32":
         return False
     assert isinstance(user, graph.FusedOp)
     arg = user.body.block.args[use.index]

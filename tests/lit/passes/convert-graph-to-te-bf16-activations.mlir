@@ -1,5 +1,6 @@
-// RUN: ember-opt %s -p 'ember-graph,convert-graph-to-te{precision=bf16}' | filecheck %s
-// RUN: ember-opt %s -p 'ember-graph,convert-graph-to-te' | filecheck %s --check-prefix=F32
+// RUN: ember-opt %s -p 'ember-graph,convert-graph-to-te{precision=bf16}' --split-input-file | filecheck %s
+// RUN: ember-opt %s -p 'ember-graph,convert-graph-to-te' --split-input-file | filecheck %s --check-prefix=F32
+// RUN: ember-opt %s -p 'ember-graph,convert-graph-to-te{precision=bf16}' --split-input-file | filecheck %s --check-prefix=MARK
 
 // In a bfloat16 compilation a blocked activation that only convolutions read
 // as their data is stored as bfloat16 bits (ui16, half the bytes): the
@@ -34,6 +35,25 @@ func.func @main(%x: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
   %q = graph.relu %c3 : (tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
   %c4 = graph.conv2d %q, %w4 : (tensor<1x32x8x8xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x8x8xf32>
   %y = graph.add %c4, %p : (tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  func.return %y : tensor<1x16x8x8xf32>
+}
+}
+
+// -----
+
+// A convolution marked float32 by hand (`ember.precision`) reads float32: the
+// activation it reads is not rounded for it.
+
+// MARK-LABEL: func.func @main(
+// MARK:         %[[A:.*]] = graph.call_kernel @{{.*}}(%x, {{.*}}) {ember.layout = "NCHW16c"} : {{.*}} -> tensor<1x2x8x8x16xf32>
+// MARK:         graph.call_kernel @{{.*}}(%[[A]], {{.*}}) : {{.*}} -> tensor<1x16x8x8xf32>
+builtin.module attributes {ember.target = "llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=znver4"} {
+func.func @main(%x: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
+  %w1 = graph.param "w1" : tensor<32x16x1x1xf32>
+  %w2 = graph.param "w2" : tensor<16x32x1x1xf32>
+  %c1 = graph.conv2d %x, %w1 : (tensor<1x16x8x8xf32>, tensor<32x16x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %a = graph.relu %c1 : (tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %y = graph.conv2d %a, %w2 {ember.precision = "float32"} : (tensor<1x32x8x8xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x8x8xf32>
   func.return %y : tensor<1x16x8x8xf32>
 }
 }
