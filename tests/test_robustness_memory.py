@@ -1,5 +1,6 @@
 """Building frees what it allocates: repeated `ember.build`s leave resident
-memory where it was (issue 16: every build leaked ~100 KiB of LLVM passes)."""
+memory where it was (issue 16: every build leaked ~100 KiB of LLVM passes, so
+150 builds grew 15 MiB against the 3 MiB allowed)."""
 
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def _growth(builds: int) -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/statm")
 @pytest.mark.parametrize(
-    "builds", [300, pytest.param(1000, marks=pytest.mark.slow)], ids=str
+    "builds", [150, pytest.param(1000, marks=pytest.mark.slow)], ids=str
 )
 def test_builds_do_not_grow_resident_memory(builds):
     growth = _growth(builds)
