@@ -38,7 +38,6 @@ from ember.passes.to_llvm import (
     ConvertToLLVMPass,
     Handler,
     Lowering,
-    check_converted,
     handlers_for,
 )
 
@@ -252,9 +251,4 @@ class ConvertDotToLLVMPass(ConvertToLLVMPass):
             dot.U8I8Op: _lowering(instructions(target), _generic),
             dot.BF16Op: _lowering(bf16_instructions(target), _bf16_generic, True),
         }
-        table = handlers_for(self.name, lowerings)
-        for inner in list(op.walk()):
-            handler = table.get(type(inner))
-            if handler is not None:
-                handler(inner)
-        check_converted(op, self.dialect, self.name)
+        self.convert(op, handlers_for(self.name, lowerings))

@@ -532,13 +532,13 @@ class BodyVectorizer:
         t = op.memref.type
         assert isinstance(t, MemRefType)
         *_, x = lanes
-        shape = t.get_shape()
+        shape, strides = t.get_shape(), t.get_strides()
         if (
             not isinstance(x, Affine)
             or not 2 <= x.stride <= MAX_STRIDE
             or any(not isinstance(o, Uniform) for o in lanes[:-1])
-            or t.get_strides() is None
-            or (t.get_strides() or [0])[-1] != 1
+            or strides is None
+            or strides[-1] != 1
             or shape[-1] < 0
             or element_bytes(t.element_type) is None
             or t.element_type == i1

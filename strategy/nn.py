@@ -26,7 +26,7 @@ from ember.passes.pass_context import PassContext
 from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
 from ember.topi import reduce as topi_reduce
-from ember.topi.bf16 import conv2d_bf16, dense_bf16
+from ember.topi.bf16 import BITS, conv2d_bf16, dense_bf16, on_floats
 from ember.topi.conv2d import Blocks, channel_block, conv2d, conv2d_shape
 from ember.topi.conv2d_int8 import conv2d_int8
 from ember.topi.conv2d_winograd import winograd_applies
@@ -67,22 +67,28 @@ def _conv2d_strategy(
     algorithm = PassContext.current().config.get("conv2d.algorithm", "auto")
     groups = cfg["groups"]
     build, more = (conv2d_bf16, {}) if _bf16(op) else (conv2d, {"groups": groups})
-    return build(
-        data[0],
-        dims_of(op.weight.type),
-        strides=cfg["strides"],
-        padding=cfg["padding"],
-        dilation=cfg["dilation"],
-        bias=len(op.operands) > 2,
-        epilogue=epilogue,
-        epilogue_inputs=epilogue_inputs,
-        name="conv2d",
-        target=target,
-        data_block=layout.data,
-        out_block=layout.out,
-        algorithm=algorithm if _computes(algorithm, op) else "direct",
-        **more,
-    )
+
+    def kernel(x: te.Tensor) -> Kernel:
+        return build(
+            x,
+            dims_of(op.weight.type),
+            strides=cfg["strides"],
+            padding=cfg["padding"],
+            dilation=cfg["dilation"],
+            bias=len(op.operands) > 2,
+            epilogue=epilogue,
+            epilogue_inputs=epilogue_inputs,
+            name="conv2d",
+            target=target,
+            data_block=layout.data,
+            out_block=layout.out,
+            algorithm=algorithm if _computes(algorithm, op) else "direct",
+            **more,
+        )
+
+    if data[0].dtype == BITS and build is conv2d:  # bfloat16 bits, float32 products
+        return on_floats(data[0], kernel)
+    return kernel(data[0])
 
 
 def _bf16(op) -> bool:

@@ -190,9 +190,7 @@ def conv2d(
     """A 2-D convolution kernel over NCHW data, with its default CPU schedule.
 
     Args:
-        data: the input tensor, NCHW float32; or blocked (`data_block`)
-            bfloat16 bits (uint16, `topi.bf16.BITS`), read as the float32s
-            they hold.
+        data: the input tensor, NCHW float32.
         weight_shape: OIHW, (out channels, in channels / groups, KH, KW).
         strides, dilation: (h, w) or one int.
         padding: (top, left, bottom, right), (h, w) or one int; zeros.
@@ -225,22 +223,9 @@ def conv2d(
     machine = Target.resolve(target)
     logical = logical_shape(data, data_block, f"conv2d '{name}'")
     shape = conv2d_shape(logical, weight_shape, strides, padding, dilation, groups)
-    if data.dtype == "uint16" and data_block:  # bfloat16 bits between kernels
-        from ember.topi.bf16 import on_floats
-
-        return on_floats(
-            data,
-            lambda floats: conv2d(
-                floats, weight_shape, strides=strides, padding=padding,
-                dilation=dilation, groups=groups, bias=bias, epilogue=epilogue,
-                epilogue_inputs=epilogue_inputs, name=name, target=target,
-                data_block=data_block, out_block=out_block, algorithm=algorithm,
-            ),
-        )  # fmt: skip
     if data.dtype != "float32":
         raise EmberValueError(
-            f"conv2d '{name}': expected float32 data (or blocked bfloat16 bits, "
-            f"uint16), got {data.dtype}"
+            f"conv2d '{name}': expected float32 data, got {data.dtype}"
         )
     # imported here: the Winograd kernel builds on this module's stages
     from ember.topi import conv2d_winograd
