@@ -72,16 +72,8 @@ def _conv2d_strategy(
         return build(
             x,
             dims_of(op.weight.type),
-            strides=cfg["strides"],
-            padding=cfg["padding"],
-            dilation=cfg["dilation"],
+            **_convolution(cfg, epilogue, epilogue_inputs, target, layout),
             bias=len(op.operands) > 2,
-            epilogue=epilogue,
-            epilogue_inputs=epilogue_inputs,
-            name="conv2d",
-            target=target,
-            data_block=layout.data,
-            out_block=layout.out,
             algorithm=algorithm if _computes(algorithm, op) else "direct",
             **more,
         )
@@ -89,6 +81,22 @@ def _conv2d_strategy(
     if data[0].dtype == BITS and build is conv2d:  # bfloat16 bits, float32 products
         return on_floats(data[0], kernel)
     return kernel(data[0])
+
+
+def _convolution(cfg: dict, epilogue, epilogue_inputs, target, layout: Blocks) -> dict:
+    """The arguments every convolution kernel builder takes alike: the op's
+    geometry, the epilogue, the target and the blocked layouts."""
+    return {
+        "strides": cfg["strides"],
+        "padding": cfg["padding"],
+        "dilation": cfg["dilation"],
+        "epilogue": epilogue,
+        "epilogue_inputs": epilogue_inputs,
+        "name": "conv2d",
+        "target": target,
+        "data_block": layout.data,
+        "out_block": layout.out,
+    }
 
 
 def _bf16(op) -> bool:
@@ -163,16 +171,8 @@ def _qconv2d_strategy(
         y_zero=cfg["y_zero"],
         out_dtype="int8" if cfg["signed"] else "uint8",
         clip=tuple(cfg["clip"]),
-        strides=cfg["strides"],
-        padding=cfg["padding"],
-        dilation=cfg["dilation"],
         groups=cfg["groups"],
-        epilogue=epilogue,
-        epilogue_inputs=epilogue_inputs,
-        name="conv2d",
-        target=target,
-        data_block=layout.data,
-        out_block=layout.out,
+        **_convolution(cfg, epilogue, epilogue_inputs, target, layout),
     )
 
 
