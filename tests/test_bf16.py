@@ -207,6 +207,34 @@ def test_winograd_in_bfloat16_stays_within_its_rounding(algorithm):
     assert np.abs(got - want).max() <= 8 * EPS * scale.max()
 
 
+@pytest.mark.parametrize(
+    ("l2", "l3", "kernel", "m"),
+    [
+        (1 << 20, 1 << 25, "winograd_bf16", 2),  # within L2: F(2x2) on pairs
+        (1 << 16, 1 << 25, "winograd", 4),  # beyond it: float32 F(4x4)
+        (1 << 12, 100_000, "nchwc_bf16", None),  # float32 would take F(2x2): direct
+    ],
+)
+def test_auto_takes_the_winograd_kernel_the_caches_favour(l2, l3, kernel, m):
+    """Where bfloat16 F(2x2)'s transformed operands or weights leave the
+    cores' L2s, "auto" takes float32 F(4x4) where float32 would, else the
+    direct kernel on pairs; the results stay those of a convolution."""
+    shape = (1, 32, 16, 16)
+    target = Target(f"llvm -l2-bytes={l2} -l3-bytes={l3} -num-cores=1")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((32, shape[1], 3, 3)) * 0.1).astype(np.float32)
+    kern = conv2d_bf16(
+        te.placeholder(x.shape, name="x"), w.shape, padding=1, target=target
+    )
+    assert kern.attrs["kernel"] == kernel and kern.attrs.get("m") == m
+    y = np.zeros(kern.output.shape, np.float32)
+    ember.build(kern.schedule(), kern.args)(x, kern.transform("conv2d.weight", w), y)
+    want = conv_reference(x.astype(np.float64), w.astype(np.float64), None, 1, 1, 1)
+    scale = conv_reference(np.abs(x), np.abs(w), None, 1, 1, 1)
+    assert np.abs(y - want).max() <= 8 * EPS * scale.max()
+
+
 def test_winograd_4_is_refused_in_bfloat16():
     x = te.placeholder((1, 16, 8, 8), name="x")
     with pytest.raises(EmberValueError, match="winograd-4 amplifies bfloat16"):

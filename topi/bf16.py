@@ -43,6 +43,7 @@ from ember.topi.conv2d import (
     _output,
     _unblocked,
     blocked_conv,
+    conv2d,
     conv2d_shape,
     inside_border,
     logical_shape,
@@ -98,10 +99,14 @@ def _winograd_stays_in_l2(shape: Conv2dShape, m: int, target: Target) -> bool:
     tile and channel, and the 3x3 weights (bfloat16, 16/9 more once
     transformed). Products on pairs take half the float32 time, so where
     the transforms' traffic leaves L2, or the weights stream from memory,
-    the direct kernel is faster. Measured on Zen 5 (2 cores, 1 MiB L2 each),
-    ResNet-18, F(2x2) against direct: 64->64 @56 (4.8 MB of intermediates)
-    0.34 against 0.29 ms, 512->512 @7 (4.7 MB of weights) 0.35 against 0.30,
-    256->256 @14 (1.2 MB each) 0.23 against 0.27."""
+    another kernel is faster: float32 F(4x4) where float32 takes it (2.25
+    products an output and channel, not F(2x2)'s 4 in operands of twice
+    the bytes), else the direct kernel on pairs. Measured on Zen 5 (2
+    cores, 1 MiB L2 each), ResNet-18, bfloat16 F(2x2) against the other:
+    64->64 @56 (4.8 MB of intermediates) 0.33 against float32 F(4x4) 0.20
+    ms (the direct kernel on pairs 0.25), 128->128 @28 (2.4 MB) 0.25 against
+    0.19, 512->512 @7 (4.7 MB of weights) 0.35 against direct 0.30; 256->256
+    @14 (1.2 MB each) 0.19 against direct 0.27 and float32 F(4x4) 0.32."""
     tiles = shape.n * -(-shape.oh // m) * -(-shape.ow // m)
     transformed = (m + 2) ** 2 * tiles * (2 * shape.c + 4 * shape.o)
     weights = shape.kh * shape.kw * shape.c * shape.o * 2
@@ -187,14 +192,38 @@ def conv2d_bf16(
     # imported here: the Winograd kernel builds on this module's pairs
     from ember.topi import conv2d_winograd
 
-    m = conv2d_winograd.algorithm_tile(algorithm, shape, machine, name)
-    if m > WINOGRAD_TILE and algorithm != "auto":
+    floats_m = conv2d_winograd.algorithm_tile(algorithm, shape, machine, name)
+    if floats_m > WINOGRAD_TILE and algorithm != "auto":
         raise EmberValueError(
             f"conv2d_bf16 '{name}': {algorithm} amplifies bfloat16's rounding "
             f"(F(4x4, 3x3)'s transforms); use winograd-2, direct or auto"
         )
-    m = min(m, WINOGRAD_TILE)
+    m = min(floats_m, WINOGRAD_TILE)
     if m and algorithm == "auto" and not _winograd_stays_in_l2(shape, m, machine):
+        if floats_m > m:  # float32 F(4x4): exact products, fewer bytes an output
+
+            def floats_kernel(floats: te.Tensor) -> Kernel:
+                return conv2d(
+                    floats,
+                    weight_shape,
+                    strides=strides,
+                    padding=padding,
+                    dilation=dilation,
+                    bias=bias,
+                    epilogue=epilogue,
+                    epilogue_inputs=epilogue_inputs,
+                    name=name,
+                    target=machine,
+                    data_block=data_block,
+                    out_block=out_block,
+                    algorithm=f"winograd-{floats_m}",
+                )
+
+            return (
+                on_floats(data, floats_kernel)
+                if data.dtype == BITS
+                else floats_kernel(data)
+            )
         m = 0
     if m:
         layout = Blocks(data_block, out_block)
