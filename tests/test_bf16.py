@@ -235,6 +235,39 @@ def test_auto_takes_the_winograd_kernel_the_caches_favour(l2, l3, kernel, m):
     assert np.abs(y - want).max() <= 8 * EPS * scale.max()
 
 
+@pytest.mark.parametrize("padding", [0, 1])
+def test_blocked_bits_are_read_where_they_lie_where_there_is_no_border(padding):
+    """A convolution of blocked bfloat16 bits without a border reads each
+    word where its halves lie (no pack stage); with one it packs; both sum
+    the bits' values."""
+    from ember.te.lowering import lower
+
+    rng = np.random.default_rng(6)
+    floats = rng.standard_normal((1, 32, 5, 5)).astype(np.float32)
+    blocked = np.ascontiguousarray(
+        floats.reshape(1, 2, 16, 5, 5).transpose(0, 1, 3, 4, 2)
+    )
+    bits = bf16_halves(blocked).astype(np.uint16)
+    w = (rng.standard_normal((16, 32, 1, 1)) * 0.1).astype(np.float32)
+    kern = conv2d_bf16(
+        te.placeholder(bits.shape, "uint16", name="x"),
+        w.shape,
+        padding=padding,
+        data_block=16,
+        target=Target("llvm -mcpu=znver4"),
+    )
+    text = str(lower(kern.schedule(), kern.args))
+    assert ('te.compute_inline "conv2d.data_pack"' in text) != bool(padding)
+    y = np.zeros(kern.output.shape, np.float32)
+    ember.build(kern.schedule(), kern.args)(bits, kern.transform("conv2d.weight", w), y)
+    x = (bits.astype(np.uint32) << 16).view(np.float32).transpose(0, 1, 4, 2, 3)
+    x = x.reshape(floats.shape).astype(np.float64)
+    want = conv_reference(
+        x, widened(pairs(w, 1), 1).astype(np.float64), None, 1, padding, 1
+    )
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
 def test_winograd_4_is_refused_in_bfloat16():
     x = te.placeholder((1, 16, 8, 8), name="x")
     with pytest.raises(EmberValueError, match="winograd-4 amplifies bfloat16"):

@@ -153,8 +153,9 @@ def test_the_kernel_refuses_what_it_cannot_compute(kwargs, message):
 
 def test_chained_convolutions_pass_blocked_bytes_exactly():
     """conv -> depthwise -> conv, 16 and 32 channels: the activations between
-    them stay channel-blocked bytes (N, C/16, H, W, 16); the result is the
-    ops' definitions composed."""
+    them stay channel-blocked bytes (N, C/16, H, W, 16), which the last (1x1,
+    no border) reads where they lie, without a pack; the result is the ops'
+    definitions composed."""
     rng = np.random.default_rng(3)
     x = rng.integers(0, 256, (1, 8, 10, 10)).astype(np.uint8)
     w1 = rng.integers(-128, 128, (16, 8, 3, 3)).astype(np.int8)

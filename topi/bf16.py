@@ -253,7 +253,19 @@ def conv2d_bf16(
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
     output = _output(_unblocked(conv, ob), b, epilogue, shape, out_block, name)
     default, knobs = nchwc_schedule(
-        shape, blocks, ob, words, packed, conv, output, machine
+        shape,
+        blocks,
+        ob,
+        words,
+        packed,
+        conv,
+        output,
+        machine,
+        # bits: each word's halves lie side by side (blocks of even length)
+        inline_pack=data.dtype == BITS
+        and data.shape[-1] % PAIR == 0
+        and c2 == shape.c
+        and not any(shape.padding),
     )
 
     def pack_weight(w: np.ndarray) -> np.ndarray:

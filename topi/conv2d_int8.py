@@ -115,10 +115,14 @@ def conv2d_int8(
     ob = machine.vector_lanes("int32")
     c4 = -(-shape.c // BYTES) * BYTES
     words = _largest_divisor(c4 // BYTES, ob)  # words of a channel block
-    if data_block and data_block % BYTES == 0 and data_block // BYTES <= ob:
+    as_they_lie = bool(
+        data_block and data_block % BYTES == 0 and data_block // BYTES <= ob
+    )
+    if as_they_lie:
         # blocked data's own blocks: each word is four bytes as they lie, the
         # pack a copy (144 channels in blocks of 16 packed to words of 48
-        # were a gather of bytes: MobileNetV2's 144 -> 24 layer 263 -> 118 us)
+        # were a gather of bytes: MobileNetV2's 144 -> 24 layer 263 -> 118 us),
+        # and none where there is no border to pad (`nchwc_schedule`)
         words = data_block // BYTES
     cb = words * BYTES
     op = -(-shape.o // ob) * ob
@@ -175,6 +179,7 @@ def conv2d_int8(
         output,
         machine,
         also=schedule_sum,
+        inline_pack=as_they_lie and not (flip or any(shape.padding)) and c4 == shape.c,
     )
 
     def pack_weight(w: np.ndarray) -> np.ndarray:
