@@ -9,7 +9,9 @@ order:
   as long as each link is the only reader of the value before it (x * x reads
   it once) and keeps the
   anchor's output shape (a residual add reading another tensor is fine: that
-  tensor becomes an extra input of the group);
+  tensor becomes an extra input of the group); where several elementwise ops
+  read the anchor's output, the ones that close on one value join whole, a
+  DAG (GELU's x * 0.5 * (1 + erf(x / sqrt 2)), SiLU's x * sigmoid(x));
 - elementwise, broadcast and injective ops (reshape, flatten, transpose, pad,
   concat) with no anchor to join form injective chains, on the same single-reader
   rule (an injective op never joins an anchor's group: the epilogue works on the
@@ -72,22 +74,73 @@ def _can_join(group: _Group, value: SSAValue, op: graph.GraphOp, limit: int) -> 
     return group.kind == "injective" and op.PATTERN in _CHAINABLE
 
 
+def _joins_epilogue(op: Operation, value: SSAValue) -> bool:
+    return (
+        isinstance(op, graph.GraphOp)
+        and op.PATTERN in _ELEMENTWISE
+        and len(op.results) == 1
+        and op.results[0].type == value.type
+    )
+
+
+def _epilogue_dag(
+    group: _Group, value: SSAValue, after: list[Operation], limit: int
+) -> list[Operation]:
+    """The elementwise ops, in program order from `after`'s first, that read
+    an anchor group's output `value` of several readers and close on one
+    value: every value among them but the last read by them alone (GELU's
+    x * 0.5 * (1 + erf(x / sqrt 2)), SiLU's x * sigmoid(x)); none where
+    another op reads one of them or the anchor's output."""
+    if group.kind != "anchor" or value is not group.output:
+        return []
+    joined: list[Operation] = []
+    members: set[Operation] = set()
+    open_values = {value}
+    for op in after:
+        if not any(v in open_values for v in op.operands):
+            continue
+        if not _joins_epilogue(op, value) or len(group.ops) + len(joined) >= limit:
+            return []
+        joined.append(op)
+        members.add(op)
+        result = op.results[0]
+        open_values = {
+            v
+            for v in (*open_values, result)
+            if any(use.operation not in members for use in v.uses)
+        }
+        if open_values == {result}:
+            return joined
+    return []
+
+
 def partition(block: Block, max_group_size: int = 256) -> list[_Group]:
     """The fusion groups of the graph ops of `block`, in program order of their
     last op."""
     groups: list[_Group] = []
     group_of: dict[Operation, _Group] = {}
-    position = {op: i for i, op in enumerate(block.ops)}
-    for op in block.ops:
-        if not isinstance(op, graph.GraphOp):
-            continue
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    for op in ops:
+        if not isinstance(op, graph.GraphOp) or op in group_of:
+            continue  # (an op of an epilogue that joined whole)
         target = None
         for value in op.operands:
             owner = value.owner
             if isinstance(owner, Operation) and owner in group_of:
-                if _can_join(group_of[owner], value, op, max_group_size):
-                    target = group_of[owner]
+                group = group_of[owner]
+                if _can_join(group, value, op, max_group_size):
+                    target = group
                     break
+                joined = _epilogue_dag(
+                    group, value, ops[position[op] :], max_group_size
+                )
+                if joined:
+                    group.ops += joined
+                    group_of.update((o, group) for o in joined)
+                    break
+        if op in group_of:
+            continue
         if target is None:
             kind = {
                 "out-elemwise-fusable": "anchor",

@@ -190,3 +190,61 @@ func.func @two_chains(%a: tensor<8xi32>, %b: tensor<8xi32>, %x: tensor<8xf32>) -
   %t = graph.add %n, %e : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   func.return %sum, %t, %e : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Elementwise ops that read an anchor's output more than once and close on
+// one value join its group whole, a DAG: GELU after a dense layer, SiLU
+// after a convolution.
+
+// CHECK-LABEL: func.func @gelu_and_silu(
+// CHECK:         %[[D:.*]] = graph.fused "fused_dense_div_erf_add_mul_mul_0" (%{{.*}}, %{{.*}}) ({
+// CHECK:           graph.dense
+// CHECK-NEXT:      graph.div
+// CHECK-NEXT:      graph.erf
+// CHECK-NEXT:      graph.add
+// CHECK-NEXT:      graph.mul
+// CHECK-NEXT:      graph.mul
+// CHECK-NEXT:      graph.yield
+// CHECK:         %[[C:.*]] = graph.fused "fused_conv2d_sigmoid_mul_1" (%{{.*}}, %{{.*}}) ({
+// CHECK:           graph.conv2d
+// CHECK-NEXT:      graph.sigmoid
+// CHECK-NEXT:      graph.mul
+// CHECK-NEXT:      graph.yield
+// CHECK:         func.return %[[D]], %[[C]]
+// CHECK-NOT:     graph.fused
+func.func @gelu_and_silu(%x: tensor<2x64xf32>, %i: tensor<1x4x8x8xf32>) -> (tensor<2x10xf32>, tensor<1x8x8x8xf32>) {
+  %w = graph.param "w" : tensor<10x64xf32>
+  %c = graph.constant dense<1.41421354> : tensor<1xf32>
+  %one = graph.constant dense<1.0> : tensor<1xf32>
+  %half = graph.constant dense<0.5> : tensor<1xf32>
+  %y = graph.dense %x, %w : (tensor<2x64xf32>, tensor<10x64xf32>) -> tensor<2x10xf32>
+  %q = graph.div %y, %c : (tensor<2x10xf32>, tensor<1xf32>) -> tensor<2x10xf32>
+  %e = graph.erf %q : (tensor<2x10xf32>) -> tensor<2x10xf32>
+  %p = graph.add %e, %one : (tensor<2x10xf32>, tensor<1xf32>) -> tensor<2x10xf32>
+  %m = graph.mul %y, %p : (tensor<2x10xf32>, tensor<2x10xf32>) -> tensor<2x10xf32>
+  %g = graph.mul %m, %half : (tensor<2x10xf32>, tensor<1xf32>) -> tensor<2x10xf32>
+  %k = graph.param "k" : tensor<8x4x3x3xf32>
+  %v = graph.conv2d %i, %k {padding = [1, 1, 1, 1]} : (tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>) -> tensor<1x8x8x8xf32>
+  %s = graph.sigmoid %v : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %t = graph.mul %v, %s : (tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  func.return %g, %t : tensor<2x10xf32>, tensor<1x8x8x8xf32>
+}
+
+// -----
+
+// Where a value among them has a reader outside (here the sigmoid, returned
+// too), the ops do not close: the anchor's group ends at its output.
+
+// CHECK-LABEL: func.func @open_dag(
+// CHECK:         %[[V:.*]] = graph.fused "fused_conv2d_0"
+// CHECK:         %[[S:.*]] = graph.fused "fused_sigmoid_1" (%[[V]])
+// CHECK:         %[[T:.*]] = graph.fused "fused_mul_2" (%[[V]], %[[S]])
+// CHECK:         func.return %[[T]], %[[S]]
+func.func @open_dag(%i: tensor<1x4x8x8xf32>) -> (tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>) {
+  %k = graph.param "k" : tensor<8x4x3x3xf32>
+  %v = graph.conv2d %i, %k {padding = [1, 1, 1, 1]} : (tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>) -> tensor<1x8x8x8xf32>
+  %s = graph.sigmoid %v : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %t = graph.mul %v, %s : (tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  func.return %t, %s : tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>
+}
