@@ -58,6 +58,33 @@ def test_transpose(perm):
     close(one(lambda x: tr.transpose(x, perm), a), np.transpose(a, perm))
 
 
+@pytest.mark.parametrize(
+    ("shape", "perm", "across"),
+    [
+        ((1, 37, 4, 20), (0, 2, 3, 1), 2),  # K^T: tiles of (head dim, sequence)
+        ((3, 40, 33), (0, 2, 1), 1),  # tails on both tiled axes
+        ((2, 3, 4, 5), (0, 2, 1, 3), None),  # the last axis stays: rows
+        ((8, 9), None, 0),
+    ],
+)
+def test_a_transpose_is_tiled_and_exact(shape, perm, across):
+    """An injective kernel whose input's contiguous index follows another
+    axis than its innermost runs in tiles of the two (a broadcast read does
+    not count); results are numpy's, tails included."""
+    x = te.placeholder(shape, name="x")
+    out = tr.transpose(x, perm)
+    assert ew.transposed_axis(out) == across
+    a = rand(*shape)
+    close(run_kernel(ew.injective(out, [x]), a), np.transpose(a, perm))
+
+
+def test_a_broadcast_read_is_no_transpose():
+    x = te.placeholder((2, 16, 32), name="x")
+    b = te.placeholder((16,), name="b")
+    out = te.compute(x.shape, lambda n, c, w: x[n, c, w] + b[c], name="y")
+    assert ew.transposed_axis(out) is None
+
+
 def test_transpose_rejects_non_permutations():
     with pytest.raises(
         ValueError, match=r"expected a permutation of 0..2, got \[0, 0, 1\]"
