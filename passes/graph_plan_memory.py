@@ -261,6 +261,9 @@ class _Planner:
                     "kernel of its own (convert-graph-to-te copies such results)"
                 )
             self.storage[root] = ("output", i)
+        self.within: dict[SSAValue, tuple[SSAValue, int]] = {}
+        if self.memory == "workspace":
+            self._elide_concats()
         self._plan()
         entry = self._entry()
         block_ops = self.module.body.block
@@ -328,8 +331,81 @@ class _Planner:
             found.append((callee, size, equals))
         return found
 
+    def _elide_concats(self) -> None:
+        """Drop the calls that only concatenate results each of which the
+        concatenation alone reads, along an axis after which each is one
+        contiguous slab (all dims before it 1: channels at batch 1, NCHW or
+        blocked): their producers write into the slabs of its result in
+        place (`within`), and no kernel copies them (SqueezeNet's fire
+        modules, DenseNet's blocks)."""
+        kept = []
+        for call in self.calls:
+            slabs = self._slabs(call)
+            if slabs is None:
+                kept.append(call)
+                continue
+            for value, at in slabs:
+                self.within[value] = (call.op.result, at)
+        used = {c.callee for c in kept}
+        for symbol in {c.callee for c in self.calls} - used:
+            self.module.body.block.erase_op(self.kernel(symbol))
+        self.calls = kept
+
+    def _slabs(self, call: _Call) -> list[tuple[SSAValue, int]] | None:
+        """(operand, byte offset in the result) of a call that `_elide_concats`
+        drops, else None."""
+        if [o["op"] for o in ops_of(call.op.location, False)] != ["graph.concat"]:
+            return None
+        if len(call.args) != len(call.op.args) + 1 or call.symbols or call.variants:
+            return None
+        *parts, (result, out_t) = call.args
+        if self._kind(result)[0] != "work" or len(set(v for v, _ in parts)) < len(
+            parts
+        ):
+            return None
+        shape = list(out_t.get_shape())
+        if any(d < 0 for _, t in parts for d in t.get_shape()) or min(shape) < 0:
+            return None
+        axis = next(
+            (
+                a
+                for a in range(len(shape))
+                if all(
+                    list(t.get_shape())[:a] + list(t.get_shape())[a + 1 :]
+                    == shape[:a] + shape[a + 1 :]
+                    for _, t in parts
+                )
+                and sum(t.get_shape()[a] for _, t in parts) == shape[a]
+            ),
+            None,
+        )
+        if axis is None or math.prod(shape[:axis]) != 1:
+            return None
+        slabs, at = [], 0
+        for value, t in parts:
+            if not (
+                isinstance(value, SSAValue)
+                and isinstance(value.owner, graph.CallKernelOp)
+                and value.has_one_use()
+                and value not in self.storage
+                and at % ALIGNMENT == 0
+            ):
+                return None
+            slabs.append((value, at))
+            at += nbytes(t)
+        return slabs
+
+    def _base(self, value: SSAValue) -> tuple[SSAValue, int]:
+        """The root of `value`'s storage and its byte offset there: a slab
+        of a concatenation's result (`within`), else its own."""
+        root, extra = self.root(value), 0
+        while root in self.within:
+            outer, at = self.within[root]
+            root, extra = self.root(outer), extra + at
+        return root, extra
+
     def _kind(self, value: SSAValue) -> tuple[str, Any]:
-        root = self.root(value)
+        root = self._base(value)[0]
         if root in self.storage:
             return self.storage[root]
         if isinstance(root.owner, graph.ParamOp):
@@ -511,7 +587,8 @@ class _Planner:
                 return cast(args[len(inputs) + key], t)
             if kind == "param":
                 return view(params, self.layout[key]["offset"], t)
-            return view(slots[self.slot_of[key]], self.offsets[key], t, dims)
+            at = self.offsets[key] + self._base(value)[1]
+            return view(slots[self.slot_of[key]], at, t, dims)
 
         for call in self.calls:
             operands = [
@@ -616,7 +693,10 @@ class _Planner:
         elif self.memory == "buffers":
             where = {"buffer": "slot", "index": self.slot_of[key], "offset": 0}
         else:
-            where = {"buffer": "workspace", "offset": _json_dim(self.offsets[key])}
+            at = self.offsets[key]
+            if not isinstance(value, _Scratch):
+                at = at + self._base(value)[1]
+            where = {"buffer": "workspace", "offset": _json_dim(at)}
         shape = [_json_dim(d) for d in dims]
         return {**where, "shape": shape, "dtype": dtype_name(t)}
 

@@ -125,3 +125,54 @@ def test_no_overlap_between_tensors_live_together(spec):
         default=0,
     )
     assert plan.workspace_bytes >= peak
+
+
+def test_a_fire_module_writes_its_expansions_into_the_concatenation():
+    """SqueezeNet's fire module: both expansions write their slabs of the
+    concatenation in place (no concat kernel runs), and the result is
+    onnxruntime's."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    import ember
+    from ember.runtime import GraphModule, cpu
+
+    rng = np.random.default_rng(4)
+    weights = {
+        "ws": rng.standard_normal((8, 16, 1, 1)),
+        "w1": rng.standard_normal((16, 8, 1, 1)),
+        "w3": rng.standard_normal((16, 8, 3, 3)),
+        "wn": rng.standard_normal((8, 32, 1, 1)),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "ws"], ["s"]),
+        helper.make_node("Relu", ["s"], ["sr"]),
+        helper.make_node("Conv", ["sr", "w1"], ["e1"]),
+        helper.make_node("Relu", ["e1"], ["r1"]),
+        helper.make_node("Conv", ["sr", "w3"], ["e3"], pads=[1] * 4),
+        helper.make_node("Relu", ["e3"], ["r3"]),
+        helper.make_node("Concat", ["r1", "r3"], ["cat"], axis=1),
+        helper.make_node("Conv", ["cat", "wn"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "fire",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 12])],
+        [
+            numpy_helper.from_array(w.astype(np.float32) / 4, n)
+            for n, w in weights.items()
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    x = rng.standard_normal((1, 16, 12, 12)).astype(np.float32)
+    gm = GraphModule(ember.compile_model(model)["default"](cpu()))
+    (y,) = gm(x=x)
+    (want,) = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    kernels = str(gm.profile(repeat=1))
+    assert "conv2d" in kernels and "concat" not in kernels
