@@ -359,9 +359,8 @@ class _Planner:
         if len(call.args) != len(call.op.args) + 1 or call.symbols or call.variants:
             return None
         *parts, (result, out_t) = call.args
-        if self._kind(result)[0] != "work" or len(set(v for v, _ in parts)) < len(
-            parts
-        ):
+        values = [v for v, _ in parts]
+        if self._kind(result)[0] != "work" or len(set(values)) < len(values):
             return None
         shape = list(out_t.get_shape())
         if any(d < 0 for _, t in parts for d in t.get_shape()) or min(shape) < 0:
