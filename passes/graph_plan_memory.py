@@ -346,9 +346,16 @@ class _Planner:
                 continue
             for value, at in slabs:
                 self.within[value] = (call.op.result, at)
-        used = {c.callee for c in kept}
-        for symbol in {c.callee for c in self.calls} - used:
+        from ember.passes.te_compile_kernels import OBJECTS_ATTR, object_keys
+
+        unused = {c.callee for c in self.calls} - {c.callee for c in kept}
+        for symbol in unused:
             self.module.body.block.erase_op(self.kernel(symbol))
+        objects = object_keys(self.module)
+        if unused & objects.keys():  # compiled apart: not linked either
+            self.module.attributes[OBJECTS_ATTR] = DictionaryAttr(
+                {k: StringAttr(v) for k, v in objects.items() if k not in unused}
+            )
         self.calls = kept
 
     def _slabs(self, call: _Call) -> list[tuple[SSAValue, int]] | None:
