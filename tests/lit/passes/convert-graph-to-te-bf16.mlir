@@ -5,7 +5,7 @@
 // RUN: sed 's/-mcpu=znver4/-mcpu=haswell/' %s | not ember-opt --emit te --precision bf16 2>&1 | filecheck %s --check-prefix=NOBF16
 
 // With precision=bf16 on a CPU with AVX512-BF16 (Zen 4), convolutions and
-// dense layers multiply bfloat16 pairs: the data rounded and packed two
+// dense layers multiply bfloat16 pairs: the data rounded (truncf) and packed two
 // channels (or two columns) an i32 word, even one low, the weight packed to
 // words at compile time, and each product a dot.bf16 summed in f32. The 1x1
 // convolution is direct on NCHW16c words; the 3x3 one is Winograd's, its
@@ -13,8 +13,11 @@
 
 // CHECK-LABEL: func.func private @ember_conv2d_{{[0-9a-f]+}}(%data0: tensor<1x64x8x8xf32> {{.*}}, %conv2d.weight: tensor<4x2x1x1x16x16xi32>
 // CHECK:         te.compute "conv2d.data_pack" {{.*}} -> tensor<1x2x8x8x16xi32>
-// CHECK:           arith.bitcast %{{.*}} : f32 to i32
-// CHECK:           arith.shrsi
+// CHECK:           %[[LO:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// CHECK:           arith.bitcast %[[LO]] : bf16 to i16
+// CHECK:           %[[HI:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// CHECK:           arith.bitcast %[[HI]] : bf16 to i16
+// CHECK:           arith.shli
 // CHECK:           arith.ori
 // CHECK:         te.compute "conv2d.conv" {{.*}} reduce sum {{.*}} -> tensor<1x4x8x8x16xf32>
 // CHECK:           %[[D:.*]] = te.read %conv2d.data_pack
