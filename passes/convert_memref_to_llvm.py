@@ -32,6 +32,8 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     UnrealizedConversionCastOp,
+    VectorType,
+    i1,
     i32,
     i64,
 )
@@ -369,10 +371,17 @@ class _Accesses:
         t = _buffer_type(op, buffer, buffer in self.dynamic)
         ptr = self.address(op, t, buffer, op.indices)
         result_type = llvm_type(result.type)
+        stored = _bytes_of_bits(result_type)
         load = llvm.LoadOp.create(
-            operands=[ptr], result_types=[result_type], properties=self.memory(t)
+            operands=[ptr],
+            result_types=[stored or result_type],
+            properties=self.memory(t),
         )
-        replace(op, [load], [load.results[0]])
+        if stored is None:
+            replace(op, [load], [load.results[0]])
+            return
+        trunc = llvm.TruncOp(load.results[0], result_type)
+        replace(op, [load, trunc], [trunc.results[0]])
 
     def store(self, op: memref.StoreOp | vector.StoreOp) -> None:
         buffer, value = (
@@ -382,9 +391,23 @@ class _Accesses:
         )
         t = _buffer_type(op, buffer, buffer in self.dynamic)
         ptr = self.address(op, t, buffer, op.indices)
-        operands = [self.llvm_value(value), ptr]
-        store = llvm.StoreOp.create(operands=operands, properties=self.memory(t))
-        replace(op, [store], [])
+        operand = self.llvm_value(value)
+        ops: list[Operation] = []
+        if (stored := _bytes_of_bits(operand.type)) is not None:
+            ops.append(llvm.ZExtOp(operand, stored))
+            operand = ops[-1].results[0]
+        ops.append(
+            llvm.StoreOp.create(operands=[operand, ptr], properties=self.memory(t))
+        )
+        replace(op, ops, [])
+
+
+def _bytes_of_bits(t: Attribute) -> VectorType | None:
+    """The vector of bytes a vector of i1 `t` is stored as (an i1 takes a byte
+    in ember's buffers; LLVM's <N x i1> in memory is N bits), else None."""
+    if isinstance(t, VectorType) and t.element_type == i1:
+        return VectorType(IntegerType(8), t.get_shape())
+    return None
 
 
 def _function_of(arg: BlockArgument) -> func.FuncOp | None:

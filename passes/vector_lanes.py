@@ -455,11 +455,7 @@ class BodyVectorizer:
         lanes = [self.lookup(i) for i in op.indices]
         self.record(op.memref, lanes, store)
         varying = [d for d, x in enumerate(lanes) if not isinstance(x, Uniform)]
-        if (
-            len(varying) != 1
-            or t.element_type == i1  # i1 vectors are bits in LLVM, bytes here
-            or element_bytes(t.element_type) is None
-        ):
+        if len(varying) != 1 or element_bytes(t.element_type) is None:
             return buffer.value, lanes, 0
         x, strides = lanes[varying[0]], t.get_strides()
         if not isinstance(x, Affine) or strides is None:

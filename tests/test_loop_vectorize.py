@@ -734,3 +734,32 @@ def test_no_vectorized_loop_is_left():
     inner, outer = sorted(failures(after))
     assert "a reduction over the vectorized loop" in outer
     assert "lanes may access the same element of %A" in inner
+
+
+@pytest.mark.parametrize("n", [16, 37])
+def test_boolean_vectors_load_and_store_as_bytes(n):
+    """Masks read and comparisons written a vector at a time (a boolean is a
+    byte in ember's buffers, LLVM's vector of i1 bits): a where on a mask and
+    a greater-than equal numpy's, tails included."""
+    from ember import te
+
+    a = te.placeholder((3, n), name="a")
+    m = te.placeholder((3, n), "bool", name="m")
+    gt = te.compute((3, n), lambda i, j: a[i, j] > 0.5, name="gt")
+    pick = te.compute(
+        (3, n), lambda i, j: te.select(m[i, j], a[i, j], -1.0), name="pick"
+    )
+    s = te.create_schedule([gt.op, pick.op])
+    for t in (gt, pick):
+        s[t].vectorize(s[t].op.axis[1])
+    mod = ember.build(s, [a, m, gt, pick])
+    rng = np.random.default_rng(n)
+    x = rng.random((3, n)).astype(np.float32)
+    mask = rng.random((3, n)) > 0.5
+    got_gt, got_pick = np.zeros((3, n), bool), np.zeros((3, n), np.float32)
+    mod(x, mask, got_gt, got_pick)
+    np.testing.assert_array_equal(got_gt, x > 0.5)
+    np.testing.assert_array_equal(got_pick, np.where(mask, x, -1.0))
+    ll = mod.get_source("ll")
+    assert re.search(r"load <\d+ x i8>", ll)  # the mask's bytes
+    assert re.search(r"store <\d+ x i8>", ll)  # the comparisons'

@@ -139,6 +139,23 @@ func.func @index_and_vectors(%I: memref<4xindex>, %A: memref<2x8xf32>, %i: index
 
 // -----
 
+// An i1 takes a byte in ember's buffers, but LLVM's vector of i1 in memory is
+// bits: a vector of i1 is loaded as bytes and truncated, stored zero-extended.
+
+func.func @bool_vectors(%M: memref<2x16xi1>, %i: index) {
+  %v = vector.load %M[%i, %i] : memref<2x16xi1>, vector<16xi1>
+  vector.store %v, %M[%i, %i] : memref<2x16xi1>, vector<16xi1>
+  func.return
+}
+
+// CHECK-LABEL: func.func @bool_vectors(
+// CHECK:         %[[B:.*]] = llvm.load %{{.*}} {alignment = 1 : i64} : !llvm.ptr -> vector<16xi8>
+// CHECK-NEXT:    %[[V:.*]] = llvm.trunc %[[B]] : vector<16xi8> to vector<16xi1>
+// CHECK:         %[[W:.*]] = llvm.zext %{{.*}} : vector<16xi1> to vector<16xi8>
+// CHECK-NEXT:    llvm.store %[[W]], %{{.*}} {alignment = 1 : i64} : vector<16xi8>, !llvm.ptr
+
+// -----
+
 // Globals become flat llvm arrays (splats expanded, uninitialized ones zeroed);
 // get_global is the global's address.
 

@@ -30,6 +30,32 @@ func.func @contiguous(%A: memref<16xf32>, %B: memref<4xf32>, %C: memref<16xf32>)
 
 // -----
 
+// Booleans too: a contiguous mask is one vector.load of i1 (bytes in memory,
+// which convert-memref-to-llvm loads as such), selecting between vectors.
+
+// CHECK-LABEL: func.func @mask(
+// CHECK-SAME:      %[[M:.*]]: memref<16xi1>, %[[A:.*]]: memref<16xf32>, %[[C:.*]]: memref<16xf32>)
+// CHECK:         %[[VM:.*]] = vector.load %[[M]][%{{.*}}] : memref<16xi1>, vector<16xi1>
+// CHECK-NEXT:    %[[VA:.*]] = vector.load %[[A]][%{{.*}}] : memref<16xf32>, vector<16xf32>
+// CHECK:         %[[S:.*]] = llvm.select %[[VM]], %[[VA]], %{{.*}} : vector<16xi1>, vector<16xf32>
+// CHECK-NEXT:    vector.store %[[S]], %[[C]][%{{.*}}] : memref<16xf32>, vector<16xf32>
+// CHECK-NOT:     memref.load
+func.func @mask(%M: memref<16xi1>, %A: memref<16xf32>, %C: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %f = arith.constant -1.0e9 : f32
+  loop.for %i = %c0 to %c16 step %c1 vectorized {
+    %m = memref.load %M[%i] : memref<16xi1>
+    %a = memref.load %A[%i] : memref<16xf32>
+    %s = arith.select %m, %a, %f : f32
+    memref.store %s, %C[%i] : memref<16xf32>
+  }
+  func.return
+}
+
+// -----
+
 // Stride 5 is a gather (one load per lane, inserted into a vector); the store at
 // 2i + 1 a scatter (one extract and store per lane). Affine indices are folded
 // to constants lane by lane.
