@@ -367,7 +367,11 @@ class _Planner:
             return None
         *parts, (result, out_t) = call.args
         values = [v for v, _ in parts]
-        if self._kind(result)[0] != "work" or len(set(values)) < len(values):
+        if (
+            not isinstance(result, SSAValue)
+            or self._kind(result)[0] != "work"
+            or len(set(values)) < len(values)
+        ):
             return None
         shape = list(out_t.get_shape())
         if any(d < 0 for _, t in parts for d in t.get_shape()) or min(shape) < 0:

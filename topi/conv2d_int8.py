@@ -115,15 +115,14 @@ def conv2d_int8(
     ob = machine.vector_lanes("int32")
     c4 = -(-shape.c // BYTES) * BYTES
     words = _largest_divisor(c4 // BYTES, ob)  # words of a channel block
-    as_they_lie = bool(
-        data_block and data_block % BYTES == 0 and data_block // BYTES <= ob
-    )
+    block = data_block or 0
+    as_they_lie = block % BYTES == 0 and 0 < block // BYTES <= ob
     if as_they_lie:
         # blocked data's own blocks: each word is four bytes as they lie, the
         # pack a copy (144 channels in blocks of 16 packed to words of 48
         # were a gather of bytes: MobileNetV2's 144 -> 24 layer 263 -> 118 us),
         # and none where there is no border to pad (`nchwc_schedule`)
-        words = data_block // BYTES
+        words = block // BYTES
     cb = words * BYTES
     op = -(-shape.o // ob) * ob
     blocks = op // ob
