@@ -251,7 +251,8 @@ def conv2d_bf16(
     c2 = -(-shape.c // PAIR) * PAIR
     words = _largest_divisor(c2 // PAIR, ob)  # words of a channel block
     block = data.shape[-1] if data.dtype == BITS else 0
-    if block % PAIR == 0 and 0 < block // PAIR <= ob:
+    own = block % PAIR == 0 and 0 < block // PAIR <= ob
+    if own:
         # bits' own blocks: a word's halves lie side by side at an even
         # offset of their block, which LLVM reads as one word (folded into
         # the dot product's broadcast); words across two blocks were two
@@ -269,20 +270,10 @@ def conv2d_bf16(
     conv = blocked_conv(packed, weight, shape, name, te.dot_bf16)
     b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
     output = _output(_unblocked(conv, ob), b, epilogue, shape, out_block, name)
+    # bits in their own blocks, no border: a word's halves lie side by side
+    inline = own and c2 == shape.c and not any(shape.padding)
     default, knobs = nchwc_schedule(
-        shape,
-        blocks,
-        ob,
-        words,
-        packed,
-        conv,
-        output,
-        machine,
-        # bits: each word's halves lie side by side (blocks of even length)
-        inline_pack=data.dtype == BITS
-        and data.shape[-1] % PAIR == 0
-        and c2 == shape.c
-        and not any(shape.padding),
+        shape, blocks, ob, words, packed, conv, output, machine, inline_pack=inline
     )
 
     def pack_weight(w: np.ndarray) -> np.ndarray:

@@ -168,17 +168,9 @@ def conv2d_int8(
         if zero:  # the stage exists where the output reads it
             s[weight_sum].vectorize(s[weight_sum].op.axis[-1])
 
+    inline = as_they_lie and not (flip or any(shape.padding)) and c4 == shape.c
     default, knobs = nchwc_schedule(
-        shape,
-        blocks,
-        ob,
-        words,
-        packed,
-        conv,
-        output,
-        machine,
-        also=schedule_sum,
-        inline_pack=as_they_lie and not (flip or any(shape.padding)) and c4 == shape.c,
+        shape, blocks, ob, words, packed, conv, output, machine, schedule_sum, inline
     )
 
     def pack_weight(w: np.ndarray) -> np.ndarray:
