@@ -78,11 +78,29 @@ def test_a_transpose_is_tiled_and_exact(shape, perm, across):
     close(run_kernel(ew.injective(out, [x]), a), np.transpose(a, perm))
 
 
+@pytest.mark.parametrize(
+    ("heads", "seq", "dim", "period"),
+    [(4, 8, 32, 32), (3, 5, 16, 16), (2, 4, 3, None)],  # a period under a vector: none
+)
+def test_merged_heads_run_by_rows_of_their_period(heads, seq, dim, period):
+    """Attention's heads merged, (H, S, D) -> (S, H * D) through a transpose
+    and a reshape: the innermost axis indexes the input modulo D, so the
+    kernel runs rows of D (vector loads) where D is a vector or more; results
+    are numpy's."""
+    x = te.placeholder((1, heads, seq, dim), name="x")
+    out = tr.reshape(tr.transpose(x, (0, 2, 1, 3)), (1, seq, heads * dim))
+    assert ew.innermost_period(out, 16) == period
+    a = rand(1, heads, seq, dim)
+    want = a.transpose(0, 2, 1, 3).reshape(1, seq, heads * dim)
+    close(run_kernel(ew.injective(out, [x]), a), want)
+
+
 def test_a_broadcast_read_is_no_transpose():
     x = te.placeholder((2, 16, 32), name="x")
     b = te.placeholder((16,), name="b")
     out = te.compute(x.shape, lambda n, c, w: x[n, c, w] + b[c], name="y")
     assert ew.transposed_axis(out) is None
+    assert ew.innermost_period(out, 16) is None
 
 
 def test_transpose_rejects_non_permutations():
