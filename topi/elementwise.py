@@ -367,15 +367,13 @@ def _exprs_through(t: te.Tensor):
         expr, env = stack.pop()
         for e in te.walk(expr):
             yield e, env
-            if isinstance(e, te.Read) and _inlined(e.tensor):
-                deps = [_axes_of(i, env) for i in e.indices]
-                axes = e.tensor.op.axis
-                stack.append(
-                    (
-                        e.tensor.op.body,
-                        {id(v): d for v, d in zip(axes, deps, strict=True)},
-                    )
-                )
+            if not isinstance(e, te.Read) or not _inlined(e.tensor):
+                continue
+            producer = e.tensor.op
+            assert isinstance(producer, te.ComputeOp)
+            deps = [_axes_of(i, env) for i in e.indices]
+            axes = zip(producer.axis, deps, strict=True)
+            stack.append((producer.body, {id(v): d for v, d in axes}))
 
 
 def _inlined(t: te.Tensor) -> bool:
