@@ -327,8 +327,12 @@ def schedule_elementwise(
     if shape[last] > 1:
         stage.vectorize(inner)
     if parallel and axes:
-        outer = axes[0] if len(axes) == 1 else stage.fuse(*axes)
-        stage.parallel(outer)
+        _parallel(stage, axes)
+
+
+def _parallel(stage: Stage, axes: Sequence) -> None:
+    """Run the outer `axes` (fused when several) in parallel."""
+    stage.parallel(stage.fuse(*axes) if len(axes) > 1 else axes[0])
 
 
 def schedule_injective(
@@ -352,9 +356,8 @@ def schedule_injective(
         return
     outer, inner = stage.split(compute_of(stage).axis[-1], factor=period)
     stage.vectorize(inner)
-    axes = [*compute_of(stage).axis[:-1], outer]
     if math.prod(shape) * body_cost(output) >= PARALLEL_MIN_WORK:
-        stage.parallel(stage.fuse(*axes) if len(axes) > 1 else axes[0])
+        _parallel(stage, [*compute_of(stage).axis[:-1], outer])
 
 
 def _exprs_through(t: te.Tensor):
@@ -457,7 +460,7 @@ def schedule_transpose(
     stage.reorder(*outer, lo, ai, li)
     stage.vectorize(li)
     if math.prod(shape) * body_cost(t) >= PARALLEL_MIN_WORK:
-        stage.parallel(stage.fuse(*outer) if len(outer) > 1 else outer[0])
+        _parallel(stage, outer)
     return True
 
 
