@@ -74,6 +74,16 @@ def test_exp_overflows_and_reaches_subnormals_like_numpy():
     assert got[-1] == 0.0
 
 
+def test_exp_flush_gives_zero_not_subnormals():
+    a = np.array([-86.9, -87.5, -95.0, -200.0, -np.inf, 0.0, -1.0, np.nan], "float32")
+    got = evaluate(lambda v: fastmath.exp(v, flush=True), a)
+    np.testing.assert_allclose(got[[0, 5, 6]], np.exp(a[[0, 5, 6]]), rtol=3e-7)
+    np.testing.assert_array_equal(got[1:5], 0.0)
+    assert np.isnan(got[-1])
+    normal = got[got != 0]
+    assert (np.abs(normal[~np.isnan(normal)]) >= np.finfo("float32").tiny).all()
+
+
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 def test_special_values(name):
     a = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], "float32")

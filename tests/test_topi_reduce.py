@@ -110,6 +110,22 @@ def test_softmax_of_large_values_is_stable():
     close(got, ref)
 
 
+def test_softmax_of_masked_scores_has_zeros_not_subnormals():
+    # BERT's additive mask (-10000) and a causal -1e9: numpy's exponentials of
+    # those are 0 or subnormal; the kernel's are 0 (no slow subnormal arithmetic)
+    a = rand(3, 40)
+    a[0, 20:] -= 10000.0
+    a[1, 5:] = -1e9
+    a[2, :] = np.linspace(-100.0, 0.0, 40)  # e^-100 .. e^-87: numpy's subnormals
+    x = te.placeholder(a.shape, name="x")
+    got = run_kernel(rd.softmax(x, -1), a)
+    ref = np.exp(a.astype("float64") - a.max(axis=-1, keepdims=True))
+    ref /= ref.sum(axis=-1, keepdims=True)
+    close(got, ref)
+    assert ((got == 0) | (got >= np.finfo("float32").tiny)).all()
+    assert (got[0, 20:] == 0).all() and (got[1, 5:] == 0).all()
+
+
 def test_softmax_rows_of_minus_inf_are_nan_like_numpy():
     a = np.full((2, 5), -np.inf, "float32")
     a[1] = [1, 2, 3, 4, np.nan]

@@ -18,7 +18,8 @@ so the schedules vectorize across independent sums instead:
 
 Softmax is numerically stable (max, exp of the difference, sum, divide): a row
 of large values does not overflow; a row that is all -inf gives NaN as numpy's
-formula does. Its exp is `fastmath.exp`. The input of every builder may be a
+formula does. Its exp is `fastmath.exp` with `flush`: an element below e^-87
+times its row's largest is 0, not a subnormal (numpy's would be one). The input of every builder may be a
 chain of injective computes over placeholders (the layer-norm pattern after
 import: `reduce_mean(pow(x - mean, 2))`); pass the kernel's `placeholders`, and
 the chain is inlined into the reduction's read.
@@ -331,7 +332,7 @@ def softmax(
     )
     e = te.compute(
         x.shape,
-        lambda *idx: fastmath.exp(x[idx] - peak[row_of(idx)]),
+        lambda *idx: fastmath.exp(x[idx] - peak[row_of(idx)], flush=True),
         name=f"{name}.exp",
     )
     total_partials, total = _row_reduce(
