@@ -108,6 +108,19 @@ def _model(layers, seed=0):
         if layer["relu"]:
             nodes.append(helper.make_node("Relu", [out], [f"r{i}"]))
             out = f"r{i}"
+        pool = layer.get("pool")
+        if pool == "max" or (pool == "avg" and h >= 2):
+            kind = "MaxPool" if pool == "max" else "AveragePool"
+            more = (
+                {"kernel_shape": [3, 3], "pads": [1] * 4}
+                if pool == "max"
+                else {"kernel_shape": [2, 2], "ceil_mode": 1}
+            )
+            nodes.append(
+                helper.make_node(kind, [out], [f"p{i}"], strides=[2, 2], **more)
+            )
+            out = f"p{i}"
+            h = (h - 1) // 2 + 1 if pool == "max" else -(-(h - 2) // 2) + 1
         x, c = out, o
         shapes[x] = (c, h)
     graph_ = helper.make_graph(
@@ -164,6 +177,7 @@ LAYER = st.fixed_dictionaries(
         "dw": st.booleans(),
         "relu": st.booleans(),
         "residual": st.booleans(),
+        "pool": st.sampled_from([None, None, "max", "avg"]),
     }
 )
 
@@ -191,3 +205,50 @@ def test_the_plan_blocks_values_between_convolutions_only():
     narrow = [dict(layers[0], o=12), dict(layers[2])]
     assert _blocked(_model(narrow)) == 0
     _check(_model(narrow))
+
+
+def test_poolings_between_convolutions_keep_the_blocks():
+    # conv -> max pool -> conv -> concat -> avg pool (ceil) -> conv -> global
+    # average: every pooling between convolutions reads and writes blocks, the
+    # one after the concatenation (NCHW) writes them; the global one sums them
+    rng = np.random.default_rng(5)
+
+    def conv(name, x, c, o, k=1):
+        w = (rng.standard_normal((o, c, k, k)) * 0.3).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"{name}.w"))
+        nodes.append(
+            helper.make_node("Conv", [x, f"{name}.w"], [name], pads=[k // 2] * 4)
+        )
+        nodes.append(helper.make_node("Relu", [name], [f"{name}.r"]))
+        return f"{name}.r"
+
+    nodes, inits = [], []
+    a = conv("a", "x", 8, 16, 3)
+    nodes.append(
+        helper.make_node(
+            "MaxPool", [a], ["p1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4
+        )
+    )
+    b, c = conv("b", "p1", 16, 16), conv("c", "p1", 16, 16, 3)
+    nodes.append(helper.make_node("Concat", [b, c], ["cat"], axis=1))
+    nodes.append(
+        helper.make_node(
+            "AveragePool", ["cat"], ["p2"], kernel_shape=[2, 2], strides=[2, 2],
+            ceil_mode=1,
+        )
+    )  # fmt: skip
+    d = conv("d", "p2", 32, 32)
+    nodes.append(helper.make_node("GlobalAveragePool", [d], ["y"]))
+    graph_ = helper.make_graph(
+        nodes,
+        "pools",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 8, 11, 11])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 32, 1, 1])],
+        inits,
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    _check(model)
+    # a, the max pooling, the average pooling and d: b and c are concatenated
+    # NCHW, the global pooling's result is returned
+    assert _blocked(model) == 4

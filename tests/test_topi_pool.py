@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from topi_util import close, rand, run_kernel
 
+import ember
 from ember import te
 from ember.topi import pool
 
@@ -218,3 +219,75 @@ def test_property_pooling_matches_reference(case):
     close(
         run_kernel(kern, a), reference(a, kind, k, s, pads, d, ceil_mode, include_pad)
     )
+
+
+def blocked(a: np.ndarray, b: int) -> np.ndarray:
+    """NCHW -> (N, C/b, H, W, b)."""
+    n, c, h, w = a.shape
+    return np.ascontiguousarray(a.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2))
+
+
+LAYOUTS = [(4, 4), (4, None), (None, 4), (2, 4)]  # (data_block, out_block)
+
+
+@pytest.mark.parametrize(("data_block", "out_block"), LAYOUTS)
+@pytest.mark.parametrize("case", CASES[:5] + CASES[6:])
+def test_pooling_reads_and_writes_channel_blocks(case, data_block, out_block):
+    # what graph-level planning gives a pool between two NCHWc convolutions
+    shape, k, s, pads, d, ceil_mode = case
+    shape = (shape[0], 8, *shape[2:])
+    a = rand(*shape)
+    a[0, 1, 0, 0] = np.nan  # max pooling carries NaN in any layout
+    x = te.placeholder(blocked(a, data_block).shape if data_block else shape, name="x")
+    given = blocked(a, data_block) if data_block else a
+    for kind in ("max", "avg"):
+        if kind == "max":
+            kern = pool.max_pool2d(
+                x, k, s, pads, d, ceil_mode, data_block=data_block, out_block=out_block
+            )
+        else:
+            kern = pool.avg_pool2d(
+                x, k, s, pads, ceil_mode, True, d,
+                data_block=data_block, out_block=out_block,
+            )  # fmt: skip
+        expected = reference(a, kind, k, s, pads, d, ceil_mode, include_pad=True)
+        if out_block:
+            expected = blocked(expected, out_block)
+        assert kern.output.shape == expected.shape
+        close(run_kernel(kern, given), expected)
+
+
+def test_max_pool_of_blocked_integers():
+    a = np.random.default_rng(0).integers(0, 256, (1, 16, 9, 9)).astype("uint8")
+    x = te.placeholder((1, 1, 9, 9, 16), "uint8", name="x")
+    kern = pool.max_pool2d(x, 3, 2, (1, 1, 1, 1), data_block=16, out_block=16)
+    padded = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))  # 0 is uint8's lowest
+    expected = windows(padded, (3, 3), (2, 2), (1, 1), (5, 5)).max(axis=(4, 5))
+    mod = ember.build(kern.schedule(), kern.args)
+    got = np.zeros(kern.output.shape, "uint8")
+    mod(blocked(a, 16), got)
+    np.testing.assert_array_equal(got, blocked(expected, 16))
+
+
+@pytest.mark.parametrize(("data_block", "out_block"), LAYOUTS)
+def test_global_avg_pool_of_blocks(data_block, out_block):
+    a = rand(2, 8, 5, 7)
+    x = te.placeholder(
+        blocked(a, data_block).shape if data_block else a.shape, name="x"
+    )
+    kern = pool.global_avg_pool2d(
+        x, epilogue=lambda v, i: v + i[1].astype("float32"),
+        data_block=data_block, out_block=out_block,
+    )  # fmt: skip
+    expected = a.mean(axis=(2, 3), keepdims=True) + np.arange(8).reshape(1, 8, 1, 1)
+    if out_block:
+        expected = blocked(expected, out_block)
+    given = blocked(a, data_block) if data_block else a
+    close(run_kernel(kern, given), expected)
+
+
+def test_blocked_pool_data_of_the_wrong_shape_is_named():
+    with pytest.raises(ValueError, match=r"expected blocked data \(N, C/8, H, W, 8\)"):
+        pool.max_pool2d(te.placeholder((1, 2, 4, 4, 4), name="x"), 2, data_block=8)
+    with pytest.raises(ValueError, match="6 channels are not blocks of 4"):
+        pool.global_avg_pool2d(te.placeholder((1, 6, 4, 4), name="x"), out_block=4)

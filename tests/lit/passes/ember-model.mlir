@@ -5,13 +5,15 @@
 // A whole model from graph IR to LLVM IR through the one pipeline, as
 // compile_model runs it: the kernels (conv2d+bias+relu fused, then a pooling)
 // compiled apart by te-compile-kernels, declared here and listed as objects;
-// default_run's checked packed entry calling them, the model's metadata.
+// default_run's checked packed entry calling them, the model's metadata. The
+// convolution writes channel blocks, which the pooling reads (its sums, a
+// stage at the root, take a scratch buffer: the third pointer).
 
 // CHECK-DAG:   @__ember_num_threads = global i32 0
 // CHECK-DAG:   @__ember_model_workspace_bytes = constant i64
 // CHECK-DAG:   @__ember_metadata.json = internal constant
 // CHECK-DAG:   declare void @ember_conv2d_add_relu_{{[0-9a-f]+}}(ptr, ptr, ptr, ptr, ptr)
-// CHECK-DAG:   declare void @ember_global_avg_pool2d_{{[0-9a-f]+}}(ptr, ptr)
+// CHECK-DAG:   declare void @ember_global_avg_pool2d_{{[0-9a-f]+}}(ptr, ptr, ptr)
 // CHECK-DAG:   ; kernel @ember_conv2d_add_relu_{{[0-9a-f]+}}: an object compiled apart (te-compile-kernels), cache key
 // CHECK-DAG:   ; kernel @ember_global_avg_pool2d_{{[0-9a-f]+}}: an object
 // CHECK-DAG:   define internal void @default_run_impl(
