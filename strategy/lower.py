@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from ember import te
 from ember.dialects import graph
@@ -490,8 +490,11 @@ def _takes(
 
 def _layout_free(op: Operation) -> bool:
     """Whether `op` is a `graph.fused` group of elementwise ops over 4-D
-    tensors of its result's shape and one-element tensors: the same
-    computation in any layout of its tensors."""
+    tensors of its result's shape, one-element tensors and operands of one
+    value a channel, (N, C, 1, 1) (a squeeze-and-excitation gate): the same
+    computation in any layout of its tensors, where those operands are
+    blocked alike ((N, C/b, 1, 1, b) broadcasts over H and W as (N, C, 1, 1)
+    does)."""
     if not isinstance(op, graph.FusedOp) or len(op.results) != 1:
         return False
     shape = _static_shape(op.results[0])
@@ -506,9 +509,21 @@ def _layout_free(op: Operation) -> bool:
         if not is_elementwise(o) or _static_shape(o.results[0]) != shape:
             return False
         for v in o.operands:
-            if _static_shape(v) != shape and not _one_element(v):
+            if _static_shape(v) != shape and not (
+                _one_element(v) or _per_channel(v, shape)
+            ):
                 return False
     return True
+
+
+def _per_channel(value: SSAValue, shape: tuple[int, ...]) -> bool:
+    """Whether `value` is an input of its group (not a literal copied in,
+    which no plan blocks) holding one value per channel of `shape`."""
+    return isinstance(value, BlockArgument) and _static_shape(value) == (
+        *shape[:2],
+        1,
+        1,
+    )
 
 
 def _tensor_inputs(op: Operation) -> list[SSAValue]:

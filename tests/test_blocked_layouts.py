@@ -252,3 +252,42 @@ def test_poolings_between_convolutions_keep_the_blocks():
     # a, the max pooling, the average pooling and d: b and c are concatenated
     # NCHW, the global pooling's result is returned
     assert _blocked(model) == 4
+
+
+@pytest.mark.parametrize("gate", ["Sigmoid", "HardSigmoid"])
+def test_squeeze_and_excitation_stays_blocked(gate):
+    # the multiply by a (1, C, 1, 1) gate reads it blocked, (1, C/b, 1, 1, b),
+    # broadcast over the blocked activation: no kernel of the block is NCHW
+    rng = np.random.default_rng(7)
+    inits = [
+        numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+        for n, s in [
+            ("w1", (32, 16, 3, 3)),
+            ("ws", (8, 32, 1, 1)),
+            ("we", (32, 8, 1, 1)),
+            ("w2", (24, 32, 1, 1)),
+        ]
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1] * 4),
+        helper.make_node("Relu", ["c1"], ["a"]),
+        helper.make_node("GlobalAveragePool", ["a"], ["p"]),
+        helper.make_node("Conv", ["p", "ws"], ["s"]),
+        helper.make_node("Relu", ["s"], ["sr"]),
+        helper.make_node("Conv", ["sr", "we"], ["e"]),
+        helper.make_node(gate, ["e"], ["g"]),
+        helper.make_node("Mul", ["a", "g"], ["m"]),
+        helper.make_node("Conv", ["m", "w2"], ["y"]),
+    ]
+    graph_ = helper.make_graph(
+        nodes,
+        "se",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 16, 9, 9])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 24, 9, 9])],
+        inits,
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    _check(model)
+    # the convolution, the pooling, both gate convolutions and the multiply
+    assert _blocked(model) == 5
