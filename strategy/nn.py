@@ -27,7 +27,13 @@ from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
 from ember.topi import reduce as topi_reduce
 from ember.topi.bf16 import BITS, conv2d_bf16, dense_bf16, on_floats
-from ember.topi.conv2d import Blocks, channel_block, conv2d, conv2d_shape
+from ember.topi.conv2d import (
+    Blocks,
+    _group_span,
+    channel_block,
+    conv2d,
+    conv2d_shape,
+)
 from ember.topi.conv2d_int8 import conv2d_int8
 from ember.topi.conv2d_winograd import winograd_applies
 from ember.topi.dense import (
@@ -49,9 +55,27 @@ def _blocks(op, target: Target) -> Blocks:
     _, c, _, _ = dims_of(op.operands[0].type)
     o = dims_of(op.weight.type)[0]
     groups = op.config["groups"]
-    if not (groups == 1 or groups == c == o):
+    if not (groups == 1 or groups == c == o or _grouped_kernel(op, target)):
         return Blocks()
     return Blocks(_block(c, target), _block(o, target))
+
+
+def _grouped_kernel(op, target: Target) -> bool:
+    """Whether a float convolution of several groups is `topi.conv2d`'s
+    grouped kernel (blocks of output channels over whole groups: RegNetY's),
+    which packs blocked data as it packs NCHW and writes any block."""
+    if not isinstance(op, graph.Conv2DOp):
+        return False
+    cfg = op.config
+    shape = conv2d_shape(
+        tuple(dims_of(op.operands[0].type)),
+        tuple(dims_of(op.weight.type)),
+        cfg["strides"],
+        cfg["padding"],
+        cfg["dilation"],
+        cfg["groups"],
+    )
+    return bool(_group_span(shape, target.vector_lanes("float32")))
 
 
 def _block(channels: int, target: Target) -> int | None:

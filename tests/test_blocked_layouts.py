@@ -40,6 +40,8 @@ def from_blocks(x: np.ndarray) -> np.ndarray:
         (24, 16, 3, 1, 1, 1),  # blocks of 8, padded
         (32, 24, 1, 2, 0, 1),  # strided 1x1, O padded inside
         (48, 48, 3, 2, 1, 48),  # depthwise
+        (48, 48, 3, 1, 1, 6),  # grouped, two groups a vector
+        (64, 64, 3, 2, 1, 2),  # grouped, a vector inside a group
     ],
 )
 def test_kernels_read_and_write_blocks(c, o, k, stride, pad, groups):
@@ -72,7 +74,8 @@ def test_a_block_the_kernel_does_not_use_is_refused():
         topi.conv2d(x, (8, 24, 1, 1), data_block=12)
     x = te.placeholder((1, 8, 5, 5), name="x")
     with pytest.raises(EmberValueError, match="takes no channel block"):
-        topi.conv2d(x, (8, 4, 3, 3), groups=2, out_block=8)  # direct
+        # groups of one output channel: the direct kernel
+        topi.conv2d(x, (4, 2, 3, 3), groups=4, out_block=4)
 
 
 def _model(layers, seed=0):
@@ -291,3 +294,50 @@ def test_squeeze_and_excitation_stays_blocked(gate):
     _check(model)
     # the convolution, the pooling, both gate convolutions and the multiply
     assert _blocked(model) == 5
+
+
+@pytest.mark.parametrize(
+    "c, width, stride",
+    [
+        (48, 8, 1),  # RegNetY: two groups a vector of output channels
+        (104, 8, 2),  # blocks of 8, spans of 16: the last span padded
+        (64, 32, 1),  # a vector inside one group
+        (32, 4, 2),
+    ],
+)
+def test_grouped_convolutions_read_and_write_blocks(c, width, stride):
+    rng = np.random.default_rng(c + width)
+    inits = [
+        numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+        for n, s in [
+            ("w1", (c, 16, 1, 1)),
+            ("wg", (c, width, 3, 3)),
+            ("bg", (c,)),
+            ("w2", (16, c, 1, 1)),
+        ]
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"]),
+        helper.make_node(
+            "Conv",
+            ["a", "wg", "bg"],
+            ["g"],
+            pads=[1] * 4,
+            strides=[stride] * 2,
+            group=c // width,
+        ),  # fmt: skip
+        helper.make_node("Relu", ["g"], ["r"]),
+        helper.make_node("Conv", ["r", "w2"], ["y"]),
+    ]
+    h = (9 - 1) // stride + 1
+    graph_ = helper.make_graph(
+        nodes,
+        "grouped",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 16, 9, 9])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 16, h, h])],
+        inits,
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    _check(model)
+    assert _blocked(model) == 2  # the grouped convolution's data and result

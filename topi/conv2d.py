@@ -243,7 +243,7 @@ def conv2d(
     layout = Blocks(data_block, out_block)
     for block, channels in ((data_block, shape.c), (out_block, shape.o)):
         if block is not None and (
-            builder in (_direct, _grouped) or block != channel_block(channels, machine)
+            builder is _direct or block != channel_block(channels, machine)
         ):
             raise EmberValueError(
                 f"conv2d '{name}': a {kind} kernel over {channels} "
@@ -677,7 +677,9 @@ def _grouped(
     lane's group. Where groups are narrower than a vector (RegNetY's 8
     channels in 16 lanes) that multiplies ob / (O/G) times more than the
     definition, at the NCHWc kernel's rate: the direct kernel, which
-    vectorizes nothing, is slower still."""
+    vectorizes nothing, is slower still. Blocked data is packed as it lies
+    (whole vectors where its block is the span's); the output is written NCHW
+    or blocked (`layout`)."""
     ob = target.vector_lanes(data.dtype)
     span = _group_span(shape, ob)
     out_group, in_group = shape.o // shape.groups, shape.c // shape.groups
@@ -722,8 +724,9 @@ def _grouped(
 def _grouped_pack(
     data: te.Tensor, shape: Conv2dShape, cb: int, channels: int, name: str
 ) -> te.Tensor:
-    """(N, channels/cb, H', W', cb): NCHW `data` zero-padded as the
-    convolution reads it, channels past C zero (a last block's span)."""
+    """(N, channels/cb, H', W', cb): `data` (NCHW, or blocked: a copy of
+    whole vectors where its block is cb) zero-padded as the convolution
+    reads it, channels past C zero (a last block's span)."""
     pt, pl, _, _ = shape.padding
     hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
     wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
@@ -734,7 +737,11 @@ def _grouped_pack(
         if channels != shape.c:
             conds.append(c < shape.c)
             c = te.min(c, shape.c - 1)
-        value = data[n, c, y - pt, x - pl]
+        if data.ndim == 5:
+            b = data.shape[-1]
+            value = data[n, c // b, y - pt, x - pl, c % b]
+        else:
+            value = data[n, c, y - pt, x - pl]
         return te.if_then_else(te.all(*conds), value, 0.0) if conds else value
 
     return te.compute(
