@@ -491,10 +491,10 @@ def _takes(
 def _layout_free(op: Operation) -> bool:
     """Whether `op` is a `graph.fused` group of elementwise ops over 4-D
     tensors of its result's shape, one-element tensors and operands of one
-    value a channel, (N, C, 1, 1) (a squeeze-and-excitation gate): the same
-    computation in any layout of its tensors, where those operands are
-    blocked alike ((N, C/b, 1, 1, b) broadcasts over H and W as (N, C, 1, 1)
-    does)."""
+    value a channel, (N, C, 1, 1) (a squeeze-and-excitation gate), or a
+    concatenation along channels (`_channel_concat`): the same computation
+    in any layout of its tensors, where those operands are blocked alike
+    ((N, C/b, 1, 1, b) broadcasts over H and W as (N, C, 1, 1) does)."""
     if not isinstance(op, graph.FusedOp) or len(op.results) != 1:
         return False
     shape = _static_shape(op.results[0])
@@ -505,6 +505,8 @@ def _layout_free(op: Operation) -> bool:
     ]
     if shape is None or len(shape) != 4 or not inside:
         return False
+    if len(inside) == 1 and isinstance(inside[0], graph.ConcatOp):
+        return _channel_concat(inside[0], shape)
     for o in inside:
         if not is_elementwise(o) or _static_shape(o.results[0]) != shape:
             return False
@@ -514,6 +516,20 @@ def _layout_free(op: Operation) -> bool:
             ):
                 return False
     return True
+
+
+def _channel_concat(op: graph.ConcatOp, shape: tuple[int, ...]) -> bool:
+    """Whether `op` joins inputs of its group along channels: blocked alike
+    (each one's block divides its channels), (N, C_i/b, H, W, b) joined along
+    their blocks is the blocked result (SqueezeNet's fire modules)."""
+    others = [*shape[:1], *shape[2:]]
+    return op.config["axis"] % 4 == 1 and all(
+        isinstance(v, BlockArgument)
+        and (s := _static_shape(v)) is not None
+        and len(s) == 4
+        and [*s[:1], *s[2:]] == others
+        for v in op.operands
+    )
 
 
 def _per_channel(value: SSAValue, shape: tuple[int, ...]) -> bool:

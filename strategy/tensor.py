@@ -38,7 +38,10 @@ def _transpose_form(op, args: list, name: str) -> te.Tensor:
 @injective_strategy(graph.ConcatOp)
 def _concat_form(op, args: list, name: str) -> te.Tensor:
     tensors = [tensor_operand(a, op) for a in args]
-    return transform.concat(tensors, op.config["axis"], name)
+    # the op's own axis, so blocked operands (N, C/b, H, W, b) join along
+    # their blocks of channels (a layout-free concat, `strategy.lower`)
+    axis = op.config["axis"] % len(dims_of(op.result.type))
+    return transform.concat(tensors, axis, name)
 
 
 @injective_strategy(graph.PadOp)

@@ -212,8 +212,8 @@ def test_the_plan_blocks_values_between_convolutions_only():
 
 def test_poolings_between_convolutions_keep_the_blocks():
     # conv -> max pool -> conv -> concat -> avg pool (ceil) -> conv -> global
-    # average: every pooling between convolutions reads and writes blocks, the
-    # one after the concatenation (NCHW) writes them; the global one sums them
+    # average: every pooling between convolutions reads and writes blocks, as
+    # does the concatenation of two convolutions; the global one sums them
     rng = np.random.default_rng(5)
 
     def conv(name, x, c, o, k=1):
@@ -252,9 +252,9 @@ def test_poolings_between_convolutions_keep_the_blocks():
     model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     _check(model)
-    # a, the max pooling, the average pooling and d: b and c are concatenated
-    # NCHW, the global pooling's result is returned
-    assert _blocked(model) == 4
+    # all but the global pooling's result, which is returned: the
+    # concatenation joins b's and c's blocks along its blocks of channels
+    assert _blocked(model) == 7
 
 
 @pytest.mark.parametrize("gate", ["Sigmoid", "HardSigmoid"])
@@ -341,3 +341,38 @@ def test_grouped_convolutions_read_and_write_blocks(c, width, stride):
     model.ir_version = 8
     _check(model)
     assert _blocked(model) == 2  # the grouped convolution's data and result
+
+
+@pytest.mark.parametrize(
+    "axis, widths", [(1, (16, 32)), (-3, (16, 16, 16)), (1, (8, 24))]
+)
+def test_concatenations_of_blocks(axis, widths):
+    # a fire module: convolutions concatenated along channels, then read by a
+    # convolution; joined blocked where every part is blocked alike (8 and 24
+    # channels: blocks of 8 and 8, but 32 channels read as blocks of 16: NCHW)
+    rng = np.random.default_rng(len(widths))
+    inits, nodes, parts = [], [], []
+    for i, o in enumerate(widths):
+        w = (rng.standard_normal((o, 16, 3, 3)) * 0.3).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes.append(helper.make_node("Conv", ["x", f"w{i}"], [f"c{i}"], pads=[1] * 4))
+        parts.append(f"c{i}")
+    total = sum(widths)
+    w = (rng.standard_normal((16, total, 1, 1)) * 0.3).astype(np.float32)
+    inits.append(numpy_helper.from_array(w, "wy"))
+    nodes += [
+        helper.make_node("Concat", parts, ["cat"], axis=axis),
+        helper.make_node("Conv", ["cat", "wy"], ["y"]),
+    ]
+    graph_ = helper.make_graph(
+        nodes,
+        "fire",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 16, 7, 7])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 16, 7, 7])],
+        inits,
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    _check(model)
+    blocked = len(widths) + 1 if widths != (8, 24) else 0
+    assert _blocked(model) == blocked
