@@ -273,3 +273,20 @@ def test_panels_outside_or_inside_the_row_tiles_give_numpys_result(l2):
     with target:
         y = build_run(dense, [a[0], dense.transform("dense.weight", w.T)])
     np.testing.assert_allclose(y, a[0] @ w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "target, m, tile",
+    [
+        ("llvm -mcpu=skylake-avx512", 128, (8, 128)),  # 24 accumulators: 8 x 2
+        ("llvm -mcpu=skylake-avx512", 197, (11, 198)),  # a prime: least padding
+        ("llvm -mcpu=skylake-avx512", 50, (10, 50)),
+        ("llvm -mcpu=skylake-avx512", 3, (3, 3)),
+        ("llvm -mcpu=haswell", 128, (4, 128)),  # 12 accumulators: up to 6 x 2
+        ("llvm -mcpu=haswell", 197, (6, 198)),
+    ],
+)
+def test_register_tile_rows_fill_the_targets_accumulators(target, m, tile):
+    from ember.topi.dense import _row_tile
+
+    assert _row_tile(m, 2, ember.Target(target)) == tile

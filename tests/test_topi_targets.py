@@ -257,6 +257,7 @@ def test_gemm_tiles_fit_the_target(spec: str, m: int, n: int):
     mt, nb = topi.matmul(a, b, target=t).attrs["tile"]
     assert 1 <= mt <= m and nb in (lanes, 2 * lanes)
     assert mt * (nb // lanes) <= accumulator_registers(t)
-    if m % mt:  # M padded to whole tiles only where no divisor comes near one
-        divisor = max(d for d in range(1, mt + 1) if m % d == 0)
-        assert 2 * divisor < mt
+    full = min(m, accumulator_registers(t) // max(nb // lanes, 2))
+    assert -(-full // 2) <= mt <= full
+    if m % mt:  # M padded only where no divisor is at least half the full tile
+        assert not any(m % d == 0 for d in range(-(-full // 2), full + 1))

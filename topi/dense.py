@@ -57,43 +57,24 @@ NIBBLES_PER_BYTE = 2
 """4-bit weights a byte holds (`graph.dense_dequant`'s format, not the
 machine's): the k steps a byte serves."""
 
-INDEPENDENT_SUMS = 12
-"""Accumulators a GEMM tile keeps in flight, enough to cover an FMA's latency
-times the FMA units (4 cycles x 2 on Zen and Skylake alike, with room): more rows
-only lengthen the unrolled code (measured on AVX-512: 6 rows x 2 vectors)."""
-
-
-def _rows(m: int, vectors: int, target: Target) -> int:
-    """Rows of the register tile: a divisor of M, so no tail, such that the
-    tile's rows x `vectors` accumulators fit the registers and
-    `INDEPENDENT_SUMS` (AVX-512, AVX2 and SSE2 alike: up to 6 rows of 2). A
-    tile one vector wide counts as two: its rows stay 6, as measured, rather
-    than unrolling 12."""
-    budget = min(INDEPENDENT_SUMS, accumulator_registers(target))
-    most = max(1, budget // max(vectors, 2))
-    if isinstance(m, SymExpr):  # the tile of the representative size, M padded
-        m = planned(m)
-    return max(d for d in range(1, min(m, most) + 1) if m % d == 0)
-
 
 def _row_tile(m: int, vectors: int, target: Target) -> tuple[int, int]:
-    """The register tile's rows and M padded to a multiple of them: a divisor
-    of M when one is at least half the full tile, else the full tile over M
-    padded (197 tokens, a prime, would otherwise get one-row tiles: 3.7x
-    slower); the padded rows read the last row again and are never copied
-    out."""
-    mt = _rows(m, vectors, target)
+    """The register tile's rows and M padded to a multiple of them. The
+    tile's accumulators, rows x `vectors` (a tile one vector wide counts as
+    two), fill the target's accumulator registers: each step loads `vectors`
+    vectors and broadcasts a value a row, so the more rows, the fewer loads
+    an FMA (Zen 5, 128 x 256 x 1024: 4 rows x 2 vectors 218 GMAC/s, 8 x 2
+    251). Of the tiles from half the full one to the full one, the one with
+    the least padding of M, then the most rows: a divisor of M where one is
+    that large (128 tokens: 8), else the fewest padded rows (197 tokens, a
+    prime: 11 rows, 198; one-row tiles were 3.7x slower); the padded rows
+    read the last row again and are never copied out."""
+    full = max(1, accumulator_registers(target) // max(vectors, 2))
+    size = planned(m) if isinstance(m, SymExpr) else m  # a representative M
+    full = min(size, full)
+    mt = min(range(-(-full // 2), full + 1), key=lambda t: (-(-size // t) * t, -t))
     if isinstance(m, SymExpr):
-        full = max(
-            1, min(INDEPENDENT_SUMS, accumulator_registers(target)) // max(vectors, 2)
-        )
-        if 2 * mt < full:  # as for an int M: a divisor at least half the tile
-            mt = full
         return mt, (m + mt - 1) // mt * mt
-    budget = min(INDEPENDENT_SUMS, accumulator_registers(target))
-    full = min(m, max(1, budget // max(vectors, 2)))
-    if 2 * mt < full:
-        mt = full
     return mt, -(-m // mt) * mt
 
 

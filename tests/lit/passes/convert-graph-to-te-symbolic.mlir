@@ -8,8 +8,9 @@
 
 // CHECK:       func.func private @ember_dense_{{[0-9a-f]+}}(%data0: tensor<?x16xf32, ["n"]> {ember.name = "data0"}
 // CHECK-SAME:      %n: index {ember.symbol = "n"}) -> tensor<?x8xf32, ["n"]>
-// The GEMM's rows padded to whole register tiles, as an expression:
-// CHECK:         te.compute "dense.gemm" {{.*}} -> tensor<?x16xf32, ["4 * ((n + 3) // 4)"]>
+// The GEMM's rows padded to whole register tiles (of the host's size), as an
+// expression:
+// CHECK:         te.compute "dense.gemm" {{.*}} -> tensor<?x16xf32, ["[[T:[0-9]+]] * ((n + {{[0-9]+}}) // [[T]])"]>
 // CHECK:       func.func private @ember_add_{{[0-9a-f]+}}(%data0: tensor<?x8xf32, ["n"]> {ember.name = "data0"}, %data1: tensor<8xf32> {ember.name = "data1"}, %n: index {ember.symbol = "n"})
 // CHECK-LABEL: func.func @main(
 // CHECK:         graph.call_kernel @ember_dense_{{[0-9a-f]+}}(%x, %{{.*}}) {ember.variants = {{.*}}} : (tensor<?x16xf32, ["n"]>, tensor<1x16x16xf32>) -> tensor<?x8xf32, ["n"]>
