@@ -142,6 +142,20 @@ def _model(layers, seed=0):
     return model
 
 
+def _onnx(nodes, inits, name: str, x_shape: list, y_shape: list) -> onnx.ModelProto:
+    """An opset-17 model of `nodes` from input "x" to output "y"."""
+    graph_ = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, y_shape)],
+        inits,
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
 def _check(model):
     x = (
         np.random.default_rng(3)
@@ -242,15 +256,7 @@ def test_poolings_between_convolutions_keep_the_blocks():
     )  # fmt: skip
     d = conv("d", "p2", 32, 32)
     nodes.append(helper.make_node("GlobalAveragePool", [d], ["y"]))
-    graph_ = helper.make_graph(
-        nodes,
-        "pools",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 8, 11, 11])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 32, 1, 1])],
-        inits,
-    )
-    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model = _onnx(nodes, inits, "pools", [1, 8, 11, 11], [1, 32, 1, 1])
     _check(model)
     # all but the global pooling's result, which is returned: the
     # concatenation joins b's and c's blocks along its blocks of channels
@@ -282,15 +288,7 @@ def test_squeeze_and_excitation_stays_blocked(gate):
         helper.make_node("Mul", ["a", "g"], ["m"]),
         helper.make_node("Conv", ["m", "w2"], ["y"]),
     ]
-    graph_ = helper.make_graph(
-        nodes,
-        "se",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 16, 9, 9])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 24, 9, 9])],
-        inits,
-    )
-    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model = _onnx(nodes, inits, "se", [1, 16, 9, 9], [1, 24, 9, 9])
     _check(model)
     # the convolution, the pooling, both gate convolutions and the multiply
     assert _blocked(model) == 5
@@ -330,15 +328,7 @@ def test_grouped_convolutions_read_and_write_blocks(c, width, stride):
         helper.make_node("Conv", ["r", "w2"], ["y"]),
     ]
     h = (9 - 1) // stride + 1
-    graph_ = helper.make_graph(
-        nodes,
-        "grouped",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 16, 9, 9])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 16, h, h])],
-        inits,
-    )
-    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model = _onnx(nodes, inits, "grouped", [1, 16, 9, 9], [1, 16, h, h])
     _check(model)
     assert _blocked(model) == 2  # the grouped convolution's data and result
 
@@ -364,15 +354,7 @@ def test_concatenations_of_blocks(axis, widths):
         helper.make_node("Concat", parts, ["cat"], axis=axis),
         helper.make_node("Conv", ["cat", "wy"], ["y"]),
     ]
-    graph_ = helper.make_graph(
-        nodes,
-        "fire",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 16, 7, 7])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 16, 7, 7])],
-        inits,
-    )
-    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model = _onnx(nodes, inits, "fire", [1, 16, 7, 7], [1, 16, 7, 7])
     _check(model)
     blocked = len(widths) + 1 if widths != (8, 24) else 0
     assert _blocked(model) == blocked
