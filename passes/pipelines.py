@@ -33,6 +33,9 @@ GRAPH_PASSES: tuple[tuple[str, int], ...] = (
     # layer norms written out (mean, difference, square, mean, epsilon, root,
     # quotient) become graph.layer_norm, one kernel
     ("graph-fuse-layer-norm", 2),
+    # matmuls of one input by several weights (attention's query, key and
+    # value) become one matmul by the joined weights and a slice for each
+    ("graph-merge-matmuls", 2),
     # identical params, literals and ops are merged
     ("cse", 2),
     # what params and literals alone compute is computed now (new params)

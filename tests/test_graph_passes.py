@@ -291,6 +291,7 @@ def test_pass_context_nesting_and_pipeline():
     assert graph_pipeline(PassContext(opt_level=3)) == (
         "graph-fold-batch-norm",
         "graph-fuse-layer-norm",
+        "graph-merge-matmuls",
         "cse",
         "graph-fold-constants",
         "graph-lookup-tables",

@@ -1,0 +1,48 @@
+// RUN: ember-opt %s -p graph-merge-matmuls | filecheck %s
+// RUN: ember-opt %s -p graph-merge-matmuls,graph-fold-constants | filecheck %s --check-prefix=FOLD
+// RUN: ember-opt %s -p graph-merge-matmuls | ember-opt | filecheck %s
+
+// Attention's projections: three matmuls of one input by known weights (here
+// literals; the value's declared after the first matmul, as importers place
+// them) become one matmul by the weights joined along N and a slice of its
+// columns each; the bias add now reads a slice. A matmul of another input,
+// one by an activation, one whose K differs and those by params with no bound
+// values (text, as here) stay as they are.
+
+// CHECK-LABEL: func.func @main(
+// CHECK:         %[[W:.*]] = graph.concat %wq, %wk, %wv {axis = 1} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x10xf32>
+// CHECK-NEXT:    %[[Y:.*]] = graph.matmul %x, %[[W]] : (tensor<1x8x8xf32>, tensor<8x10xf32>) -> tensor<1x8x10xf32>
+// CHECK-NEXT:    %[[Q:.*]] = graph.slice %[[Y]] {starts = [0, 0, 0], ends = [1, 8, 4], steps = [1, 1, 1]} : (tensor<1x8x10xf32>) -> tensor<1x8x4xf32>
+// CHECK-NEXT:    %[[K:.*]] = graph.slice %[[Y]] {starts = [0, 0, 4], ends = [1, 8, 8], steps = [1, 1, 1]} : (tensor<1x8x10xf32>) -> tensor<1x8x4xf32>
+// CHECK-NEXT:    %[[V:.*]] = graph.slice %[[Y]] {starts = [0, 0, 8], ends = [1, 8, 10], steps = [1, 1, 1]} : (tensor<1x8x10xf32>) -> tensor<1x8x2xf32>
+// CHECK:         graph.add %[[Q]], %bq
+// CHECK:         graph.matmul %z, %wq
+// CHECK:         graph.matmul %x, %zt
+// CHECK:         graph.matmul %x4, %w4
+// CHECK:         graph.matmul %x, %p1
+// CHECK:         graph.matmul %x, %p2
+// CHECK-NOT:     graph.matmul
+
+// The joined literal folds into one.
+// FOLD:          %[[W:.*]] = graph.constant dense<{{.*}}> : tensor<8x10xf32>
+// FOLD:          graph.matmul %x, %[[W]] : (tensor<1x8x8xf32>, tensor<8x10xf32>) -> tensor<1x8x10xf32>
+func.func @main(%x: tensor<1x8x8xf32>, %z: tensor<1x8x8xf32>, %x4: tensor<1x8x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x8xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>) {
+  %wq = graph.constant dense<0.5> : tensor<8x4xf32>
+  %bq = graph.param "bq" : tensor<4xf32>
+  %q = graph.matmul %x, %wq : (tensor<1x8x8xf32>, tensor<8x4xf32>) -> tensor<1x8x4xf32>
+  %qb = graph.add %q, %bq : (tensor<1x8x4xf32>, tensor<4xf32>) -> tensor<1x8x4xf32>
+  %wk = graph.constant dense<0.25> : tensor<8x4xf32>
+  %k = graph.matmul %x, %wk : (tensor<1x8x8xf32>, tensor<8x4xf32>) -> tensor<1x8x4xf32>
+  %wv = graph.constant dense<-1.0> : tensor<8x2xf32>
+  %v = graph.matmul %x, %wv : (tensor<1x8x8xf32>, tensor<8x2xf32>) -> tensor<1x8x2xf32>
+  %o = graph.matmul %z, %wq : (tensor<1x8x8xf32>, tensor<8x4xf32>) -> tensor<1x8x4xf32>
+  %zt = graph.reshape %z {shape = [8, 8]} : (tensor<1x8x8xf32>) -> tensor<8x8xf32>
+  %a = graph.matmul %x, %zt : (tensor<1x8x8xf32>, tensor<8x8xf32>) -> tensor<1x8x8xf32>
+  %w4 = graph.constant dense<2.0> : tensor<4x2xf32>
+  %s = graph.matmul %x4, %w4 : (tensor<1x8x4xf32>, tensor<4x2xf32>) -> tensor<1x8x2xf32>
+  %p1 = graph.param "p1" : tensor<8x2xf32>
+  %b1 = graph.matmul %x, %p1 : (tensor<1x8x8xf32>, tensor<8x2xf32>) -> tensor<1x8x2xf32>
+  %p2 = graph.param "p2" : tensor<8x2xf32>
+  %b2 = graph.matmul %x, %p2 : (tensor<1x8x8xf32>, tensor<8x2xf32>) -> tensor<1x8x2xf32>
+  func.return %qb, %k, %v, %o, %a, %s, %b1, %b2 : tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x8xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>
+}
