@@ -28,12 +28,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FusedLoc, ModuleOp, NoneAttr, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from ember.dialects import graph
 from ember.dialects.graph_shapes import dims_of
 from ember.passes.bound_params import bound_params
+from ember.passes.graph_mixed_precision import PRECISION_ATTR, marked_precision
 
 
 def _weight_of(op: graph.MatmulOp) -> tuple[int, int] | None:
@@ -70,6 +71,8 @@ def _merge(block: Block, ops: list[graph.MatmulOp]) -> None:
     joined.location = merged.location = FusedLoc(
         tuple(op.location for op in ops), NoneAttr()
     )
+    if PRECISION_ATTR in first.attributes:
+        merged.attributes[PRECISION_ATTR] = first.attributes[PRECISION_ATTR]
     block.insert_ops_before([joined, merged], first)
     shape = list(dims_of(first.results[0].type))
     at = 0
@@ -94,11 +97,13 @@ def merge_matmuls(module: ModuleOp) -> int:
     K (see the module docstring); returns how many merged matmuls it made."""
     made = 0
     for block in [b for op in module.walk() for r in op.regions for b in r.blocks]:
-        groups: dict[tuple[SSAValue, int], list[graph.MatmulOp]] = {}
+        groups: dict[tuple, list[graph.MatmulOp]] = {}
         position = {op: i for i, op in enumerate(block.ops)}
         for op in block.ops:
             if isinstance(op, graph.MatmulOp) and (kn := _weight_of(op)) is not None:
-                groups.setdefault((op.operands[0], kn[0]), []).append(op)
+                # a precision marked by hand (`ember.precision`) stays the op's
+                key = (op.operands[0], kn[0], marked_precision(op))
+                groups.setdefault(key, []).append(op)
         for ops in groups.values():
             if len(ops) < 2:
                 continue

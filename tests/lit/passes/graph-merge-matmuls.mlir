@@ -7,7 +7,8 @@
 // them) become one matmul by the weights joined along N and a slice of its
 // columns each; the bias add now reads a slice. A matmul of another input,
 // one by an activation, one whose K differs and those by params with no bound
-// values (text, as here) stay as they are.
+// values (text, as here) stay as they are; matmuls marked with a precision
+// merge only with those marked alike, and keep the mark.
 
 // CHECK-LABEL: func.func @main(
 // CHECK:         %[[W:.*]] = graph.concat %wq, %wk, %wv {axis = 1} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x10xf32>
@@ -16,7 +17,9 @@
 // CHECK-NEXT:    %[[K:.*]] = graph.slice %[[Y]] {starts = [0, 0, 4], ends = [1, 8, 8], steps = [1, 1, 1]} : (tensor<1x8x10xf32>) -> tensor<1x8x4xf32>
 // CHECK-NEXT:    %[[V:.*]] = graph.slice %[[Y]] {starts = [0, 0, 8], ends = [1, 8, 10], steps = [1, 1, 1]} : (tensor<1x8x10xf32>) -> tensor<1x8x2xf32>
 // CHECK:         graph.add %[[Q]], %bq
-// CHECK:         graph.matmul %z, %wq
+// CHECK:         graph.concat %wq, %wk {axis = 1}
+// CHECK-NEXT:    graph.matmul %z, %{{.*}} {ember.precision = "float32"} : (tensor<1x8x8xf32>, tensor<8x8xf32>) -> tensor<1x8x8xf32>
+// CHECK:         graph.matmul %z, %wv
 // CHECK:         graph.matmul %x, %zt
 // CHECK:         graph.matmul %x4, %w4
 // CHECK:         graph.matmul %x, %p1
@@ -26,7 +29,7 @@
 // The joined literal folds into one.
 // FOLD:          %[[W:.*]] = graph.constant dense<{{.*}}> : tensor<8x10xf32>
 // FOLD:          graph.matmul %x, %[[W]] : (tensor<1x8x8xf32>, tensor<8x10xf32>) -> tensor<1x8x10xf32>
-func.func @main(%x: tensor<1x8x8xf32>, %z: tensor<1x8x8xf32>, %x4: tensor<1x8x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x8xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>) {
+func.func @main(%x: tensor<1x8x8xf32>, %z: tensor<1x8x8xf32>, %x4: tensor<1x8x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x8xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>) {
   %wq = graph.constant dense<0.5> : tensor<8x4xf32>
   %bq = graph.param "bq" : tensor<4xf32>
   %q = graph.matmul %x, %wq : (tensor<1x8x8xf32>, tensor<8x4xf32>) -> tensor<1x8x4xf32>
@@ -35,7 +38,9 @@ func.func @main(%x: tensor<1x8x8xf32>, %z: tensor<1x8x8xf32>, %x4: tensor<1x8x4x
   %k = graph.matmul %x, %wk : (tensor<1x8x8xf32>, tensor<8x4xf32>) -> tensor<1x8x4xf32>
   %wv = graph.constant dense<-1.0> : tensor<8x2xf32>
   %v = graph.matmul %x, %wv : (tensor<1x8x8xf32>, tensor<8x2xf32>) -> tensor<1x8x2xf32>
-  %o = graph.matmul %z, %wq : (tensor<1x8x8xf32>, tensor<8x4xf32>) -> tensor<1x8x4xf32>
+  %o = graph.matmul %z, %wq {ember.precision = "float32"} : (tensor<1x8x8xf32>, tensor<8x4xf32>) -> tensor<1x8x4xf32>
+  %o2 = graph.matmul %z, %wk {ember.precision = "float32"} : (tensor<1x8x8xf32>, tensor<8x4xf32>) -> tensor<1x8x4xf32>
+  %o3 = graph.matmul %z, %wv : (tensor<1x8x8xf32>, tensor<8x2xf32>) -> tensor<1x8x2xf32>
   %zt = graph.reshape %z {shape = [8, 8]} : (tensor<1x8x8xf32>) -> tensor<8x8xf32>
   %a = graph.matmul %x, %zt : (tensor<1x8x8xf32>, tensor<8x8xf32>) -> tensor<1x8x8xf32>
   %w4 = graph.constant dense<2.0> : tensor<4x2xf32>
@@ -44,5 +49,5 @@ func.func @main(%x: tensor<1x8x8xf32>, %z: tensor<1x8x8xf32>, %x4: tensor<1x8x4x
   %b1 = graph.matmul %x, %p1 : (tensor<1x8x8xf32>, tensor<8x2xf32>) -> tensor<1x8x2xf32>
   %p2 = graph.param "p2" : tensor<8x2xf32>
   %b2 = graph.matmul %x, %p2 : (tensor<1x8x8xf32>, tensor<8x2xf32>) -> tensor<1x8x2xf32>
-  func.return %qb, %k, %v, %o, %a, %s, %b1, %b2 : tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x8xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>
+  func.return %qb, %k, %v, %o, %a, %s, %b1, %b2, %o2, %o3 : tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x8xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>
 }
