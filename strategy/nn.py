@@ -29,6 +29,7 @@ from ember.topi import reduce as topi_reduce
 from ember.topi.bf16 import BITS, conv2d_bf16, dense_bf16, on_floats
 from ember.topi.conv2d import (
     Blocks,
+    Conv2dShape,
     _group_span,
     channel_block,
     conv2d,
@@ -66,8 +67,13 @@ def _grouped_kernel(op, target: Target) -> bool:
     which packs blocked data as it packs NCHW and writes any block."""
     if not isinstance(op, graph.Conv2DOp):
         return False
+    return bool(_group_span(_shape_of(op), target.vector_lanes("float32")))
+
+
+def _shape_of(op) -> Conv2dShape:
+    """The geometry of a convolution op."""
     cfg = op.config
-    shape = conv2d_shape(
+    return conv2d_shape(
         tuple(dims_of(op.operands[0].type)),
         tuple(dims_of(op.weight.type)),
         cfg["strides"],
@@ -75,7 +81,6 @@ def _grouped_kernel(op, target: Target) -> bool:
         cfg["dilation"],
         cfg["groups"],
     )
-    return bool(_group_span(shape, target.vector_lanes("float32")))
 
 
 def _block(channels: int, target: Target) -> int | None:
@@ -158,16 +163,7 @@ def _computes(algorithm: str, op) -> bool:
     convolutions; the others take the direct kernels."""
     if not algorithm.startswith("winograd"):
         return True
-    cfg = op.config
-    shape = conv2d_shape(
-        dims_of(op.operands[0].type),
-        dims_of(op.weight.type),
-        cfg["strides"],
-        cfg["padding"],
-        cfg["dilation"],
-        cfg["groups"],
-    )
-    return winograd_applies(shape)
+    return winograd_applies(_shape_of(op))
 
 
 @anchor_strategy(graph.Conv2DTransposeOp, weights=(1, 2))

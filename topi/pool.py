@@ -38,6 +38,7 @@ from ember.runtime.errors import EmberValueError
 from ember.te import Expr
 from ember.te.expr import int_range
 from ember.te.schedule import Schedule
+from ember.topi.conv2d import logical_shape
 from ember.topi.elementwise import (
     MAX_REDUCER,
     PARALLEL_MIN_WORK,
@@ -148,9 +149,12 @@ def _pool(
         combine, fill = te.max, int_range(x.dtype)[0]  # no NaN to carry
     rh, rw = te.reduce_axis((0, kh), "rh"), te.reduce_axis((0, kw), "rw")
 
-    def inside(ih: Expr, iw: Expr, span: int) -> list[Expr]:
+    # `span` columns from -left cover every window
+    span = (ow - 1) * sw + (kw - 1) * dw + 1
+
+    def inside(ih: Expr, iw: Expr) -> list[Expr]:
         """The bounds checks a read at (ih, iw) needs: only where a window
-        reaches past the input (`span` columns from -left)."""
+        reaches past the input."""
         checks = []
         if top:
             checks.append(ih >= 0)
@@ -169,11 +173,10 @@ def _pool(
         # Blocked data: each tap is a vector of the block's channels, so the
         # window is read directly (kh * kw vector loads an output vector).
         block = data_block
-        span = (ow - 1) * sw + (kw - 1) * dw + 1
 
         def tap(b: Expr, cb: Expr, i: Expr, j: Expr, ci: Expr) -> Expr:
             ih, iw = i * sh + rh * dh - top, j * sw + rw * dw - left
-            value = padded(x[b, cb, ih, iw, ci], inside(ih, iw, span))
+            value = padded(x[b, cb, ih, iw, ci], inside(ih, iw))
             return combine(value, axis=[rh, rw])
 
         pooled = te.compute((n, c // block, oh, ow, block), tap, name=f"{name}.windows")
@@ -184,14 +187,12 @@ def _pool(
     else:
         # NCHW: pooling is separable. First each column of the window rows
         # (contiguous along the input row, so vector loads), then each window
-        # along that row of column results, which lives in L1. `span` columns
-        # cover every window; column p is input column p - left, `fill`
-        # outside the input.
-        span = (ow - 1) * sw + (kw - 1) * dw + 1
+        # along that row of column results, which lives in L1. Column p is
+        # input column p - left, `fill` outside the input.
 
         def column(b: Expr, d: Expr, i: Expr, p: Expr) -> Expr:
             ih, iw = i * sh + rh * dh - top, p - left
-            return combine(padded(x[b, d, ih, iw], inside(ih, iw, span)), axis=rh)
+            return combine(padded(x[b, d, ih, iw], inside(ih, iw)), axis=rh)
 
         columns = te.compute((n, c, oh, span), column, name=f"{name}.columns")
         # The window pass at every column position (stride 1: contiguous
@@ -259,18 +260,11 @@ def _pool(
 
 
 def _logical(x: te.Tensor, block: int | None, what: str) -> tuple:
-    """The NCHW shape of `x`: itself, or, blocked by `block` (N, C/b, H, W,
-    b), its channels joined."""
+    """The NCHW shape of `x`: itself (checked 4-D), or, blocked by `block`,
+    its channels joined (`conv2d.logical_shape`)."""
     if block is None:
         _check_input(x, what)
-        return tuple(x.shape)
-    if x.ndim != 5 or x.shape[-1] != block:
-        raise EmberValueError(
-            f"{what}: expected blocked data (N, C/{block}, H, W, {block}), got "
-            f"shape {tuple(x.shape)}"
-        )
-    n, blocks, h, w, b = x.shape
-    return (n, blocks * b, h, w)
+    return tuple(logical_shape(x, block, what))
 
 
 def _written(shape: tuple, value, block: int | None, name: str) -> te.Tensor:
