@@ -37,8 +37,8 @@ from ember.passes.bound_params import bound_params
 from ember.passes.graph_mixed_precision import PRECISION_ATTR, marked_precision
 
 
-def _weight_of(op: graph.MatmulOp) -> tuple[int, int] | None:
-    """(K, N) of `op`'s right operand where it is a known 2-D weight (a
+def _weight_of(op: graph.MatmulOp) -> int | None:
+    """K of `op`'s right operand where it is a known 2-D weight (a
     literal, or a param whose value is bound: `graph-fold-constants` then
     joins them into one) and both operands' shapes are static, else None."""
     lhs, rhs = op.operands[0].type, op.operands[1].type
@@ -58,7 +58,7 @@ def _weight_of(op: graph.MatmulOp) -> tuple[int, int] | None:
         return None
     if lhs.element_type != rhs.element_type:
         return None
-    return shapes[1][0], shapes[1][1]
+    return shapes[1][0]
 
 
 def _merge(block: Block, ops: list[graph.MatmulOp]) -> None:
@@ -98,11 +98,10 @@ def merge_matmuls(module: ModuleOp) -> int:
     made = 0
     for block in [b for op in module.walk() for r in op.regions for b in r.blocks]:
         groups: dict[tuple, list[graph.MatmulOp]] = {}
-        position = {op: i for i, op in enumerate(block.ops)}
         for op in block.ops:
-            if isinstance(op, graph.MatmulOp) and (kn := _weight_of(op)) is not None:
+            if isinstance(op, graph.MatmulOp) and (k := _weight_of(op)) is not None:
                 # a precision marked by hand (`ember.precision`) stays the op's
-                key = (op.operands[0], kn[0], marked_precision(op))
+                key = (op.operands[0], k, marked_precision(op))
                 groups.setdefault(key, []).append(op)
         for ops in groups.values():
             if len(ops) < 2:
@@ -110,7 +109,7 @@ def merge_matmuls(module: ModuleOp) -> int:
             for op in ops[1:]:  # weights the importer placed later: params and
                 weight = op.operands[1].owner  # literals read nothing, so move
                 assert isinstance(weight, Operation)
-                if weight.parent is block and position[weight] > position[ops[0]]:
+                if weight.parent is block and ops[0].is_before_in_block(weight):
                     weight.detach()
                     block.insert_op_before(weight, ops[0])
             _merge(block, ops)

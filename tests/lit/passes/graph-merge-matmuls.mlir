@@ -51,3 +51,20 @@ func.func @main(%x: tensor<1x8x8xf32>, %z: tensor<1x8x8xf32>, %x4: tensor<1x8x4x
   %b2 = graph.matmul %x, %p2 : (tensor<1x8x8xf32>, tensor<8x2xf32>) -> tensor<1x8x2xf32>
   func.return %qb, %k, %v, %o, %a, %s, %b1, %b2, %o2, %o3 : tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x8xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>
 }
+
+// A weight the importer placed after both groups' first matmuls, shared by
+// them, moves once, ahead of both joins that read it.
+// CHECK-LABEL: func.func @shared(
+// CHECK:         %w = graph.constant
+// CHECK:         graph.concat %wa, %w {axis = 1}
+// CHECK:         graph.concat %wb, %w {axis = 1}
+func.func @shared(%x: tensor<2x8xf32>, %z: tensor<2x8xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %wa = graph.constant dense<0.5> : tensor<8x4xf32>
+  %wb = graph.constant dense<0.25> : tensor<8x4xf32>
+  %m1 = graph.matmul %x, %wa : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %m3 = graph.matmul %z, %wb : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %w = graph.constant dense<2.0> : tensor<8x4xf32>
+  %m2 = graph.matmul %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %m4 = graph.matmul %z, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  func.return %m1, %m2, %m3, %m4 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
