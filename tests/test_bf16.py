@@ -208,22 +208,24 @@ def test_winograd_in_bfloat16_stays_within_its_rounding(algorithm):
 
 
 @pytest.mark.parametrize(
-    ("l2", "l3", "kernel", "m"),
+    ("shape", "l2", "l3", "kernel", "m"),
     [
-        (1 << 20, 1 << 25, "winograd_bf16", 2),  # within L2: F(2x2) on pairs
-        (1 << 16, 1 << 25, "winograd", 4),  # beyond it: float32 F(4x4)
-        (1 << 12, 100_000, "nchwc_bf16", None),  # float32 would take F(2x2): direct
+        ((1, 32, 16, 16), 1 << 20, 1 << 25, "winograd_bf16", 2),  # within L2: F(2x2)
+        ((1, 32, 16, 16), 1 << 16, 1 << 25, "winograd", 4),  # beyond: float32 F(4x4)
+        ((1, 32, 16, 16), 1 << 12, 100_000, "nchwc_bf16", None),  # direct
+        # weights beyond L2 (295 KB), transformed tiles within: still F(2x2)
+        ((1, 128, 4, 4), 1 << 16, 1 << 25, "winograd_bf16", 2),
     ],
 )
-def test_auto_takes_the_winograd_kernel_the_caches_favour(l2, l3, kernel, m):
-    """Where bfloat16 F(2x2)'s transformed operands or weights leave the
-    cores' L2s, "auto" takes float32 F(4x4) where float32 would, else the
-    direct kernel on pairs; the results stay those of a convolution."""
-    shape = (1, 32, 16, 16)
+def test_auto_takes_the_winograd_kernel_the_caches_favour(shape, l2, l3, kernel, m):
+    """Where bfloat16 F(2x2)'s transformed input or products leave the cores'
+    L2s, "auto" takes float32 F(4x4) where float32 would, else the direct
+    kernel on pairs; weights beyond L2 do not count (the direct kernel reads
+    them from memory too); the results stay those of a convolution."""
     target = Target(f"llvm -l2-bytes={l2} -l3-bytes={l3} -num-cores=1")
     rng = np.random.default_rng(5)
     x = rng.standard_normal(shape).astype(np.float32)
-    w = (rng.standard_normal((32, shape[1], 3, 3)) * 0.1).astype(np.float32)
+    w = (rng.standard_normal((shape[1], shape[1], 3, 3)) * 0.1).astype(np.float32)
     kern = conv2d_bf16(
         te.placeholder(x.shape, name="x"), w.shape, padding=1, target=target
     )

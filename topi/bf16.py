@@ -94,24 +94,22 @@ measured on a 64-channel 28x28 layer of normal data, max error 6.9 against
 
 
 def _winograd_stays_in_l2(shape: Conv2dShape, m: int, target: Target) -> bool:
-    """Whether bfloat16 Winograd F(m x m, 3x3) works within the cores' L2s:
-    its transformed input (bfloat16) and products (float32), (m + 2)^2 per
-    tile and channel, and the 3x3 weights (bfloat16, 16/9 more once
-    transformed). Products on pairs take half the float32 time, so where
-    the transforms' traffic leaves L2, or the weights stream from memory,
-    another kernel is faster: float32 F(4x4) where float32 takes it (2.25
-    products an output and channel, not F(2x2)'s 4 in operands of twice
-    the bytes), else the direct kernel on pairs. Measured on Zen 5 (2
-    cores, 1 MiB L2 each), ResNet-18, bfloat16 F(2x2) against the other:
-    64->64 @56 (4.8 MB of intermediates) 0.33 against float32 F(4x4) 0.20
-    ms (the direct kernel on pairs 0.25), 128->128 @28 (2.4 MB) 0.25 against
-    0.19, 512->512 @7 (4.7 MB of weights) 0.35 against direct 0.30; 256->256
-    @14 (1.2 MB each) 0.19 against direct 0.27 and float32 F(4x4) 0.32."""
+    """Whether bfloat16 Winograd F(m x m, 3x3)'s intermediates each fit in
+    the cores' L2s between the stage writing them and the one reading them:
+    the transformed input (bfloat16) and the products (float32), (m + 2)^2
+    per tile and channel. Products on pairs take half the float32 time, so
+    where the transforms' traffic leaves L2 float32 F(4x4) is faster where
+    float32 takes it (2.25 products an output and channel, not F(2x2)'s 4
+    in operands of twice the bytes). Large weights do not count: the direct
+    kernel reads them from memory too, with 9 products an output and channel
+    to F(2x2)'s 4. Measured in ResNet-18 on Zen 5 (2 cores, 1 MiB L2 each),
+    bfloat16 F(2x2) against the other: 64->64 @56 (3.2 MB of products)
+    0.193 against float32 F(4x4) 0.173 ms; 128->128 @28 (1.6 MB) 0.160
+    against 0.177; 256->256 @14 0.167 against 0.30; 512->512 @7 (8.4 MB of
+    weights) 0.258 against the direct kernel on pairs 0.305."""
     tiles = shape.n * -(-shape.oh // m) * -(-shape.ow // m)
-    transformed = (m + 2) ** 2 * tiles * (2 * shape.c + 4 * shape.o)
-    weights = shape.kh * shape.kw * shape.c * shape.o * 2
-    room = target.l2_bytes * target.num_cores
-    return max(transformed, weights) <= room
+    data, products = ((m + 2) ** 2 * tiles * c for c in (2 * shape.c, 4 * shape.o))
+    return max(data, products) <= target.l2_bytes * target.num_cores
 
 
 BITS = "uint16"
