@@ -180,6 +180,54 @@ def test_direct_convolutions_sum_the_rounded_operands(
     assert np.all(np.abs(y - want) <= bound)
 
 
+@pytest.mark.parametrize(
+    ("c", "hw", "k", "stride", "padding", "bits"),
+    [
+        (3, (30, 28), 7, 2, 3, False),  # a stem: 11 words a kernel row, not 14
+        (1, (9, 8), 3, 2, 0, False),
+        (5, (11, 13), 5, 2, (0, 1, 2, 0), False),  # asymmetric border
+        (3, (10, 10), 3, 4, 1, False),
+        (3, (12, 9), 3, 2, 1, True),  # bfloat16 bits in blocks of 3
+    ],
+)
+def test_odd_channels_pair_columns_and_channels_of_a_kernel_row(
+    c, hw, k, stride, padding, bits
+):
+    """With C odd and stride x C even, the kernel pairs each kernel row's
+    (column, channel) elements, not channels (whose pairs would multiply a
+    zero channel a pixel), and still sums the rounded operands."""
+    rng = np.random.default_rng(c + k)
+    x = rng.standard_normal((1, c, *hw)).astype(np.float32)
+    w = rng.standard_normal((20, c, k, k)).astype(np.float32)
+    b = rng.standard_normal(20).astype(np.float32)
+    data = x
+    if bits:
+        data = bf16_halves(x.transpose(0, 2, 3, 1)[:, None]).astype(np.uint16)
+        data = np.ascontiguousarray(data)
+    kern = conv2d_bf16(
+        te.placeholder(data.shape, data.dtype.name, name="x"),
+        w.shape,
+        strides=stride,
+        padding=padding,
+        bias=True,
+        data_block=c if bits else None,
+    )
+    assert kern.attrs["kernel"] == "columns_bf16"
+    assert kern.attrs["taps"] == -(-k * c // 2)
+    y = np.zeros(kern.output.shape, np.float32)
+    ember.build(kern.schedule(), kern.args)(
+        data, kern.transform("conv2d.weight", w), b, y
+    )
+    if isinstance(padding, tuple):
+        top, left, bottom, right = padding
+        x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+        padding = 0
+    xr, wr = rounded(x, 1), rounded(w, 1)
+    want = conv_reference(xr, wr, b, stride, padding, 1)
+    bound = conv_reference(np.abs(xr), np.abs(wr), None, stride, padding, 1) * 2.0**-20
+    assert np.all(np.abs(y - want) <= bound + 1e-6)
+
+
 @pytest.mark.parametrize("algorithm", ["auto", "winograd-2"])
 def test_winograd_in_bfloat16_stays_within_its_rounding(algorithm):
     """3x3 stride-1 layers take Winograd F(2x2, 3x3) on pairs: the
