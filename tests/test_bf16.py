@@ -673,3 +673,32 @@ def test_the_tuner_sees_bfloat16_kernels_whose_knobs_keep_results():
         outputs.append(y)
     for y in outputs[1:]:
         np.testing.assert_allclose(y, outputs[0], rtol=1e-6, atol=1e-6)
+
+
+def test_every_knob_of_the_column_pairing_kernel_keeps_its_results():
+    """The (column, channel) kernel of an odd channel count takes the NCHWc
+    knobs (tile, unroll, and sweep where its accumulators fit: reduction
+    chunks of kernel rows); each config computes what the default does."""
+    import itertools
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 3, 22, 22)).astype(np.float32)
+    w = rng.standard_normal((16, 3, 7, 7)).astype(np.float32)
+    k = conv2d_bf16(
+        te.placeholder(x.shape, name="x"), w.shape, strides=2, padding=3, name="c"
+    )
+    assert k.attrs["kernel"] == "columns_bf16" and k.knobs is not None
+    space = k.knobs.space
+    assert space["sweep"] == (False, True)
+    configs = [
+        dict(zip(space, values, strict=True))
+        for values in itertools.product(*space.values())
+    ]
+    packed = k.transform("c.weight", w)
+    want = None
+    for config in [k.knobs.default, *configs]:  # 12
+        y = np.zeros(k.output.shape, np.float32)
+        ember.build(k.schedule(config=config), k.args, name="c")(x, packed, y)
+        if want is None:
+            want = y
+        np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6, err_msg=str(config))
