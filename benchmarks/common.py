@@ -36,8 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ember.runtime.profiling import hold_freed_memory
-
 RTOL = 1e-4
 ATOL = 1e-4
 
@@ -53,13 +51,6 @@ def cores() -> int:
 # comparison is like for like (a value given in the environment wins).
 _TVM_THREADS_GIVEN = "TVM_NUM_THREADS" in os.environ
 os.environ.setdefault("TVM_NUM_THREADS", str(cores()))
-
-# A kernel built alone allocates its scratch at each call; where the C heap
-# hands freed blocks back to the OS, each call faults their pages in again
-# (10x a Winograd kernel's time on a KVM guest), which a model, whose
-# workspace is planned once, never pays. Every implementation in a benchmark
-# process runs with the heap keeping them.
-hold_freed_memory()
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,17 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Operation,
+    OpResult,
+    Region,
+    SSAValue,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 
 from ember.passes.to_llvm import (
     ConvertToLLVMPass,
@@ -49,10 +58,20 @@ from ember.passes.to_llvm import (
     llvm_type,
     replace,
 )
+from ember.runtime.abi import SCRATCH_RELEASE
 from ember.runtime.shape_expr import sym_prod
 
 BUFFER_ALIGNMENT = 64
 """Heap and stack buffers start on a cache line (and a full AVX-512 vector)."""
+
+SCRATCH_TAKE = "__ember_scratch_take"
+SCRATCH_GIVE = "__ember_scratch_give"
+SCRATCH_DROP = "__ember_scratch_drop"
+SCRATCH_SLOT = "__ember_scratch."
+"""A heap buffer is taken from its site's slot (`SCRATCH_SLOT` n, a module
+global) and given back to it, not allocated and freed at each call: see
+`codegen.define_scratch` for the functions, and the runtime's modules, which
+call `SCRATCH_RELEASE` when they go."""
 
 _FLOAT_BYTES: dict[type[Attribute], int] = {
     Float16Type: 2,
@@ -297,12 +316,14 @@ class _Accesses:
         ops.append(llvm.ICmpOp(nbytes, align_value, IntegerAttr(flag.to_int(), i64)))
         ops.append(llvm.SelectOp(ops[-1].results[0], align_value, nbytes))
         nbytes = ops[-1].results[0]
-        declare_function(op, "aligned_alloc", [i64, i64], _PTR)
-        call = llvm.CallOp("aligned_alloc", align_value, nbytes, return_type=_PTR)
+        slot = _scratch_slot(op)
+        call = llvm.CallOp(
+            SCRATCH_TAKE, slot.result, nbytes, align_value, return_type=_PTR
+        )
         buffer = call.results[0]
         buffer.name_hint = op.memref.name_hint
         back = UnrealizedConversionCastOp.get([buffer], [t])
-        Rewriter.insert_op([*ops, call, back], InsertPoint.before(op))
+        Rewriter.insert_op([*ops, slot, call, back], InsertPoint.before(op))
         op.memref.replace_all_uses_with(back.results[0])
         self.values[back.results[0]] = buffer
         self.dynamic[back.results[0]] = strides
@@ -310,8 +331,8 @@ class _Accesses:
 
     def dealloc(self, op: memref.DeallocOp) -> None:
         _buffer_type(op, op.memref, op.memref in self.dynamic)
-        declare_function(op, "free", [_PTR], llvm.LLVMVoidType())
-        replace(op, [llvm.CallOp("free", self.llvm_value(op.memref))], [])
+        declare_function(op, SCRATCH_GIVE, [_PTR], llvm.LLVMVoidType())
+        replace(op, [llvm.CallOp(SCRATCH_GIVE, self.llvm_value(op.memref))], [])
 
     def view(self, op: memref.ViewOp) -> None:
         """A typed view of an i8 buffer at a byte offset: a GEP of i8 by the offset.
@@ -463,11 +484,51 @@ def _alloc(op: memref.AllocOp) -> None:
     align = _buffer_alignment(op)
     # aligned_alloc wants a size that is a multiple of the alignment (C11).
     nbytes = max(align, -(-_byte_size(t) // align) * align)
-    ptr = llvm.LLVMPointerType()
-    declare_function(op, "aligned_alloc", [i64, i64], ptr)
-    consts = [llvm.ConstantOp(IntegerAttr(v, i64), i64) for v in (align, nbytes)]
-    call = llvm.CallOp("aligned_alloc", *consts, return_type=ptr)
-    replace(op, [*consts, call], [call.returned])  # type: ignore[list-item]
+    slot = _scratch_slot(op)
+    consts = [llvm.ConstantOp(IntegerAttr(v, i64), i64) for v in (nbytes, align)]
+    call = llvm.CallOp(SCRATCH_TAKE, slot.result, *consts, return_type=_PTR)
+    replace(op, [slot, *consts, call], [call.returned])  # type: ignore[list-item]
+
+
+def _scratch_slot(op: memref.AllocOp) -> llvm.AddressOfOp:
+    """The address of a new slot for the heap buffer `op` allocates: a null
+    pointer global of the module that `SCRATCH_TAKE` takes a block from and
+    `SCRATCH_GIVE` puts it back in, which the module's `SCRATCH_RELEASE`
+    (weak: a library of several objects keeps one) drops."""
+    module = op.get_toplevel_object()
+    assert isinstance(module, ModuleOp)
+    taken = {
+        g.sym_name.data for g in module.body.block.ops if isinstance(g, llvm.GlobalOp)
+    }
+    name = next(
+        f"{SCRATCH_SLOT}{n}"
+        for n in range(len(taken) + 1)
+        if f"{SCRATCH_SLOT}{n}" not in taken
+    )
+    body = Region(Block())
+    zero = llvm.ZeroOp(result_types=[_PTR])
+    body.block.add_ops([zero, llvm.ReturnOp(zero.res)])
+    module.body.block.add_op(
+        llvm.GlobalOp(_PTR, name, "internal", alignment=8, body=body)
+    )
+    declare_function(op, SCRATCH_TAKE, [_PTR, i64, i64], _PTR)
+    declare_function(op, SCRATCH_DROP, [_PTR], llvm.LLVMVoidType())
+    release = SymbolTable.lookup_symbol(module, SCRATCH_RELEASE)
+    if release is None:
+        block = Block()
+        block.add_op(llvm.ReturnOp())
+        release = llvm.FuncOp(
+            SCRATCH_RELEASE,
+            llvm.LLVMFunctionType([], llvm.LLVMVoidType()),
+            linkage=llvm.LinkageAttr("weak"),
+            body=Region(block),
+        )
+        module.body.block.add_op(release)
+    assert isinstance(release, llvm.FuncOp) and release.body.block.last_op is not None
+    address = llvm.AddressOfOp(name, _PTR)
+    drop = llvm.CallOp(SCRATCH_DROP, address.result)
+    Rewriter.insert_op([address, drop], InsertPoint.before(release.body.block.last_op))
+    return llvm.AddressOfOp(name, _PTR)
 
 
 def _alloca(op: memref.AllocaOp) -> None:
@@ -560,8 +621,15 @@ class ConvertMemRefToLLVMPass(ConvertToLLVMPass):
         %x = llvm.load %2 {alignment = 4 : i64} : !llvm.ptr -> f32
         %3 = llvm.getelementptr inbounds %B[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
         llvm.store %x, %3 {alignment = 4 : i64} : f32, !llvm.ptr
-        %T = llvm.call @aligned_alloc(%c64, %c64) : (i64, i64) -> !llvm.ptr
-        llvm.call @free(%T) : (!llvm.ptr) -> ()
+        %s = llvm.mlir.addressof @__ember_scratch.0 : !llvm.ptr
+        %T = llvm.call @__ember_scratch_take(%s, %c64, %c64) : (!llvm.ptr, i64, i64) -> !llvm.ptr
+        llvm.call @__ember_scratch_give(%T) : (!llvm.ptr) -> ()
+
+    A heap buffer is taken from a slot of the module (an internal null pointer
+    global a site, `SCRATCH_SLOT`) and given back to it: a kernel called again
+    reuses its blocks instead of allocating them, and the module's weak
+    `__ember_scratch_release` drops them (`codegen.define_scratch` defines the
+    functions over `aligned_alloc` and `free`).
 
     A static `memref.view` of an i8 buffer is the buffer's pointer plus the byte
     offset (the static memory plan's views of a model's workspace):
@@ -574,7 +642,7 @@ class ConvertMemRefToLLVMPass(ConvertToLLVMPass):
 
         %T = memref.alloc(%n) : memref<?x8xf32>
         →  %b = llvm.mul %c32, %n overflow<nsw> : i64    // then round_up(%b, 64)
-           %T = llvm.call @aligned_alloc(%c64, %b') : (i64, i64) -> !llvm.ptr
+           %T = llvm.call @__ember_scratch_take(%s, %b', %c64) : (!llvm.ptr, i64, i64) -> !llvm.ptr
 
     `memref.alloca` becomes an `llvm.alloca` aligned to 64 bytes at the top of the
     function's entry block, also when it was in a loop; `memref.global` /

@@ -15,6 +15,10 @@ METADATA_FUNCTION = "__ember_metadata"
 """The packed function returning a library's metadata document as JSON."""
 PARAMS_SYMBOL = "__ember_params"
 """A model library's embedded params blob."""
+SCRATCH_RELEASE = "__ember_scratch_release"
+"""``void()``: frees the heap blocks a library's kernels keep between calls
+(their scratch, reused by the next call); a runtime calls it when it lets a
+library's module go. Weak: a library of several objects defines one."""
 
 
 class TypeCode(IntEnum):
@@ -38,6 +42,7 @@ class TypeCode(IntEnum):
 
 
 __all__ = [
+    "SCRATCH_RELEASE",
     "METADATA_FUNCTION",
     "MODEL_ATTR",
     "MODEL_ENTRY",

@@ -15,13 +15,14 @@ import ctypes
 import json
 import os
 import tempfile
+import weakref
 
 import numpy as np
 
 from . import callbacks, elf, parallel
 from . import cc as _cc
 from . import export as _export
-from .abi import METADATA_FUNCTION
+from .abi import METADATA_FUNCTION, SCRATCH_RELEASE
 from .errors import (
     EmberError,
     EmberTypeError,
@@ -507,6 +508,11 @@ class DSOModule(Module):
         parallel.configure_library(self._lib, self)
         callbacks.configure_library(self._lib)
         self.entry_name = self.metadata.get("entry")
+        # ctypes never unloads the library: the scratch blocks its kernels
+        # keep between calls go with the module
+        release = self._function_address(SCRATCH_RELEASE)
+        if release:
+            weakref.finalize(self, release_scratch, release, self._lib)
 
     def _function_address(self, name: str) -> int:
         try:
@@ -537,6 +543,17 @@ class DSOModule(Module):
         """The functions the library's metadata lists; empty without
         ``__ember_metadata`` (its functions are still found by name)."""
         return list(self.metadata.get("functions", {}))
+
+
+_RELEASE = ctypes.CFUNCTYPE(None)
+
+
+def release_scratch(address: int, code: object = None) -> None:
+    """Call a library's `SCRATCH_RELEASE` at `address`: the heap blocks its
+    kernels keep between calls are freed; a later call allocates again. A
+    module's finalizer, holding `code` (what keeps `address` mapped)."""
+    del code
+    _RELEASE(address)()
 
 
 # Path → (device, inode) of every library loaded, to notice a file replaced

@@ -20,7 +20,6 @@ with that in mind. Garbage collection is paused while measuring, as ``timeit``
 does.
 """
 
-import ctypes
 import gc
 import math
 import statistics
@@ -75,39 +74,6 @@ class BenchmarkResult:
         head = " ".join(f"{name + ' (ms)':^12}" for name in names)
         row = " ".join(f"{v * 1e3:^12.4f}" for v in values)
         return f"Execution time summary:\n{head}\n{row}"
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
-HELD_HEAP_BYTES = 1 << 30
-"""Free memory at the top of the C heap that `hold_freed_memory` keeps."""
-HEAP_BLOCK_BYTES = 32 << 20
-"""The largest block `hold_freed_memory` keeps on the heap (glibc's most on
-64-bit hosts); larger ones are still mapped and unmapped at each call."""
-
-
-def hold_freed_memory() -> bool:
-    """Make this process's C heap keep the blocks kernels free, for their
-    next call, as a model's planned workspace does; False where the C
-    library cannot (only glibc's `mallopt` is asked).
-
-    A kernel built alone (`ember.build`) allocates its scratch buffers
-    (Winograd's transformed tiles, packed operands) at each call and frees
-    them when it returns. glibc gives freed blocks of a few hundred KiB and
-    more back to the OS, so every call faults all their pages in again: on a
-    KVM guest a 64->64 @56 Winograd kernel took 1.69 ms a call this way and
-    0.17 ms in a model, which places its scratch in the model's workspace.
-    Processes that only measure kernels (the tuner's runner, the kernel
-    benchmarks) call this, so that they time what the kernel costs in a
-    model; any other process keeps its C library's defaults."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(
-        mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCK_BYTES)
-        and mallopt(_M_TRIM_THRESHOLD, HELD_HEAP_BYTES)
-    )
 
 
 def time_evaluator(

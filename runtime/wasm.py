@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import cc as _cc
-from .abi import METADATA_FUNCTION, MODEL_ENTRY, TypeCode
+from .abi import METADATA_FUNCTION, MODEL_ENTRY, SCRATCH_RELEASE, TypeCode
 from .errors import (
     CompilerNotFoundError,
     EmberError,
@@ -187,6 +187,13 @@ class WasmInstance:
         return wasmtime.Func(
             self._store, item.type, lambda *xs: float(fn(*(dtype(x) for x in xs)))
         )
+
+    def release_scratch(self) -> None:
+        """Free the heap blocks the module's kernels keep between calls (its
+        `SCRATCH_RELEASE`, where it has one); later calls allocate again."""
+        release = self._exports.get(SCRATCH_RELEASE)
+        if release is not None:
+            release(self._store)
 
     def write(self, address: int, data: bytes) -> None:
         self._memory.write(self._store, data, address)

@@ -277,6 +277,7 @@ def test_kernel_runs_on_the_target_and_matches_numpy(kernel, target, c_host, tmp
         wasm = _wasm(mod, function, tmp_path)
         args = [a.copy() for a in inputs] + [poisoned(e) for e in expected]
         assert wasm.call(function, args) == (0, None)
+        wasm.instance.release_scratch()  # the blocks kept for the next call
         assert wasm.heap.live == {}, "the kernel did not free what it allocated"
         for a, original in zip(args, inputs, strict=False):
             np.testing.assert_array_equal(a, original)  # inputs untouched

@@ -107,10 +107,7 @@ def run(request: dict) -> dict:
 def main() -> None:
     import faulthandler
 
-    from ember.runtime.profiling import hold_freed_memory
-
     faulthandler.enable()  # a crash leaves its Python stack on stderr for the tuner
-    hold_freed_memory()  # scratch buffers as a model's: no page faults a call
     out = sys.stdout
     sys.stdout = sys.stderr  # only answers go to the tuner's pipe
     out.write(json.dumps({"ready": True}) + "\n")

@@ -48,6 +48,7 @@ def optimize(
     module.data_layout = str(target_machine.target_data)
     if not has_openmp(target_machine.triple):
         define_serial_openmp(module)
+    define_scratch(module)
     tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     tuning.loop_vectorization = opt_level >= 2
     tuning.slp_vectorization = opt_level >= 2
@@ -95,6 +96,93 @@ _SERIAL_OPENMP = {
     "omp_get_thread_num": "define i32 @omp_get_thread_num() {\n  ret i32 0\n}",
     "omp_get_num_threads": "define i32 @omp_get_num_threads() {\n  ret i32 1\n}",
 }
+
+
+# A heap buffer's block (see convert-memref-to-llvm's SCRATCH_ names): its
+# byte capacity at the start, the data `align` bytes on, the slot and `align`
+# in the 16 bytes before the data. A slot holds at most one block; a call that
+# finds it empty (the first, or one running beside another) allocates.
+_SCRATCH = {
+    "__ember_scratch_take": """define ptr @__ember_scratch_take(ptr %slot, i64 %bytes, i64 %align) {
+entry:
+  %cached = atomicrmw xchg ptr %slot, ptr null acquire, align 8
+  %has = icmp ne ptr %cached, null
+  br i1 %has, label %check, label %fresh
+check:
+  %capacity = load i64, ptr %cached, align 8
+  %fits = icmp uge i64 %capacity, %bytes
+  br i1 %fits, label %reuse, label %drop
+reuse:
+  %data = getelementptr i8, ptr %cached, i64 %align
+  ret ptr %data
+drop:
+  call void @free(ptr %cached)
+  br label %fresh
+fresh:
+  %total = add i64 %bytes, %align
+  %block = call ptr @aligned_alloc(i64 %align, i64 %total)
+  %failed = icmp eq ptr %block, null
+  br i1 %failed, label %none, label %made
+none:
+  ret ptr null
+made:
+  store i64 %bytes, ptr %block, align 8
+  %new = getelementptr i8, ptr %block, i64 %align
+  %at_align = getelementptr i8, ptr %new, i64 -8
+  store i64 %align, ptr %at_align, align 8
+  %at_slot = getelementptr i8, ptr %new, i64 -16
+  store ptr %slot, ptr %at_slot, align 8
+  ret ptr %new
+}""",
+    "__ember_scratch_give": """define void @__ember_scratch_give(ptr %data) {
+entry:
+  %null = icmp eq ptr %data, null
+  br i1 %null, label %done, label %give
+give:
+  %at_align = getelementptr i8, ptr %data, i64 -8
+  %align = load i64, ptr %at_align, align 8
+  %at_slot = getelementptr i8, ptr %data, i64 -16
+  %slot = load ptr, ptr %at_slot, align 8
+  %back = sub i64 0, %align
+  %block = getelementptr i8, ptr %data, i64 %back
+  %old = atomicrmw xchg ptr %slot, ptr %block acq_rel, align 8
+  call void @free(ptr %old)
+  br label %done
+done:
+  ret void
+}""",
+    "__ember_scratch_drop": """define void @__ember_scratch_drop(ptr %slot) {
+  %old = atomicrmw xchg ptr %slot, ptr null acq_rel, align 8
+  call void @free(ptr %old)
+  ret void
+}""",
+}
+
+
+def define_scratch(module: llvm.ModuleRef) -> None:
+    """Define the scratch functions `module` declares (internal), over the C
+    library's `aligned_alloc` and `free`.
+
+    A kernel's heap buffer is taken from a slot of its module and given back
+    to it, so a kernel called again reuses its blocks instead of allocating
+    them: where the C heap hands large freed blocks back to the OS, every call
+    faulted their pages in again (a 64->64 @56 Winograd kernel built alone:
+    1.69 ms a call, 0.17-0.19 with its blocks kept, on a KVM guest). A slot
+    keeps one block (the last one given back) until the module's
+    `__ember_scratch_release` drops them all, which the runtimes call when
+    they let the module go.
+    """
+    declared = [
+        f.name for f in module.functions if f.is_declaration and f.name in _SCRATCH
+    ]
+    if not declared:
+        return
+    externals = "declare ptr @aligned_alloc(i64, i64)\ndeclare void @free(ptr)\n"
+    shim = llvm.parse_assembly(externals + "\n".join(_SCRATCH[n] for n in declared))
+    shim.triple, shim.data_layout = module.triple, module.data_layout
+    module.link_in(shim)
+    for name in declared:
+        module.get_function(name).linkage = llvm.Linkage.internal
 
 
 def has_openmp(triple: str) -> bool:
@@ -248,6 +336,7 @@ def metadata_object(text: str, target_machine: llvm.TargetMachine) -> bytes:
 
 
 __all__ = [
+    "define_scratch",
     "define_serial_openmp",
     "embedded_metadata",
     "emit_assembly",

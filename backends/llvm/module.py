@@ -3,6 +3,7 @@
 import ctypes
 import ctypes.util
 import json
+import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -25,9 +26,10 @@ from ember.backends.llvm.codegen import (
 from ember.backends.llvm.target import Target
 from ember.backends.llvm.translate import translate
 from ember.runtime import EmberError, Module, callbacks, parallel
-from ember.runtime.abi import METADATA_FUNCTION
+from ember.runtime.abi import METADATA_FUNCTION, SCRATCH_RELEASE
 from ember.runtime.cc import ObjectFile
 from ember.runtime.errors import EmberValueError, ExportError
+from ember.runtime.module import release_scratch
 from ember.runtime.parallel import NUM_THREADS_SYMBOL, num_threads_from_env
 
 _PACKED_SIGNATURE = "i32 (ptr, ptr, i32, ptr, ptr)"
@@ -110,6 +112,7 @@ class LLVMModule(Module):
                     *self._kernels,
                     NUM_THREADS_SYMBOL,
                     callbacks.HOOK_SYMBOL,
+                    SCRATCH_RELEASE,
                 }
                 self._engine = _LinkedObjects(codes, exports)
             else:
@@ -122,6 +125,11 @@ class LLVMModule(Module):
             if _defines_global(compiled, callbacks.HOOK_SYMBOL):
                 hook = self._engine.get_global_value_address(callbacks.HOOK_SYMBOL)
                 callbacks.install(hook)
+            if _defines_function(compiled, SCRATCH_RELEASE):
+                # when the module goes, its kernels' kept scratch blocks go;
+                # the finalizer holds the engine, whose code it calls, till then
+                release = self._engine.get_function_address(SCRATCH_RELEASE)
+                weakref.finalize(self, release_scratch, release, self._engine)
 
     def function_names(self) -> list[str]:
         """The packed functions the module exports, in definition order."""
@@ -297,6 +305,10 @@ def _defined_functions(module: llvm.ModuleRef) -> dict[str, str]:
         for f in module.functions
         if not f.is_declaration and f.linkage == llvm.Linkage.external
     }
+
+
+def _defines_function(module: llvm.ModuleRef, name: str) -> bool:
+    return any(f.name == name and not f.is_declaration for f in module.functions)
 
 
 def _defines_global(module: llvm.ModuleRef, name: str) -> bool:

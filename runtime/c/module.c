@@ -134,6 +134,13 @@ void* ember_module_symbol(const EmberModule* m, const char* name) {
 
 void EmberModuleFree(EmberModule* m) {
   if (m == NULL) return;
+  /* the heap blocks the library's kernels keep between calls (their scratch) */
+  void* release = dlsym(m->handle, "__ember_scratch_release");
+  if (release != NULL) {
+    void (*call)(void);
+    *(void**)&call = release;
+    call();
+  }
   json_free(m->metadata);
   free(m->metadata_text);
   free(m); /* never dlclose: see ember_runtime.h on libgomp */

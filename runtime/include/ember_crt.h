@@ -85,9 +85,11 @@ const char* EmberModuleFunctionName(const EmberModule* mod, int32_t i);
 int EmberModuleGetFunction(const EmberModule* mod, const char* name,
                            EmberPackedFunc* out);
 
-/* Frees what EmberModuleLoad allocated. The library itself stays mapped:
- * closing one whose parallel loops have run would unload libgomp under its
- * own threads (ember_runtime.h). */
+/* Frees what EmberModuleLoad allocated, and the heap blocks the library's
+ * kernels keep between calls (its __ember_scratch_release, if it has one:
+ * a function of the library called after this allocates them again). The
+ * library itself stays mapped: closing one whose parallel loops have run
+ * would unload libgomp under its own threads (ember_runtime.h). */
 void EmberModuleFree(EmberModule* mod);
 
 /* Calls a packed function; on a non-zero return code the function's own

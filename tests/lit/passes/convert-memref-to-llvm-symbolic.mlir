@@ -42,14 +42,15 @@ func.func @copy(%A: memref<?x?xf32> {ember.name = "A", ember.dims = ["b", "s"]},
 // CHECK:         %[[C64:.*]] = llvm.mlir.constant(64) : i64
 // CHECK:         %[[SMALL:.*]] = llvm.icmp "ult" %[[B3]], %[[C64]] : i64
 // CHECK:         %[[BYTES:.*]] = llvm.select %[[SMALL]], %[[C64]], %[[B3]] : i1, i64
-// CHECK:         %[[T:.*]] = llvm.call @aligned_alloc(%[[C64]], %[[BYTES]]) : (i64, i64) -> !llvm.ptr
+// CHECK:         %[[SLOT:.*]] = llvm.mlir.addressof @__ember_scratch.0 : !llvm.ptr
+// CHECK:         %[[T:.*]] = llvm.call @__ember_scratch_take(%[[SLOT]], %[[BYTES]], %[[C64]]) : (!llvm.ptr, i64, i64) -> !llvm.ptr
 // CHECK:         %[[X0:.*]] = llvm.mul %[[I]], %[[ROW]] overflow<nsw> : i64
 // CHECK:         %[[X1:.*]] = llvm.mul %[[J]], %[[M]] overflow<nsw> : i64
 // CHECK:         %[[X2:.*]] = llvm.add %[[X0]], %[[X1]] overflow<nsw> : i64
 // CHECK:         %[[X3:.*]] = llvm.add %[[X2]], %[[I]] overflow<nsw> : i64
 // CHECK:         %[[P:.*]] = llvm.getelementptr inbounds %[[T]][%[[X3]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK:         llvm.store %{{.*}}, %[[P]] {alignment = 4 : i64} : f32, !llvm.ptr
-// CHECK:         llvm.call @free(%[[T]]) : (!llvm.ptr) -> ()
+// CHECK:         llvm.call @__ember_scratch_give(%[[T]]) : (!llvm.ptr) -> ()
 // CHECK-NOT:     memref.
 func.func @dynamic_alloc(%n: index, %m: index, %i: index, %j: index, %x: f32) {
   %T = memref.alloc(%n, %m) {alignment = 64 : i64} : memref<?x4x?xf32>

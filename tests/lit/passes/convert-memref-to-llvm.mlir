@@ -50,10 +50,13 @@ func.func @load_3d_and_0d(%A: memref<2x3x5xf64>, %S: memref<f64>, %i: index, %j:
 
 // -----
 
-// Heap buffers: aligned_alloc(64, bytes rounded up to 64) and free, each declared
-// once. Stack buffers: llvm.alloca aligned to 64, at the top of the entry block. A
-// result nothing uses (%S) is not cast back to its memref type; the constants do
-// not take the buffers' names.
+// Heap buffers: taken from a slot of the module (an internal null pointer
+// global a site) with their bytes rounded up to the alignment (64 at least) and
+// given back to it, so that a kernel called again reuses its blocks; the
+// module's weak __ember_scratch_release drops every slot. Stack buffers:
+// llvm.alloca aligned to 64, at the top of the entry block. A result nothing
+// uses (%S) is not cast back to its memref type; the constants do not take the
+// buffers' names.
 
 func.func @buffers() {
   %T = memref.alloc() : memref<3x5xf64>
@@ -69,17 +72,29 @@ func.func @buffers() {
 // CHECK-NEXT:    %[[S:.*]] = llvm.alloca %[[N]] x i32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
 // CHECK-NOT:     unrealized_conversion_cast %[[S]]
 // CHECK-NOT:     %T{{.*}} = llvm.mlir.constant
-// CHECK:         %[[A64:.*]] = llvm.mlir.constant(64) : i64
-// CHECK:         %[[B128:.*]] = llvm.mlir.constant(128) : i64
-// CHECK:         %[[T:.*]] = llvm.call @aligned_alloc(%[[A64]], %[[B128]]) : (i64, i64) -> !llvm.ptr
-// CHECK:         %[[A128:.*]] = llvm.mlir.constant(128) : i64
-// CHECK:         %[[B128U:.*]] = llvm.mlir.constant(128) : i64
-// CHECK:         %[[U:.*]] = llvm.call @aligned_alloc(%[[A128]], %[[B128U]]) : (i64, i64) -> !llvm.ptr
-// CHECK:         llvm.call @free(%{{.*}}) : (!llvm.ptr) -> ()
-// CHECK:         llvm.call @free(%{{.*}}) : (!llvm.ptr) -> ()
-// CHECK:       llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
-// CHECK-NEXT:  llvm.func @free(!llvm.ptr)
+// CHECK:         %[[SLOT0:.*]] = llvm.mlir.addressof @__ember_scratch.0 : !llvm.ptr
+// CHECK-NEXT:    %[[B128:.*]] = llvm.mlir.constant(128) : i64
+// CHECK-NEXT:    %[[A64:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[T:.*]] = llvm.call @__ember_scratch_take(%[[SLOT0]], %[[B128]], %[[A64]]) : (!llvm.ptr, i64, i64) -> !llvm.ptr
+// CHECK:         %[[SLOT1:.*]] = llvm.mlir.addressof @__ember_scratch.1 : !llvm.ptr
+// CHECK-NEXT:    %[[B128U:.*]] = llvm.mlir.constant(128) : i64
+// CHECK-NEXT:    %[[A128:.*]] = llvm.mlir.constant(128) : i64
+// CHECK-NEXT:    %[[U:.*]] = llvm.call @__ember_scratch_take(%[[SLOT1]], %[[B128U]], %[[A128]]) : (!llvm.ptr, i64, i64) -> !llvm.ptr
+// CHECK:         llvm.call @__ember_scratch_give(%{{.*}}) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.call @__ember_scratch_give(%{{.*}}) : (!llvm.ptr) -> ()
+// CHECK:       llvm.mlir.global internal @__ember_scratch.0() {{.*}} : !llvm.ptr {
+// CHECK-NEXT:    llvm.mlir.zero : !llvm.ptr
+// CHECK:       llvm.func @__ember_scratch_take(!llvm.ptr, i64, i64) -> !llvm.ptr
+// CHECK:       llvm.func weak @__ember_scratch_release() {
+// CHECK-NEXT:    %[[D0:.*]] = llvm.mlir.addressof @__ember_scratch.0 : !llvm.ptr
+// CHECK-NEXT:    llvm.call @__ember_scratch_drop(%[[D0]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %[[D1:.*]] = llvm.mlir.addressof @__ember_scratch.1 : !llvm.ptr
+// CHECK-NEXT:    llvm.call @__ember_scratch_drop(%[[D1]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.return
+// CHECK:       llvm.mlir.global internal @__ember_scratch.1()
+// CHECK:       llvm.func @__ember_scratch_give(!llvm.ptr)
 // CHECK-NOT:   llvm.func @aligned_alloc
+// CHECK-NOT:   llvm.func @free
 
 // -----
 

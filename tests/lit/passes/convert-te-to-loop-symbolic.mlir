@@ -76,8 +76,8 @@ func.func @rowsum(%A: tensor<4x?xf32, ["n"]>, %n: index {ember.symbol = "n"}) ->
 // CHECK:           memref.store %{{.*}}, %[[B]][%[[I2]]] : memref<?xf32>
 
 // CPU-LABEL: llvm.func internal @staged_impl(
-// CPU:         llvm.call @aligned_alloc(
-// CPU:         llvm.call @free(
+// CPU:         llvm.call @__ember_scratch_take(
+// CPU:         llvm.call @__ember_scratch_give(
 func.func @staged(%A: tensor<?xf32, ["n"]>, %n: index {ember.symbol = "n"}) -> tensor<?xf32, ["n"]> {
   %T = te.compute "T" (%i, %j) -> tensor<?x2xf32, ["n + 1"]> {
     %one = arith.constant 1.0 : f32

@@ -69,7 +69,7 @@ func.func @staged(%A: memref<?x8xf32> {ember.name = "A", ember.dims = ["n"]}, %B
 // CHECK:           memref.load %[[TT]][%{{.*}}, %{{.*}}] : memref<?x8xf32>
 
 // CPU-LABEL: llvm.func internal @staged_impl(
-// CPU:         llvm.call @aligned_alloc(
+// CPU:         llvm.call @__ember_scratch_take(
 // CPU:         llvm.call @GOMP_parallel(
-// CPU:         llvm.call @free(
+// CPU:         llvm.call @__ember_scratch_give(
 // CPU-LABEL: llvm.func internal @staged_parallel0(
