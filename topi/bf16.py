@@ -271,40 +271,81 @@ def conv2d_bf16(
         name=f"{name}.weight",
     )
     conv = blocked_conv(packed, weight, shape, name, te.dot_bf16)
-    b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
-    output = _output(_unblocked(conv, ob), b, epilogue, shape, out_block, name)
-    # bits in their own blocks, no border: a word's halves lie side by side
-    inline = own and c2 == shape.c and not any(shape.padding)
-    default, knobs = nchwc_schedule(
-        shape, blocks, ob, words, packed, conv, output, machine, inline_pack=inline
-    )
 
     def pack_weight(w: np.ndarray) -> np.ndarray:
-        w = np.asarray(w, np.float32)
-        if w.shape != tuple(weight_shape):
-            raise EmberValueError(
-                f"conv2d_bf16 '{name}': expected a weight {tuple(weight_shape)}, "
-                f"got {w.shape}"
-            )
         full = np.zeros((op, c2, shape.kh, shape.kw), np.float32)
         full[: shape.o, : shape.c] = w
         # (O/ob, ob, C2/cb, words*2, KH, KW) -> (O/ob, C2/cb, KH, KW, words, ob)
         paired = pairs(full, 1).reshape(blocks, ob, c2 // cb, words, *full.shape[2:])
         return np.ascontiguousarray(paired.transpose(0, 2, 4, 5, 3, 1))
 
-    ot, yt, xt = default["tile"]
+    # bits in their own blocks, no border: a word's halves lie side by side
+    inline = own and c2 == shape.c and not any(shape.padding)
+    kernel = _words_kernel(
+        data,
+        packed,
+        weight,
+        conv,
+        pack_weight,
+        shape=shape,
+        view=shape,
+        words=words,
+        bias=bias,
+        epilogue=epilogue,
+        name=name,
+        target=machine,
+        out_block=out_block,
+        attrs={"kernel": "nchwc_bf16", "cb": cb},
+        inline_pack=inline,
+    )
+    kernel.placeholders.extend(epilogue_inputs)
+    return kernel
+
+
+def _words_kernel(
+    data: te.Tensor,
+    packed: te.Tensor,
+    weight: te.Tensor,
+    conv: te.Tensor,
+    pack_weight: Callable[[np.ndarray], np.ndarray],
+    *,
+    shape: Conv2dShape,
+    view: Conv2dShape,
+    words: int,
+    bias: bool,
+    epilogue: Epilogue | None,
+    name: str,
+    target: Target,
+    out_block: int | None,
+    attrs: dict,
+    **schedule,
+) -> Kernel:
+    """The kernel of `conv` (N, blocks, OH, OW, ob) on words of `packed`
+    (`words` a block): the bias, the epilogue and the output stage of
+    `shape`, NCHWc's schedule and knobs for `view` (the geometry it tiles),
+    `pack_weight` after a check of the OIHW weight's shape."""
+    ob = conv.shape[-1]
+    b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
+    output = _output(_unblocked(conv, ob), b, epilogue, shape, out_block, name)
+    default, knobs = nchwc_schedule(
+        view, conv.shape[1], ob, words, packed, conv, output, target, **schedule
+    )
+    oihw = (shape.o, shape.c, shape.kh, shape.kw)
+
+    def transform(w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w, np.float32)
+        if w.shape != oihw:
+            raise EmberValueError(
+                f"conv2d_bf16 '{name}': expected a weight {oihw}, got {w.shape}"
+            )
+        return pack_weight(w)
+
     return Kernel(
         output,
-        [data, weight, *([b] if b is not None else []), *epilogue_inputs],
-        {weight.name: pack_weight},
+        [data, weight, *([b] if b is not None else [])],
+        {weight.name: transform},
         lambda s: knobs.apply(s, default),
-        {
-            "kernel": "nchwc_bf16",
-            "cb": cb,
-            "ob": ob,
-            "tile": (ot, yt, xt),
-            "flops": shape.flops,
-        },
+        {**attrs, "ob": ob, "tile": default["tile"], "flops": shape.flops},
         knobs,
     )
 
@@ -444,10 +485,8 @@ def _columns_kernel(
         ),
         name=f"{name}.conv",
     )
-    b = te.placeholder((shape.o,), name=f"{name}.bias") if bias else None
-    output = _output(_unblocked(conv, ob), b, epilogue, shape, out_block, name)
     # the schedule's view: a convolution of one word over `taps` columns
-    words = replace(
+    view = replace(
         shape,
         c=PAIR,
         h=hp,
@@ -461,44 +500,28 @@ def _columns_kernel(
     def unroll_step(s) -> None:  # the pack's words of one column step
         s[packed].unroll(s[packed].op.axis[-1])
 
-    default, knobs = nchwc_schedule(
-        words,
-        blocks,
-        ob,
-        1,
-        packed,
-        conv,
-        output,
-        target,
-        also=unroll_step,
-    )
-
     def pack_weight(w: np.ndarray) -> np.ndarray:
-        w = np.asarray(w, np.float32)
-        if w.shape != (shape.o, shape.c, shape.kh, shape.kw):
-            raise EmberValueError(
-                f"conv2d_bf16 '{name}': expected a weight "
-                f"{(shape.o, shape.c, shape.kh, shape.kw)}, got {w.shape}"
-            )
         full = np.zeros((op, shape.kh, shape.kw * shape.c), np.float32)
         full[: shape.o] = w.transpose(0, 2, 3, 1).reshape(shape.o, shape.kh, -1)
         paired = pairs(full, 2).reshape(blocks, ob, shape.kh, taps)
         return np.ascontiguousarray(paired.transpose(0, 2, 3, 1)[:, None, :, :, None])
 
-    return Kernel(
-        output,
-        [data, weight, *([b] if b is not None else [])],
-        {weight.name: pack_weight},
-        lambda s: knobs.apply(s, default),
-        {
-            "kernel": "columns_bf16",
-            "step": step,
-            "taps": taps,
-            "ob": ob,
-            "tile": default["tile"],
-            "flops": shape.flops,
-        },
-        knobs,
+    return _words_kernel(
+        data,
+        packed,
+        weight,
+        conv,
+        pack_weight,
+        shape=shape,
+        view=view,
+        words=1,
+        bias=bias,
+        epilogue=epilogue,
+        name=name,
+        target=target,
+        out_block=out_block,
+        attrs={"kernel": "columns_bf16", "step": step, "taps": taps},
+        also=unroll_step,
     )
 
 
