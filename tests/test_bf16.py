@@ -675,6 +675,19 @@ def test_the_tuner_sees_bfloat16_kernels_whose_knobs_keep_results():
         np.testing.assert_allclose(y, outputs[0], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("c", "k", "stride"), [(7, 3, 2), (255, 3, 2), (3, 3, 1), (3, 1, 2)]
+)
+def test_columns_pair_only_where_that_saves_a_share_of_the_words(c, k, stride):
+    """Channel pairs stay where the column pairing saves less than one word
+    of a kernel row in `COLUMNS_SAVING` (a wide odd C), where a column step
+    is not a whole number of words (stride x C odd), or saves none (1x1)."""
+    kern = conv2d_bf16(
+        te.placeholder((1, c, 9, 9), name="x"), (16, c, k, k), strides=stride
+    )
+    assert kern.attrs["kernel"] == "nchwc_bf16"
+
+
 def test_every_knob_of_the_column_pairing_kernel_keeps_its_results():
     """The (column, channel) kernel of an odd channel count takes the NCHWc
     knobs (tile, unroll, and sweep where its accumulators fit: reduction

@@ -408,19 +408,29 @@ def _packed_pairs(
     )
 
 
+COLUMNS_SAVING = 8
+"""`_pairs_columns` pairs columns where that saves at least one word of a
+kernel row in this many: where C is small (a 3-channel stem saves 3 of 14
+words, a 5-channel 5x5 2 of 15), not where a wide odd C would save a word
+in hundreds and give up the channel blocks that read data in place."""
+
+
 def _pairs_columns(shape: Conv2dShape) -> bool:
     """Whether the convolution pairs the (column, channel) elements of each
     kernel row (`_columns_kernel`) rather than channels: C odd (pairs of
     channels would multiply a zero channel a pixel: a 3-channel stem takes
     4), one group, no dilation across columns, an output column a whole
-    number of words on (stride x C even), and fewer words a kernel row."""
+    number of words on (stride x C even), and `COLUMNS_SAVING`'s share of
+    a kernel row's words saved."""
     sw, c = shape.strides[1], shape.c
+    channel_pairs = shape.kw * -(-c // PAIR)
+    saved = channel_pairs - -(-shape.kw * c // PAIR)
     return (
         c % PAIR == 1
         and shape.groups == 1
         and shape.dilation[1] == 1
         and sw * c % PAIR == 0
-        and -(-shape.kw * c // PAIR) < shape.kw * -(-c // PAIR)
+        and saved * COLUMNS_SAVING >= channel_pairs
     )
 
 
