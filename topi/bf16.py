@@ -248,9 +248,9 @@ def conv2d_bf16(
         return kernel
     ob = machine.vector_lanes("int32")
     if _pairs_columns(shape):
-        kernel = _columns_kernel(data, shape, bias, epilogue, name, machine, out_block)
-        kernel.placeholders.extend(epilogue_inputs)
-        return kernel
+        return _columns_kernel(
+            data, shape, bias, epilogue, epilogue_inputs, name, machine, out_block
+        )
     c2 = -(-shape.c // PAIR) * PAIR
     words = _largest_divisor(c2 // PAIR, ob)  # words of a channel block
     block = data.shape[-1] if data.dtype == BITS else 0
@@ -281,7 +281,7 @@ def conv2d_bf16(
 
     # bits in their own blocks, no border: a word's halves lie side by side
     inline = own and c2 == shape.c and not any(shape.padding)
-    kernel = _words_kernel(
+    return _words_kernel(
         data,
         packed,
         weight,
@@ -292,14 +292,13 @@ def conv2d_bf16(
         words=words,
         bias=bias,
         epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
         name=name,
         target=machine,
         out_block=out_block,
         attrs={"kernel": "nchwc_bf16", "cb": cb},
         inline_pack=inline,
     )
-    kernel.placeholders.extend(epilogue_inputs)
-    return kernel
 
 
 def _words_kernel(
@@ -314,6 +313,7 @@ def _words_kernel(
     words: int,
     bias: bool,
     epilogue: Epilogue | None,
+    epilogue_inputs: Sequence[te.Tensor],
     name: str,
     target: Target,
     out_block: int | None,
@@ -321,7 +321,8 @@ def _words_kernel(
     **schedule,
 ) -> Kernel:
     """The kernel of `conv` (N, blocks, OH, OW, ob) on words of `packed`
-    (`words` a block): the bias, the epilogue and the output stage of
+    (`words` a block): the bias, the epilogue (reading `epilogue_inputs`,
+    the last placeholders) and the output stage of
     `shape`, NCHWc's schedule and knobs for `view` (the geometry it tiles),
     `pack_weight` after a check of the OIHW weight's shape."""
     ob = conv.shape[-1]
@@ -342,7 +343,7 @@ def _words_kernel(
 
     return Kernel(
         output,
-        [data, weight, *([b] if b is not None else [])],
+        [data, weight, *([b] if b is not None else []), *epilogue_inputs],
         {weight.name: transform},
         lambda s: knobs.apply(s, default),
         {**attrs, "ob": ob, "tile": default["tile"], "flops": shape.flops},
@@ -381,20 +382,13 @@ def _word_of(data: te.Tensor, low: te.Expr, high: te.Expr) -> te.Expr:
     return word(low, high)
 
 
-def _window(shape: Conv2dShape) -> tuple[int, int]:
-    """Rows and columns of the padded input the convolution reads."""
-    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
-    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
-    return hp, wp
-
-
 def _packed_pairs(
     data: te.Tensor, shape: Conv2dShape, c2: int, words: int, name: str
 ) -> te.Tensor:
     """(N, C2/cb, H', W', words) int32: each word two channels rounded to
     bfloat16, zero wherever the convolution pads and in a channel past C;
     data of bfloat16 bits (`BITS`) is paired as it is."""
-    hp, wp = _window(shape)
+    hp, wp = shape.window
     value = _padded_value(data, shape, (hp, wp), c2 != shape.c)
 
     def pack_word(n, co, y, x, wi):
@@ -439,6 +433,7 @@ def _columns_kernel(
     shape: Conv2dShape,
     bias: bool,
     epilogue: Epilogue | None,
+    epilogue_inputs: Sequence[te.Tensor],
     name: str,
     target: Target,
     out_block: int | None,
@@ -461,7 +456,7 @@ def _columns_kernel(
     (sh, sw), dh = shape.strides, shape.dilation[0]
     step = sw * shape.c // PAIR  # words an output column moves
     taps = -(-shape.kw * shape.c // PAIR)  # words of a kernel row
-    hp, _ = _window(shape)
+    hp, _ = shape.window
     groups = shape.ow - 1 + -(-taps // step)
     # columns the pack reads: past the window where its last word overhangs
     columns = (groups - 1) * sw + (PAIR * step - 1) // shape.c + 1
@@ -527,6 +522,7 @@ def _columns_kernel(
         words=1,
         bias=bias,
         epilogue=epilogue,
+        epilogue_inputs=epilogue_inputs,
         name=name,
         target=target,
         out_block=out_block,

@@ -81,6 +81,16 @@ class Conv2dShape:
         ) // self.strides[1] + 1
 
     @property
+    def window(self) -> tuple[int, int]:
+        """Rows and columns of the padded input the convolution reads (its
+        border included, nothing past the last window)."""
+        dh, dw = self.dilation
+        return (
+            (self.oh - 1) * self.strides[0] + dh * (self.kh - 1) + 1,
+            (self.ow - 1) * self.strides[1] + dw * (self.kw - 1) + 1,
+        )
+
+    @property
     def out_shape(self) -> tuple[int, int, int, int]:
         return (self.n, self.o, self.oh, self.ow)
 
@@ -310,9 +320,7 @@ def _padded(
     and columns the convolution reads (asymmetric padding costs nothing),
     zero wherever they fall outside the input."""
     pt, pl, _, _ = shape.padding
-    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
-    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
-    hp, wp = size or (hp, wp)
+    hp, wp = size or shape.window
 
     def read(n, co, y, x, ci):
         if data.ndim == 5:  # blocked already: a copy of whole vectors
@@ -728,8 +736,7 @@ def _grouped_pack(
     whole vectors where its block is cb) zero-padded as the convolution
     reads it, channels past C zero (a last block's span)."""
     pt, pl, _, _ = shape.padding
-    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
-    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+    hp, wp = shape.window
 
     def body(n, co, y, x, ci):
         c = co * cb + ci
@@ -921,8 +928,7 @@ def _direct(
     """The definition over a zero-padded copy of the input, any groups (no
     target fact enters: parallel over channels, nothing vectorized)."""
     pt, pl, _, _ = shape.padding
-    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
-    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+    hp, wp = shape.window
     h, w = shape.h, shape.w
     padded = te.compute(
         (shape.n, shape.c, hp, wp),

@@ -299,8 +299,7 @@ def _packed_words(
     as uint8: int8 plus `flip`), `zero` wherever the convolution pads and in
     the channels past C."""
     pt, pl, _, _ = shape.padding
-    hp = (shape.oh - 1) * shape.strides[0] + shape.dilation[0] * (shape.kh - 1) + 1
-    wp = (shape.ow - 1) * shape.strides[1] + shape.dilation[1] * (shape.kw - 1) + 1
+    hp, wp = shape.window
     c = shape.c
 
     def byte(n, channel, y, x):
