@@ -208,6 +208,14 @@ class ConstantOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_op_attributes(self.attributes)
         printer.print_string(" ")
+        array = self.numpy()
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            # xDSL prints inf and NaN as MLIR's hex float literals (0xff800000),
+            # which its parser reads back as integers (4.29e9): the raw bytes
+            # in a hex string read back exact
+            printer.print_string(f'dense<"0x{self.value.data.data.hex().upper()}"> : ')
+            printer.print_attribute(self.value.type)
+            return
         printer.print_attribute(self.value)
 
     @classmethod
