@@ -84,6 +84,21 @@ def test_exp_flush_gives_zero_not_subnormals():
     assert (np.abs(normal[~np.isnan(normal)]) >= np.finfo("float32").tiny).all()
 
 
+def test_exp_of_nonpositive_arguments_is_the_same_bits():
+    """A softmax's exp(x - max): one scale 2^n instead of two, no upper clamp."""
+    a = np.concatenate(
+        [
+            -np.geomspace(1e-8, 120, 4001, dtype="float32"),
+            np.array([0.0, -0.0, -np.inf, np.nan], "float32"),
+        ]
+    )
+    full = evaluate(lambda v: fastmath.exp(v, flush=True), a)
+    short = evaluate(lambda v: fastmath.exp(v, flush=True, nonpositive=True), a)
+    np.testing.assert_array_equal(short.view("uint32"), full.view("uint32"))
+    with pytest.raises(ValueError, match="nonpositive needs flush"):
+        fastmath.exp(te.const(-1.0), nonpositive=True)
+
+
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 def test_special_values(name):
     a = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], "float32")

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ember import te
+from ember.runtime.errors import EmberValueError
 from ember.te import Expr, ExprLike
 from ember.te.expr import as_expr
 
@@ -126,7 +127,7 @@ def _is_nan(x: Expr) -> Expr:
     return te.not_equal(x, x)
 
 
-def exp(x: ExprLike, flush: bool = False) -> Expr:
+def exp(x: ExprLike, flush: bool = False, nonpositive: bool = False) -> Expr:
     """e^x: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by a polynomial,
     2^n split in two factors so results reach the subnormals and overflow to inf
     as numpy's do.
@@ -136,18 +137,29 @@ def exp(x: ExprLike, flush: bool = False) -> Expr:
     subnormal changes nothing but the time. Arithmetic producing subnormals
     takes a microcode assist on x86: a masked row of scores (BERT's -10000,
     a causal -inf) made softmax 2.1x slower on Zen 5 (22.4 against 10.6 us).
+
+    With `nonpositive` (and `flush`), the caller knows x <= 0 or NaN (a
+    softmax's x - max): no upper clamp, and 2^n one factor (n >= -126), five
+    operations fewer, the same bits (ViT-B/16's 12 x 197 x 197 softmax 78.9
+    -> 70.6 us on Zen 5).
     """
     x = as_expr(x, "float32")
     lo = EXP_NORMAL_LO if flush else EXP_LO
+    if nonpositive and not flush:
+        raise EmberValueError("fastmath.exp: nonpositive needs flush (n >= -126)")
     clamped = te.select(x > lo, x, lo)
-    clamped = te.select(clamped < EXP_HI, clamped, EXP_HI)
+    if not nonpositive:
+        clamped = te.select(clamped < EXP_HI, clamped, EXP_HI)
     nf = (clamped * LOG2E + ROUND) - ROUND
     r = clamped - nf * LN2_HI
     r = r - nf * LN2_LO
     p = 1.0 + r + r * r * horner(r, EXP_Q)
     n = nf.astype("int32")
-    half = n // 2
-    result = p * _pow2(half) * _pow2(n - half)
+    if nonpositive:
+        result = p * _pow2(n)
+    else:
+        half = n // 2
+        result = p * _pow2(half) * _pow2(n - half)
     if flush:
         result = te.select(x < lo, 0.0, result)
     return te.select(_is_nan(x), x, result)

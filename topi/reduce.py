@@ -332,7 +332,9 @@ def softmax(
     )
     e = te.compute(
         x.shape,
-        lambda *idx: fastmath.exp(x[idx] - peak[row_of(idx)], flush=True),
+        lambda *idx: fastmath.exp(
+            x[idx] - peak[row_of(idx)], flush=True, nonpositive=True
+        ),
         name=f"{name}.exp",
     )
     total_partials, total = _row_reduce(
