@@ -1,11 +1,13 @@
 """`graph` dialect ops of neural networks: conv2d, dense (and dense_dequant),
-matmul, batch_matmul, batch_norm, pooling and softmax (the dialect is assembled in `graph.py`)."""
+matmul, batch_matmul, batch_norm, pooling, softmax and attention (the dialect
+is assembled in `graph.py`)."""
 
 import math
 from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    IntegerType,
     TensorType,
 )
 from xdsl.ir import Attribute
@@ -576,6 +578,80 @@ class SoftmaxOp(_SoftmaxBase):
 
     def reference(self, inputs: list[Array]) -> Array:
         return gn.softmax(inputs[0], self.config["axis"])
+
+
+@irdl_op_definition
+class AttentionOp(GraphOp):
+    """Scaled dot-product attention: softmax(q @ kt * scale + mask) @ v, the
+    softmax along the keys. q (..., S, D), kt the keys transposed (..., D, T),
+    v (..., T, E), the same batch dims; the optional mask broadcasts to
+    (..., S, T): added when it has their element type, or a boolean one that
+    keeps the scores where it is true and makes them `fill` elsewhere (-inf
+    by default: ONNX Attention's two kinds; a finite fill, as HF models'
+    float32 minimum, makes a row masked whole uniform, not NaN). `graph-fuse-attention` forms it from the matmuls,
+    the scale, the mask's add or select and the softmax that models export.
+
+    %o = graph.attention %q, %kt, %v {scale = 1.250000e-01 : f32}
+           : (tensor<1x2x8x64xf32>, tensor<1x2x64x8xf32>, tensor<1x2x8x64xf32>)
+           -> tensor<1x2x8x64xf32>
+    """
+
+    name = "graph.attention"
+    ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "scale": ("float", 1.0),
+        "fill": ("float", None),  # None: -inf
+    }
+    PATTERN: ClassVar[str] = "out-elemwise-fusable"
+
+    query = operand_def(TensorType)
+    keys = operand_def(TensorType)
+    values = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def _infer(cls, s: list[Shape], cfg: dict[str, Any]) -> Shape:
+        if len(s) not in (3, 4):
+            raise ShapeError(f"expected 3 or 4 operands, got {len(s)}")
+        q, kt, v = s[:3]
+        for shape, what in ((q, "the query"), (kt, "the keys"), (v, "the values")):
+            if len(shape) < 2:
+                raise ShapeError(f"expected {what} of rank 2 or more, got {shape}")
+        if not len(q) == len(kt) == len(v) or not q[:-2] == kt[:-2] == v[:-2]:
+            raise ShapeError(
+                f"expected the same batch dims, got query {q}, keys {kt}, values {v}"
+            )
+        *batch, rows, depth = q
+        if kt[-2] != depth or v[-2] != kt[-1]:
+            raise ShapeError(
+                f"expected keys (..., {depth}, T) and values (..., T, E), got keys "
+                f"{kt} and values {v}"
+            )
+        if len(s) == 4:
+            shapes.broadcast_to(s[3], (*batch, rows, kt[-1]), "a mask")
+        return (*batch, rows, v[-1])
+
+    @classmethod
+    def _infer_element(
+        cls, elements: list[Attribute], cfg: dict[str, Any]
+    ) -> Attribute:
+        element = super()._infer_element(elements[:3], cfg)
+        if len(elements) == 4 and elements[3] not in (element, IntegerType(1)):
+            raise ShapeError(f"expected a mask of {element} or i1, got {elements[3]}")
+        return element
+
+    def reference(self, inputs: list[Array]) -> Array:
+        q, kt, v, *mask = inputs
+        scores = gn.matmul(q, kt) * np.asarray(self.config["scale"], q.dtype)
+        if mask and mask[0].dtype == np.bool_:
+            fill = self.config["fill"]
+            fill = np.asarray(-np.inf if fill is None else fill, q.dtype)
+            scores = np.where(mask[0], scores, fill)
+        elif mask:
+            scores = scores + mask[0]
+        return gn.matmul(gn.softmax(scores, -1), v).astype(q.dtype)
 
 
 @irdl_op_definition

@@ -49,6 +49,7 @@ _EMBER_PASSES = (
     "graph-fold-constants",
     "graph-fold-batch-norm",
     "graph-fuse-layer-norm",
+    "graph-fuse-attention",
     "graph-merge-matmuls",
     "graph-lookup-tables",
     "graph-mixed-precision",

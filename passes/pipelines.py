@@ -40,6 +40,9 @@ GRAPH_PASSES: tuple[tuple[str, int], ...] = (
     ("cse", 2),
     # what params and literals alone compute is computed now (new params)
     ("graph-fold-constants", 1),
+    # matmul, scale, mask, softmax, matmul: graph.attention, one kernel that
+    # keeps a tile of rows' scores in L1
+    ("graph-fuse-attention", 2),
     # an elementwise chain on one byte tensor (a quantized model's float
     # activations between its quantized ops) becomes a 256-entry table
     ("graph-lookup-tables", 2),
@@ -186,8 +189,13 @@ def model_segments(
     if owner.memory != "workspace":
         options.append(f"memory={owner.memory}")
     plan = "graph-plan-memory" + ("{" + " ".join(options) + "}" if options else "")
+    graph_passes = _graph_passes(ctx, precision)
+    if owner.is_gpu:  # topi.attention's schedule is a CPU's (scores in L1); the
+        # generic GPU schedule would compute each exponential once per result
+        # column, so a GPU keeps the two matmuls and the softmax
+        graph_passes = tuple(p for p in graph_passes if p != "graph-fuse-attention")
     return (
-        ("graph", _graph_passes(ctx, precision)),
+        ("graph", graph_passes),
         # each kernel's best schedule from a tuning log, where it has one
         ("te", (_to_te(precision), apply_records)),
         # each kernel compiled apart (in parallel, cached), as MLIR's

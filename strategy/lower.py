@@ -616,7 +616,7 @@ def _anchored(
             ),
             name=f"data{n}",
         )
-        for n, i in enumerate(strategy.data)
+        for n, i in enumerate(i for i in strategy.data if i < len(head.operands))
     ]
     weights = [i for i in strategy.weights if i < len(head.operands)]
     reads = _Reads(g.known, first=len(data), block_of=block_of)
@@ -625,7 +625,11 @@ def _anchored(
         epilogue = _rounded(epilogue)
     kernel = strategy.build(head, data, epilogue, reads.tensors, target, **layout)
     reads.inline_views(kernel)
-    operands = [g.outside(head.operands[i]) for i in (*strategy.data, *weights)]
+    operands = [
+        g.outside(head.operands[i])
+        for i in (*strategy.data, *weights)
+        if i < len(head.operands)
+    ]
     return KernelSpec(kernel, [*operands, *reads.values])
 
 

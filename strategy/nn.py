@@ -11,6 +11,8 @@ convolutions may then read and write blocked activations (`plan_blocks`).
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects.builtin import TensorType
 
 from ember import te
@@ -26,6 +28,7 @@ from ember.passes.pass_context import PassContext
 from ember.strategy.registry import anchor_strategy
 from ember.topi import pool, spatial
 from ember.topi import reduce as topi_reduce
+from ember.topi.attention import attention
 from ember.topi.bf16 import BITS, conv2d_bf16, dense_bf16, on_floats
 from ember.topi.conv2d import (
     Blocks,
@@ -330,6 +333,18 @@ def _softmax_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
         epilogue=epilogue,
         epilogue_tensors=epilogue_inputs,
         name=op.name.removeprefix("graph."),
+        target=target,
+    )
+
+
+@anchor_strategy(graph.AttentionOp, data=(0, 1, 2, 3), dtypes=("float32", "bool"))
+def _attention_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
+    return attention(
+        *data,
+        scale=op.config["scale"],
+        fill=-math.inf if op.config["fill"] is None else op.config["fill"],
+        epilogue=epilogue,
+        epilogue_tensors=epilogue_inputs,
         target=target,
     )
 

@@ -294,6 +294,7 @@ def test_pass_context_nesting_and_pipeline():
         "graph-merge-matmuls",
         "cse",
         "graph-fold-constants",
+        "graph-fuse-attention",
         "graph-lookup-tables",
         "dce",
         "graph-fuse-ops",
