@@ -17,6 +17,8 @@ and
     %c = graph.constant dense<[1.0, 4.0]> : tensor<2xf32>
     %s = graph.sqrt %c : (tensor<2xf32>) -> tensor<2xf32>
 becomes `%s = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>` with or without.
+A reshape to its operand's own type and a transpose by the identity permutation
+fold to their operand, known or not.
 
 A literal result larger than `max-elements` stays unfolded in the pass form (the
 IR holds literals as text); with params it becomes a param instead. A result past
@@ -80,6 +82,21 @@ def _result_bytes(op: Operation) -> float:
     return math.prod(t.get_shape()) * np.dtype(dtype_of(t.element_type)).itemsize
 
 
+def _is_identity(op: Operation) -> bool:
+    """A reshape to its operand's type or a transpose by the identity
+    permutation (exporters and importers write them: ONNX Attention's 4-D
+    form reshapes to the shape it has): a copy kernel of nothing."""
+    if not isinstance(op, graph.ReshapeOp | graph.TransposeOp):
+        return False
+    if op.results[0].type != op.operands[0].type:
+        return False
+    if isinstance(op, graph.ReshapeOp):
+        return True
+    axes = list(range(len(op.results[0].type.get_shape())))  # type: ignore[attr-defined]
+    perm = op.config["perm"]
+    return (axes[::-1] if perm is None else list(perm)) == axes
+
+
 def _fold_block(
     block: Block,
     params: Mapping[str, np.ndarray] | None,
@@ -92,7 +109,9 @@ def _fold_block(
     origin: dict[SSAValue, str] = {}
     folded: list[Operation] = []
     for op in block.ops:
-        if isinstance(op, graph.ConstantOp):
+        if _is_identity(op):  # its operand as it is
+            op.results[0].replace_all_uses_with(op.operands[0])
+        elif isinstance(op, graph.ConstantOp):
             known[op.result] = op.numpy()
         elif isinstance(op, graph.ParamOp):
             name = op.param_name.data

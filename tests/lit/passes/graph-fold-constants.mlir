@@ -57,3 +57,23 @@ func.func @params(%x: tensor<1x4xf32>) -> tensor<1x3xf32> {
   %y = graph.dense %x, %t : (tensor<1x4xf32>, tensor<3x4xf32>) -> tensor<1x3xf32>
   func.return %y : tensor<1x3xf32>
 }
+
+// -----
+
+// A reshape to its operand's type and a transpose by the identity permutation
+// are their operand, known or not; a transpose that keeps the type but moves
+// axes (perm [0, 2, 1] of 2x3x3) stays.
+
+// CHECK-LABEL: func.func @identities(
+// CHECK-SAME:      %[[X:.*]]: tensor<2x3x3xf32>)
+// CHECK-NEXT:    %[[T:.*]] = graph.transpose %[[X]] {perm = [0, 2, 1]}
+// CHECK-NEXT:    %[[R:.*]] = graph.transpose %[[T]] : (tensor<2x3x3xf32>) -> tensor<3x3x2xf32>
+// CHECK-NEXT:    func.return %[[R]]
+func.func @identities(%x: tensor<2x3x3xf32>) -> tensor<3x3x2xf32> {
+  %a = graph.reshape %x : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %b = graph.transpose %a {perm = [0, 1, 2]} : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %c = graph.transpose %b {perm = [0, 2, 1]} : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %d = graph.reshape %c : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %e = graph.transpose %d : (tensor<2x3x3xf32>) -> tensor<3x3x2xf32>
+  func.return %e : tensor<3x3x2xf32>
+}
