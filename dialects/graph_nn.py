@@ -588,7 +588,9 @@ class AttentionOp(GraphOp):
     (..., S, T): added when it has their element type, or a boolean one that
     keeps the scores where it is true and makes them `fill` elsewhere (-inf
     by default: ONNX Attention's two kinds; a finite fill, as HF models'
-    float32 minimum, makes a row masked whole uniform, not NaN). `graph-fuse-attention` forms it from the matmuls,
+    float32 minimum, makes a row masked whole uniform, not NaN). With
+    `nan_to_zero`, probabilities that are NaN (a row masked whole) are 0,
+    as torch's exported scaled_dot_product_attention writes it. `graph-fuse-attention` forms it from the matmuls,
     the scale, the mask's add or select and the softmax that models export.
 
     %o = graph.attention %q, %kt, %v {scale = 1.250000e-01 : f32}
@@ -600,6 +602,7 @@ class AttentionOp(GraphOp):
     ATTRS: ClassVar[dict[str, tuple[str, Any]]] = {
         "scale": ("float", 1.0),
         "fill": ("float", None),  # None: -inf
+        "nan_to_zero": ("bool", None),  # None: false
     }
     PATTERN: ClassVar[str] = "out-elemwise-fusable"
 
@@ -651,7 +654,10 @@ class AttentionOp(GraphOp):
             scores = np.where(mask[0], scores, fill)
         elif mask:
             scores = scores + mask[0]
-        return gn.matmul(gn.softmax(scores, -1), v).astype(q.dtype)
+        probs = gn.softmax(scores, -1)
+        if self.config["nan_to_zero"]:
+            probs = np.where(np.isnan(probs), np.asarray(0, q.dtype), probs)
+        return gn.matmul(probs, v).astype(q.dtype)
 
 
 @irdl_op_definition

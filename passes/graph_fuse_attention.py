@@ -11,6 +11,8 @@ intermediate read only by the next op, the softmax along the keys:
     %a = graph.add %d, %mask         (either side; or graph.where %cond, %d,
                                       -inf: a boolean mask; optional)
     %p = graph.softmax %a {axis = -1}
+                                     (then graph.where(graph.is_nan %p, 0, %p):
+                                      nan_to_zero, as torch exports SDPA)
     %o = graph.matmul %p, %v         (v (..., T, E))
 becomes
     %o = graph.attention %q, %kt, %v, %mask {scale = 1/c}
@@ -31,6 +33,7 @@ from xdsl.passes import ModulePass
 
 from ember.dialects import graph
 from ember.dialects.graph_dtype import WhereOp
+from ember.dialects.graph_math import IsNaNOp
 from ember.dialects.graph_shapes import dims_of
 from ember.passes.graph_fuse_layer_norm import _only_reader, _scalar
 
@@ -59,20 +62,48 @@ def _scaled(value: SSAValue) -> tuple[SSAValue, float, Operation | None]:
     return value, 1.0, None
 
 
+def _nan_to_zero(
+    value: SSAValue, reader: Operation
+) -> tuple[SSAValue, list[Operation]] | None:
+    """(p, [the where, the is_nan]) when `value` is where(is_nan(p), 0, p)
+    read by `reader` alone, p read by those two alone."""
+    where = value.owner
+    if not isinstance(where, WhereOp) or not _only_reader(value, reader):
+        return None
+    test, zero, p = where.cond, where.lhs, where.rhs
+    check = test.owner
+    if not isinstance(check, IsNaNOp) or check.operands[0] is not p:
+        return None
+    if _scalar(zero) != 0.0 or not _only_reader(test, where):
+        return None
+    if any(use.operation not in (where, check) for use in p.uses):
+        return None
+    return p, [where, check]
+
+
 def _match(out: Operation) -> tuple[list[SSAValue], dict, list[Operation]] | None:
     """([q, kt, v, mask?], the attributes, the ops replaced) when `out` ends
     the pattern."""
     if not isinstance(out, _MATMULS):
         return None
     probs, v = out.operands
+    dead: list[Operation] = [out]
+    attrs: dict = {}
+    zeroed = _nan_to_zero(probs, out)
+    if zeroed is not None:  # torch's exported SDPA: where(isnan(p), 0, p)
+        probs, ops = zeroed
+        dead += ops
+        attrs["nan_to_zero"] = True
     softmax = probs.owner
-    if not isinstance(softmax, graph.SoftmaxOp) or not _only_reader(probs, out):
+    if not isinstance(softmax, graph.SoftmaxOp):
+        return None
+    if zeroed is None and not _only_reader(probs, out):
         return None
     scores = softmax.operands[0]
     rank = len(dims_of(scores.type))
     if softmax.config["axis"] not in (-1, rank - 1):
         return None
-    dead: list[Operation] = [out, softmax]
+    dead.append(softmax)
     mask, fill = None, -math.inf
     masking = scores.owner
     if isinstance(masking, graph.AddOp) and _only_reader(scores, softmax):
@@ -107,7 +138,9 @@ def _match(out: Operation) -> tuple[list[SSAValue], dict, list[Operation]] | Non
         return None
     if mask is not None and not _broadcasts(shapes[3], (*sq[:-1], sk[-1])):
         return None
-    attrs = {"scale": scale} if fill == -math.inf else {"scale": scale, "fill": fill}
+    attrs["scale"] = scale
+    if fill != -math.inf:
+        attrs["fill"] = fill
     return [q, kt, v, *([mask] if mask is not None else [])], attrs, [*dead, qk]
 
 

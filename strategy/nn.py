@@ -343,6 +343,7 @@ def _attention_strategy(op, data, epilogue, epilogue_inputs, target) -> Kernel:
         *data,
         scale=op.config["scale"],
         fill=-math.inf if op.config["fill"] is None else op.config["fill"],
+        nan_to_zero=bool(op.config["nan_to_zero"]),
         epilogue=epilogue,
         epilogue_tensors=epilogue_inputs,
         target=target,

@@ -69,7 +69,8 @@ def test_the_epilogue_applies_to_each_result_element():
     np.testing.assert_allclose(got, expected * 2 + 1, rtol=1e-5, atol=2e-6)
 
 
-def test_a_fully_masked_row_is_nan_as_numpy_gives():
+@pytest.mark.parametrize("nan_to_zero", [False, True])
+def test_a_fully_masked_row_is_nan_as_numpy_gives_or_zeros(nan_to_zero):
     q, kt, v = (np.ones(s, np.float32) for s in ((1, 2, 4), (1, 4, 3), (1, 3, 4)))
     mask = np.zeros((1, 2, 3), np.float32)
     mask[0, 1] = -np.inf
@@ -77,8 +78,13 @@ def test_a_fully_masked_row_is_nan_as_numpy_gives():
         te.placeholder(a.shape, name=n)
         for a, n in zip((q, kt, v, mask), "qkvm", strict=True)
     ]
-    got = run_kernel(attention(*tensors), q, kt, v, mask)
-    assert np.isnan(got[0, 1]).all() and np.isfinite(got[0, 0]).all()
+    k = attention(*tensors, nan_to_zero=nan_to_zero)
+    got = run_kernel(k, q, kt, v, mask)
+    np.testing.assert_allclose(got[0, 0], 1.0, rtol=1e-6)
+    if nan_to_zero:  # torch's exported SDPA: where(isnan(p), 0, p)
+        np.testing.assert_array_equal(got[0, 1], 0.0)
+    else:
+        assert np.isnan(got[0, 1]).all()
 
 
 @pytest.mark.parametrize("fill", [-np.inf, np.finfo(np.float32).min])
@@ -135,12 +141,16 @@ def test_shapes_that_do_not_fit_are_refused():
 
 
 def attention_model(
-    mask: bool, div: bool = True, extra_output: bool = False, causal: bool = False
+    mask: bool,
+    div: bool = True,
+    extra_output: bool = False,
+    causal: bool = False,
+    nan_to_zero: bool = False,
 ):
     """MatMul(q, kt) / 8 (or * 0.125) [+ mask] -> Softmax -> MatMul(., v), as
     exporters write it; `causal`: Where(tril, scores, float32 min) instead of
-    the mask's Add, as a GPT block; `extra_output` also returns the
-    probabilities."""
+    the mask's Add, as a GPT block; `nan_to_zero`: Where(IsNaN(p), 0, p)
+    after the softmax; `extra_output` also returns the probabilities."""
     f = TensorProto.FLOAT
     scale = "Div" if div else "Mul"
     nodes = [
@@ -167,10 +177,17 @@ def attention_model(
         nodes.append(helper.make_node("Add", ["m", last], ["a"]))  # the mask first
         inputs.append(helper.make_tensor_value_info("m", f, [1, 1, 1, 20]))
         last = "a"
-    nodes += [
-        helper.make_node("Softmax", [last], ["p"], axis=-1),
-        helper.make_node("MatMul", ["p", "v"], ["o"]),
-    ]
+    nodes.append(helper.make_node("Softmax", [last], ["p"], axis=-1))
+    probs = "p"
+    if nan_to_zero:  # torch's SDPA export: NaN probabilities (masked rows) are 0
+        zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+        initializers.append(zero)
+        nodes += [
+            helper.make_node("IsNaN", ["p"], ["isnan"]),
+            helper.make_node("Where", ["isnan", "zero", "p"], ["pz"]),
+        ]
+        probs = "pz"
+    nodes.append(helper.make_node("MatMul", [probs, "v"], ["o"]))
     outputs = [helper.make_tensor_value_info("o", f, [1, 3, 20, 8])]
     if extra_output:
         outputs.append(helper.make_tensor_value_info("p", f, [1, 3, 20, 20]))
@@ -218,6 +235,20 @@ def test_exported_attention_is_one_kernel_equal_to_onnxruntime(mask, div, causal
     assert "ember_attention" in source and "ember_softmax" not in source
 
 
+def test_torch_sdpa_form_zeroes_a_row_masked_whole_as_onnxruntime():
+    m = attention_model(True, nan_to_zero=True)
+    feeds = feeds_for(m)
+    feeds["m"][..., :] = 0.0
+    feeds["m"][..., 3:7] = -np.inf  # the mask broadcasts over rows: mask keys
+    feeds["q"][0, 1, 2] = np.nan  # and a NaN query row: NaN scores, zeros
+    (expected,) = ort.InferenceSession(m.SerializeToString()).run(None, feeds)
+    lib = ember.compile_model(m)
+    (got,) = rt.GraphModule(lib["default"](rt.cpu()))(**feeds)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[0, 1, 2], 0.0)
+    assert "ember_attention" in kernels_of(lib)
+
+
 def test_probabilities_read_elsewhere_keep_the_three_kernels():
     m = attention_model(True, extra_output=True)
     feeds = feeds_for(m)
@@ -235,3 +266,35 @@ def test_opt_level_one_keeps_the_matmuls():
     with ember.PassContext(opt_level=1):
         source = kernels_of(ember.compile_model(m))
     assert "ember_attention" not in source and "ember_softmax" in source
+
+
+# --- the op in text IR: its numpy reference against its kernel ------------------
+
+OP_IR = """
+func.func @main(%q: tensor<2x5x8xf32> {ember.name = "q"}, %kt: tensor<2x8x9xf32> {ember.name = "kt"}, %v: tensor<2x9x3xf32> {ember.name = "v"}, %m: tensor<5x9xi1> {ember.name = "m"}) -> tensor<2x5x3xf32> {
+  %o = graph.attention %q, %kt, %v, %m {scale = 0.5 : f32, fill = -1.0e+30 : f32, nan_to_zero = true} : (tensor<2x5x8xf32>, tensor<2x8x9xf32>, tensor<2x9x3xf32>, tensor<5x9xi1>) -> tensor<2x5x3xf32>
+  func.return %o : tensor<2x5x3xf32>
+}
+"""
+
+
+def test_the_op_reference_and_its_kernel_agree():
+    from xdsl.parser import Parser
+
+    from ember.passes import get_context
+    from ember.passes.graph_reference import run_graph
+
+    inputs = {
+        "q": RNG.standard_normal((2, 5, 8)).astype(np.float32),
+        "kt": RNG.standard_normal((2, 8, 9)).astype(np.float32),
+        "v": RNG.standard_normal((2, 9, 3)).astype(np.float32),
+        "m": RNG.random((5, 9)) < 0.6,
+    }
+    inputs["m"][3] = False  # a row masked whole: uniform under a finite fill
+    main = next(iter(Parser(get_context(), OP_IR).parse_module().ops))
+    (expected,) = run_graph(main, list(inputs.values()), {})
+    (got,) = rt.GraphModule(ember.compile_model(OP_IR, {})["default"](rt.cpu()))(
+        **inputs
+    )
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[:, 3], inputs["v"].mean(1), rtol=1e-5)

@@ -49,6 +49,7 @@ def attention(
     *,
     scale: float = 1.0,
     fill: float = -math.inf,
+    nan_to_zero: bool = False,
     placeholders: Sequence[te.Tensor] | None = None,
     epilogue: Epilogue | None = None,
     epilogue_tensors: Sequence[te.Tensor] = (),
@@ -65,6 +66,8 @@ def attention(
             `placeholders` (then inlined into the kernel's reads).
         scale: the factor of the scores.
         fill: the score where a boolean mask is false.
+        nan_to_zero: NaN probabilities are 0: a row whose sum is NaN (one
+            NaN probability makes every one of the row NaN) is zeros.
         placeholders: the kernel's inputs when the operands are computes
             (None: the operands themselves).
         epilogue, epilogue_tensors: elementwise ops on the result and the
@@ -164,15 +167,17 @@ def attention(
     total_partials, total = _row_reduce(
         lambda r, k, _: e[(*r, k)], (*bs, mp), tp, "sum", f"{name}.sum", lanes
     )
+
     # 1 / the sum read first: its stage then comes before z's in the nest,
     # which the bounds of the stages attached at one tile need
-    out = te.compute(
-        (*bs, rows, width),
-        lambda *idx: apply_epilogue(
-            epilogue, (1.0 / total[idx[:-1]]) * z[idx], tuple(idx)
-        ),
-        name=name,
-    )
+    def result(*idx: te.Expr) -> te.Expr:
+        total_ = total[idx[:-1]]
+        value = (1.0 / total_) * z[idx]
+        if nan_to_zero:  # a NaN sum: NaN is the only value unequal to itself
+            value = te.select(te.not_equal(total_, total_), te.const(0.0), value)
+        return apply_epilogue(epilogue, value, tuple(idx))
+
+    out = te.compute((*bs, rows, width), result, name=name)
     eb = nb if width % nb == 0 else width
 
     def schedule(s: Schedule) -> None:

@@ -25,3 +25,10 @@ func.func @boolean(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x6
   %o = graph.attention %q, %kt, %v, %c {scale = 5.000000e-01 : f32, fill = -1.000000e+09 : f32} : (tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<4x6x8xf32>, tensor<6x6xi1>) -> tensor<4x6x8xf32>
   func.return %o : tensor<4x6x8xf32>
 }
+
+// CHECK-LABEL: func.func @nan_to_zero(
+// CHECK:         graph.attention %{{.*}}, %{{.*}}, %{{.*}} {nan_to_zero = true} : (tensor<5x3xf32>, tensor<3x7xf32>, tensor<7x2xf32>) -> tensor<5x2xf32>
+func.func @nan_to_zero(%q: tensor<5x3xf32>, %kt: tensor<3x7xf32>, %v: tensor<7x2xf32>) -> tensor<5x2xf32> {
+  %o = graph.attention %q, %kt, %v {nan_to_zero = true} : (tensor<5x3xf32>, tensor<3x7xf32>, tensor<7x2xf32>) -> tensor<5x2xf32>
+  func.return %o : tensor<5x2xf32>
+}

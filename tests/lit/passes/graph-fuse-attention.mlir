@@ -68,6 +68,25 @@ func.func @causal_inf(%q: tensor<6x8xf32>, %kt: tensor<8x6xf32>, %v: tensor<6x8x
 
 // -----
 
+// torch's exported scaled_dot_product_attention: the probabilities' NaNs (a
+// row masked whole) made 0 before the values' matmul.
+
+// CHECK-LABEL: func.func @sdpa(
+// CHECK:         graph.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f32, nan_to_zero = true} : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x8xf32>
+// CHECK-NOT:     graph.is_nan
+func.func @sdpa(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %zero = graph.constant dense<0.0> : tensor<1xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %a = graph.add %s, %m : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = graph.softmax %a {axis = -1} : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %n = graph.is_nan %p : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xi1>
+  %z = graph.where %n, %zero, %p : (tensor<1x2x4x4xi1>, tensor<1xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = graph.matmul %z, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  func.return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
 // Left alone: the probabilities are also a result; the softmax along another
 // axis; keys broadcast over the query's batch; a scale that is a tensor.
 
