@@ -36,7 +36,7 @@ from ember.runtime.errors import EmberValueError
 from ember.te.schedule import Schedule
 from ember.topi import fastmath
 from ember.topi.dense import _row_tile
-from ember.topi.elementwise import broadcast_read, compute_of, inline_injective
+from ember.topi.elementwise import broadcast_read, compute_of
 from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
 from ember.topi.reduce import _row_reduce, _schedule_partials
 
@@ -50,7 +50,6 @@ def attention(
     scale: float = 1.0,
     fill: float = -math.inf,
     nan_to_zero: bool = False,
-    placeholders: Sequence[te.Tensor] | None = None,
     epilogue: Epilogue | None = None,
     epilogue_tensors: Sequence[te.Tensor] = (),
     name: str = "attention",
@@ -62,14 +61,11 @@ def attention(
     elsewhere), then the epilogue per result element.
 
     Args:
-        q, kt, v, mask: placeholders, or injective computes over
-            `placeholders` (then inlined into the kernel's reads).
+        q, kt, v, mask: placeholders.
         scale: the factor of the scores.
         fill: the score where a boolean mask is false.
         nan_to_zero: NaN probabilities are 0: a row whose sum is NaN (one
             NaN probability makes every one of the row NaN) is zeros.
-        placeholders: the kernel's inputs when the operands are computes
-            (None: the operands themselves).
         epilogue, epilogue_tensors: elementwise ops on the result and the
             tensors they read.
         target: the machine (None: `Target.current()`); static sizes only.
@@ -110,15 +106,13 @@ def attention(
     def key(j: te.Expr) -> te.Expr:  # the padded keys read the last one
         return j if tp == keys else te.min(j, keys - 1)
 
-    kp = te.compute(
-        (*bs, panels, depth, nb),
-        lambda *idx: te.if_then_else(
-            idx[n] * nb + idx[n + 2] < keys,
-            kt[(*idx[:n], idx[n + 1], key(idx[n] * nb + idx[n + 2]))],
-            te.const(0.0, kt.dtype),
-        ),
-        name=f"{name}.keys",
-    )
+    def panel(*idx: te.Expr) -> te.Expr:  # zeros past the keys (a select: a
+        # vector blend, every read in bounds)
+        j = idx[n] * nb + idx[n + 2]
+        value = kt[(*idx[:n], idx[n + 1], key(j))]
+        return value if tp == keys else te.select(j < keys, value, 0.0)
+
+    kp = te.compute((*bs, panels, depth, nb), panel, name=f"{name}.keys")
     rd = te.reduce_axis((0, depth), "rd")
     acc = te.compute(
         (*bs, mp, tp),
@@ -181,7 +175,6 @@ def attention(
     eb = nb if width % nb == 0 else width
 
     def schedule(s: Schedule) -> None:
-        inline_injective(s, keep=[kp, acc, scores, e])
         *outer, ji = compute_of(s[kp]).axis
         s[kp].parallel(s[kp].fuse(*outer[:-1]) if len(outer) > 2 else outer[0])
         s[kp].vectorize(ji)
@@ -217,11 +210,7 @@ def attention(
         s[z].unroll(zi)
         s[z].vectorize(zj)
 
-    inputs = (
-        list(placeholders)
-        if placeholders is not None
-        else [t for t in (q, kt, v, mask) if t is not None]
-    )
+    inputs = [t for t in (q, kt, v, mask) if t is not None]
     return Kernel(
         out,
         [*inputs, *epilogue_inputs(epilogue_tensors)],
