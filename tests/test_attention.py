@@ -298,3 +298,32 @@ def test_the_op_reference_and_its_kernel_agree():
     )
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[:, 3], inputs["v"].mean(1), rtol=1e-5)
+
+
+def test_gpu_kinds_keep_the_three_kernels():
+    """The fused kernel's schedule is a CPU's: a GPU pipeline leaves the pass out."""
+    from ember.passes.pipelines import model_segments
+
+    assert "graph-fuse-attention" in dict(model_segments(kind="llvm"))["graph"]
+    for kind in ("opencl", "cuda"):
+        assert "graph-fuse-attention" not in dict(model_segments(kind=kind))["graph"]
+
+
+def test_every_row_tile_of_the_knobs_gives_the_same_result():
+    """Tuning changes the row tile (divisors of the padded rows), never results."""
+    q, kt, v = (
+        RNG.standard_normal(shape).astype(np.float32)
+        for shape in ((2, 21, 16), (2, 16, 37), (2, 37, 8))
+    )
+    tensors = [
+        te.placeholder(a.shape, name=n) for a, n in zip((q, kt, v), "qkv", strict=True)
+    ]
+    k = attention(*tensors, scale=0.25)
+    assert len(k.knobs.space["rows"]) > 2
+    expected = reference(q, kt, v, scale=0.25)
+    for rows in k.knobs.space["rows"]:
+        got = np.zeros(k.output.shape, np.float32)
+        ember.build(k.schedule(config={"rows": rows}), k.args)(q, kt, v, got)
+        np.testing.assert_allclose(
+            got, expected, rtol=1e-5, atol=2e-6, err_msg=str(rows)
+        )

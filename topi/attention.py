@@ -37,7 +37,14 @@ from ember.te.schedule import Schedule
 from ember.topi import fastmath
 from ember.topi.dense import _row_tile
 from ember.topi.elementwise import broadcast_read, compute_of
-from ember.topi.kernel import Epilogue, Kernel, apply_epilogue, epilogue_inputs
+from ember.topi.kernel import (
+    Epilogue,
+    Kernel,
+    Knobs,
+    accumulator_registers,
+    apply_epilogue,
+    epilogue_inputs,
+)
 from ember.topi.reduce import _row_reduce, _schedule_partials
 
 
@@ -174,12 +181,12 @@ def attention(
     out = te.compute((*bs, rows, width), result, name=name)
     eb = nb if width % nb == 0 else width
 
-    def schedule(s: Schedule) -> None:
+    def schedule(s: Schedule, config: dict) -> None:
         *outer, ji = compute_of(s[kp]).axis
         s[kp].parallel(s[kp].fuse(*outer[:-1]) if len(outer) > 2 else outer[0])
         s[kp].vectorize(ji)
         *b, i, d = compute_of(s[out]).axis
-        io, ii = s[out].split(i, factor=mt)
+        io, ii = s[out].split(i, factor=config["rows"])
         do, di = s[out].split(d, factor=eb)
         s[out].reorder(*b, io, do, ii, di)
         tile = s[out].fuse(*b, io) if b else io
@@ -210,14 +217,20 @@ def attention(
         s[z].unroll(zi)
         s[z].vectorize(zj)
 
+    # the row tile is the knob: divisors of the padded rows (the computation
+    # stays) within the accumulator registers
+    most = max(1, accumulator_registers(machine) // 2)
+    tiles = {t for t in range(1, min(mp, most) + 1) if mp % t == 0} | {mt}
+    knobs = Knobs({"rows": tuple(sorted(tiles))}, {"rows": mt}, schedule)
     inputs = [t for t in (q, kt, v, mask) if t is not None]
     return Kernel(
         out,
         [*inputs, *epilogue_inputs(epilogue_tensors)],
-        schedule_fn=schedule,
+        schedule_fn=lambda s: schedule(s, knobs.default),
         attrs={
             "kernel": "attention",
             "tile": (mt, nb),
             "flops": 2 * math.prod(bs) * rows * keys * (depth + width),
         },
+        knobs=knobs,
     )
