@@ -35,7 +35,11 @@ from ember.dialects import graph
 from ember.dialects.graph_dtype import WhereOp
 from ember.dialects.graph_math import IsNaNOp
 from ember.dialects.graph_shapes import dims_of
-from ember.passes.graph_fuse_layer_norm import _only_reader, _scalar
+from ember.passes.graph_fuse_layer_norm import (
+    only_reader,
+    replace_chain,
+    scalar_value,
+)
 
 _MATMULS = (graph.MatmulOp, graph.BatchMatmulOp)
 
@@ -52,11 +56,11 @@ def _scaled(value: SSAValue) -> tuple[SSAValue, float, Operation | None]:
     """(x, scale, the op) when `value` is x / c or x * c, else (value, 1, None)."""
     op = value.owner
     if isinstance(op, graph.DivOp):
-        c = _scalar(op.rhs)
+        c = scalar_value(op.rhs)
         if c is not None and c != 0:
             return op.lhs, 1.0 / c, op
     if isinstance(op, graph.MulOp):
-        for x, c in ((op.lhs, _scalar(op.rhs)), (op.rhs, _scalar(op.lhs))):
+        for x, c in ((op.lhs, scalar_value(op.rhs)), (op.rhs, scalar_value(op.lhs))):
             if c is not None:
                 return x, c, op
     return value, 1.0, None
@@ -68,13 +72,13 @@ def _nan_to_zero(
     """(p, [the where, the is_nan]) when `value` is where(is_nan(p), 0, p)
     read by `reader` alone, p read by those two alone."""
     where = value.owner
-    if not isinstance(where, WhereOp) or not _only_reader(value, reader):
+    if not isinstance(where, WhereOp) or not only_reader(value, reader):
         return None
     test, zero, p = where.cond, where.lhs, where.rhs
     check = test.owner
     if not isinstance(check, IsNaNOp) or check.operands[0] is not p:
         return None
-    if _scalar(zero) != 0.0 or not _only_reader(test, where):
+    if scalar_value(zero) != 0.0 or not only_reader(test, where):
         return None
     if any(use.operation not in (where, check) for use in p.uses):
         return None
@@ -97,7 +101,7 @@ def _match(out: Operation) -> tuple[list[SSAValue], dict, list[Operation]] | Non
     softmax = probs.owner
     if not isinstance(softmax, graph.SoftmaxOp):
         return None
-    if zeroed is None and not _only_reader(probs, out):
+    if zeroed is None and not only_reader(probs, out):
         return None
     scores = softmax.operands[0]
     rank = len(dims_of(scores.type))
@@ -106,25 +110,25 @@ def _match(out: Operation) -> tuple[list[SSAValue], dict, list[Operation]] | Non
     dead.append(softmax)
     mask, fill = None, -math.inf
     masking = scores.owner
-    if isinstance(masking, graph.AddOp) and _only_reader(scores, softmax):
+    if isinstance(masking, graph.AddOp) and only_reader(scores, softmax):
         for x, m in ((masking.lhs, masking.rhs), (masking.rhs, masking.lhs)):
             if isinstance(_scaled(x)[0].owner, _MATMULS):  # the scores' side
                 scores, mask = x, m
                 dead.append(masking)
                 break
-    elif isinstance(masking, WhereOp) and _only_reader(scores, softmax):
+    elif isinstance(masking, WhereOp) and only_reader(scores, softmax):
         # a causal or padding mask: the scores where it holds, else the fill
-        value = _scalar(masking.rhs)
+        value = scalar_value(masking.rhs)
         element = masking.cond.type.element_type  # type: ignore[attr-defined]
         if value is not None and str(element) == "i1":
             scores, mask, fill = masking.lhs, masking.cond, value
             dead.append(masking)
     value, scale, op = _scaled(scores)
-    if op is not None and _only_reader(scores, dead[-1]):
+    if op is not None and only_reader(scores, dead[-1]):
         dead.append(op)
         scores = value
     qk = scores.owner
-    if not isinstance(qk, _MATMULS) or not _only_reader(scores, dead[-1]):
+    if not isinstance(qk, _MATMULS) or not only_reader(scores, dead[-1]):
         return None
     q, kt = qk.operands
     shapes = [_shape(t) for t in (q, kt, v)]
@@ -165,13 +169,7 @@ def fuse_attention(module: ModuleOp) -> int:
         fused.location = FusedLoc(
             tuple(op.location for op in reversed(dead)), NoneAttr()
         )
-        block = out.parent_block()
-        assert block is not None
-        block.insert_op_before(fused, out)
-        out.results[0].replace_all_uses_with(fused.results[0])
-        for op in dead:
-            op.detach()
-            op.erase()
+        replace_chain([fused], out, dead)
         count += 1
     return count
 

@@ -30,7 +30,7 @@ from xdsl.passes import ModulePass
 from ember.dialects import graph
 
 
-def _scalar(value: SSAValue) -> float | None:
+def scalar_value(value: SSAValue) -> float | None:
     """The value of a single-element float constant, else None."""
     owner = value.owner
     if not isinstance(owner, graph.ConstantOp):
@@ -39,8 +39,22 @@ def _scalar(value: SSAValue) -> float | None:
     return float(array.reshape(())) if array.size == 1 else None
 
 
-def _only_reader(value: SSAValue, op: Operation) -> bool:
+def only_reader(value: SSAValue, op: Operation) -> bool:
+    """Whether `op` is the only op that reads `value` (it may read it twice)."""
     return all(use.operation is op for use in value.uses)
+
+
+def replace_chain(new: list[Operation], last: Operation, dead: list[Operation]) -> None:
+    """A matched chain's rewrite: `new` inserted before `last`, the chain's
+    result (`last`'s) replaced by the last new op's, the chain's ops `dead`
+    (consumers first) erased."""
+    block = last.parent_block()
+    assert block is not None
+    block.insert_ops_before(new, last)
+    last.results[0].replace_all_uses_with(new[-1].results[0])
+    for op in dead:
+        op.detach()
+        op.erase()
 
 
 def _trailing(op: Operation) -> int | None:
@@ -61,9 +75,9 @@ def _match(div: graph.DivOp) -> tuple[SSAValue, int, float, list[Operation]] | N
     add = sqrt.input.owner
     if not isinstance(add, graph.AddOp):
         return None
-    var, eps = add.lhs, _scalar(add.rhs)
+    var, eps = add.lhs, scalar_value(add.rhs)
     if eps is None:
-        var, eps = add.rhs, _scalar(add.lhs)
+        var, eps = add.rhs, scalar_value(add.lhs)
     var_op, mean = var.owner, sub.rhs.owner
     if eps is None or eps < 0 or not isinstance(var_op, graph.ReduceMeanOp):
         return None
@@ -71,7 +85,7 @@ def _match(div: graph.DivOp) -> tuple[SSAValue, int, float, list[Operation]] | N
     squares = (
         isinstance(square, graph.PowOp)
         and square.lhs is d
-        and _scalar(square.rhs) == 2.0
+        and scalar_value(square.rhs) == 2.0
         or isinstance(square, graph.MulOp)
         and square.lhs is d
         and square.rhs is d
@@ -90,7 +104,7 @@ def _match(div: graph.DivOp) -> tuple[SSAValue, int, float, list[Operation]] | N
         (root, div),
         (square.results[0], var_op),
     ]
-    if not all(_only_reader(v, op) for v, op in chain):
+    if not all(only_reader(v, op) for v, op in chain):
         return None
     if any(use.operation not in (square, div) for use in d.uses):
         return None
@@ -109,13 +123,7 @@ def fuse_layer_norms(module: ModuleOp) -> int:
             continue
         one = graph.ConstantOp.from_numpy(np.ones(1, np.float32))
         norm = graph.LayerNormOp.build_inferred(x, one, axis=axis, epsilon=eps)
-        block = div.parent_block()
-        assert block is not None
-        block.insert_ops_before([one, norm], div)
-        div.results[0].replace_all_uses_with(norm.results[0])
-        for op in dead:
-            op.detach()
-            op.erase()
+        replace_chain([one, norm], div, dead)
         count += 1
     return count
 
