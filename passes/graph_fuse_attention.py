@@ -17,7 +17,9 @@ intermediate read only by the next op, the softmax along the keys:
 becomes
     %o = graph.attention %q, %kt, %v, %mask {scale = 1/c}
 
-`c` is a single-element float32 constant; q, kt and v have the same batch dims
+`c` is a single-element float32 constant (scale = 1 / c for a division: the
+same products where c is a power of two, as sqrt(64) = 8, else within an
+ulp); q, kt and v have the same batch dims
 (no broadcasting between them), static shapes and float32 elements. A select
 by a boolean mask joins only with -inf: a finite fill (HF's float32 minimum)
 differs from adding it where a row is masked whole.
@@ -142,10 +144,14 @@ def _match(out: Operation) -> tuple[list[SSAValue], dict, list[Operation]] | Non
         return None
     if mask is not None and not _broadcasts(shapes[3], (*sq[:-1], sk[-1])):
         return None
+    operands = [q, kt, v, *([mask] if mask is not None else [])]
+    chain = [*dead, qk]
+    if any(value.owner in chain for value in operands):  # softmax(d + d)
+        return None
     attrs["scale"] = scale
     if fill != -math.inf:
         attrs["fill"] = fill
-    return [q, kt, v, *([mask] if mask is not None else [])], attrs, [*dead, qk]
+    return operands, attrs, chain
 
 
 def _broadcasts(shape, to: tuple) -> bool:

@@ -130,3 +130,14 @@ func.func @tensor_scale(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x
   %o = graph.matmul %p, %v : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   func.return %o : tensor<4x8xf32>
 }
+
+// CHECK-LABEL: func.func @doubled(
+// CHECK-NOT:     graph.attention
+// CHECK:         func.return
+func.func @doubled(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %s = graph.matmul %q, %kt : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %a = graph.add %s, %s : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p = graph.softmax %a {axis = -1} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %o = graph.matmul %p, %v : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  func.return %o : tensor<4x8xf32>
+}
