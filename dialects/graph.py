@@ -31,6 +31,8 @@ when operands or attributes do not fit; the verifier checks the same rules and t
 the declared result type is the inferred one.
 """
 
+import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -221,14 +223,49 @@ class ConstantOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> "ConstantOp":
         attrs = parser.parse_optional_attr_dict()
+        start = parser.pos
         value = parser.parse_attribute()
         if not isinstance(value, DenseIntOrFPElementsAttr) or not isinstance(
             value.type, TensorType
         ):
             parser.raise_error(f"expected a dense tensor literal, got {value}")
-        op = cls(value)
+        text = parser.lexer.input.content[start : parser.pos]
+        op = cls(_hex_floats(value, text))
         op.attributes.update(attrs)
         return op
+
+
+_ELEMENT = re.compile(
+    r"0[xX][0-9a-fA-F]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|true|false"
+)
+
+
+def _hex_floats(value: DenseIntOrFPElementsAttr, text: str) -> DenseIntOrFPElementsAttr:
+    """`value` parsed from `text` (`dense<...> : type`), with MLIR's meaning of
+    a hex literal among float elements: its bits (`dense<0xff800000>` is
+    -inf; xDSL reads the integer 4286578688)."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    dtype = next((k for k, v in NUMPY_TYPES.items() if v == t.element_type), None)
+    if dtype is None or np.dtype(dtype).kind != "f" or not text.startswith("dense<"):
+        return value
+    body = text[len("dense<") : text.find(">")]
+    if body.lstrip().startswith('"') or not re.search(r"0[xX]", body):
+        return value  # raw bytes, or no hex literal: as xDSL read it
+    width = np.dtype(dtype)
+    bits = np.dtype(f"u{width.itemsize}")
+    elements = [
+        np.array(int(e, 16), bits).view(width)
+        if e[:2] in ("0x", "0X")
+        else width.type(e)
+        for e in _ELEMENT.findall(body)
+    ]
+    shape = t.get_shape()
+    if len(elements) not in (1, math.prod(shape)):
+        return value  # xDSL's own count check stands
+    array = np.broadcast_to(np.array(elements, width), (math.prod(shape),))
+    data = np.ascontiguousarray(array, width.newbyteorder("<")).tobytes()
+    return DenseIntOrFPElementsAttr(t, BytesAttr(data))
 
 
 # ---------------------------------------------------------------- fusion
