@@ -264,8 +264,7 @@ def _hex_floats(value: DenseIntOrFPElementsAttr, text: str) -> DenseIntOrFPEleme
     if len(elements) not in (1, math.prod(shape)):
         return value  # xDSL's own count check stands
     array = np.broadcast_to(np.array(elements, width), (math.prod(shape),))
-    data = np.ascontiguousarray(array, width.newbyteorder("<")).tobytes()
-    return DenseIntOrFPElementsAttr(t, BytesAttr(data))
+    return ConstantOp.from_numpy(array.reshape(shape)).value
 
 
 # ---------------------------------------------------------------- fusion

@@ -601,6 +601,7 @@ def _anchored(
                 f"{g.label}: '{head.name}' takes no blocked activations here"
             )
         layout = {"layout": replace(offered, data=data_block, out=out_block)}
+    present = [i for i in strategy.data if i < len(head.operands)]  # optional ones
     data = [
         None
         if i in strategy.packable and _is_weight(g.outside(head.operands[i]))
@@ -616,7 +617,7 @@ def _anchored(
             ),
             name=f"data{n}",
         )
-        for n, i in enumerate(i for i in strategy.data if i < len(head.operands))
+        for n, i in enumerate(present)
     ]
     weights = [i for i in strategy.weights if i < len(head.operands)]
     reads = _Reads(g.known, first=len(data), block_of=block_of)
@@ -625,11 +626,7 @@ def _anchored(
         epilogue = _rounded(epilogue)
     kernel = strategy.build(head, data, epilogue, reads.tensors, target, **layout)
     reads.inline_views(kernel)
-    operands = [
-        g.outside(head.operands[i])
-        for i in (*strategy.data, *weights)
-        if i < len(head.operands)
-    ]
+    operands = [g.outside(head.operands[i]) for i in (*present, *weights)]
     return KernelSpec(kernel, [*operands, *reads.values])
 
 
